@@ -1,0 +1,293 @@
+"""Validation of an :class:`EventGraph` and its integer-indexed form for the schedulers.
+
+Everything that spans events is checked here once, and every problem found is reported in one
+:class:`GraphError`. Only a graph that passes gets a :class:`CompiledGraph`.
+
+Colocation: ``colocate_with`` links events into groups (connected components of the links).
+All events of a group land on one site: their fixed resources must name one site, and each
+pool placeholder in the group binds to a member at that site. The sites a group may use are
+worked out here, so the scheduler can never run into a group that has no legal site left.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass
+
+import networkx as nx
+
+from moeopt.core.events import Event, EventGraph, placeholder_role, split_resource
+from moeopt.errors import GraphError
+
+
+@dataclass(slots=True)
+class CompiledGraph:
+    """Index-based arrays of a validated graph. Event ``i`` is the i-th event added."""
+
+    names: list[str]
+    index: dict[str, int]
+    dur: list[float]
+    preds: list[tuple[tuple[int, float], ...]]
+    succs: list[tuple[tuple[int, float], ...]]
+    topo: list[int]
+    res_names: list[str]
+    res_index: dict[str, int]
+    res_site: list[int]
+    site_names: list[str]
+    fixed: list[tuple[int, ...]]
+    placeholders: list[tuple[int, ...]]
+    pool_names: list[str]
+    pool_members: list[tuple[int, ...]]
+    acq: list[tuple[tuple[int, int], ...]]
+    rel: list[tuple[tuple[int, int], ...]]
+    sem_names: list[str]
+    sem_cap: list[int]
+    group: list[int]
+    group_sites: list[tuple[int, ...] | None]
+    events: list[Event]
+
+    @property
+    def n(self) -> int:
+        return len(self.names)
+
+    def pool_members_at(self, pool: int, site: int) -> tuple[int, ...]:
+        return tuple(m for m in self.pool_members[pool] if self.res_site[m] == site)
+
+    def tails(self) -> list[float]:
+        """Longest path from each event's start to the end of the graph (its duration included)."""
+        tail = [0.0] * self.n
+        dur = self.dur
+        succs = self.succs
+        for i in reversed(self.topo):
+            best = 0.0
+            for j, lam in succs[i]:
+                v = lam + tail[j]
+                if v > best:
+                    best = v
+            tail[i] = dur[i] + best
+        return tail
+
+    def heads(self) -> list[float]:
+        """Earliest start of each event from precedence alone (longest path from the sources)."""
+        head = [0.0] * self.n
+        dur = self.dur
+        for i in self.topo:
+            best = 0.0
+            for p, lam in self.preds[i]:
+                v = head[p] + dur[p] + lam
+                if v > best:
+                    best = v
+            head[i] = best
+        return head
+
+
+def compile_graph(g: EventGraph) -> CompiledGraph:
+    """Validate ``g`` and build its :class:`CompiledGraph`; raise :class:`GraphError` on any problem."""
+    events = list(g.events.values())
+    names = [e.name for e in events]
+    index = {nm: i for i, nm in enumerate(names)}
+    sems = dict(g.semaphores)
+    pools = dict(g.pools)
+    problems: list[str] = []
+
+    # --- dependencies on missing events
+    for ev in events:
+        missing = [p for p in ev.deps if p not in index]
+        if missing:
+            problems.append(f"event {ev.name!r} depends on missing event(s) {missing}")
+
+    # --- semaphores
+    acquired: set[str] = set()
+    for ev in events:
+        for sem, amount in ev.acquires.items():
+            if sem not in sems:
+                problems.append(
+                    f"event {ev.name!r} acquires undeclared semaphore {sem!r} "
+                    f"(declared: {sorted(sems) or 'none'}); declare it with a capacity"
+                )
+            else:
+                acquired.add(sem)
+                if amount > sems[sem]:
+                    problems.append(
+                        f"event {ev.name!r} acquires {amount} units of semaphore {sem!r} whose capacity "
+                        f"is {sems[sem]}: it could never start"
+                    )
+        for sem in ev.releases:
+            if sem not in sems:
+                problems.append(
+                    f"event {ev.name!r} releases undeclared semaphore {sem!r} "
+                    f"(declared: {sorted(sems) or 'none'}); declare it with a capacity"
+                )
+    released_only = sorted(
+        {s for ev in events for s in ev.releases if s in sems} - acquired
+    )
+    for sem in released_only:
+        who = [ev.name for ev in events if sem in ev.releases][:5]
+        problems.append(f"semaphore {sem!r} is released (by {who}) but never acquired")
+
+    # --- resources, pools
+    res_names: list[str] = []
+    res_index: dict[str, int] = {}
+
+    def rid(name: str) -> int:
+        i = res_index.get(name)
+        if i is None:
+            i = len(res_names)
+            res_index[name] = i
+            res_names.append(name)
+        return i
+
+    pool_names = list(pools)
+    pool_id = {p: k for k, p in enumerate(pool_names)}
+    pool_members = [tuple(rid(m) for m in pools[p]) for p in pool_names]
+    fixed: list[tuple[int, ...]] = []
+    placeholders: list[tuple[int, ...]] = []
+    for ev in events:
+        fx: list[int] = []
+        ph: list[int] = []
+        for r in ev.resources:
+            role = placeholder_role(r)
+            if role is None:
+                fx.append(rid(r))
+            elif role not in pool_id:
+                problems.append(
+                    f"event {ev.name!r} uses pool placeholder {r!r} but no pool {role!r} is declared "
+                    f"(declared pools: {pool_names or 'none'})"
+                )
+            else:
+                ph.append(pool_id[role])
+        fixed.append(tuple(fx))
+        placeholders.append(tuple(ph))
+    site_names: list[str] = []
+    site_index: dict[str, int] = {}
+    res_site: list[int] = []
+    for r in res_names:
+        parts = split_resource(r)
+        assert parts is not None  # checked when the event / pool was made
+        site = parts[0]
+        if site not in site_index:
+            site_index[site] = len(site_names)
+            site_names.append(site)
+        res_site.append(site_index[site])
+
+    # --- colocation groups
+    partner: dict[str, str] = {}
+    for ev in events:
+        if ev.colocate_with is None:
+            continue
+        if ev.colocate_with not in index:
+            problems.append(f"event {ev.name!r} is colocated with missing event {ev.colocate_with!r}")
+            continue
+        partner[ev.name] = ev.colocate_with
+    group = [-1] * len(events)
+    group_sites: list[tuple[int, ...] | None] = []
+    if partner:
+        # union-find; groups numbered in order of their first-added member
+        parent = list(range(len(events)))
+
+        def find(x: int) -> int:
+            while parent[x] != x:
+                parent[x] = parent[parent[x]]
+                x = parent[x]
+            return x
+
+        for a, b in partner.items():
+            ra, rb = find(index[a]), find(index[b])
+            if ra != rb:
+                lo, hi = min(ra, rb), max(ra, rb)
+                parent[hi] = lo
+        members_by_root: dict[int, list[int]] = {}
+        linked = {index[a] for a in partner} | {index[b] for b in partner.values()}
+        for i in sorted(linked):
+            members_by_root.setdefault(find(i), []).append(i)
+        for gid, (_root, members) in enumerate(sorted(members_by_root.items())):
+            allowed: set[int] | None = None
+            fixed_sites: set[int] = set()
+            member_names = [names[i] for i in members]
+            for i in members:
+                group[i] = gid
+                if not fixed[i] and not placeholders[i]:
+                    problems.append(
+                        f"event {names[i]!r} takes part in colocation but occupies no resource, "
+                        f"so it has no site"
+                    )
+                fixed_sites.update(res_site[r] for r in fixed[i])
+                for p in placeholders[i]:
+                    sites = {res_site[m] for m in pool_members[p]}
+                    allowed = sites if allowed is None else allowed & sites
+            if len(fixed_sites) > 1:
+                problems.append(
+                    f"colocated events {member_names} have fixed resources on different sites "
+                    f"{sorted(site_names[s] for s in fixed_sites)}"
+                )
+                group_sites.append(None)
+                continue
+            if fixed_sites:
+                allowed = fixed_sites if allowed is None else allowed & fixed_sites
+            if allowed is not None and not allowed:
+                problems.append(
+                    f"colocated events {member_names} have no site on which all their resources exist "
+                    f"(check the pools behind their placeholders)"
+                )
+            group_sites.append(None if allowed is None else tuple(sorted(allowed)))
+    # events outside any group with several placeholders bind each placeholder independently.
+
+    # --- predecessors / successors and a topological order
+    n = len(events)
+    preds: list[tuple[tuple[int, float], ...]] = []
+    succ_lists: list[list[tuple[int, float]]] = [[] for _ in range(n)]
+    for i, ev in enumerate(events):
+        pl = tuple((index[p], lam) for p, lam in ev.deps.items() if p in index)
+        preds.append(pl)
+        for p, lam in pl:
+            succ_lists[p].append((i, lam))
+    succs = [tuple(s) for s in succ_lists]
+    indeg = [len(p) for p in preds]
+    queue = deque(i for i in range(n) if indeg[i] == 0)
+    topo: list[int] = []
+    while queue:
+        i = queue.popleft()
+        topo.append(i)
+        for j, _ in succs[i]:
+            indeg[j] -= 1
+            if indeg[j] == 0:
+                queue.append(j)
+    if len(topo) < n:
+        done = set(topo)
+        rest = [names[i] for i in range(n) if i not in done]
+        sub = g._raw_nx().subgraph(rest)
+        try:
+            cyc = nx.find_cycle(sub)
+            path = " -> ".join([str(u) for u, _v in cyc] + [str(cyc[0][0])])
+            problems.append(f"the dependencies form a cycle: {path}")
+        except nx.NetworkXNoCycle:  # pragma: no cover - Kahn left nodes, so a cycle exists
+            problems.append(f"the dependencies form a cycle among {rest[:10]}")
+
+    if problems:
+        raise GraphError("invalid event graph:\n  " + "\n  ".join(problems))
+
+    sem_names = list(sems)
+    sem_id = {s: k for k, s in enumerate(sem_names)}
+    return CompiledGraph(
+        names=names,
+        index=index,
+        dur=[e.duration_us for e in events],
+        preds=preds,
+        succs=succs,
+        topo=topo,
+        res_names=res_names,
+        res_index=res_index,
+        res_site=res_site,
+        site_names=site_names,
+        fixed=fixed,
+        placeholders=placeholders,
+        pool_names=pool_names,
+        pool_members=pool_members,
+        acq=[tuple((sem_id[s], a) for s, a in e.acquires.items()) for e in events],
+        rel=[tuple((sem_id[s], a) for s, a in e.releases.items()) for e in events],
+        sem_names=sem_names,
+        sem_cap=[sems[s] for s in sem_names],
+        group=group,
+        group_sites=group_sites,
+        events=events,
+    )

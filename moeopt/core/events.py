@@ -1,0 +1,320 @@
+"""The generic event model: :class:`Event` and :class:`EventGraph`.
+
+An execution is unrolled into a finite set of events. An event has exactly five things
+(SPEC §3): the exclusive ``resources`` it occupies, its ``deps`` (predecessor -> sync
+latency λ), the counting semaphores it ``acquires`` at its start and ``releases`` at its end,
+an optional ``colocate_with`` partner whose site it must share, and one ``duration_us``.
+``labels`` are for analyses only; no scheduler reads them.
+
+Resource names are ``<site>.<role>`` (e.g. ``core3.AIC``; the site is everything before the
+last dot). A name ``<role>:*`` is a *pool placeholder*: the event needs one member of the
+pool declared under ``role`` on the graph, chosen when the event is committed.
+
+This layer knows nothing about any operator: no stage names, no hardware.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any
+
+import networkx as nx
+
+from moeopt.errors import GraphError
+
+_SITE_ROLE = re.compile(r"^(?P<site>[A-Za-z0-9_\-.\[\]/]+)\.(?P<role>[A-Za-z0-9_\-]+)$")
+_PLACEHOLDER = re.compile(r"^(?P<role>[A-Za-z0-9_\-]+):\*$")
+_ROLE = re.compile(r"^[A-Za-z0-9_\-]+$")
+
+
+def split_resource(name: str) -> tuple[str, str] | None:
+    """``"core3.AIC"`` -> ``("core3", "AIC")``; ``None`` when the name is not ``<site>.<role>``."""
+    m = _SITE_ROLE.match(name)
+    if m is None:
+        return None
+    return m.group("site"), m.group("role")
+
+
+def placeholder_role(name: str) -> str | None:
+    """``"AIC:*"`` -> ``"AIC"``; ``None`` when the name is not a pool placeholder."""
+    m = _PLACEHOLDER.match(name)
+    return None if m is None else m.group("role")
+
+
+def _finite_nonneg(value: Any) -> bool:
+    return (
+        isinstance(value, (int, float))
+        and not isinstance(value, bool)
+        and math.isfinite(value)
+        and value >= 0
+    )
+
+
+def _amounts(owner: str, what: str, raw: Mapping[str, int] | None) -> Mapping[str, int]:
+    out: dict[str, int] = {}
+    for sem, amount in dict(raw or {}).items():
+        if not isinstance(sem, str) or not sem:
+            raise GraphError(f"event {owner!r}: {what} names must be non-empty strings, got {sem!r}")
+        if isinstance(amount, bool) or not isinstance(amount, int) or amount <= 0:
+            raise GraphError(
+                f"event {owner!r}: {what}[{sem!r}] must be a positive integer number of units, "
+                f"got {amount!r}"
+            )
+        out[sem] = amount
+    return MappingProxyType(out)
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Event:
+    """One schedulable unit of work (SPEC §3). Immutable; use ``dataclasses.replace`` for variants.
+
+    Args:
+        name: unique name in its graph.
+        resources: exclusive resources held for the whole duration, ``<site>.<role>`` or a pool
+            placeholder ``<role>:*``.
+        deps: predecessor name -> sync latency λ ≥ 0 (µs): ``start ≥ end(pred) + λ``.
+        acquires: semaphore -> units taken at this event's start.
+        releases: semaphore -> units given back at this event's end.
+        colocate_with: name of an event whose site (core) this event must share.
+        duration_us: duration ≥ 0, independent of concurrency.
+        labels: free-form analysis labels (stage, expert, wave, tile, rank ...); never scheduled on.
+    """
+
+    name: str
+    resources: Sequence[str] = ()
+    deps: Mapping[str, float] = field(default_factory=dict)
+    acquires: Mapping[str, int] = field(default_factory=dict)
+    releases: Mapping[str, int] = field(default_factory=dict)
+    colocate_with: str | None = None
+    duration_us: float = 0.0
+    labels: Mapping[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        name = self.name
+        if not isinstance(name, str) or not name:
+            raise GraphError(f"event name must be a non-empty string, got {name!r}")
+        if not _finite_nonneg(self.duration_us):
+            raise GraphError(
+                f"event {name!r}: duration_us must be a finite number >= 0, got {self.duration_us!r}"
+            )
+        if isinstance(self.resources, str):
+            raise GraphError(
+                f"event {name!r}: resources must be a list of names, got the string {self.resources!r}"
+            )
+        resources = tuple(self.resources)
+        for r in resources:
+            if not isinstance(r, str):
+                raise GraphError(f"event {name!r}: resource names must be strings, got {r!r}")
+            if split_resource(r) is None and placeholder_role(r) is None:
+                raise GraphError(
+                    f"event {name!r}: resource {r!r} is neither '<site>.<role>' (e.g. 'core3.AIC') "
+                    f"nor a pool placeholder '<role>:*' (e.g. 'AIC:*')"
+                )
+        if len(set(resources)) != len(resources):
+            dup = sorted({r for r in resources if resources.count(r) > 1})
+            raise GraphError(f"event {name!r}: resource(s) {dup} listed more than once")
+        deps: dict[str, float] = {}
+        for pred, lam in dict(self.deps).items():
+            if not isinstance(pred, str) or not pred:
+                raise GraphError(f"event {name!r}: dependency names must be strings, got {pred!r}")
+            if not _finite_nonneg(lam):
+                raise GraphError(
+                    f"event {name!r}: sync latency λ on dependency {pred!r} must be a finite "
+                    f"number >= 0, got {lam!r}"
+                )
+            if pred == name:
+                raise GraphError(f"event {name!r} depends on itself (a cycle of length 1)")
+            deps[pred] = float(lam)
+        if self.colocate_with is not None and (
+            not isinstance(self.colocate_with, str) or not self.colocate_with
+        ):
+            raise GraphError(
+                f"event {name!r}: colocate_with must be an event name or None, got {self.colocate_with!r}"
+            )
+        if self.colocate_with == name:
+            raise GraphError(f"event {name!r}: colocate_with names the event itself")
+        object.__setattr__(self, "resources", resources)
+        object.__setattr__(self, "deps", MappingProxyType(deps))
+        object.__setattr__(self, "acquires", _amounts(name, "acquires", self.acquires))
+        object.__setattr__(self, "releases", _amounts(name, "releases", self.releases))
+        object.__setattr__(self, "duration_us", float(self.duration_us))
+        object.__setattr__(self, "labels", MappingProxyType(dict(self.labels)))
+
+    def __repr__(self) -> str:
+        parts = [repr(self.name)]
+        if self.resources:
+            parts.append(f"resources={list(self.resources)!r}")
+        if self.deps:
+            parts.append(f"deps={dict(self.deps)!r}")
+        if self.acquires:
+            parts.append(f"acquires={dict(self.acquires)!r}")
+        if self.releases:
+            parts.append(f"releases={dict(self.releases)!r}")
+        if self.colocate_with:
+            parts.append(f"colocate_with={self.colocate_with!r}")
+        parts.append(f"duration_us={self.duration_us!r}")
+        return "Event(" + ", ".join(parts) + ")"
+
+
+class EventGraph:
+    """A validated DAG of :class:`Event` objects on a ``networkx.DiGraph``.
+
+    Nodes are event names carrying the event under the ``"event"`` attribute; an edge
+    ``pred -> succ`` carries its sync latency under ``"lam"``. Semaphores (name -> capacity,
+    the free units at t = 0) and pools (role -> member resources) are declared on the graph.
+
+    Events may be added in any order; structural checks that span events (cycles, missing
+    dependencies, undeclared semaphores or pools, colocation partners) run once in
+    :meth:`validate`, which every consumer calls (and which caches its result until the graph
+    changes again).
+    """
+
+    def __init__(
+        self,
+        semaphores: Mapping[str, int] | None = None,
+        pools: Mapping[str, Sequence[str]] | None = None,
+    ) -> None:
+        self._g: nx.DiGraph = nx.DiGraph()
+        self._events: dict[str, Event] = {}
+        self._semaphores: dict[str, int] = {}
+        self._pools: dict[str, tuple[str, ...]] = {}
+        self._compiled: Any = None
+        for sem, cap in dict(semaphores or {}).items():
+            self.add_semaphore(sem, cap)
+        for role, members in dict(pools or {}).items():
+            self.add_pool(role, members)
+
+    # ------------------------------------------------------------------ building
+    def add_semaphore(self, name: str, capacity: int) -> None:
+        """Declare a counting semaphore with ``capacity`` free units at t = 0."""
+        if not isinstance(name, str) or not name:
+            raise GraphError(f"semaphore name must be a non-empty string, got {name!r}")
+        if isinstance(capacity, bool) or not isinstance(capacity, int) or capacity < 0:
+            raise GraphError(f"semaphore {name!r}: capacity must be an integer >= 0, got {capacity!r}")
+        if name in self._semaphores:
+            raise GraphError(f"semaphore {name!r} is declared twice")
+        self._semaphores[name] = capacity
+        self._compiled = None
+
+    def add_pool(self, role: str, members: Sequence[str]) -> None:
+        """Declare the pool behind the placeholder ``<role>:*``: an ordered list of resources.
+
+        Member order matters: when several members give the same start, the first one wins.
+        """
+        if not isinstance(role, str) or not _ROLE.match(role):
+            raise GraphError(f"pool role must match [A-Za-z0-9_-]+, got {role!r}")
+        if role in self._pools:
+            raise GraphError(f"pool {role!r} is declared twice")
+        if isinstance(members, str):
+            raise GraphError(f"pool {role!r}: members must be a list of resource names, got {members!r}")
+        members = tuple(members)
+        if not members:
+            raise GraphError(f"pool {role!r} has no members")
+        for mem in members:
+            if not isinstance(mem, str) or split_resource(mem) is None:
+                raise GraphError(
+                    f"pool {role!r}: member {mem!r} is not a resource name '<site>.<role>' (e.g. 'core0.AIC')"
+                )
+        if len(set(members)) != len(members):
+            raise GraphError(f"pool {role!r}: a member is listed more than once")
+        self._pools[role] = members
+        self._compiled = None
+
+    def add(self, event: Event) -> Event:
+        """Add one event; returns it. Names must be unique."""
+        if not isinstance(event, Event):
+            raise GraphError(f"EventGraph.add takes an Event, got {type(event).__name__}")
+        name = event.name
+        if name in self._events:
+            raise GraphError(f"event {name!r} is added twice")
+        self._events[name] = event
+        g = self._g
+        g.add_node(name, event=event)
+        for pred, lam in event.deps.items():
+            g.add_edge(pred, name, lam=lam)
+        self._compiled = None
+        return event
+
+    def add_all(self, events: Iterable[Event]) -> None:
+        for ev in events:
+            self.add(ev)
+
+    # ------------------------------------------------------------------ reading
+    @property
+    def events(self) -> Mapping[str, Event]:
+        """Events by name, in insertion order (read-only)."""
+        return MappingProxyType(self._events)
+
+    @property
+    def semaphores(self) -> Mapping[str, int]:
+        return MappingProxyType(self._semaphores)
+
+    @property
+    def pools(self) -> Mapping[str, tuple[str, ...]]:
+        return MappingProxyType(self._pools)
+
+    @property
+    def nx(self) -> nx.DiGraph:
+        """The validated ``networkx.DiGraph`` (a read-only view)."""
+        self.validate()
+        return self._g.copy(as_view=True)
+
+    def __len__(self) -> int:
+        return len(self._events)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._events
+
+    def __iter__(self) -> Iterator[Event]:
+        return iter(self._events.values())
+
+    def __getitem__(self, name: str) -> Event:
+        return self._events[name]
+
+    def __repr__(self) -> str:
+        return (
+            f"EventGraph({len(self._events)} events, {self._g.number_of_edges()} edges, "
+            f"{len(self._semaphores)} semaphores, {len(self._pools)} pools)"
+        )
+
+    def resources(self) -> list[str]:
+        """Every concrete resource named by an event or a pool, sorted."""
+        seen: set[str] = set()
+        for ev in self._events.values():
+            seen.update(r for r in ev.resources if placeholder_role(r) is None)
+        for members in self._pools.values():
+            seen.update(members)
+        return sorted(seen)
+
+    def copy_with(
+        self,
+        semaphores: Mapping[str, int] | None = None,
+        events: Iterable[Event] | None = None,
+    ) -> EventGraph:
+        """A new graph with the same pools and the given semaphores / events (defaults: these)."""
+        out = EventGraph(
+            semaphores=self._semaphores if semaphores is None else semaphores, pools=self._pools
+        )
+        out.add_all(self._events.values() if events is None else events)
+        return out
+
+    # ------------------------------------------------------------------ validation
+    def validate(self) -> None:
+        """Check every cross-event rule; raise one :class:`GraphError` listing all problems."""
+        self.compiled()
+
+    def compiled(self) -> Any:
+        """The validated integer-indexed form used by the schedulers (cached)."""
+        if self._compiled is None:
+            from moeopt.core.compiled import compile_graph
+
+            self._compiled = compile_graph(self)
+        return self._compiled
+
+    # used by compile_graph; kept here so the raw networkx graph stays private
+    def _raw_nx(self) -> nx.DiGraph:
+        return self._g

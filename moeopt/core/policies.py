@@ -1,0 +1,211 @@
+"""Scheduling policies: which eligible event the greedy commits next.
+
+The contract (every policy, built-in or registered by a user):
+
+* A *keyed* policy (``wants_view = False``) gives each eligible event a sort key through
+  ``key(i, start_us)``; the scheduler commits the event with the smallest key, ties broken by
+  the event's index (the order events were added to the graph). The key must never decrease
+  when ``start_us`` grows: the scheduler keeps keys in a lazy heap and relies on that.
+* A *view* policy (``wants_view = True``) is asked ``choose(view)`` at every step and returns
+  the name of an eligible event. The :class:`~moeopt.core.view.SchedulerView` it receives is
+  read-only: it can ask, probe and compare, never commit or undo.
+* ``prepare(cg)`` is called once per run with the compiled graph, before any ``key`` call; a
+  policy object may be reused across runs but must not keep state between them otherwise.
+* ``work_conserving`` declares whether the policy promises to start ready work whenever a
+  pool member is free; the work-conservation guardrail is not checked for policies that
+  declare ``False``.
+
+Policies must be deterministic: same graph in, same choices out.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from moeopt.core.compiled import CompiledGraph
+from moeopt.errors import InputError
+from moeopt.registry import lookup, register
+
+if TYPE_CHECKING:
+    from moeopt.core.view import SchedulerView
+
+
+class Policy:
+    """Base class of scheduling policies (see the module docstring for the contract)."""
+
+    name: str = "policy"
+    work_conserving: bool = True
+    wants_view: bool = False
+
+    def prepare(self, cg: CompiledGraph) -> None:
+        """Precompute what ``key`` needs for this graph."""
+
+    def key(self, i: int, start_us: float) -> Any:
+        """Sort key of eligible event ``i`` if it started at ``start_us`` (smaller = first)."""
+        raise NotImplementedError
+
+    def choose(self, view: SchedulerView) -> str:
+        """For ``wants_view`` policies: the name of the eligible event to commit next."""
+        raise NotImplementedError
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}()"
+
+
+class EarliestStart(Policy):
+    """Commit the eligible event that can start earliest (ties: first added). The default."""
+
+    name = "earliest_start"
+
+    def key(self, i: int, start_us: float) -> Any:
+        return start_us
+
+
+class CriticalPathFirst(Policy):
+    """Commit the eligible event with the longest path to the end of the graph first, wherever
+    it starts (serial list scheduling by priority). Not work-conserving: a core may idle while
+    a less critical event is ready."""
+
+    name = "critical_path_first"
+    work_conserving = False
+
+    def __init__(self) -> None:
+        self._neg_tail: list[float] = []
+
+    def prepare(self, cg: CompiledGraph) -> None:
+        self._neg_tail = [-t for t in cg.tails()]
+
+    def key(self, i: int, start_us: float) -> Any:
+        return self._neg_tail[i]
+
+
+class WorkConservingCriticalPath(Policy):
+    """Among the events that can start earliest, commit the one with the longest tail."""
+
+    name = "work_conserving_critical_path"
+
+    def __init__(self) -> None:
+        self._neg_tail: list[float] = []
+
+    def prepare(self, cg: CompiledGraph) -> None:
+        self._neg_tail = [-t for t in cg.tails()]
+
+    def key(self, i: int, start_us: float) -> Any:
+        return (start_us, self._neg_tail[i])
+
+
+class PriorityByStage(Policy):
+    """Commit events of an earlier stage first, then by earliest start.
+
+    ``order`` lists stage names, highest priority first; the stage of an event is its label
+    ``label`` (default ``"stage"``; this is a policy, the scheduler itself never reads labels).
+    Events whose stage is not listed come after every listed one. Without ``order``, stages rank
+    in the order they first appear in the graph's topological order (upstream first).
+    Not work-conserving: a core waits for higher-priority work rather than start lower-priority
+    work that is ready.
+    """
+
+    name = "priority_by_stage"
+    work_conserving = False
+
+    def __init__(self, order: Sequence[str] | None = None, label: str = "stage") -> None:
+        if order is not None and (isinstance(order, str) or not all(isinstance(s, str) for s in order)):
+            raise InputError(f"priority_by_stage: order must be a list of stage names, got {order!r}")
+        self.order = None if order is None else list(order)
+        self.label = label
+        self._rank: list[int] = []
+
+    def prepare(self, cg: CompiledGraph) -> None:
+        stage_of = [ev.labels.get(self.label) for ev in cg.events]
+        if self.order is not None:
+            rank_of = {s: k for k, s in enumerate(self.order)}
+        else:
+            rank_of = {}
+            for i in cg.topo:
+                s = stage_of[i]
+                if s is not None and s not in rank_of:
+                    rank_of[s] = len(rank_of)
+        unknown = len(rank_of)
+        self._rank = [rank_of.get(s, unknown) if s is not None else unknown for s in stage_of]
+
+    def key(self, i: int, start_us: float) -> Any:
+        return (self._rank[i], start_us)
+
+    def __repr__(self) -> str:
+        return f"PriorityByStage(order={self.order!r}, label={self.label!r})"
+
+
+class LookaheadOneStep(Policy):
+    """A baseline view policy: try each of the ``width`` earliest eligible events, probe how the
+    others could start after it (``start_if``), and commit the one minimising a one-step lower
+    bound on the makespan (max over probed events of start + tail). Ties: earlier start, then
+    first added.
+
+    Expected to be no better than ``earliest_start`` (minimising a loose bound is not minimising
+    the makespan) and much slower; it exists to exercise the view contract and as a baseline.
+    """
+
+    name = "lookahead_one_step"
+    wants_view = True
+
+    def __init__(self, width: int = 6) -> None:
+        if isinstance(width, bool) or not isinstance(width, int) or width < 1:
+            raise InputError(f"lookahead_one_step: width must be an integer >= 1, got {width!r}")
+        self.width = width
+
+    def choose(self, view: SchedulerView) -> str:
+        elig = view.eligible()
+        if len(elig) == 1:
+            return elig[0]
+        starts = {e: view.earliest_start(e) for e in elig}
+        ranked = sorted(elig, key=lambda e: (starts[e], view.position(e)))
+        cands = ranked[: self.width]
+        best: tuple[float, float, int] | None = None
+        best_name = cands[0]
+        for c in cands:
+            s_c = starts[c]
+            if s_c == float("inf"):
+                continue
+            end_c = s_c + view.duration(c)
+            occupied = {r: end_c for r in view.binding_if(c)}
+            bound = s_c + view.tail(c)
+            for o in cands:
+                if o == c:
+                    continue
+                s_o = view.start_if(o, occupied)
+                v = s_o + view.tail(o)
+                if v > bound:
+                    bound = v
+            score = (bound, s_c, view.position(c))
+            if best is None or score < best:
+                best = score
+                best_name = c
+        return best_name
+
+    def __repr__(self) -> str:
+        return f"LookaheadOneStep(width={self.width})"
+
+
+for _cls in (EarliestStart, CriticalPathFirst, WorkConservingCriticalPath, PriorityByStage, LookaheadOneStep):
+    register("policy", _cls.name, _cls)
+
+BUILTIN_POLICIES = (
+    "earliest_start",
+    "critical_path_first",
+    "work_conserving_critical_path",
+    "priority_by_stage",
+    "lookahead_one_step",
+)
+
+
+def make_policy(policy: str | Policy) -> Policy:
+    """A policy object from a registered name or an instance."""
+    if isinstance(policy, Policy):
+        return policy
+    if isinstance(policy, str):
+        obj = lookup("policy", policy)()
+        if not isinstance(obj, Policy):
+            raise InputError(f"policy {policy!r} was registered with a factory that does not build a Policy")
+        return obj
+    raise InputError(f"policy must be a registered name or a Policy object, got {policy!r}")

@@ -1,0 +1,106 @@
+"""The result of scheduling an event graph: :class:`Schedule` and its per-event :class:`Wait`."""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Literal
+
+WaitKind = Literal["none", "dependency", "resource", "semaphore"]
+
+
+@dataclass(frozen=True, slots=True)
+class Wait:
+    """Why an event started when it did.
+
+    The start is ``max(ready_us, resource free time, semaphore admission)``, taken in that order:
+
+    * ``ready_us``: when every predecessor had ended plus its λ (0 for a source); ``pred`` is the
+      predecessor that set it (``None`` for a source).
+    * ``resource`` / ``resource_wait_us``: the resource whose free time pushed the start past
+      ``ready_us``, and by how much.
+    * ``semaphore`` / ``semaphore_wait_us``: the semaphore whose admission pushed it further.
+    """
+
+    ready_us: float
+    pred: str | None = None
+    resource: str | None = None
+    resource_wait_us: float = 0.0
+    semaphore: str | None = None
+    semaphore_wait_us: float = 0.0
+
+    @property
+    def kind(self) -> WaitKind:
+        """What finally decided the start: the last constraint that moved it."""
+        if self.semaphore_wait_us > 0:
+            return "semaphore"
+        if self.resource_wait_us > 0:
+            return "resource"
+        if self.pred is not None:
+            return "dependency"
+        return "none"
+
+    @property
+    def queued_us(self) -> float:
+        """Time spent ready but not started (resource queueing plus semaphore admission)."""
+        return self.resource_wait_us + self.semaphore_wait_us
+
+
+def _fmt(x: float) -> str:
+    v = round(x, 6)
+    if v == 0:
+        v = 0.0
+    return f"{v:.6f}"
+
+
+@dataclass(frozen=True)
+class Schedule:
+    """Start, end and bound resources of every event of one graph (times in µs).
+
+    ``resources[e]`` lists the concrete resources event ``e`` occupied (placeholders resolved);
+    ``binding[e]`` is the same joined with ``"+"`` (``"core0.AIC"`` for a one-resource event,
+    ``""`` for an event without resources). ``waits[e]`` says what it waited for. ``order`` is
+    the commit order of the scheduler that produced it (empty for a schedule from elsewhere).
+    """
+
+    start_us: Mapping[str, float]
+    end_us: Mapping[str, float]
+    resources: Mapping[str, tuple[str, ...]]
+    waits: Mapping[str, Wait] = field(default_factory=dict)
+    policy: str = ""
+    order: tuple[str, ...] = ()
+
+    @property
+    def makespan_us(self) -> float:
+        return max(self.end_us.values(), default=0.0)
+
+    @property
+    def binding(self) -> Mapping[str, str]:
+        return {e: "+".join(rs) for e, rs in self.resources.items()}
+
+    def __len__(self) -> int:
+        return len(self.start_us)
+
+    def fingerprint(self) -> str:
+        """A stable hash of every event's start, end and binding, rounded to 1e-6 µs.
+
+        Independent of dict order, of the process (no use of ``hash()``) and of the policy name.
+        """
+        h = hashlib.sha256()
+        for name in sorted(self.start_us):
+            line = (
+                f"{name}\t{_fmt(self.start_us[name])}\t{_fmt(self.end_us[name])}\t"
+                f"{'+'.join(self.resources.get(name, ()))}\n"
+            )
+            h.update(line.encode())
+        return h.hexdigest()[:16]
+
+    def trace(self) -> list[tuple[str, float, float, str]]:
+        """``[(event, start_us, end_us, binding), ...]`` sorted by start, then name."""
+        rows = [
+            (e, self.start_us[e], self.end_us[e], "+".join(self.resources.get(e, ())))
+            for e in self.start_us
+        ]
+        rows.sort(key=lambda r: (r[1], r[0]))
+        return rows

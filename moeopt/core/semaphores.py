@@ -1,0 +1,95 @@
+"""Free-unit profile of one counting semaphore, as the greedy scheduler builds it.
+
+The profile is a step function of time: ``level(t)`` free units, starting at the capacity and
+changing at committed breakpoints (an acquire takes units at an event's start, a release gives
+them back at an event's end). Several changes at one instant are merged; ``level(t)`` is the
+value after every change at ``t`` has been applied, so a unit released at ``t`` can be
+acquired at ``t``.
+
+Units acquired by an event whose release has not been committed yet are taken for ever, as
+far as this profile knows: that is what makes admission decisions safe while the consumer
+that will free the slot is still unscheduled.
+"""
+
+from __future__ import annotations
+
+import math
+from bisect import bisect_right
+
+INF = math.inf
+
+
+class SemaphoreProfile:
+    __slots__ = ("cap", "levels", "times")
+
+    def __init__(self, cap: int) -> None:
+        self.cap = cap
+        self.times: list[float] = []
+        self.levels: list[int] = []  # level in force from times[k] until times[k+1]
+
+    def level_at(self, t: float) -> int:
+        k = bisect_right(self.times, t) - 1
+        return self.cap if k < 0 else self.levels[k]
+
+    def admit(self, t: float, take: int, give_back: int, dur: float) -> float:
+        """Earliest ``t' >= t`` at which ``take`` units can be held over ``[t', t'+dur)`` and
+        ``take - give_back`` units from ``t'+dur`` on, given the committed breakpoints.
+
+        Returns ``INF`` when no such time exists with what is committed now (a later committed
+        release may change that).
+        """
+        times = self.times
+        levels = self.levels
+        after = take - give_back
+        if after < 0:
+            after = 0
+        n = len(times)
+        k = bisect_right(times, t) - 1
+        lvl = self.cap if k < 0 else levels[k]
+        j = k + 1
+        if lvl < take:
+            # move to the first breakpoint where enough units are free
+            while j < n and levels[j] < take:
+                j += 1
+            if j >= n:
+                return INF
+            t = times[j]
+            j += 1
+        end = t + dur
+        while j < n:
+            need = take if times[j] < end else after
+            if levels[j] < need:
+                j += 1
+                while j < n and levels[j] < take:
+                    j += 1
+                if j >= n:
+                    return INF
+                t = times[j]
+                end = t + dur
+            j += 1
+        return t
+
+    def add(self, t: float, delta: int) -> int:
+        """Apply ``delta`` units at time ``t`` and every later time; return the highest level
+        from ``t`` on (for the capacity check of releases)."""
+        times = self.times
+        levels = self.levels
+        pos = bisect_right(times, t)
+        if pos > 0 and times[pos - 1] == t:
+            start = pos - 1
+        else:
+            times.insert(pos, t)
+            levels.insert(pos, self.cap if pos == 0 else levels[pos - 1])
+            start = pos
+        hi = -1
+        for k in range(start, len(levels)):
+            v = levels[k] + delta
+            levels[k] = v
+            if v > hi:
+                hi = v
+        return hi
+
+    def __repr__(self) -> str:
+        pts = ", ".join(f"{t:g}:{v}" for t, v in zip(self.times, self.levels))
+        return f"SemaphoreProfile(cap={self.cap}, [{pts}])"
+

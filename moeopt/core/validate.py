@@ -1,0 +1,189 @@
+"""An independent checker for any schedule of an event graph (greedy, CP-SAT or hand-written).
+
+It recomputes every rule from the events and the schedule's start times, end times and bound
+resources alone; it shares no code with the schedulers (no profiles, no compiled indices), so a
+bug in a scheduler cannot hide itself here. Every violation found is listed, not just the first.
+
+Rules: every event scheduled once; ``end - start = duration``; ``start >= 0``;
+``start >= end(pred) + λ``; each placeholder bound to a member of its pool and each fixed
+resource kept; no two events overlap on one resource; colocated events on one site; every
+semaphore's free units within ``[0, capacity]`` at every instant (changes at one instant are
+applied together, within the time tolerance).
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections import defaultdict
+
+from moeopt.core.events import EventGraph, placeholder_role, split_resource
+from moeopt.core.schedule import Schedule
+from moeopt.errors import ScheduleError
+
+ABS_TOL_US = 1e-6
+REL_TOL = 1e-9
+
+
+def _tol(*values: float) -> float:
+    return ABS_TOL_US + REL_TOL * max((abs(v) for v in values), default=0.0)
+
+
+def validate_schedule(graph: EventGraph, schedule: Schedule, *, durations_exact: bool = True) -> None:
+    """Raise :class:`~moeopt.errors.ScheduleError` listing every rule ``schedule`` breaks.
+
+    ``durations_exact=False`` accepts an event lasting longer than its duration (for schedules
+    from a model with rounded durations); it must never last shorter.
+    """
+    graph.validate()
+    v: list[str] = []
+    events = graph.events
+    start = schedule.start_us
+    end = schedule.end_us
+    res = schedule.resources
+
+    names = set(events)
+    for name in sorted(names - set(start)):
+        v.append(f"event {name!r} has no start time")
+    for name in sorted(names - set(end)):
+        v.append(f"event {name!r} has no end time")
+    for name in sorted((set(start) | set(end)) - names):
+        v.append(f"schedule names {name!r}, which is not an event of the graph")
+    ok = [n for n in events if n in start and n in end]
+
+    # durations and time origin
+    for name in ok:
+        s, e, d = start[name], end[name], events[name].duration_us
+        if s < -_tol(s):
+            v.append(f"event {name!r} starts at {s:g} µs, before t = 0")
+        length = e - s
+        if durations_exact:
+            if abs(length - d) > _tol(s, e, d):
+                v.append(f"event {name!r} lasts {length:g} µs but its duration is {d:g} µs")
+        elif length < d - _tol(s, e, d):
+            v.append(f"event {name!r} lasts {length:g} µs, shorter than its duration {d:g} µs")
+
+    # precedence with λ
+    for name in ok:
+        for pred, lam in events[name].deps.items():
+            if pred not in end:
+                continue
+            need = end[pred] + lam
+            if start[name] < need - _tol(need):
+                v.append(
+                    f"event {name!r} starts at {start[name]:g} µs, before its predecessor {pred!r} "
+                    f"ends ({end[pred]:g}) plus λ {lam:g} = {need:g}"
+                )
+
+    # bindings: fixed resources kept, placeholders bound to pool members
+    pools = graph.pools
+    occupied: dict[str, list[tuple[float, float, str]]] = defaultdict(list)
+    sites_of: dict[str, set[str]] = {}
+    for name in ok:
+        ev = events[name]
+        got = list(res.get(name, ()))
+        fixed = [r for r in ev.resources if placeholder_role(r) is None]
+        roles = [placeholder_role(r) for r in ev.resources if placeholder_role(r) is not None]
+        bad = False
+        if len(got) != len(ev.resources) or len(set(got)) != len(got):
+            v.append(
+                f"event {name!r} is bound to {got}, which does not match its resources {list(ev.resources)}"
+            )
+            bad = True
+        else:
+            rest = list(got)
+            for r in fixed:
+                if r in rest:
+                    rest.remove(r)
+                else:
+                    v.append(f"event {name!r} needs resource {r!r} but is bound to {got}")
+                    bad = True
+            if not bad and not _matches(rest, [str(r) for r in roles], pools):
+                v.append(
+                    f"event {name!r} is bound to {rest} for placeholder(s) "
+                    f"{[f'{r}:*' for r in roles]}, which are not members of those pools"
+                )
+                bad = True
+        if bad:
+            continue
+        for r in got:
+            occupied[r].append((start[name], end[name], name))
+        sites = set()
+        for r in got:
+            parts = split_resource(r)
+            if parts is not None:
+                sites.add(parts[0])
+        sites_of[name] = sites
+
+    # exclusive resources
+    for r, spans in occupied.items():
+        spans = sorted(s for s in spans if s[1] > s[0])
+        for (s1, e1, n1), (s2, e2, n2) in itertools.pairwise(spans):
+            if s2 < e1 - _tol(s2, e1):
+                v.append(
+                    f"events {n1!r} [{s1:g}, {e1:g}) and {n2!r} [{s2:g}, {e2:g}) overlap on resource {r!r}"
+                )
+
+    # colocation
+    for name in ok:
+        partner = events[name].colocate_with
+        if partner is None or name not in sites_of or partner not in sites_of:
+            continue
+        a, b = sites_of[name], sites_of[partner]
+        if len(a) != 1 or a != b:
+            v.append(
+                f"event {name!r} on site(s) {sorted(a)} is not colocated with {partner!r} "
+                f"on site(s) {sorted(b)}"
+            )
+
+    # semaphores: free units within [0, capacity] at every instant
+    changes: dict[str, list[tuple[float, int, str]]] = defaultdict(list)
+    for name in ok:
+        ev = events[name]
+        for sem, a in ev.acquires.items():
+            changes[sem].append((start[name], -a, name))
+        for sem, r in ev.releases.items():
+            changes[sem].append((end[name], r, name))
+    for sem, ch in changes.items():
+        cap = graph.semaphores[sem]
+        ch.sort(key=lambda c: c[0])
+        level = cap
+        k = 0
+        while k < len(ch):
+            t0 = ch[k][0]
+            who = []
+            while k < len(ch) and ch[k][0] <= t0 + _tol(t0):
+                level += ch[k][1]
+                who.append(ch[k][2])
+                k += 1
+            if level < 0:
+                v.append(
+                    f"semaphore {sem!r} has {level} free units at t = {t0:g} µs (capacity {cap}), "
+                    f"when {who[:5]} start/end"
+                )
+            elif level > cap:
+                v.append(
+                    f"semaphore {sem!r} has {level} free units at t = {t0:g} µs, above its capacity "
+                    f"{cap}, when {who[:5]} start/end"
+                )
+    if v:
+        raise ScheduleError(v)
+
+
+def _matches(bound: list[str], roles: list[str], pools: dict[str, tuple[str, ...]] | object) -> bool:
+    """Whether the bound resources can be assigned one-to-one to the placeholders' pools."""
+    pool_map = dict(pools)  # type: ignore[call-overload]
+    if len(bound) != len(roles):
+        return False
+    if len(roles) <= 6:
+        return any(
+            all(r in pool_map.get(role, ()) for r, role in zip(perm, roles))
+            for perm in itertools.permutations(bound)
+        )
+    # many placeholders: greedy in order (pools of one event rarely overlap)
+    rest = list(bound)
+    for role in roles:
+        hit = next((r for r in rest if r in pool_map.get(role, ())), None)
+        if hit is None:
+            return False
+        rest.remove(hit)
+    return True

@@ -1,0 +1,119 @@
+"""A read-only view of the scheduler's state for ``wants_view`` policies.
+
+The view can say who is eligible, when each could start, when a resource frees, and probe one
+step ahead with :meth:`SchedulerView.start_if`. It has no way to commit or undo anything:
+policies decide, the scheduler acts.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING
+
+from moeopt.errors import InputError
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+    from moeopt.core.events import Event
+    from moeopt.core.scheduler import Eval, _State
+
+
+class SchedulerView:
+    """Read-only questions about the current scheduling step."""
+
+    __slots__ = ("_cache", "_eligible", "_state", "_tails")
+
+    def __init__(self, state: _State, eligible: set[int]) -> None:
+        self._state = state
+        self._eligible = eligible
+        self._cache: dict[int, Eval] = {}
+        self._tails: list[float] | None = None
+
+    def _step(self) -> None:
+        self._cache.clear()
+
+    def _idx(self, name: str) -> int:
+        i = self._state.cg.index.get(name)
+        if i is None:
+            raise InputError(f"no event named {name!r} in this graph")
+        return i
+
+    def _eval(self, i: int) -> Eval:
+        ev = self._cache.get(i)
+        if ev is None:
+            if i not in self._eligible:
+                raise InputError(f"event {self._state.cg.names[i]!r} is not eligible at this step")
+            ev = self._state.evaluate(i)
+            self._cache[i] = ev
+        return ev
+
+    def eligible(self) -> list[str]:
+        """Names of the events whose predecessors are all committed, in the order they were added."""
+        names = self._state.cg.names
+        return [names[i] for i in sorted(self._eligible)]
+
+    def earliest_start(self, name: str) -> float:
+        """When ``name`` would start if committed now (``inf`` if its semaphores never admit it)."""
+        return self._eval(self._idx(name))[0]
+
+    def binding_if(self, name: str) -> tuple[str, ...]:
+        """The resources ``name`` would occupy if committed now."""
+        i = self._idx(name)
+        ev = self._eval(i)
+        cg = self._state.cg
+        return tuple(cg.res_names[r] for r in cg.fixed[i] + ev[2])
+
+    def resource_free(self, resource: str) -> float:
+        """When ``resource`` is free from (0.0 if nothing has used it yet)."""
+        cg = self._state.cg
+        r = cg.res_index.get(resource)
+        if r is None:
+            raise InputError(f"no resource named {resource!r} in this graph")
+        return self._state.free[r]
+
+    def start_if(self, name: str, occupied: Mapping[str, float]) -> float:
+        """When ``name`` could start if each resource in ``occupied`` were busy until the given
+        time (a one-step probe; nothing is committed)."""
+        i = self._idx(name)
+        if i not in self._eligible:
+            raise InputError(f"event {name!r} is not eligible at this step")
+        cg = self._state.cg
+        free = list(self._state.free)
+        for res, until in occupied.items():
+            r = cg.res_index.get(res)
+            if r is None:
+                raise InputError(f"no resource named {res!r} in this graph")
+            if until > free[r]:
+                free[r] = until
+        return self._state.evaluate(i, free)[0]
+
+    def duration(self, name: str) -> float:
+        return self._state.cg.dur[self._idx(name)]
+
+    def tail(self, name: str) -> float:
+        """Longest path from the start of ``name`` to the end of the graph (duration included)."""
+        if self._tails is None:
+            self._tails = self._state.cg.tails()
+        return self._tails[self._idx(name)]
+
+    def position(self, name: str) -> int:
+        """The order in which ``name`` was added to the graph (the scheduler's tie-break)."""
+        return self._idx(name)
+
+    def event(self, name: str) -> Event:
+        return self._state.cg.events[self._idx(name)]
+
+    def is_committed(self, name: str) -> bool:
+        return self._state.done[self._idx(name)]
+
+    def end_of(self, name: str) -> float:
+        """End time of a committed event."""
+        i = self._idx(name)
+        if not self._state.done[i]:
+            raise InputError(f"event {name!r} is not committed yet")
+        return self._state.end[i]
+
+    @property
+    def inf(self) -> float:
+        return math.inf
