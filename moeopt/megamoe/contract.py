@@ -1,0 +1,203 @@
+"""The routing -> grouped-GEMM row contract (seed 004).
+
+A grouped GEMM processes every expert's rows as one padded array. Four tables tie the routing
+to the kernel's addressing:
+
+=========================  ===================================================================
+``group_sizes``            rows (token, expert pairs) per expert
+``group_offsets``          start of each expert's rows in the compact, expert-sorted array
+``group_padded_offsets``   start of each expert's rows in the padded array (no block straddles
+                           two experts); each expert reserves ceil((size + 1) / padding_m)
+                           blocks of rows, the +1 being a spare row the reference host code keeps
+``group_idx_for_bx``       the expert a block ``bx`` of ``block_token`` padded rows belongs to
+=========================  ===================================================================
+
+The kernel recovers a compact row from a padded one with
+``m_start = bx * block_token - group_padded_offsets[g] + group_offsets[g]``. The three
+self-checks below verify that the host tables and that formula agree.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from moeopt.megamoe.errors import GuardrailError
+
+
+class ContractError(GuardrailError):
+    """The grouped-GEMM tables are inconsistent with the routing or with the kernel addressing."""
+
+
+def _ceil_div(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+@dataclass(frozen=True)
+class GroupedGemmContract:
+    """Host-side tables of one grouped GEMM (see the module docstring)."""
+
+    n_experts: int
+    padding_m: int
+    block_token: int
+    flat_expert: tuple[int, ...]  # expert of each (token, route) pair, in route order
+    flat_token: tuple[int, ...]  # token of each pair
+    order: tuple[int, ...]  # route indices sorted by expert (stable)
+    group_sizes: tuple[int, ...]
+    group_offsets: tuple[int, ...]
+    group_padded_offsets: tuple[int, ...]
+    m_blocks: int
+    group_idx_for_bx: tuple[int, ...]
+
+    @property
+    def group_sum(self) -> int:
+        return len(self.flat_expert)
+
+    def padded_span(self, g: int) -> int:
+        """Rows reserved for expert ``g`` in the padded array."""
+        return _ceil_div(self.group_sizes[g] + 1, self.padding_m) * self.padding_m
+
+    def block_rows(self, bx: int) -> tuple[int, int, int]:
+        """``(expert, m_start, actual_rows)`` of block ``bx`` as the kernel computes them."""
+        g = self.group_idx_for_bx[bx]
+        start_padded = bx * self.block_token
+        rel = start_padded - self.group_padded_offsets[g]
+        m_start = rel + self.group_offsets[g]
+        actual = max(0, min(self.block_token, self.group_sizes[g] - rel))
+        return g, m_start, actual
+
+
+def build_contract(
+    expert_of: Sequence[Sequence[int]],
+    n_experts: int,
+    padding_m: int = 128,
+    block_token: int = 128,
+    token_ids: Sequence[int] | None = None,
+) -> GroupedGemmContract:
+    """The contract for tokens whose routed experts are ``expert_of[i]`` (one list per token)."""
+    if padding_m < 1 or block_token < 1 or n_experts < 1:
+        raise ContractError("padding_m, block_token and n_experts must be >= 1")
+    tokens = list(range(len(expert_of))) if token_ids is None else list(token_ids)
+    flat_expert: list[int] = []
+    flat_token: list[int] = []
+    for tok, experts in zip(tokens, expert_of, strict=False):
+        for e in experts:
+            if not 0 <= e < n_experts:
+                raise ContractError(f"token {tok} routes to expert {e}, outside 0..{n_experts - 1}")
+            flat_expert.append(e)
+            flat_token.append(tok)
+    sizes = [0] * n_experts
+    for e in flat_expert:
+        sizes[e] += 1
+    return _tables(n_experts, padding_m, block_token, sizes, tuple(flat_expert), tuple(flat_token))
+
+
+def contract_from_sizes(group_sizes: Sequence[int], padding_m: int, block_token: int) -> GroupedGemmContract:
+    """The contract for given rows per expert (tokens are then anonymous, one pair per row)."""
+    flat_expert = tuple(e for e, n in enumerate(group_sizes) for _ in range(n))
+    return _tables(
+        len(group_sizes),
+        padding_m,
+        block_token,
+        list(group_sizes),
+        flat_expert,
+        tuple(range(len(flat_expert))),
+    )
+
+
+def _tables(
+    n: int,
+    padding_m: int,
+    block_token: int,
+    sizes: list[int],
+    flat_expert: tuple[int, ...],
+    flat_token: tuple[int, ...],
+) -> GroupedGemmContract:
+    order = tuple(sorted(range(len(flat_expert)), key=lambda k: flat_expert[k]))
+    offsets = []
+    acc = 0
+    for c in sizes:
+        offsets.append(acc)
+        acc += c
+    padded = [0]
+    for i in range(1, n):
+        padded.append(padded[-1] + _ceil_div(sizes[i - 1] + 1, padding_m) * padding_m)
+    m_blocks = _ceil_div(len(flat_expert), block_token) + n
+    idx = []
+    for bx in range(m_blocks):
+        start = bx * block_token
+        g = 0
+        for i in range(n):
+            if start >= padded[i]:
+                g = i
+        idx.append(g)
+    return GroupedGemmContract(
+        n_experts=n,
+        padding_m=padding_m,
+        block_token=block_token,
+        flat_expert=flat_expert,
+        flat_token=flat_token,
+        order=order,
+        group_sizes=tuple(sizes),
+        group_offsets=tuple(offsets),
+        group_padded_offsets=tuple(padded),
+        m_blocks=m_blocks,
+        group_idx_for_bx=tuple(idx),
+    )
+
+
+def check_coverage(c: GroupedGemmContract) -> None:
+    """Self-check 1: every (token, expert) pair appears exactly once, and the sizes add up."""
+    pairs = list(zip(c.flat_token, c.flat_expert, strict=False))
+    if len(pairs) != len(set(pairs)):
+        dup = next(p for p in pairs if pairs.count(p) > 1)
+        raise ContractError(f"(token, expert) pair {dup} appears more than once")
+    if sum(c.group_sizes) != c.group_sum:
+        raise ContractError(f"group sizes add up to {sum(c.group_sizes)}, expected {c.group_sum} pairs")
+    sorted_experts = [c.flat_expert[k] for k in c.order]
+    for g in range(c.n_experts):
+        seg = sorted_experts[c.group_offsets[g] : c.group_offsets[g] + c.group_sizes[g]]
+        if any(e != g for e in seg):
+            raise ContractError(f"compact rows of expert {g} hold routes of other experts")
+
+
+def check_padded_covers_compact(c: GroupedGemmContract) -> None:
+    """Self-check 2: each expert's padded interval holds all of its rows and does not overlap
+    the next expert's padded interval."""
+    for g in range(c.n_experts):
+        span = c.padded_span(g)
+        if c.group_sizes[g] > span:
+            raise ContractError(f"expert {g}: padded span {span} cannot hold its {c.group_sizes[g]} rows")
+        if g + 1 < c.n_experts and c.group_padded_offsets[g] + span > c.group_padded_offsets[g + 1]:
+            raise ContractError(f"expert {g}: padded interval overlaps expert {g + 1}'s")
+
+
+def check_kernel_addressing(c: GroupedGemmContract) -> int:
+    """Self-check 3: for every block with valid rows, the kernel's ``m_start`` / ``actual_rows``
+    stay inside the expert's compact rows, and every compact row is addressed exactly once.
+    Returns the number of blocks checked."""
+    hit = [0] * c.group_sum
+    checked = 0
+    for bx in range(c.m_blocks):
+        g, m_start, actual = c.block_rows(bx)
+        if bx * c.block_token < c.group_padded_offsets[g] or actual <= 0:
+            continue
+        if m_start < c.group_offsets[g] or m_start + actual > c.group_offsets[g] + c.group_sizes[g]:
+            raise ContractError(
+                f"block {bx} (expert {g}) addresses compact rows [{m_start}, {m_start + actual}) outside "
+                f"[{c.group_offsets[g]}, {c.group_offsets[g] + c.group_sizes[g]})"
+            )
+        for r in range(m_start, m_start + actual):
+            hit[r] += 1
+        checked += 1
+    missed = [r for r, h in enumerate(hit) if h != 1]
+    if missed:
+        raise ContractError(f"compact row {missed[0]} is addressed {hit[missed[0]]} times (expected once)")
+    return checked
+
+
+def self_check(c: GroupedGemmContract) -> None:
+    """Run the three self-checks."""
+    check_coverage(c)
+    check_padded_covers_compact(c)
+    check_kernel_addressing(c)

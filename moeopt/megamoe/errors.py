@@ -1,0 +1,43 @@
+"""Errors of the MegaMoE adapter. All derive from :class:`moeopt.errors.MoeoptError`."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from moeopt.errors import InputError, MoeoptError
+
+
+class ScenarioError(InputError):
+    """A scenario (file, override or constructor argument) is invalid."""
+
+
+class NotModelledError(ScenarioError):
+    """A value that can be written but whose effect the model does not represent.
+
+    Raised instead of silently ignoring the value: a sweep over an ignored knob would read as
+    "no gain" where the truth is "not measured".
+    """
+
+
+class RouteConservationError(ScenarioError):
+    """A routing counts matrix does not hold exactly tokens × topk routes per source rank."""
+
+
+class GuardrailError(MoeoptError, RuntimeError):
+    """A model-level guardrail fired: the result must not be used for a decision."""
+
+
+class BoundViolation(GuardrailError):
+    """The simulated time is below a physical lower bound: some cost was missed."""
+
+    def __init__(self, message: str, bounds: dict[str, Any] | None = None) -> None:
+        super().__init__(message)
+        self.bounds = bounds or {}
+
+
+class WorkConservationViolation(GuardrailError):
+    """A late-bound pool left a member idle while work for it was ready."""
+
+    def __init__(self, message: str, samples: list[dict[str, Any]] | None = None) -> None:
+        super().__init__(message)
+        self.samples = samples or []

@@ -1,0 +1,201 @@
+"""Planning: tile grids, swizzle, wave packing and core assignment (registered by name).
+
+* tile grid (``tile_grid``): how one expert's ``rows x cols`` output is cut into tiles; every
+  grid is checked to cover the output exactly once (:func:`check_grid`).
+* swizzle: the order in which a core walks an expert's tiles: groups of ``swizzle_n``
+  N-columns, snake over M (odd groups reverse the M order), as ``gmm_common.h`` L66-91.
+* wave packing (``wave_packer``): m-groups (expert, m-block) -> waves. ``per_wave = 0`` is the
+  kernel's bucket rule: one local expert per wave (one D2C flag per expert group).
+* core assignment (``core_assignment``): tiles -> core slots, pinned at build time.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from moeopt.megamoe.errors import ScenarioError
+from moeopt.registry import register
+
+
+@dataclass(frozen=True)
+class Tile:
+    m0: int
+    m1: int
+    n0: int
+    n1: int
+    mb: int
+    nb: int
+
+    @property
+    def rows(self) -> int:
+        return self.m1 - self.m0
+
+    @property
+    def cols(self) -> int:
+        return self.n1 - self.n0
+
+
+def rect_grid(rows: int, cols: int, tile_m: int, tile_n: int) -> list[Tile]:
+    """Row-major ``tile_m x tile_n`` tiles; the last row / column of tiles may be partial."""
+    out = []
+    for mb, m0 in enumerate(range(0, rows, tile_m)):
+        for nb, n0 in enumerate(range(0, cols, tile_n)):
+            out.append(Tile(m0, min(rows, m0 + tile_m), n0, min(cols, n0 + tile_n), mb, nb))
+    return out
+
+
+def check_grid(tiles: Sequence[Tile], rows: int, cols: int, name: str = "tile grid") -> None:
+    """Every output element is covered by exactly one tile (else :class:`ScenarioError`)."""
+    area = 0
+    for t in tiles:
+        if not (0 <= t.m0 < t.m1 <= rows and 0 <= t.n0 < t.n1 <= cols):
+            raise ScenarioError(f"{name}: tile {t} lies outside the {rows} x {cols} output")
+        area += t.rows * t.cols
+    if area != rows * cols:
+        raise ScenarioError(
+            f"{name}: tiles cover {area} elements of a {rows} x {cols} output (gaps or overlaps)"
+        )
+    # equal area + no element covered twice <=> exact cover; check overlaps by sweeping rows
+    cuts = sorted({t.m0 for t in tiles} | {t.m1 for t in tiles})
+    for a, b in itertools.pairwise(cuts):
+        spans = sorted((t.n0, t.n1) for t in tiles if t.m0 <= a and t.m1 >= b)
+        covered = 0
+        for n0, n1 in spans:
+            if n0 != covered:
+                raise ScenarioError(
+                    f"{name}: rows [{a}, {b}) are covered twice or not at all near column {n0}"
+                )
+            covered = n1
+        if covered != cols:
+            raise ScenarioError(f"{name}: rows [{a}, {b}) covered up to column {covered} of {cols}")
+
+
+def swizzle_order(tiles: Sequence[Tile], swizzle_n: int) -> list[Tile]:
+    """Tiles in the kernel's swizzled walk: groups of ``swizzle_n`` N-columns, snake over M."""
+    if not tiles:
+        return []
+    n_mb = max(t.mb for t in tiles) + 1
+    n_nb = max(t.nb for t in tiles) + 1
+    at = {(t.mb, t.nb): t for t in tiles}
+    out = []
+    for g, nb0 in enumerate(range(0, n_nb, swizzle_n)):
+        nbs = range(nb0, min(n_nb, nb0 + swizzle_n))
+        mbs = range(n_mb) if g % 2 == 0 else range(n_mb - 1, -1, -1)
+        for mb in mbs:
+            for nb in nbs:
+                t = at.get((mb, nb))
+                if t is not None:
+                    out.append(t)
+    if len(out) != len(tiles):  # a custom grid that is not a full rectangle of blocks
+        return list(tiles)
+    return out
+
+
+# --------------------------------------------------------------------------- waves
+@dataclass(frozen=True)
+class MGroup:
+    expert: int
+    mb: int
+    rows: int
+
+
+def _by_expert(groups: Sequence[MGroup]) -> list[list[MGroup]]:
+    out: dict[int, list[MGroup]] = {}
+    for g in groups:
+        out.setdefault(g.expert, []).append(g)
+    return list(out.values())
+
+
+def pack_sequential_greedy(groups: Sequence[MGroup], per_wave: int) -> list[list[MGroup]]:
+    """Experts in order; ``per_wave`` m-groups per wave (0: one expert per wave)."""
+    if per_wave == 0:
+        return _by_expert(groups)
+    return [list(groups[i : i + per_wave]) for i in range(0, len(groups), per_wave)]
+
+
+def pack_longest_expert_first(groups: Sequence[MGroup], per_wave: int) -> list[list[MGroup]]:
+    """Experts by decreasing rows (ties: lower expert id), then sequential."""
+    experts = _by_expert(groups)
+    experts.sort(key=lambda gs: (-sum(g.rows for g in gs), gs[0].expert))
+    flat = [g for gs in experts for g in gs]
+    return pack_sequential_greedy(flat, per_wave) if per_wave else experts
+
+
+def pack_balanced_waves(groups: Sequence[MGroup], per_wave: int) -> list[list[MGroup]]:
+    """As many waves as sequential packing, m-groups spread so that wave row totals balance
+    (largest first to the lightest wave, at most ``per_wave`` per wave), each wave in expert order."""
+    if per_wave == 0:
+        return _by_expert(groups)
+    n = -(-len(groups) // per_wave)
+    waves: list[list[MGroup]] = [[] for _ in range(n)]
+    load = [0] * n
+    for g in sorted(groups, key=lambda g: (-g.rows, g.expert, g.mb)):
+        w = min((i for i in range(n) if len(waves[i]) < per_wave), key=lambda i: (load[i], i))
+        waves[w].append(g)
+        load[w] += g.rows
+    for wave in waves:
+        wave.sort(key=lambda g: (g.expert, g.mb))
+    waves.sort(key=lambda w: (w[0].expert, w[0].mb))
+    return waves
+
+
+# --------------------------------------------------------------------------- core assignment
+def assign_static_round_robin(groups: Sequence[Sequence[float]], n: int) -> list[list[int]]:
+    """The baseline kernel's rolling cursor: within a group tile i -> (start + i) mod n; the
+    start advances by the group's tile count (gmm1.h@2d9d4288 L120-131)."""
+    start = 0
+    out = []
+    for g in groups:
+        out.append([(start + i) % n for i in range(len(g))])
+        start = (start + len(g)) % n
+    return out
+
+
+def assign_static_round_robin_v1(groups: Sequence[Sequence[float]], n: int) -> list[list[int]]:
+    """The V1 kernel's cursor: the start advances by ``tiles mod n``, or 1 if that is 0
+    (gmm_common.h@HEAD L56-64)."""
+    start = 0
+    out = []
+    for g in groups:
+        out.append([(start + i) % n for i in range(len(g))])
+        adv = len(g) % n or 1
+        start = (start + adv) % n
+    return out
+
+
+def assign_greedy_least_busy(groups: Sequence[Sequence[float]], n: int) -> list[list[int]]:
+    """Each tile to the core with the least estimated work so far (ties: lowest index)."""
+    busy = [0.0] * n
+    out = []
+    for g in groups:
+        row = []
+        for cost in g:
+            k = min(range(n), key=lambda i: (busy[i], i))
+            busy[k] += cost
+            row.append(k)
+        out.append(row)
+    return out
+
+
+def assign_contiguous_block(groups: Sequence[Sequence[float]], n: int) -> list[list[int]]:
+    """Each group's tiles cut into ``n`` contiguous blocks, block j on core j."""
+    return [[i * n // len(g) for i in range(len(g))] for g in groups]
+
+
+for _name, _fn in (("rect", lambda: rect_grid),):
+    register("tile_grid", _name, _fn, replace=True)
+for _name, _pk in (
+    ("sequential_greedy", pack_sequential_greedy),
+    ("longest_expert_first", pack_longest_expert_first),
+    ("balanced_waves", pack_balanced_waves),
+):
+    register("wave_packer", _name, (lambda f: lambda: f)(_pk), replace=True)
+for _name, _as in (
+    ("static_round_robin", assign_static_round_robin),
+    ("static_round_robin_v1", assign_static_round_robin_v1),
+    ("greedy_least_busy", assign_greedy_least_busy),
+    ("contiguous_block", assign_contiguous_block),
+):
+    register("core_assignment", _name, (lambda f: lambda: f)(_as), replace=True)

@@ -1,0 +1,206 @@
+"""Routing: from a workload to the counts matrix ``counts[src_rank][global_expert]``.
+
+Global expert ``g`` lives on rank ``g // local_experts`` as its local expert
+``g % local_experts``. Every mode yields a ``world x (world * local_experts)`` integer matrix
+whose rows each hold exactly ``tokens * topk`` routes; :func:`check_route_conservation` is the
+guardrail that says so, and every mode passes through it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from moeopt.megamoe.errors import RouteConservationError, ScenarioError
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib  # type: ignore[import-not-found,no-redef,unused-ignore]
+
+if TYPE_CHECKING:
+    from moeopt.megamoe.scenario import Workload
+
+MAX_SAMPLED_CELLS = 50_000_000  # tokens x experts per source rank for random / zipf sampling
+
+
+def counts_matrix(w: Workload) -> np.ndarray:
+    """The routing counts matrix of ``w`` (int64, shape world x world*local_experts)."""
+    n_exp = w.world * w.local_experts
+    if w.routing == "uniform":
+        counts = _uniform(w.world, n_exp, w.tokens * w.topk)
+    elif w.routing == "cyclic":
+        counts = _cyclic(w.world, n_exp, w.tokens, w.topk)
+    elif w.routing in ("random", "zipf"):
+        counts = _sampled(w, n_exp)
+    elif w.routing == "explicit":
+        counts = _as_matrix(w.counts or (), "workload.counts")
+    elif w.routing == "file":
+        counts = load_routing_file(w.file or "", w)
+    else:  # pragma: no cover - validated by Workload
+        raise ScenarioError(f"workload.routing = {w.routing!r}: unknown")
+    check_route_conservation(counts, w, source=_source(w))
+    return counts
+
+
+def _source(w: Workload) -> str:
+    return {"explicit": "workload.counts", "file": f"workload.file ({w.file})"}.get(
+        w.routing, f"routing {w.routing!r}"
+    )
+
+
+def check_route_conservation(counts: np.ndarray, w: Workload, source: str = "counts") -> None:
+    """Guardrail: shape world x world*local_experts, no negative cell, tokens*topk per source rank."""
+    n_exp = w.world * w.local_experts
+    if counts.ndim != 2 or counts.shape != (w.world, n_exp):
+        raise RouteConservationError(
+            f"{source}: shape {tuple(counts.shape)}; expected world x world*local_experts = ({w.world}, "
+            f"{n_exp})"
+        )
+    if (counts < 0).any():
+        src, g = (int(x) for x in np.argwhere(counts < 0)[0])
+        raise RouteConservationError(f"{source}: counts[{src}][{g}] = {int(counts[src, g])} is negative")
+    want = w.tokens * w.topk
+    sums = counts.sum(axis=1)
+    bad = [(s, int(v)) for s, v in enumerate(sums) if v != want]
+    if bad:
+        s, v = bad[0]
+        raise RouteConservationError(
+            f"{source}: source rank {s} sends {v} routes; must be tokens x topk = {w.tokens} x {w.topk} = "
+            f"{want}"
+            + (f" ({len(bad)} rank(s) wrong)" if len(bad) > 1 else "")
+        )
+
+
+def _uniform(world: int, n_exp: int, routes: int) -> np.ndarray:
+    base, rem = divmod(routes, n_exp)
+    counts = np.full((world, n_exp), base, dtype=np.int64)
+    for s in range(world):
+        # spread the remainder so that no expert collects it from every source
+        for j in range(rem):
+            counts[s, (s * rem + j) % n_exp] += 1
+    return counts
+
+
+def _cyclic(world: int, n_exp: int, tokens: int, topk: int) -> np.ndarray:
+    """Route k of global token t -> expert (t*topk + k) mod n_exp (scripts/gen_data.py L175-181).
+
+    The routes of source s are the consecutive integers [s*tokens*topk, (s+1)*tokens*topk)
+    taken mod n_exp, so each expert's count is a closed form.
+    """
+    routes = tokens * topk
+    counts = np.zeros((world, n_exp), dtype=np.int64)
+    full, rem = divmod(routes, n_exp)
+    for s in range(world):
+        first = (s * routes) % n_exp
+        counts[s, :] = full
+        for j in range(rem):
+            counts[s, (first + j) % n_exp] += 1
+    return counts
+
+
+def _sampled(w: Workload, n_exp: int) -> np.ndarray:
+    if w.tokens * n_exp > MAX_SAMPLED_CELLS:
+        raise ScenarioError(
+            f"workload: routing {w.routing!r} samples tokens x experts = {w.tokens * n_exp} cells per rank; "
+            f"allowed up to {MAX_SAMPLED_CELLS} (use routing 'explicit' or 'file' for larger cases)"
+        )
+    rng = np.random.default_rng(w.seed)
+    if w.routing == "zipf":
+        ranks = rng.permutation(n_exp) + 1.0
+        logp = -w.zipf_skew * np.log(ranks)
+    else:
+        logp = np.zeros(n_exp)
+    counts = np.zeros((w.world, n_exp), dtype=np.int64)
+    for s in range(w.world):
+        # Gumbel top-k: topk distinct experts per token, drawn without replacement with weights exp(logp)
+        keys = logp[None, :] + rng.gumbel(size=(w.tokens, n_exp))
+        top = np.argpartition(-keys, w.topk - 1, axis=1)[:, : w.topk]
+        counts[s] = np.bincount(top.ravel(), minlength=n_exp)
+    return counts
+
+
+def _as_matrix(rows: Sequence[Sequence[Any]], where: str) -> np.ndarray:
+    if not rows or any(isinstance(r, (str, bytes)) or not isinstance(r, Sequence) for r in rows):
+        raise ScenarioError(f"{where}: must be a non-empty list of lists of integers")
+    widths = {len(r) for r in rows}
+    if len(widths) != 1:
+        raise RouteConservationError(f"{where}: rows have different lengths {sorted(widths)}")
+    for i, r in enumerate(rows):
+        for j, v in enumerate(r):
+            if isinstance(v, bool) or not isinstance(v, int):
+                raise ScenarioError(f"{where}[{i}][{j}] = {v!r}: must be an integer >= 0")
+    return np.asarray(rows, dtype=np.int64)
+
+
+def load_routing_file(path: str, w: Workload) -> np.ndarray:
+    """Read ``counts`` (world x world*local_experts) or ``expert_ids`` (per source rank, per token,
+    ``topk`` distinct global expert ids) from a TOML or JSON file."""
+    where = f"workload.file {path!r}"
+    if not os.path.isfile(path):
+        raise ScenarioError(f"{where}: no such file")
+    try:
+        if path.endswith(".json"):
+            with open(path, encoding="utf-8") as fh:
+                data = json.load(fh)
+        else:
+            with open(path, "rb") as fh:
+                data = tomllib.load(fh)
+    except (json.JSONDecodeError, tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise ScenarioError(f"{where}: cannot parse: {exc}") from None
+    if not isinstance(data, dict) or ("counts" in data) == ("expert_ids" in data):
+        raise ScenarioError(f"{where}: must hold exactly one of 'counts' or 'expert_ids'")
+    if "counts" in data:
+        return _as_matrix(data["counts"], f"{where}: counts")
+    return counts_from_expert_ids(data["expert_ids"], w, f"{where}: expert_ids")
+
+
+def counts_from_expert_ids(ids: Any, w: Workload, where: str = "expert_ids") -> np.ndarray:
+    """Counts matrix from ``ids[src][token] = [topk global expert ids]`` (each token's ids distinct)."""
+    n_exp = w.world * w.local_experts
+    if not isinstance(ids, list) or len(ids) != w.world:
+        raise RouteConservationError(f"{where}: needs one list per source rank ({w.world}), got {_len(ids)}")
+    counts = np.zeros((w.world, n_exp), dtype=np.int64)
+    for s, toks in enumerate(ids):
+        if not isinstance(toks, list) or len(toks) != w.tokens:
+            raise RouteConservationError(f"{where}[{s}]: needs {w.tokens} tokens, got {_len(toks)}")
+        for t, row in enumerate(toks):
+            if not isinstance(row, list) or len(row) != w.topk:
+                raise RouteConservationError(
+                    f"{where}[{s}][{t}]: needs topk = {w.topk} expert ids, got {row!r}"
+                )
+            if len(set(row)) != len(row):
+                raise RouteConservationError(f"{where}[{s}][{t}] = {row}: a token routes to an expert twice")
+            for g in row:
+                if isinstance(g, bool) or not isinstance(g, int) or not 0 <= g < n_exp:
+                    raise ScenarioError(f"{where}[{s}][{t}]: expert id {g!r}; allowed 0..{n_exp - 1}")
+                counts[s, g] += 1
+    return counts
+
+
+def _len(v: Any) -> str:
+    return str(len(v)) if isinstance(v, list) else type(v).__name__
+
+
+def rank_rows(counts: np.ndarray, rank: int, local_experts: int) -> np.ndarray:
+    """``rows[src][local_expert]`` received by destination ``rank``."""
+    return counts[:, rank * local_experts : (rank + 1) * local_experts]
+
+
+def routing_signature(counts: np.ndarray, rank: int, local_experts: int) -> tuple[Any, ...]:
+    """What the graph of ``rank`` depends on, with sources named relative to the rank.
+
+    Rank r's graph sees the rows it receives from each source (the source equal to r is its
+    local segment) and the routes it sends back; rotating the source axis by r makes two ranks
+    whose traffic is the same up to relabelling of peers share one signature.
+    """
+    world = counts.shape[0]
+    order = [(rank + d) % world for d in range(world)]
+    recv = rank_rows(counts, rank, local_experts)[order]
+    sent = counts[rank].reshape(world, local_experts)[order]
+    return (recv.tobytes(), sent.tobytes(), recv.shape)
