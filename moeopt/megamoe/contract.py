@@ -187,6 +187,8 @@ def check_kernel_addressing(c: GroupedGemmContract) -> int:
                 f"block {bx} (expert {g}) addresses compact rows [{m_start}, {m_start + actual}) outside "
                 f"[{c.group_offsets[g]}, {c.group_offsets[g] + c.group_sizes[g]})"
             )
+        if m_start + actual > c.group_sum:
+            raise ContractError(f"block {bx} (expert {g}) addresses rows past the compact array ({c.group_sum})")
         for r in range(m_start, m_start + actual):
             hit[r] += 1
         checked += 1

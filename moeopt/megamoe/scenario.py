@@ -838,6 +838,12 @@ def resolve(s: Scenario) -> Config:
             "wave from GM"
         )
 
+    if opt["barriers"] == "staged" and any(lk.location == "onchip" for lk in links.values()):
+        raise ScenarioError(
+            "options.barriers = 'staged' with an on-chip link: the producer stage cannot finish while its "
+            "on-chip slots wait for a consumer held behind the barrier (a deadlock); allowed: 'fused', "
+            "or GM links"
+        )
     # --- core groups
     groups = _resolve_groups(opt["core_groups"], opt["roles"], aic, s.workload.local_experts)
     eg = dict.fromkeys(STAGES, 1)

@@ -158,7 +158,7 @@ def simulate(
         "calibration": cal,
         "out_of_domain": cal["out_of_domain"],
         "provenance": {name: c.as_dict() for name, c in sorted(cfg.constants.items())},
-        "simulated_ranks": sorted({id(v): k for k, v in per_rank.items()}.values()),
+        "simulated_ranks": sorted({v["ranks_sharing_signature"][0] for v in per_rank.values()}),
     }
 
 

@@ -1,0 +1,89 @@
+"""Routing modes, the route conservation guardrail and the seed-004 grouped-GEMM contract."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+import moeopt.megamoe as mm
+from moeopt.megamoe import contract as ct
+from moeopt.megamoe.routing import counts_matrix
+
+
+def test_cyclic_matches_the_kernel_rule_by_hand():
+    # world 2, 2 local experts (4 global), tokens 3, topk 2: source 0 routes are t*2+k for t in 0..2 ->
+    # 0,1,2,3,4,5 mod 4 -> experts 0,1,2,3,0,1; source 1 (t = 3..5) -> 6..11 mod 4 -> 2,3,0,1,2,3
+    w = mm.Workload(tokens=3, topk=2, world=2, local_experts=2, routing="cyclic")
+    assert counts_matrix(w).tolist() == [[2, 2, 1, 1], [1, 1, 2, 2]]
+
+
+def test_uniform_spreads_the_remainder_and_conserves():
+    # 5 routes per source over 4 experts: 1 each, remainder 1 to expert (s*1 + 0) mod 4 = s
+    w = mm.Workload(tokens=5, topk=1, world=2, local_experts=2, routing="uniform")
+    assert counts_matrix(w).tolist() == [[2, 1, 1, 1], [1, 2, 1, 1]]
+
+
+def test_random_and_zipf_are_seeded_and_conserve():
+    a = counts_matrix(mm.Workload(tokens=64, topk=4, world=4, local_experts=8, routing="random", seed=3))
+    b = counts_matrix(mm.Workload(tokens=64, topk=4, world=4, local_experts=8, routing="random", seed=3))
+    assert (a == b).all() and (a.sum(axis=1) == 256).all()
+    z = counts_matrix(
+        mm.Workload(tokens=512, topk=4, world=4, local_experts=8, routing="zipf", seed=1, zipf_skew=1.5)
+    )
+    # skewed popularity: the hottest expert gets far more than the uniform share 512*4/32 = 64
+    assert z.sum(axis=0).max() > 2 * 64 * 4
+
+
+def test_route_conservation_guardrail_fires():
+    with pytest.raises(mm.RouteConservationError, match=r"source rank 1 sends 3 routes; must be .* = 4"):
+        mm.Workload(tokens=2, topk=2, world=2, local_experts=1, routing="explicit", counts=[[2, 2], [1, 2]])
+
+
+def test_expert_id_file(tmp_path):
+    p = tmp_path / "ids.json"
+    p.write_text(json.dumps({"expert_ids": [[[0, 1], [1, 2]], [[3, 0], [2, 3]]]}))
+    w = mm.Workload(tokens=2, topk=2, world=2, local_experts=2, routing="file", file=str(p))
+    assert counts_matrix(w).tolist() == [[1, 2, 1, 0], [1, 0, 1, 2]]
+    p.write_text(json.dumps({"expert_ids": [[[0, 0], [1, 2]], [[3, 0], [2, 3]]]}))
+    with pytest.raises(mm.RouteConservationError, match="routes to an expert twice"):
+        mm.Workload(tokens=2, topk=2, world=2, local_experts=2, routing="file", file=str(p))
+
+
+def test_seed004_contract_by_hand():
+    # 4 tokens, top-2 over 3 experts, padding 4: sizes [3, 3, 2]; offsets [0, 3, 6];
+    # padded: expert 0 reserves ceil((3+1)/4)*4 = 4 rows, expert 1 also 4 -> [0, 4, 8];
+    # m_blocks = ceil(8/4) + 3 = 5; block starts 0,4,8,12,16 -> experts 0,1,2,2,2
+    c = ct.build_contract([[0, 1], [1, 2], [0, 2], [0, 1]], 3, padding_m=4, block_token=4)
+    assert (c.group_sizes, c.group_offsets, c.group_padded_offsets) == ((3, 3, 2), (0, 3, 6), (0, 4, 8))
+    assert c.m_blocks == 5 and c.group_idx_for_bx == (0, 1, 2, 2, 2)
+    # block 1 is expert 1's first block: m_start = 4 - 4 + 3 = 3, rows = min(4, 3 - 0) = 3
+    assert c.block_rows(1) == (1, 3, 3)
+    ct.self_check(c)
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_seed004_self_checks_hold_on_random_routing(seed):
+    rng = np.random.default_rng(seed)
+    experts = [list(rng.choice(7, size=3, replace=False)) for _ in range(41)]
+    c = ct.build_contract([[int(e) for e in row] for row in experts], 7, padding_m=16, block_token=16)
+    ct.check_coverage(c)
+    ct.check_padded_covers_compact(c)
+    assert ct.check_kernel_addressing(c) > 0
+
+
+def test_seed004_self_checks_catch_broken_tables():
+    c = ct.build_contract([[0, 1], [1, 2], [0, 2]], 3, padding_m=4, block_token=4)
+    dup = ct.GroupedGemmContract(
+        **{**c.__dict__, "flat_token": (0, 0, 1, 1, 2, 2), "flat_expert": (0, 0, 1, 2, 0, 2)}
+    )
+    with pytest.raises(ct.ContractError, match="appears more than once"):
+        ct.check_coverage(dup)
+    squeezed = ct.GroupedGemmContract(**{**c.__dict__, "group_padded_offsets": (0, 2, 8)})
+    with pytest.raises(ct.ContractError, match="overlaps"):
+        ct.check_padded_covers_compact(squeezed)
+    # offsets that skip compact row 2: expert 1 is read from [3, 5), so row 2 is never addressed
+    shifted = ct.GroupedGemmContract(**{**c.__dict__, "group_offsets": (0, 3, 4)})
+    with pytest.raises(ct.ContractError, match="compact row 2 is addressed 0 times"):
+        ct.check_kernel_addressing(shifted)

@@ -1,0 +1,127 @@
+"""Scenario layer: validation messages a user relies on (SPEC §9)."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+import moeopt.megamoe as mm
+
+EXAMPLE = os.path.join(os.path.dirname(__file__), "..", "..", "examples", "scenario_basic.toml")
+
+
+def write(tmp_path, text: str) -> str:
+    p = tmp_path / "s.toml"
+    p.write_text(text)
+    return str(p)
+
+
+BASE = """
+profile = "megamoe-a8w8"
+h = 5120
+hidden_dim = 9216
+[workload]
+tokens = 72
+topk = 6
+world = 8
+local_experts = 3
+"""
+
+
+def test_example_loads_with_the_seed_values():
+    s = mm.load_scenario(EXAMPLE)
+    assert (s.h, s.hidden_dim, s.workload.local_experts, s.config.tile_m) == (6144, 4096, 64, 256)
+    assert s.config.dispatch_lookahead == 2
+
+
+def test_unknown_key_suggests_the_closest(tmp_path):
+    with pytest.raises(mm.ScenarioError, match=r"unknown field 'kernel.tile_nn'.*did you mean 'tile_n'"):
+        mm.load_scenario(write(tmp_path, BASE + "[kernel]\ntile_nn = 128\n"))
+
+
+def test_intermediate_size_key_explains_the_h_hidden_dim_trap(tmp_path):
+    with pytest.raises(
+        mm.ScenarioError,
+        match=r"hidden_dim = 2 x intermediate size.*h5120_i4608 is h = 5120, hidden_dim = 9216",
+    ):
+        mm.load_scenario(write(tmp_path, BASE + "intermediate_size = 4608\n"))
+
+
+def test_odd_hidden_dim_is_rejected_with_the_trap_explained():
+    with pytest.raises(mm.ScenarioError, match=r"hidden_dim = 4607: must be even.*gate \+ up"):
+        mm.Scenario(
+            workload=mm.Workload(tokens=8, topk=2, world=2, local_experts=2),
+            h=5120,
+            hidden_dim=4607,
+            profile="megamoe-a8w8",
+        )
+
+
+def test_wrong_type_names_field_value_and_allowed(tmp_path):
+    with pytest.raises(
+        mm.ScenarioError, match=r"kernel.tile_n = 100: must be a multiple of 16 in \[16, 4096\]"
+    ):
+        mm.load_scenario(write(tmp_path, BASE + "[kernel]\ntile_n = 100\n"))
+    with pytest.raises(mm.ScenarioError, match=r"workload.routing = 'zipff'.*did you mean 'zipf'.*allowed:"):
+        mm.load_scenario(EXAMPLE, {"workload.routing": "zipff"})
+
+
+def test_override_unknown_path_and_nothing_half_applied():
+    s = mm.load_scenario(EXAMPLE)
+    with pytest.raises(mm.ScenarioError, match=r"unknown field 'kernel.tile_nn'.*did you mean 'tile_n'"):
+        s.with_overrides({"kernel.tile_m": 128, "kernel.tile_nn": 128})
+    with pytest.raises(mm.ScenarioError, match=r"kernel.tile_n = 'x'"):
+        s.with_overrides({"kernel.tile_m": 128, "kernel.tile_n": "x"})
+    assert s.config.tile_m == 256  # the valid half of a failed override was not applied
+    s2 = s.with_overrides({"kernel.tile_n": 128})
+    assert (s2.config.tile_n, s.config.tile_n) == (128, 256)
+
+
+def test_values_whose_effect_is_not_modelled_raise(bs72):
+    with pytest.raises(mm.NotModelledError, match="quant = 'w4a8': not modelled"):
+        bs72.with_overrides({"kernel.quant": "w4a8"})
+    with pytest.raises(mm.NotModelledError, match="bounded GM workspace is not modelled"):
+        bs72.with_overrides({"options.links": [{"producer": "activation", "consumer": "gmm2", "depth": 2}]})
+    with pytest.raises(mm.NotModelledError, match="per_chunk.*not modelled on this edge"):
+        bs72.with_overrides(
+            {
+                "options.links": [
+                    {"producer": "gmm2", "consumer": "combine", "readiness": "per_chunk", "chunks": 2}
+                ]
+            }
+        )
+    with pytest.raises(mm.NotModelledError, match="event_granularity.gmm1 = 2"):
+        bs72.with_overrides({"options.event_granularity": {"gmm1": 2}})
+
+
+def test_missing_constants_are_named_not_zeroed():
+    with pytest.raises(mm.ScenarioError, match=r"without a profile there is no value for gm_l1_bytes_per_us"):
+        mm.Scenario(
+            workload=mm.Workload(tokens=8, topk=2, world=2, local_experts=2), h=512, hidden_dim=512, aic_num=4
+        )
+    with pytest.raises(mm.ScenarioError, match=r"no value for urma_get_bytes_per_us.*no URMA path"):
+        mm.Scenario(
+            workload=mm.Workload(tokens=8, topk=2, world=2, local_experts=2),
+            h=512,
+            hidden_dim=512,
+            profile="pto-a2a3",
+            kernel=mm.Kernel(topo_urma=True),
+        )
+
+
+def test_tiles_that_do_not_fit_l1_are_rejected(bs72):
+    # (512 + 512) x 512 x 1 B x 2 stages = 1 MiB > 512 KiB L1
+    with pytest.raises(mm.ScenarioError, match="do not fit L1"):
+        bs72.with_overrides({"kernel.tile_m": 512, "kernel.tile_n": 512})
+
+
+def test_staged_barriers_with_onchip_link_is_refused_not_deadlocked(bs72):
+    with pytest.raises(mm.ScenarioError, match="deadlock"):
+        bs72.with_overrides({"options.barriers": "staged"})
+
+
+def test_parse_override_value():
+    assert mm.parse_override_value("128") == 128
+    assert mm.parse_override_value("true") is True
+    assert mm.parse_override_value("per_expert") == "per_expert"
