@@ -16,9 +16,11 @@ def summary(r: dict) -> str:
     util = "  ".join(f"{role} {100 * u:.1f}%" for role, u in r["role_utilization"].items())
     return "\n".join(
         [
-            f"time            {r['kernel_total_us']:.2f} µs (to the last combine; with the tail {r['kernel_dag_end_us']:.2f} µs)",
-            f"bounds          compute {b['compute_us']:.2f} / bandwidth {b['bandwidth_us']:.2f} [{b['bandwidth_channel']}] / "
-            f"dependency {b['dependency_us']:.2f} µs -> {b['binding']}-bound, {b['excess_pct']:+.1f}% above it",
+            f"time            {r['kernel_total_us']:.2f} µs (to the last combine; "
+            f"with the tail {r['kernel_dag_end_us']:.2f} µs)",
+            f"bounds          compute {b['compute_us']:.2f} / bandwidth {b['bandwidth_us']:.2f} "
+            f"[{b['bandwidth_channel']}] / dependency {b['dependency_us']:.2f} µs -> {b['binding']}-bound, "
+            f"{b['excess_pct']:+.1f}% above it",
             f"utilisation     {util}",
             f"avoidable idle  {r['idle_decomposition']['avoidable_core_us']:.1f} core-µs",
             f"GM->L1          {r['traffic_bytes']['gm_to_l1'] / 1e6:.1f} MB",

@@ -26,11 +26,23 @@ from moeopt.core import (
     validate_schedule,
 )
 from moeopt.errors import GraphError, InputError, MoeoptError, ScheduleError, SchedulingError
+from moeopt.megamoe import (
+    BoundViolation,
+    NotModelledError,
+    RouteConservationError,
+    Scenario,
+    ScenarioError,
+    WorkConservationViolation,
+    Workload,
+    load_scenario,
+    simulate,
+)
 from moeopt.registry import register
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "BoundViolation",
     "CriticalPathFirst",
     "EarliestStart",
     "Event",
@@ -39,18 +51,26 @@ __all__ = [
     "InputError",
     "LookaheadOneStep",
     "MoeoptError",
+    "NotModelledError",
     "Policy",
     "PriorityByStage",
+    "RouteConservationError",
+    "Scenario",
+    "ScenarioError",
     "Schedule",
     "ScheduleError",
     "SchedulerView",
     "SchedulingError",
     "Wait",
+    "WorkConservationViolation",
     "WorkConservingCriticalPath",
+    "Workload",
     "__version__",
     "load_psplib",
     "load_psplib_optima",
+    "load_scenario",
     "register",
     "schedule",
+    "simulate",
     "validate_schedule",
 ]

@@ -28,7 +28,8 @@ def test_uniform_spreads_the_remainder_and_conserves():
 def test_random_and_zipf_are_seeded_and_conserve():
     a = counts_matrix(mm.Workload(tokens=64, topk=4, world=4, local_experts=8, routing="random", seed=3))
     b = counts_matrix(mm.Workload(tokens=64, topk=4, world=4, local_experts=8, routing="random", seed=3))
-    assert (a == b).all() and (a.sum(axis=1) == 256).all()
+    assert (a == b).all()
+    assert (a.sum(axis=1) == 256).all()
     z = counts_matrix(
         mm.Workload(tokens=512, topk=4, world=4, local_experts=8, routing="zipf", seed=1, zipf_skew=1.5)
     )
@@ -57,7 +58,8 @@ def test_seed004_contract_by_hand():
     # m_blocks = ceil(8/4) + 3 = 5; block starts 0,4,8,12,16 -> experts 0,1,2,2,2
     c = ct.build_contract([[0, 1], [1, 2], [0, 2], [0, 1]], 3, padding_m=4, block_token=4)
     assert (c.group_sizes, c.group_offsets, c.group_padded_offsets) == ((3, 3, 2), (0, 3, 6), (0, 4, 8))
-    assert c.m_blocks == 5 and c.group_idx_for_bx == (0, 1, 2, 2, 2)
+    assert c.m_blocks == 5
+    assert c.group_idx_for_bx == (0, 1, 2, 2, 2)
     # block 1 is expert 1's first block: m_start = 4 - 4 + 3 = 3, rows = min(4, 3 - 0) = 3
     assert c.block_rows(1) == (1, 3, 3)
     ct.self_check(c)

@@ -83,7 +83,7 @@ def test_values_whose_effect_is_not_modelled_raise(bs72):
         bs72.with_overrides({"kernel.quant": "w4a8"})
     with pytest.raises(mm.NotModelledError, match="bounded GM workspace is not modelled"):
         bs72.with_overrides({"options.links": [{"producer": "activation", "consumer": "gmm2", "depth": 2}]})
-    with pytest.raises(mm.NotModelledError, match="per_chunk.*not modelled on this edge"):
+    with pytest.raises(mm.NotModelledError, match=r"per_chunk.*not modelled on this edge"):
         bs72.with_overrides(
             {
                 "options.links": [
@@ -91,7 +91,7 @@ def test_values_whose_effect_is_not_modelled_raise(bs72):
                 ]
             }
         )
-    with pytest.raises(mm.NotModelledError, match="event_granularity.gmm1 = 2"):
+    with pytest.raises(mm.NotModelledError, match=r"event_granularity\.gmm1 = 2"):
         bs72.with_overrides({"options.event_granularity": {"gmm1": 2}})
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 import pytest
 
 import moeopt as m
@@ -63,7 +65,7 @@ def test_critical_path_is_a_chain_ending_at_the_last_combine(r72):
     cp = r72["critical_path"]
     assert cp[-1]["stage"] == "combine"
     assert cp[-1]["end_us"] == pytest.approx(r72["kernel_total_us"])
-    for a, b in zip(cp, cp[1:]):
+    for a, b in itertools.pairwise(cp):
         assert a["end_us"] <= b["start_us"] + 1e-6
 
 
@@ -155,7 +157,7 @@ def test_a_too_cheap_cost_formula_trips_bound_violation(bs72, monkeypatch):
     monkeypatch.setattr(
         builders._Builder, "cube_rate", lambda self: real(self, "cube_mac_per_us_int8") * 1000
     )
-    with pytest.raises(mm.BoundViolation, match="below the .* bound"):
+    with pytest.raises(mm.BoundViolation, match=r"below the .* bound"):
         mm.simulate(bs72.with_overrides({"options.bandwidth_contention": False}))
     r = mm.simulate(bs72.with_overrides({"options.bandwidth_contention": False}), check_bounds=False)
     assert r["bounds"]["violated"]
@@ -198,13 +200,14 @@ def test_urma_backend_chains_aiv1_in_program_order(bs72):
     r = mm.simulate(bs72.with_overrides({"kernel.topo_urma": True}))
     rr = r["rank_results"][0]
     urma = [ev for ev in rr["events"] if ev["name"].startswith(("get.", "put."))]
-    assert urma and all(ev["core"].endswith(".AIV1") for ev in urma)
+    assert urma
+    assert all(ev["core"].endswith(".AIV1") for ev in urma)
     by_core: dict[str, list[dict]] = {}
     for ev in urma:
         by_core.setdefault(ev["core"], []).append(ev)
     for evs in by_core.values():
         evs.sort(key=lambda e: e["start_us"])
-        for a, b in zip(evs, evs[1:]):
+        for a, b in itertools.pairwise(evs):
             assert a["end_us"] <= b["start_us"] + 1e-9
 
 
