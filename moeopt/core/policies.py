@@ -2,10 +2,13 @@
 
 The contract (every policy, built-in or registered by a user):
 
-* A *keyed* policy (``wants_view = False``) gives each eligible event a sort key through
-  ``key(i, start_us)``; the scheduler commits the event with the smallest key, ties broken by
-  the event's index (the order events were added to the graph). The key must never decrease
-  when ``start_us`` grows: the scheduler keeps keys in a lazy heap and relies on that.
+* A *keyed* policy (``wants_view = False``) ranks each eligible event by the key
+  ``(before, start_us, after, index)`` compared left to right, where ``(before, after) =
+  rank(i)`` are numbers fixed per event (computed in ``prepare``), ``start_us`` is when the event
+  could start now and ``index`` the order it was added to the graph. The scheduler commits the
+  smallest key. Keeping the start-dependent part in this fixed shape is what lets the scheduler
+  park events that wait for the same resource in one queue instead of re-ranking each of them
+  after every commit.
 * A *view* policy (``wants_view = True``) is asked ``choose(view)`` at every step and returns
   the name of an eligible event. The :class:`~moeopt.core.view.SchedulerView` it receives is
   read-only: it can ask, probe and compare, never commit or undo.
@@ -21,7 +24,7 @@ Policies must be deterministic: same graph in, same choices out.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from moeopt.core.compiled import CompiledGraph
 from moeopt.errors import InputError
@@ -41,9 +44,14 @@ class Policy:
     def prepare(self, cg: CompiledGraph) -> None:
         """Precompute what ``key`` needs for this graph."""
 
-    def key(self, i: int, start_us: float) -> Any:
-        """Sort key of eligible event ``i`` if it started at ``start_us`` (smaller = first)."""
-        raise NotImplementedError
+    def rank(self, i: int) -> tuple[float, float]:
+        """``(before, after)`` of event ``i``: its key is ``(before, start_us, after, i)``."""
+        return (0.0, 0.0)
+
+    def key(self, i: int, start_us: float) -> tuple[float, float, float, int]:
+        """The full sort key of eligible event ``i`` if it started at ``start_us``."""
+        before, after = self.rank(i)
+        return (before, start_us, after, i)
 
     def choose(self, view: SchedulerView) -> str:
         """For ``wants_view`` policies: the name of the eligible event to commit next."""
@@ -58,13 +66,11 @@ class EarliestStart(Policy):
 
     name = "earliest_start"
 
-    def key(self, i: int, start_us: float) -> Any:
-        return start_us
-
 
 class CriticalPathFirst(Policy):
     """Commit the eligible event with the longest path to the end of the graph first, wherever
-    it starts (serial list scheduling by priority). Not work-conserving: a core may idle while
+    it starts (serial list scheduling by priority; equal tails go by earliest start). Not
+    work-conserving: a core may idle while
     a less critical event is ready."""
 
     name = "critical_path_first"
@@ -76,8 +82,8 @@ class CriticalPathFirst(Policy):
     def prepare(self, cg: CompiledGraph) -> None:
         self._neg_tail = [-t for t in cg.tails()]
 
-    def key(self, i: int, start_us: float) -> Any:
-        return self._neg_tail[i]
+    def rank(self, i: int) -> tuple[float, float]:
+        return (self._neg_tail[i], 0.0)
 
 
 class WorkConservingCriticalPath(Policy):
@@ -91,8 +97,8 @@ class WorkConservingCriticalPath(Policy):
     def prepare(self, cg: CompiledGraph) -> None:
         self._neg_tail = [-t for t in cg.tails()]
 
-    def key(self, i: int, start_us: float) -> Any:
-        return (start_us, self._neg_tail[i])
+    def rank(self, i: int) -> tuple[float, float]:
+        return (0.0, self._neg_tail[i])
 
 
 class PriorityByStage(Policy):
@@ -129,8 +135,8 @@ class PriorityByStage(Policy):
         unknown = len(rank_of)
         self._rank = [rank_of.get(s, unknown) if s is not None else unknown for s in stage_of]
 
-    def key(self, i: int, start_us: float) -> Any:
-        return (self._rank[i], start_us)
+    def rank(self, i: int) -> tuple[float, float]:
+        return (float(self._rank[i]), 0.0)
 
     def __repr__(self) -> str:
         return f"PriorityByStage(order={self.order!r}, label={self.label!r})"

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -54,6 +54,22 @@ def _fmt(x: float) -> str:
     return f"{v:.6f}"
 
 
+class _Joined(Mapping[str, str]):
+    __slots__ = ("_res",)
+
+    def __init__(self, res: Mapping[str, tuple[str, ...]]) -> None:
+        self._res = res
+
+    def __getitem__(self, name: str) -> str:
+        return "+".join(self._res[name])
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._res)
+
+    def __len__(self) -> int:
+        return len(self._res)
+
+
 @dataclass(frozen=True)
 class Schedule:
     """Start, end and bound resources of every event of one graph (times in µs).
@@ -77,7 +93,8 @@ class Schedule:
 
     @property
     def binding(self) -> Mapping[str, str]:
-        return {e: "+".join(rs) for e, rs in self.resources.items()}
+        """``event -> "core0.AIC"`` (its resources joined with ``"+"``), computed on access."""
+        return _Joined(self.resources)
 
     def __len__(self) -> int:
         return len(self.start_us)

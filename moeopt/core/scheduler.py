@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import heapq
 import math
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 from moeopt.core.compiled import CompiledGraph
@@ -38,8 +39,9 @@ from moeopt.errors import SchedulingError
 INF = math.inf
 
 # result of evaluating an event: start, t_base, chosen pool members, resource that set t_base,
-# semaphore that moved the start past t_base
-Eval = tuple[float, float, tuple[int, ...], int, int]
+# semaphore that moved the start past t_base, and the candidate resources (one fixed resource or
+# one placeholder's members) whose free time set t_base
+Eval = tuple[float, float, tuple[int, ...], int, int, "tuple[int, ...] | None"]
 
 
 class _State:
@@ -69,88 +71,149 @@ class _State:
             sites[0] if sites is not None and len(sites) == 1 else -1 for sites in cg.group_sites
         ]
         self.members_at: dict[tuple[int, int], tuple[int, ...]] = {}
+        # per event: the member lists of its placeholders when no site restriction applies, and
+        # for a colocated event with one placeholder whose pool has one member per allowed site,
+        # those members (choosing the member then chooses the site)
+        self.single = [(r,) for r in range(len(cg.res_names))]
+        self.ph_lists: list[tuple[tuple[int, ...], ...]] = [
+            tuple(cg.pool_members[p] for p in phs) for phs in cg.placeholders
+        ]
+        self.site_members: list[tuple[int, ...] | None] = [None] * n
+        interned: dict[tuple[int, ...], tuple[int, ...]] = {}
         if cg.group_sites:
             for i in range(n):
-                if cg.group[i] < 0:
+                g = cg.group[i]
+                if g < 0:
                     continue
+                allowed = cg.group_sites[g] or ()
                 for p in cg.placeholders[i]:
-                    for site in cg.group_sites[cg.group[i]] or ():
+                    for site in allowed:
                         if (p, site) not in self.members_at:
                             self.members_at[(p, site)] = cg.pool_members_at(p, site)
+                if len(cg.placeholders[i]) == 1:
+                    ok_sites = set(allowed)
+                    mem = tuple(m for m in cg.pool_members[cg.placeholders[i][0]] if cg.res_site[m] in ok_sites)
+                    if len({cg.res_site[m] for m in mem}) == len(mem):
+                        # one shared object per distinct list: the scheduler's gates key on identity
+                        self.site_members[i] = interned.setdefault(mem, mem)
+        self.evaluate = self._make_evaluate()
 
     # -------------------------------------------------------------- evaluation
-    def evaluate(self, i: int, free: list[float] | None = None) -> Eval:
-        """Earliest start of eligible event ``i`` given the committed state (``free`` overrides
-        the resource free times, for probes)."""
+    def _make_evaluate(self) -> Callable[..., Eval]:
+        """Build ``evaluate(i, free=None)`` as a closure over the state's arrays (the scheduler's
+        hottest function; closure variables are much cheaper than attribute lookups)."""
         cg = self.cg
-        if free is None:
-            free = self.free
-        t = self.ready[i]
-        rb = -1
-        for r in cg.fixed[i]:
-            f = free[r]
-            if f > t:
-                t = f
-                rb = r
-        chosen: tuple[int, ...] = ()
-        phs = cg.placeholders[i]
-        if phs:
-            g = cg.group[i]
-            if g < 0:
-                lists = [cg.pool_members[p] for p in phs]
-            else:
-                site = self.group_site[g]
-                if site < 0:
-                    site = self._best_site(i, g, t, free)
-                members_at = self.members_at
-                lists = [members_at[(p, site)] for p in phs]
-            if len(lists) == 1:
-                best = -1
-                bf = INF
-                for m in lists[0]:
-                    f = free[m]
-                    if f <= t:
-                        best = m
-                        bf = f
-                        break
-                    if f < bf:
-                        bf = f
-                        best = m
-                if bf > t:
-                    t = bf
-                    rb = best
-                chosen = (best,)
-            else:
-                # the start is the latest of each placeholder's earliest member; then take, per
-                # placeholder, the first member free by that time
-                for members in lists:
-                    mf = min(free[m] for m in members)
-                    if mf > t:
-                        t = mf
-                        rb = next(m for m in members if free[m] == mf)
-                chosen = tuple(next(m for m in members if free[m] <= t) for members in lists)
-        tb = t
-        sb = -1
-        acq = self.acq3[i]
-        if acq:
-            d = cg.dur[i]
-            profiles = self.profiles
+        own_free = self.free
+        ready = self.ready
+        fixed_of = cg.fixed
+        single = self.single
+        placeholders = cg.placeholders
+        group_of = cg.group
+        group_site = self.group_site
+        ph_lists = self.ph_lists
+        members_at = self.members_at
+        site_members = self.site_members
+        acq3 = self.acq3
+        dur = cg.dur
+        profiles = self.profiles
+        best_site = self._best_site
+
+        def admit_all(acq: tuple[tuple[int, int, int], ...], t: float, d: float) -> tuple[float, int]:
+            """Earliest time >= t at which every semaphore in ``acq`` admits an event of duration
+            ``d``, and the semaphore that moved it last (-1 if none did)."""
+            sb = -1
             if len(acq) == 1:
                 s, a, back = acq[0]
-                t = profiles[s].admit(t, a, back, d)
-                if t > tb:
+                t2 = profiles[s].admit(t, a, back, d)
+                return (t2, s) if t2 > t else (t, -1)
+            # cycle through the semaphores until each has admitted the same start in turn
+            m = len(acq)
+            k = 0
+            ok = 0
+            while ok < m and t < INF:
+                s, a, back = acq[k]
+                t2 = profiles[s].admit(t, a, back, d)
+                if t2 > t:
+                    t = t2
                     sb = s
-            else:
-                moved = True
-                while moved and t < INF:
-                    moved = False
-                    for s, a, back in acq:
-                        t2 = profiles[s].admit(t, a, back, d)
-                        if t2 > t:
-                            t = t2
-                            sb = s
-                            moved = True
-        return (t, tb, chosen, rb, sb)
+                    ok = 1
+                else:
+                    ok += 1
+                k = k + 1 if k + 1 < m else 0
+            return (t, sb)
+
+        self.admit_all = admit_all
+
+        def evaluate(i: int, free: list[float] | None = None) -> Eval:
+            """Earliest start of eligible event ``i`` given the committed state (``free``
+            overrides the resource free times, for probes)."""
+            if free is None:
+                free = own_free
+            t = ready[i]
+            rb = -1
+            blk: tuple[int, ...] | None = None
+            for r in fixed_of[i]:
+                f = free[r]
+                if f > t:
+                    t = f
+                    rb = r
+                    blk = single[r]
+            chosen: tuple[int, ...] = ()
+            phs = placeholders[i]
+            if phs:
+                g = group_of[i]
+                if g < 0:
+                    lists = ph_lists[i]
+                else:
+                    site = group_site[g]
+                    if site >= 0:
+                        lists = tuple(members_at[(p, site)] for p in phs)
+                    else:
+                        fast = site_members[i]
+                        if fast is not None:
+                            lists = (fast,)
+                        else:
+                            site = best_site(i, g, t, free)
+                            lists = tuple(members_at[(p, site)] for p in phs)
+                if len(lists) == 1:
+                    lst = lists[0]
+                    vals = [free[m] for m in lst]
+                    bf = min(vals)
+                    if bf > t:
+                        # every member is busy past t: the earliest to free up (first on ties)
+                        best = lst[vals.index(bf)]
+                        t = bf
+                        rb = best
+                        blk = lst
+                    else:
+                        best = lst[0]
+                        for k, f in enumerate(vals):
+                            if f <= t:
+                                best = lst[k]
+                                break
+                    chosen = (best,)
+                else:
+                    # the start is the latest of each placeholder's earliest member; then take,
+                    # per placeholder, the first member free by that time
+                    for members in lists:
+                        mf = min(free[m] for m in members)
+                        if mf > t:
+                            t = mf
+                            rb = next(m for m in members if free[m] == mf)
+                            blk = members
+                    chosen = tuple(next(m for m in members if free[m] <= t) for members in lists)
+            tb = t
+            sb = -1
+            acq = acq3[i]
+            if acq:
+                t, sb = admit_all(acq, t, dur[i])
+                if t > tb and phs and t < INF:
+                    # semaphores moved the start: every member free by then gives that same
+                    # start, so the binding goes to the first of them in pool order
+                    chosen = tuple(next(m for m in members if free[m] <= t) for members in lists)
+            return (t, tb, chosen, rb, sb, blk)
+
+        return evaluate
 
     def _best_site(self, i: int, g: int, t: float, free: list[float]) -> int:
         cg = self.cg
@@ -172,7 +235,7 @@ class _State:
     def commit(self, i: int, ev: Eval) -> list[int]:
         """Commit event ``i``; return the events that became eligible and the semaphores it released."""
         cg = self.cg
-        start, tb, chosen, rb, sb = ev
+        start, tb, chosen, rb, sb, _blk = ev
         d = cg.dur[i]
         end = start + d
         self.done[i] = True
@@ -221,27 +284,11 @@ class _State:
     def to_schedule(self, policy_name: str) -> Schedule:
         cg = self.cg
         names = cg.names
-        res_names = cg.res_names
-        sem_names = cg.sem_names
-        starts = dict(zip(names, self.start))
-        ends = dict(zip(names, self.end))
-        resources = {names[i]: tuple(res_names[r] for r in self.bound[i]) for i in range(cg.n)}
-        waits: dict[str, Wait] = {}
-        for i in range(cg.n):
-            ready, rp, rb, rw, sb, sw = self.waits[i]
-            waits[names[i]] = Wait(
-                ready_us=ready,
-                pred=names[rp] if rp >= 0 else None,
-                resource=res_names[rb] if rb >= 0 and rw > 0 else None,
-                resource_wait_us=rw if rw > 0 else 0.0,
-                semaphore=sem_names[sb] if sb >= 0 and sw > 0 else None,
-                semaphore_wait_us=sw if sw > 0 else 0.0,
-            )
         return Schedule(
-            start_us=starts,
-            end_us=ends,
-            resources=resources,
-            waits=waits,
+            start_us=dict(zip(names, self.start)),
+            end_us=dict(zip(names, self.end)),
+            resources=_LazyResources(cg, self.bound),
+            waits=_LazyWaits(cg, self.waits),
             policy=policy_name,
             order=tuple(names[i] for i in self.order),
         )
@@ -257,6 +304,71 @@ class _State:
             lines.append(f"{cg.names[i]!r} waits on {sems}")
         more = f" and {len(blocked) - 10} more" if len(blocked) > 10 else ""
         return "; ".join(lines) + more
+
+
+class _LazyResources(Mapping[str, tuple[str, ...]]):
+    """``event -> bound resource names``, built per event on first access."""
+
+    __slots__ = ("_bound", "_cg", "_memo")
+
+    def __init__(self, cg: CompiledGraph, bound: list[tuple[int, ...]]) -> None:
+        self._cg = cg
+        self._bound = bound
+        self._memo: dict[str, tuple[str, ...]] = {}
+
+    def __getitem__(self, name: str) -> tuple[str, ...]:
+        got = self._memo.get(name)
+        if got is None:
+            i = self._cg.index[name]
+            res_names = self._cg.res_names
+            got = tuple(res_names[r] for r in self._bound[i])
+            self._memo[name] = got
+        return got
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._cg.names)
+
+    def __len__(self) -> int:
+        return len(self._cg.names)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._cg.index
+
+
+class _LazyWaits(Mapping[str, Wait]):
+    """``event -> Wait``, built per event on first access."""
+
+    __slots__ = ("_cg", "_memo", "_raw")
+
+    def __init__(self, cg: CompiledGraph, raw: list[tuple[float, int, int, float, int, float]]) -> None:
+        self._cg = cg
+        self._raw = raw
+        self._memo: dict[str, Wait] = {}
+
+    def __getitem__(self, name: str) -> Wait:
+        got = self._memo.get(name)
+        if got is None:
+            cg = self._cg
+            ready, rp, rb, rw, sb, sw = self._raw[cg.index[name]]
+            got = Wait(
+                ready_us=ready,
+                pred=cg.names[rp] if rp >= 0 else None,
+                resource=cg.res_names[rb] if rb >= 0 and rw > 0 else None,
+                resource_wait_us=rw if rw > 0 else 0.0,
+                semaphore=cg.sem_names[sb] if sb >= 0 and sw > 0 else None,
+                semaphore_wait_us=sw if sw > 0 else 0.0,
+            )
+            self._memo[name] = got
+        return got
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._cg.names)
+
+    def __len__(self) -> int:
+        return len(self._cg.names)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._cg.index
 
 
 def schedule(
@@ -290,77 +402,200 @@ def schedule(
 
 
 def _run_keyed(state: _State, pol: Policy) -> None:
+    """Lazy-heap list scheduling for keyed policies.
+
+    Heap keys ``(before, start, after, index)`` are lower bounds of each event's true key:
+    resource free times and acquires only ever make an event start later, so a popped event
+    whose re-evaluated key is unchanged is the true minimum.
+
+    *Gates.* Events held back by a busy resource wait in a gate, one per candidate resource set
+    (a fixed resource, or the members of a pool placeholder) and, for events that a semaphore
+    delays further, per semaphore signature and duration too. Every event parked in a gate starts
+    no earlier than ``F(T)``, where ``T`` is the set's earliest free time and ``F`` the semaphore
+    admission of that signature from ``T`` (the identity without semaphores); admission is
+    monotone in its start time. So only the gate's best-ranked event needs a heap entry, keyed
+    ``(before, F(T), after, index)``: a commit does not re-rank every event that waits for the
+    same pool or the same bandwidth.
+
+    *Releases.* A committed release is the one thing that makes a start *earlier*; by the
+    property in :meth:`SemaphoreProfile.admit`, a release at time ``r`` can only help a waiter
+    (an event or a gate) whose semaphore-delayed start is after ``r`` or that cannot start at
+    all yet, so exactly those are woken: per semaphore, delayed waiters sit in a max-heap of their
+    start and starved waiters are grouped by the units they need.
+    """
     cg = state.cg
     n = cg.n
-    keyfn = pol.key
+    ranks = [pol.rank(i) for i in range(n)]
+    before = [float(r[0]) for r in ranks]
+    after = [float(r[1]) for r in ranks]
+    del ranks
     evaluate = state.evaluate
+    admit_all = state.admit_all
     commit = state.commit
     done = state.done
-    heap: list[tuple[Any, int]] = []
+    acq3 = state.acq3
+    dur = cg.dur
+    profiles = state.profiles
+    ready = state.ready
+    free = state.free
+    heap: list[tuple[float, float, float, int]] = []
     push = heapq.heappush
     pop = heapq.heappop
-    cur_key: list[Any] = [None] * n
-    waiters: list[list[int]] = [[] for _ in cg.sem_names]
-    blocked: set[int] = set()
-    has_sems = bool(cg.sem_names)
+    cur_key: list[tuple[float, float, float, int] | None] = [None] * n
+    # waiter ids: 0..n-1 are events, n + g is gate g; versions retire stale registrations
+    version = [0] * n
+    in_gate = [-1] * n
+    gate_index: dict[Any, int] = {}
+    gate_members: list[tuple[int, ...]] = []
+    gate_acq: list[tuple[tuple[int, int, int], ...]] = []
+    gate_dur: list[float] = []
+    gate_heap: list[list[tuple[float, float, int, int]]] = []
+    gate_version: list[int] = []
+    n_sem = len(cg.sem_names)
+    delayed: list[list[tuple[float, int, int]]] = [[] for _ in range(n_sem)]
+    starved: list[dict[int, list[tuple[int, int]]]] = [{} for _ in range(n_sem)]
 
-    def enqueue(j: int) -> None:
-        ev = evaluate(j)
-        s = ev[0]
-        if s == INF:
-            blocked.add(j)
-            cur_key[j] = None
-            for sem, _a, _b in state.acq3[j]:
-                waiters[sem].append(j)
+    def register(owner: int, ver: int, acq: tuple[tuple[int, int, int], ...], start: float) -> None:
+        if start == INF:
+            # a waiter keeps ``take - back`` units for ever, so it cannot start while fewer are
+            # free for ever (a necessary condition only: woken waiters are re-evaluated)
+            for sem, take, back in acq:
+                starved[sem].setdefault(max(take - back, 0), []).append((owner, ver))
+        else:
+            for sem, _take, _b in acq:
+                push(delayed[sem], (-start, owner, ver))
+
+    def live(owner: int, ver: int) -> bool:
+        if owner < n:
+            return ver == version[owner] and not done[owner]
+        return ver == gate_version[owner - n]
+
+    def push_rep(g: int) -> None:
+        gh = gate_heap[g]
+        while gh:
+            top = gh[0]
+            j = top[2]
+            if done[j] or version[j] != top[3]:
+                pop(gh)
+                continue
+            t = min([free[m] for m in gate_members[g]])
+            acq = gate_acq[g]
+            if acq:
+                gate_version[g] += 1
+                t2, _sb = admit_all(acq, t, gate_dur[g])
+                if t2 != t:
+                    register(n + g, gate_version[g], acq, t2)
+                if t2 == INF:
+                    if cur_key[j] is not None:
+                        cur_key[j] = None
+                    return
+                t = t2
+            key = (top[0], t, top[1], j)
+            if cur_key[j] != key:
+                cur_key[j] = key
+                push(heap, key)
             return
-        k = keyfn(j, s)
-        cur_key[j] = k
-        push(heap, (k, j))
+
+    def route(j: int, ev: Eval) -> None:
+        s = ev[0]
+        version[j] += 1
+        vj = version[j]
+        blk = ev[5]
+        if blk is not None and ev[1] > ready[j] and s < INF:
+            # held back by a busy resource (and maybe then by semaphores): park in a gate
+            if ev[4] < 0:
+                gkey: Any = id(blk)
+                acq: tuple[tuple[int, int, int], ...] = ()
+            else:
+                acq = acq3[j]
+                gkey = (id(blk), acq, dur[j])
+            g = gate_index.get(gkey)
+            if g is None:
+                g = len(gate_members)
+                gate_index[gkey] = g
+                gate_members.append(blk)
+                gate_acq.append(acq)
+                gate_dur.append(dur[j])
+                gate_heap.append([])
+                gate_version.append(0)
+            gh = gate_heap[g]
+            entry = (before[j], after[j], j, vj)
+            push(gh, entry)
+            in_gate[j] = g
+            cur_key[j] = None
+            push_rep(g)
+            return
+        if s == INF:
+            cur_key[j] = None
+            register(j, vj, acq3[j], INF)
+            return
+        key = (before[j], s, after[j], j)
+        cur_key[j] = key
+        push(heap, key)
         if ev[4] >= 0:
-            for sem, _a, _b in state.acq3[j]:
-                waiters[sem].append(j)
+            register(j, vj, acq3[j], s)
+
+    def lower_bound(j: int) -> None:
+        # start >= ready[j] always holds, so this key may be pushed without evaluating j
+        key = (before[j], ready[j], after[j], j)
+        cur_key[j] = key
+        push(heap, key)
+
+    def on_release(sem: int, r: float) -> None:
+        wake: list[int] = []
+        dh = delayed[sem]
+        while dh and -dh[0][0] > r:
+            _negs, owner, ver = pop(dh)
+            if live(owner, ver):
+                wake.append(owner)
+        groups = starved[sem]
+        if groups:
+            levels = profiles[sem].levels
+            final = levels[-1] if levels else cg.sem_cap[sem]
+            for take in [t for t in groups if t <= final]:
+                for owner, ver in groups.pop(take):
+                    if live(owner, ver):
+                        wake.append(owner)
+        for owner in wake:
+            if owner >= n:
+                push_rep(owner - n)
+            elif not done[owner] and in_gate[owner] < 0:
+                version[owner] += 1
+                lower_bound(owner)
 
     for i in range(n):
         if state.indeg[i] == 0:
-            enqueue(i)
+            lower_bound(i)
     committed = 0
     while heap:
-        key, i = pop(heap)
-        if done[i] or cur_key[i] != key:
+        entry = pop(heap)
+        i = entry[3]
+        if done[i] or cur_key[i] != entry:
             continue
+        cur_key[i] = None
+        g = in_gate[i]
+        if g >= 0:
+            in_gate[i] = -1
         ev = evaluate(i)
         s = ev[0]
-        if s == INF:
-            blocked.add(i)
-            cur_key[i] = None
-            for sem, _a, _b in state.acq3[i]:
-                waiters[sem].append(i)
-            continue
-        k = keyfn(i, s)
-        if k > key:
-            cur_key[i] = k
-            push(heap, (k, i))
-            if ev[4] >= 0:
-                for sem, _a, _b in state.acq3[i]:
-                    waiters[sem].append(i)
-            continue
-        new = commit(i, ev)
-        committed += 1
-        blocked.discard(i)
-        if has_sems and cg.rel[i]:
+        if s <= entry[1]:
+            # s is never below the lower bound; equal means this is the true minimum
+            new = commit(i, ev)
+            committed += 1
+            version[i] += 1
+            if g >= 0:
+                push_rep(g)
             for sem, _r in cg.rel[i]:
-                w = waiters[sem]
-                if not w:
-                    continue
-                waiters[sem] = []
-                for j in w:
-                    if not done[j]:
-                        blocked.discard(j)
-                        enqueue(j)
-        for j in new:
-            enqueue(j)
+                if delayed[sem] or starved[sem]:
+                    on_release(sem, state.end[i])
+            for j in new:
+                lower_bound(j)
+        else:
+            route(i, ev)
+            if g >= 0 and in_gate[i] != g:
+                push_rep(g)
     if committed < n:
-        stuck = sorted(blocked) or [i for i in range(n) if not done[i]][:10]
+        stuck = [i for i in range(n) if not done[i] and state.indeg[i] == 0]
         raise SchedulingError(
             f"deadlock: {n - committed} event(s) can never start because semaphore units they need "
             f"are never given back: " + state.blocked_report(stuck)

@@ -37,19 +37,28 @@ class SemaphoreProfile:
 
         Returns ``INF`` when no such time exists with what is committed now (a later committed
         release may change that).
+
+        Every instant at which too few units were free lies before the returned time, so a
+        release committed later at a time ``r`` can make the answer earlier only if ``r`` is
+        before it (the scheduler uses this to re-examine only the waiters a release can help).
         """
         times = self.times
         levels = self.levels
         after = take - give_back
         if after < 0:
             after = 0
+        # units needed at the start instant itself (after every change at that instant): a
+        # zero-length hold gives its units back at the very instant it takes them
+        head = take if dur > 0 else after
+        if head <= 0:
+            return t
         n = len(times)
         k = bisect_right(times, t) - 1
         lvl = self.cap if k < 0 else levels[k]
         j = k + 1
-        if lvl < take:
+        if lvl < head:
             # move to the first breakpoint where enough units are free
-            while j < n and levels[j] < take:
+            while j < n and levels[j] < head:
                 j += 1
             if j >= n:
                 return INF
@@ -57,10 +66,16 @@ class SemaphoreProfile:
             j += 1
         end = t + dur
         while j < n:
-            need = take if times[j] < end else after
+            tj = times[j]
+            if tj < end:
+                need = take
+            elif after <= 0:
+                break
+            else:
+                need = after
             if levels[j] < need:
                 j += 1
-                while j < n and levels[j] < take:
+                while j < n and levels[j] < head:
                     j += 1
                 if j >= n:
                     return INF

@@ -1,0 +1,80 @@
+"""Hypothesis strategies for small random event graphs with every feature of the event model."""
+
+from __future__ import annotations
+
+from hypothesis import strategies as st
+
+import moeopt as m
+
+SITES = ("c0", "c1", "c2")
+DURATIONS = (0.0, 0.5, 1.0, 1.5, 2.0, 3.25)
+LAMBDAS = (0.0, 0.0, 0.5, 1.25)
+
+
+@st.composite
+def event_graphs(draw: st.DrawFn, max_events: int = 9, semaphores: bool = True) -> m.EventGraph:
+    """A valid graph: fixed resources and pool placeholders over 3 sites x 2 roles, λ edges,
+    colocation with an earlier event, own-held semaphore units and producer -> consumer slots."""
+    n = draw(st.integers(1, max_events))
+    pools = {
+        role: [f"{s}.{role}" for s in draw(st.permutations(SITES))] for role in ("a", "b")
+    }
+    sems = {}
+    if semaphores:
+        sems = {"s1": draw(st.integers(1, 3)), "s2": draw(st.integers(1, 2))}
+    g = m.EventGraph(semaphores=sems, pools=pools)
+    names: list[str] = []
+    res_of: dict[str, list[str]] = {}
+    open_slots: list[tuple[str, str, int]] = []  # (producer, semaphore, units) not yet released
+    for k in range(n):
+        name = f"e{k}"
+        kind = draw(st.sampled_from(["fixed", "pool", "pool", "both", "none"]))
+        if kind == "fixed":
+            res = [f"{draw(st.sampled_from(SITES))}.{draw(st.sampled_from(['a', 'b']))}"]
+        elif kind == "pool":
+            res = [f"{draw(st.sampled_from(['a', 'b']))}:*"]
+        elif kind == "both":
+            res = [f"{draw(st.sampled_from(SITES))}.a", "b:*"]
+        else:
+            res = []
+        deps: dict[str, float] = {}
+        if names:
+            for p in draw(st.lists(st.sampled_from(names), max_size=3, unique=True)):
+                deps[p] = draw(st.sampled_from(LAMBDAS))
+        coloc = None
+        if names and len(res) == 1 and res[0].endswith(":*") and draw(st.booleans()):
+            partners = [p for p in names if len(res_of[p]) == 1]
+            if partners:
+                coloc = draw(st.sampled_from(partners))
+        acquires: dict[str, int] = {}
+        releases: dict[str, int] = {}
+        if semaphores:
+            mode = draw(st.sampled_from(["none", "none", "hold", "produce", "consume"]))
+            if mode == "hold":
+                sem = draw(st.sampled_from(["s1", "s2"]))
+                units = draw(st.integers(1, sems[sem]))
+                acquires[sem] = units
+                releases[sem] = units
+            elif mode == "produce":
+                sem = draw(st.sampled_from(["s1", "s2"]))
+                acquires[sem] = 1
+                open_slots.append((name, sem, 1))
+            elif mode == "consume" and open_slots:
+                prod, sem, units = open_slots.pop(draw(st.integers(0, len(open_slots) - 1)))
+                deps.setdefault(prod, draw(st.sampled_from(LAMBDAS)))
+                releases[sem] = units
+        g.add(
+            m.Event(
+                name,
+                resources=res,
+                deps=deps,
+                acquires=acquires,
+                releases=releases,
+                colocate_with=coloc,
+                duration_us=draw(st.sampled_from(DURATIONS)),
+                labels={"stage": draw(st.sampled_from(["x", "y", "z"]))},
+            )
+        )
+        names.append(name)
+        res_of[name] = res
+    return g
