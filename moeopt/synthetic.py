@@ -94,7 +94,7 @@ def layered_graph(
         load_us = round(rng.uniform(1.0, 6.0), 3)
         compute_us = round(rng.uniform(2.0, 8.0), 3)
         act_us = round(rng.uniform(0.5, 2.5), 3)
-        units = rng.randint(1, max(1, bandwidth_units // 4))
+        units = rng.randint(1, max(1, min(4, bandwidth_units // 4)))
         for t in range(n_tiles):
             load = f"e{e}.t{t}.load"
             comp = f"e{e}.t{t}.compute"

@@ -12,8 +12,10 @@ or a time-lagged precedence is rejected with a clear error rather than silently 
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 from moeopt.core.events import Event, EventGraph
@@ -29,7 +31,8 @@ def load_psplib(path: str | os.PathLike[str]) -> EventGraph:
         raise InputError(f"{p}: no such PSPLIB file")
     parser = rcpsp.RcpspParser()
     try:
-        ok = parser.parse_file(str(p))
+        with _quiet_stderr():  # the C++ parser logs its own complaints; ours is the one message
+            ok = parser.parse_file(str(p))
     except Exception as exc:  # the C++ parser reports problems in several ways
         raise InputError(f"{p}: OR-Tools could not parse this PSPLIB file: {exc}") from None
     if not ok:
@@ -75,6 +78,23 @@ def load_psplib(path: str | os.PathLike[str]) -> EventGraph:
         )
     g.validate()
     return g
+
+
+@contextlib.contextmanager
+def _quiet_stderr() -> Iterator[None]:
+    """Silence file descriptor 2 (C++ logging) for the duration of the block."""
+    try:
+        saved = os.dup(2)
+    except OSError:  # no usable stderr: nothing to silence
+        yield
+        return
+    try:
+        with open(os.devnull, "w") as null:
+            os.dup2(null.fileno(), 2)
+            yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
 
 
 def load_psplib_optima(csv_path: str | os.PathLike[str]) -> dict[str, int]:
