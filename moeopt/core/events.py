@@ -23,6 +23,7 @@ from types import MappingProxyType
 from typing import Any
 
 import networkx as nx
+from networkx import DiGraph as _DiGraph  # the class below has a property named ``nx``
 
 from moeopt.errors import GraphError
 
@@ -258,7 +259,7 @@ class EventGraph:
         return MappingProxyType(self._pools)
 
     @property
-    def nx(self) -> nx.DiGraph:
+    def nx(self) -> _DiGraph:
         """The validated ``networkx.DiGraph`` (a read-only view)."""
         self.validate()
         return self._g.copy(as_view=True)
@@ -316,5 +317,5 @@ class EventGraph:
         return self._compiled
 
     # used by compile_graph; kept here so the raw networkx graph stays private
-    def _raw_nx(self) -> nx.DiGraph:
+    def _raw_nx(self) -> _DiGraph:
         return self._g

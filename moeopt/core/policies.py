@@ -174,7 +174,7 @@ class LookaheadOneStep(Policy):
             if s_c == float("inf"):
                 continue
             end_c = s_c + view.duration(c)
-            occupied = {r: end_c for r in view.binding_if(c)}
+            occupied = dict.fromkeys(view.binding_if(c), end_c)
             bound = s_c + view.tail(c)
             for o in cands:
                 if o == c:

@@ -92,7 +92,8 @@ class _State:
                             self.members_at[(p, site)] = cg.pool_members_at(p, site)
                 if len(cg.placeholders[i]) == 1:
                     ok_sites = set(allowed)
-                    mem = tuple(m for m in cg.pool_members[cg.placeholders[i][0]] if cg.res_site[m] in ok_sites)
+                    pool = cg.pool_members[cg.placeholders[i][0]]
+                    mem = tuple(m for m in pool if cg.res_site[m] in ok_sites)
                     if len({cg.res_site[m] for m in mem}) == len(mem):
                         # one shared object per distinct list: the scheduler's gates key on identity
                         self.site_members[i] = interned.setdefault(mem, mem)

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import itertools
 from collections import defaultdict
+from collections.abc import Mapping
 
 from moeopt.core.events import EventGraph, placeholder_role, split_resource
 from moeopt.core.schedule import Schedule
@@ -108,8 +109,8 @@ def validate_schedule(graph: EventGraph, schedule: Schedule, *, durations_exact:
         for r in got:
             occupied[r].append((start[name], end[name], name))
         sites = set()
-        for r in got:
-            parts = split_resource(r)
+        for res_name in got:
+            parts = split_resource(res_name)
             if parts is not None:
                 sites.add(parts[0])
         sites_of[name] = sites
@@ -128,11 +129,11 @@ def validate_schedule(graph: EventGraph, schedule: Schedule, *, durations_exact:
         partner = events[name].colocate_with
         if partner is None or name not in sites_of or partner not in sites_of:
             continue
-        a, b = sites_of[name], sites_of[partner]
-        if len(a) != 1 or a != b:
+        mine, theirs = sites_of[name], sites_of[partner]
+        if len(mine) != 1 or mine != theirs:
             v.append(
-                f"event {name!r} on site(s) {sorted(a)} is not colocated with {partner!r} "
-                f"on site(s) {sorted(b)}"
+                f"event {name!r} on site(s) {sorted(mine)} is not colocated with {partner!r} "
+                f"on site(s) {sorted(theirs)}"
             )
 
     # semaphores: free units within [0, capacity] at every instant
@@ -141,8 +142,8 @@ def validate_schedule(graph: EventGraph, schedule: Schedule, *, durations_exact:
         ev = events[name]
         for sem, a in ev.acquires.items():
             changes[sem].append((start[name], -a, name))
-        for sem, r in ev.releases.items():
-            changes[sem].append((end[name], r, name))
+        for sem, units in ev.releases.items():
+            changes[sem].append((end[name], units, name))
     for sem, ch in changes.items():
         cap = graph.semaphores[sem]
         ch.sort(key=lambda c: c[0])
@@ -169,9 +170,8 @@ def validate_schedule(graph: EventGraph, schedule: Schedule, *, durations_exact:
         raise ScheduleError(v)
 
 
-def _matches(bound: list[str], roles: list[str], pools: dict[str, tuple[str, ...]] | object) -> bool:
+def _matches(bound: list[str], roles: list[str], pool_map: Mapping[str, tuple[str, ...]]) -> bool:
     """Whether the bound resources can be assigned one-to-one to the placeholders' pools."""
-    pool_map = dict(pools)  # type: ignore[call-overload]
     if len(bound) != len(roles):
         return False
     if len(roles) <= 6:

@@ -42,7 +42,7 @@ def test_j301_1_maps_jobs_resources_and_precedences() -> None:
     assert job2.duration_us == 8.0
     assert dict(job2.acquires) == {"R1": 4} == dict(job2.releases)
     assert dict(job2.deps) == {"job1": 0.0}
-    assert [s for s in g.nx.successors("job1")] == ["job2", "job3", "job4"]
+    assert list(g.nx.successors("job1")) == ["job2", "job3", "job4"]
     assert g["job32"].duration_us == 0.0
 
 
