@@ -32,18 +32,32 @@ _PLACEHOLDER = re.compile(r"^(?P<role>[A-Za-z0-9_\-]+):\*$")
 _ROLE = re.compile(r"^[A-Za-z0-9_\-]+$")
 
 
+_SPLIT_MEMO: dict[str, tuple[str, str] | None] = {}
+_ROLE_MEMO: dict[str, str | None] = {}
+
+
 def split_resource(name: str) -> tuple[str, str] | None:
     """``"core3.AIC"`` -> ``("core3", "AIC")``; ``None`` when the name is not ``<site>.<role>``."""
-    m = _SITE_ROLE.match(name)
-    if m is None:
-        return None
-    return m.group("site"), m.group("role")
+    try:
+        return _SPLIT_MEMO[name]
+    except KeyError:
+        m = _SITE_ROLE.match(name)
+        out = None if m is None else (m.group("site"), m.group("role"))
+        if len(_SPLIT_MEMO) < 100_000:
+            _SPLIT_MEMO[name] = out
+        return out
 
 
 def placeholder_role(name: str) -> str | None:
     """``"AIC:*"`` -> ``"AIC"``; ``None`` when the name is not a pool placeholder."""
-    m = _PLACEHOLDER.match(name)
-    return None if m is None else m.group("role")
+    try:
+        return _ROLE_MEMO[name]
+    except KeyError:
+        m = _PLACEHOLDER.match(name)
+        out = None if m is None else m.group("role")
+        if len(_ROLE_MEMO) < 100_000:
+            _ROLE_MEMO[name] = out
+        return out
 
 
 def _finite_nonneg(value: Any) -> bool:

@@ -37,7 +37,7 @@ import dataclasses
 from moeopt.core.compiled import CompiledGraph
 from moeopt.core.events import EventGraph
 
-WALK_BUDGET = 2_000_000  # acquirers x events; above it only the cheap criterion is used
+WALK_BUDGET = 200_000  # acquirers x events; above it only the cheap criterion is used
 
 
 def nonbinding_semaphores(cg: CompiledGraph) -> list[int]:
@@ -59,8 +59,8 @@ def nonbinding_semaphores(cg: CompiledGraph) -> list[int]:
             continue
         if len(acquirers[s]) * cg.n > WALK_BUDGET:
             continue
-        a_of = dict.fromkeys(range(cg.n), 0)
-        r_of = dict.fromkeys(range(cg.n), 0)
+        a_of: dict[int, int] = {}
+        r_of: dict[int, int] = {}
         for i in range(cg.n):
             for s2, a in cg.acq[i]:
                 if s2 == s:
@@ -70,8 +70,8 @@ def nonbinding_semaphores(cg: CompiledGraph) -> list[int]:
                     r_of[i] = r
         ok = True
         for e in acquirers[s]:
-            anc_rel = sum(r_of[x] for x in _walk(cg.preds, e))
-            desc_acq = sum(a_of[y] for y in _walk(cg.succs, e))
+            anc_rel = sum(r_of.get(x, 0) for x in _walk(cg.preds, e))
+            desc_acq = sum(a_of.get(y, 0) for y in _walk(cg.succs, e))
             if cap + anc_rel - (a_tot[s] - desc_acq) < 0:
                 ok = False
                 break

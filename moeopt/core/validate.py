@@ -25,8 +25,9 @@ ABS_TOL_US = 1e-6
 REL_TOL = 1e-9
 
 
-def _tol(*values: float) -> float:
-    return ABS_TOL_US + REL_TOL * max((abs(v) for v in values), default=0.0)
+def _tol(v: float) -> float:
+    """Tolerance for comparing times around ``v`` (µs)."""
+    return ABS_TOL_US + REL_TOL * abs(v)
 
 
 def validate_schedule(graph: EventGraph, schedule: Schedule, *, durations_exact: bool = True) -> None:
@@ -58,9 +59,9 @@ def validate_schedule(graph: EventGraph, schedule: Schedule, *, durations_exact:
             v.append(f"event {name!r} starts at {s:g} µs, before t = 0")
         length = e - s
         if durations_exact:
-            if abs(length - d) > _tol(s, e, d):
+            if abs(length - d) > _tol(max(e, d)):
                 v.append(f"event {name!r} lasts {length:g} µs but its duration is {d:g} µs")
-        elif length < d - _tol(s, e, d):
+        elif length < d - _tol(max(e, d)):
             v.append(f"event {name!r} lasts {length:g} µs, shorter than its duration {d:g} µs")
 
     # precedence with λ
@@ -119,7 +120,7 @@ def validate_schedule(graph: EventGraph, schedule: Schedule, *, durations_exact:
     for r, spans in occupied.items():
         spans = sorted(s for s in spans if s[1] > s[0])
         for (s1, e1, n1), (s2, e2, n2) in itertools.pairwise(spans):
-            if s2 < e1 - _tol(s2, e1):
+            if s2 < e1 - _tol(e1):
                 v.append(
                     f"events {n1!r} [{s1:g}, {e1:g}) and {n2!r} [{s2:g}, {e2:g}) overlap on resource {r!r}"
                 )
