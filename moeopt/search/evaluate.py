@@ -1,0 +1,237 @@
+"""Evaluating one point: feasibility, the physical lower bound, simulation, metrics, aggregation.
+
+The order is the cheapest-first order a kernel engineer expects of an auto-tuner:
+
+1. constraints of the study file (pure arithmetic on the parameters);
+2. building every shape's scenario: a point the adapter rejects (tiles that do not fit L1,
+   misaligned sizes, links the implementation cannot express, values that are not modelled)
+   is *infeasible*, with the adapter's message as the reason;
+3. the physical lower bound (compute / bandwidth / dependency chain of each rank's event graph,
+   from :func:`moeopt.megamoe.analysis.bounds`), aggregated like the objective: when it is
+   already no better than the best value found, the point cannot win and is pruned without
+   scheduling (valid because every aggregate used is monotone in each shape's time and the
+   adapter guarantees time >= bound, raising ``BoundViolation`` otherwise);
+4. :func:`moeopt.simulate` for every shape (and routing seed); a guardrail or any other error
+   fails this trial only, with the reason stored.
+"""
+
+from __future__ import annotations
+
+import traceback
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from moeopt.errors import MoeoptError
+from moeopt.megamoe import analysis
+from moeopt.megamoe.errors import GuardrailError
+from moeopt.megamoe.scenario import Scenario
+from moeopt.megamoe.simulate import build_graphs, simulate
+from moeopt.search.config import TIME_METRICS, ExactSpec, ShapeSpec, StudyConfig
+from moeopt.search.space import to_overrides, violated_constraint
+
+# lower-bound checks in "auto" mode: always for the first AUTO_PROBE checks of a worker, then
+# only while at least AUTO_MIN_RATE of the checks pruned; otherwise one evaluation in AUTO_EVERY
+AUTO_PROBE = 10
+AUTO_MIN_RATE = 0.25
+AUTO_EVERY = 10
+
+
+@dataclass
+class Outcome:
+    """What one point gave. ``state``: complete | pruned | failed; ``kind`` says why."""
+
+    state: str
+    kind: str
+    values: list[float] | None = None
+    reason: str | None = None
+    lower_bound_us: float | None = None
+    per_shape: dict[str, dict[str, float]] = field(default_factory=dict)
+    detail: str | None = None
+
+    def attrs(self) -> dict[str, Any]:
+        """The JSON-able record stored on the trial (user attribute ``moeopt``)."""
+        out: dict[str, Any] = {"kind": self.kind}
+        if self.reason is not None:
+            out["reason"] = self.reason
+        if self.lower_bound_us is not None:
+            out["lower_bound_us"] = self.lower_bound_us
+        if self.per_shape:
+            out["per_shape"] = self.per_shape
+        if self.detail is not None:
+            out["detail"] = self.detail[-4000:]
+        return out
+
+
+# --------------------------------------------------------------------------- metrics
+def metric_value(name: str, r: Mapping[str, Any], exact: ExactSpec | None = None) -> float:
+    """One metric of a :func:`moeopt.simulate` result (the slowest rank where per-rank)."""
+    if name in ("kernel_total_us", "kernel_dag_end_us"):
+        return float(r[name])
+    if name == "aic_busy_us":
+        return float(sum(v for k, v in r["resource_busy_us"].items() if k.rsplit(".", 1)[-1] == "AIC"))
+    if name == "aiv_busy_us":
+        return float(
+            sum(v for k, v in r["resource_busy_us"].items() if k.rsplit(".", 1)[-1].startswith("AIV"))
+        )
+    if name == "aic_utilization":
+        return float(r["role_utilization"].get("AIC", 0.0))
+    if name == "aiv_utilization":
+        u = [v for k, v in r["role_utilization"].items() if k.startswith("AIV")]
+        return float(sum(u) / len(u)) if u else 0.0
+    if name == "gm_to_l1_bytes":
+        return float(r["traffic_bytes"].get("gm_to_l1", 0.0))
+    if name == "hbm_bytes":
+        return float(r["traffic_bytes"].get("hbm", 0.0))
+    if name == "excess_over_bound_pct":
+        return float(r["bounds"]["excess_pct"])
+    if name == "cpsat_us":
+        return exact_best_us(r, exact or ExactSpec())
+    raise KeyError(name)
+
+
+def exact_best_us(r: Mapping[str, Any], spec: ExactSpec) -> float:
+    """The CP-SAT best schedule length over the simulated ranks (greedy schedule as the hint)."""
+    from moeopt.search.exactgap import solve_rank
+
+    best = 0.0
+    for rep in r["simulated_ranks"]:
+        rr = r["rank_results"][rep]
+        x = solve_rank(rr["graph"], rr["schedule"], spec)
+        best = max(best, float(x["best_us"]))
+    return best
+
+
+def statistic(name: str, values: Sequence[float]) -> float:
+    a = np.asarray(values, dtype=float)
+    if name == "mean":
+        return float(a.mean())
+    if name == "median":
+        return float(np.median(a))
+    if name == "p90":
+        return float(np.percentile(a, 90))
+    if name == "max":
+        return float(a.max())
+    if name == "min":
+        return float(a.min())
+    raise KeyError(name)
+
+
+def aggregate(cfg: StudyConfig, per_shape: Mapping[str, float]) -> float:
+    vals = [per_shape[s.name] for s in cfg.shapes]
+    if cfg.aggregate == "max":
+        return max(vals)
+    if cfg.aggregate == "weighted":
+        w = [s.weight for s in cfg.shapes]
+        return float(sum(a * b for a, b in zip(vals, w, strict=True)) / sum(w))
+    return float(sum(vals) / len(vals))
+
+
+def shape_scenarios(cfg: StudyConfig, shape: ShapeSpec, overrides: Mapping[str, Any]) -> list[Scenario]:
+    """The scenarios one shape stands for: one, or one per routing seed."""
+    if not cfg.objective.seeds:
+        return [shape.scenario(overrides)]
+    return [shape.scenario({**overrides, "workload.seed": s}) for s in cfg.objective.seeds]
+
+
+def lower_bound_us(scenario: Scenario) -> float:
+    """Physical lower bound of ``kernel_total_us``: max over ranks of compute / bandwidth / chain."""
+    lb = 0.0
+    for rg, _ranks in build_graphs(scenario).values():
+        b = analysis.bounds(rg, scenario.config)
+        lb = max(lb, b["compute_us"], b["bandwidth_us"], b["dependency_us"])
+    return lb
+
+
+# --------------------------------------------------------------------------- evaluator
+class Evaluator:
+    """Evaluates points of one study in one worker; keeps the lower-bound check statistics."""
+
+    def __init__(self, cfg: StudyConfig) -> None:
+        self.cfg = cfg
+        self.lb_checked = 0
+        self.lb_pruned = 0
+        self.lb_skipped = 0
+        self._since_check = 0
+        self.lb_applies = (
+            cfg.lower_bound != "never"
+            and not cfg.multi_objective
+            and cfg.objective.direction == "minimize"
+            and cfg.objective.metric in TIME_METRICS
+        )
+
+    def _want_lb(self) -> bool:
+        if not self.lb_applies:
+            return False
+        if self.cfg.lower_bound == "always" or self.lb_checked < AUTO_PROBE:
+            return True
+        if self.lb_pruned >= AUTO_MIN_RATE * self.lb_checked:
+            return True
+        self._since_check += 1
+        if self._since_check >= AUTO_EVERY:
+            self._since_check = 0
+            return True
+        return False
+
+    def evaluate(self, point: Mapping[str, Any], best: float | None) -> Outcome:
+        cfg = self.cfg
+        why = violated_constraint(cfg, point)
+        if why is not None:
+            return Outcome("pruned", "constraint", reason=why)
+        overrides = to_overrides(cfg, point)
+        scenarios: dict[str, list[Scenario]] = {}
+        for shape in cfg.shapes:
+            try:
+                scenarios[shape.name] = shape_scenarios(cfg, shape, overrides)
+            except MoeoptError as exc:
+                where = f"shape {shape.name}: " if len(cfg.shapes) > 1 else ""
+                return Outcome("pruned", "infeasible", reason=where + str(exc))
+
+        lb: float | None = None
+        if best is not None and self._want_lb():
+            try:
+                per = {
+                    name: statistic(cfg.objective.statistic, [lower_bound_us(s) for s in scs])
+                    for name, scs in scenarios.items()
+                }
+            except MoeoptError as exc:
+                return Outcome("pruned", "infeasible", reason=str(exc))
+            lb = aggregate(cfg, per)
+            self.lb_checked += 1
+            if lb >= best:
+                self.lb_pruned += 1
+                return Outcome(
+                    "pruned",
+                    "lower_bound",
+                    reason=f"physical lower bound {lb:.3f} µs >= best {best:.3f} µs",
+                    lower_bound_us=lb,
+                )
+        elif best is not None and self.lb_applies:
+            self.lb_skipped += 1
+
+        per_shape: dict[str, dict[str, float]] = {}
+        try:
+            for name, scs in scenarios.items():
+                runs = [simulate(s) for s in scs]
+                per_shape[name] = {
+                    m: statistic(
+                        cfg.objective.statistic, [metric_value(m, r, cfg.objective.exact) for r in runs]
+                    )
+                    for m in dict.fromkeys(cfg.metrics)
+                }
+        except GuardrailError as exc:
+            return Outcome("failed", "guardrail", reason=f"{type(exc).__name__}: {exc}", lower_bound_us=lb)
+        except MoeoptError as exc:
+            return Outcome("failed", "error", reason=f"{type(exc).__name__}: {exc}", lower_bound_us=lb)
+        except Exception as exc:  # one failing point never stops the study
+            return Outcome(
+                "failed",
+                "internal",
+                reason=f"internal error {type(exc).__name__}: {exc}",
+                lower_bound_us=lb,
+                detail=traceback.format_exc(),
+            )
+        values = [aggregate(cfg, {n: v[m] for n, v in per_shape.items()}) for m in cfg.metrics]
+        return Outcome("complete", "ok", values=values, lower_bound_us=lb, per_shape=per_shape)

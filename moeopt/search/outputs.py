@@ -1,0 +1,341 @@
+"""The output folder: ``best.toml``, ``trials.csv``, ``summary.json`` and ``report.html``.
+
+``best.toml`` is the best point written as a complete scenario file (the base scenario with the
+point's overrides, every shape-specific value included). Before it is reported, it is read back
+with :func:`moeopt.load_scenario` and simulated again; ``summary.json`` says whether that gives
+the trial's value exactly (``best.reproduced``).
+"""
+
+from __future__ import annotations
+
+import collections
+import csv
+import json
+import math
+import os
+import tempfile
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import optuna
+from optuna.trial import FrozenTrial, TrialState
+
+from moeopt.megamoe.scenario import load_scenario
+from moeopt.megamoe.simulate import simulate
+from moeopt.search import exactgap, tomlw
+from moeopt.search.config import StudyConfig
+from moeopt.search.evaluate import metric_value
+from moeopt.search.runner import (
+    BASELINE_ATTR,
+    RESULT_ATTR,
+    WORKER_ATTR,
+    StudyResult,
+    WorkerStats,
+    counts,
+    target_trials,
+    trials_per_minute,
+)
+from moeopt.search.space import to_overrides
+from moeopt.search.storage import StorageSpec
+
+
+def _atomic_write(path: str, text: str) -> None:
+    d = os.path.dirname(path)
+    fd, tmp = tempfile.mkstemp(dir=d, prefix=".tmp-", suffix=os.path.basename(path))
+    with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
+        fh.write(text)
+    os.chmod(tmp, 0o644)
+    os.replace(tmp, path)
+
+
+def _attrs(t: FrozenTrial) -> dict[str, Any]:
+    a = t.user_attrs.get(RESULT_ATTR)
+    return a if isinstance(a, dict) else {}
+
+
+def _finite(v: float | None) -> float | None:
+    return v if v is not None and math.isfinite(v) else None
+
+
+def pick_best(cfg: StudyConfig, study: optuna.Study) -> tuple[FrozenTrial | None, list[FrozenTrial]]:
+    """The best trial (for several objectives: the Pareto trial best in the first) and the front."""
+    complete = [t for t in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,)) if t.values]
+    if not complete:
+        return None, []
+    sign = 1.0 if cfg.objective.direction == "minimize" else -1.0
+    if cfg.multi_objective:
+        front = list(study.best_trials)
+        best = min(front, key=lambda t: (sign * t.values[0], t.number))
+        return best, sorted(front, key=lambda t: t.number)
+    best = min(complete, key=lambda t: (sign * t.values[0], t.number))
+    return best, [best]
+
+
+def write_outputs(
+    cfg: StudyConfig, spec: StorageSpec, study: optuna.Study, stats: WorkerStats, elapsed_s: float
+) -> StudyResult:
+    out = cfg.out
+    os.makedirs(out, exist_ok=True)
+    trials = study.get_trials(deepcopy=False)
+    files = {"storage": spec.path or spec.url}
+
+    files["trials_csv"] = os.path.join(out, "trials.csv")
+    _atomic_write(files["trials_csv"], trials_csv(cfg, trials))
+
+    best, front = pick_best(cfg, study)
+    baseline = study.user_attrs.get(BASELINE_ATTR) or {}
+    base_value = _finite((baseline.get("values") or [None])[0])
+
+    best_info: dict[str, Any] | None = None
+    gap: dict[str, Any] = {"available": False, "reason": "no completed trial"}
+    best_runs: dict[str, Any] = {}
+    if best is not None:
+        overrides = to_overrides(cfg, best.params)
+        best_info = {
+            "trial": best.number,
+            "value": best.values[0],
+            "values": list(best.values),
+            "params": dict(best.params),
+            "overrides": overrides,
+            "per_shape": _attrs(best).get("per_shape", {}),
+        }
+        best_info["files"], best_runs, best_info["reproduced"], best_info["reproduce_note"] = _write_best(
+            cfg, best, overrides
+        )
+        files.update({f"best:{k}": v for k, v in best_info["files"].items()})
+        files["best_toml"] = best_info["files"][cfg.shapes[0].name]
+        gap = _gap(cfg, best_runs)
+
+    states = collections.Counter(t.state.name for t in trials)
+    kinds = collections.Counter(_attrs(t).get("kind", "?") for t in trials if t.state != TrialState.COMPLETE)
+    n_counted = sum(1 for t in trials if counts(t) and t.state != TrialState.RUNNING)
+    delta = None
+    if best_info is not None and base_value:
+        delta = (best_info["value"] / base_value - 1.0) * 100.0
+    summary: dict[str, Any] = {
+        "study": cfg.name,
+        "source": cfg.source,
+        "out": out,
+        "storage": spec.url,
+        "sampler": cfg.sampler,
+        "sampler_options": dict(cfg.sampler_options),
+        "seed": cfg.seed,
+        "objective": {
+            "metric": cfg.objective.metric,
+            "direction": cfg.objective.direction,
+            "seeds": list(cfg.objective.seeds),
+            "statistic": cfg.objective.statistic if cfg.objective.seeds else None,
+        },
+        "secondary": [{"metric": s.metric, "direction": s.direction} for s in cfg.secondary],
+        "aggregate": cfg.aggregate,
+        "shapes": [
+            {"name": s.name, "scenario": s.source, "overrides": dict(s.overrides), "weight": s.weight}
+            for s in cfg.shapes
+        ],
+        "space": [p.name for p in cfg.params],
+        "requested_trials": cfg.trials,
+        "target_trials": target_trials(cfg),
+        "n_trials": n_counted,
+        "states": dict(sorted(states.items())),
+        "pruned": {k: kinds[k] for k in ("constraint", "infeasible", "lower_bound") if kinds[k]},
+        "failed": {
+            k: kinds[k] for k in ("guardrail", "error", "internal", "interrupted", "surplus") if kinds[k]
+        },
+        "duplicates": sum(1 for t in trials if "duplicate_of" in _attrs(t)),
+        "infeasible_reasons": _top_reasons(trials),
+        "best": best_info,
+        "baseline": baseline,
+        "delta_pct": delta,
+        "pareto_front": [{"trial": t.number, "values": list(t.values)} for t in front]
+        if cfg.multi_objective
+        else None,
+        "importances": importances(cfg, study),
+        "exact_gap": gap,
+        "run": {
+            "elapsed_s": elapsed_s,
+            "workers": cfg.workers,
+            "evaluated": stats.evaluated,
+            "duplicates": stats.duplicates,
+            "trials_per_minute": trials_per_minute(stats.evaluated + stats.duplicates, elapsed_s),
+            "lower_bound_checks": {
+                "checked": stats.lb_checked,
+                "pruned": stats.lb_pruned,
+                "skipped": stats.lb_skipped,
+            },
+            "recovered_trials": stats.recovered,
+            "interrupted": stats.interrupted,
+            "space_exhausted": stats.exhausted,
+        },
+        "files": files,
+    }
+    files["summary_json"] = os.path.join(out, "summary.json")
+    if cfg.report:
+        from moeopt.search.report import render
+
+        files["report_html"] = os.path.join(out, "report.html")
+        _atomic_write(files["report_html"], render(cfg, trials, summary, best_runs))
+    summary["files"] = files
+    _atomic_write(files["summary_json"], json.dumps(_jsonable(summary), indent=2, sort_keys=False) + "\n")
+    return StudyResult(
+        name=cfg.name,
+        out_dir=out,
+        storage=spec.url,
+        n_trials=n_counted,
+        states=dict(states),
+        best_trial=None if best is None else best.number,
+        best_value=None if best_info is None else best_info["value"],
+        best_values=None if best_info is None else best_info["values"],
+        best_params={} if best_info is None else best_info["params"],
+        best_overrides={} if best_info is None else best_info["overrides"],
+        baseline_value=base_value,
+        delta_pct=delta,
+        interrupted=stats.interrupted,
+        files=files,
+        summary=summary,
+    )
+
+
+def _write_best(
+    cfg: StudyConfig, best: FrozenTrial, overrides: Mapping[str, Any]
+) -> tuple[dict[str, str], dict[str, Any], bool | None, str]:
+    """Write one scenario file per shape, read each back, simulate it, compare with the trial."""
+    files: dict[str, str] = {}
+    runs: dict[str, Any] = {}
+    per_shape = _attrs(best).get("per_shape", {})
+    reproduced: bool | None = True
+    notes: list[str] = []
+    for i, shape in enumerate(cfg.shapes):
+        sc = shape.scenario(overrides)
+        name = "best.toml" if i == 0 else f"best_{shape.name}.toml"
+        path = os.path.join(cfg.out, name)
+        header = (
+            f"Best point of study {cfg.name!r} (trial {best.number}), shape {shape.name!r}.\n"
+            f"{cfg.objective.metric} = {per_shape.get(shape.name, {}).get(cfg.objective.metric)!r}"
+            + (f" (aggregate over shapes: {best.values[0]!r})" if len(cfg.shapes) > 1 else "")
+            + "\nParameters: "
+            + ", ".join(f"{k} = {v!r}" for k, v in best.params.items())
+            + "\nRun it: python examples/run_scenario.py "
+            + path
+        )
+        _atomic_write(path, tomlw.dumps(sc.to_dict(), header=header))
+        files[shape.name] = path
+        r = simulate(load_scenario(path))
+        runs[shape.name] = r
+        if cfg.objective.seeds:
+            reproduced = None
+            notes = ["the objective is a statistic over routing seeds; the file holds one seed"]
+            continue
+        want = per_shape.get(shape.name, {})
+        for m, v in want.items():
+            got = metric_value(m, r, cfg.objective.exact)
+            if got != v:
+                reproduced = False
+                notes.append(f"{shape.name}: {m} re-simulated {got!r} != trial {v!r}")
+    return files, runs, reproduced, "; ".join(notes)
+
+
+def _gap(cfg: StudyConfig, runs: Mapping[str, Any]) -> dict[str, Any]:
+    if cfg.exact_gap is None:
+        return {"available": False, "reason": "disabled (outputs.exact_gap: false)"}
+    why = exactgap.available()
+    if why is not None:
+        return {"available": False, "reason": why}
+    out: dict[str, Any] = {"available": True, "shapes": {}}
+    for name, r in runs.items():
+        try:
+            out["shapes"][name] = exactgap.scenario_gap(r, cfg.exact_gap)
+        except Exception as exc:  # the report must still be written
+            out["shapes"][name] = {"error": f"{type(exc).__name__}: {exc}"}
+    return out
+
+
+def importances(cfg: StudyConfig, study: optuna.Study) -> dict[str, Any]:
+    """Optuna's parameter importances (PED-ANOVA, the default evaluator) for the first objective."""
+    complete = study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
+    if len(complete) < 2:
+        return {
+            "available": False,
+            "reason": f"{len(complete)} completed trial(s); importances need at least 2",
+        }
+    try:
+        target = (lambda t: t.values[0]) if cfg.multi_objective else None
+        imp = optuna.importance.get_param_importances(study, target=target)
+    except Exception as exc:
+        return {"available": False, "reason": f"{type(exc).__name__}: {exc}"}
+    return {"available": True, "evaluator": "PedAnovaImportanceEvaluator", "values": dict(imp)}
+
+
+def _top_reasons(trials: Sequence[FrozenTrial], n: int = 10) -> list[dict[str, Any]]:
+    c = collections.Counter(
+        _attrs(t).get("reason", "")
+        for t in trials
+        if _attrs(t).get("kind") in ("infeasible", "constraint", "guardrail", "error", "internal")
+        and "duplicate_of" not in _attrs(t)
+    )
+    return [{"reason": r, "trials": k} for r, k in c.most_common(n)]
+
+
+def trials_csv(cfg: StudyConfig, trials: Sequence[FrozenTrial]) -> str:
+    metrics = cfg.metrics
+    value_cols = metrics if len(metrics) > 1 else ["value"]
+    shape_cols = (
+        [f"{s.name}:{m}" for s in cfg.shapes for m in dict.fromkeys(metrics)] if len(cfg.shapes) > 1 else []
+    )
+    params = [p.name for p in cfg.params]
+    head = ["number", "state", "kind", *value_cols, *shape_cols, *params]
+    head += ["lower_bound_us", "reason", "duplicate_of", "retry_of", "baseline", "worker_pid", "duration_s"]
+    head += ["datetime_start", "datetime_complete"]
+    import io
+
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(head)
+    for t in sorted(trials, key=lambda t: t.number):
+        a = _attrs(t)
+        vals = list(t.values) if t.state == TrialState.COMPLETE and t.values else [None] * len(value_cols)
+        ps = a.get("per_shape", {})
+        shape_vals = [ps.get(c.split(":", 1)[0], {}).get(c.split(":", 1)[1]) for c in shape_cols]
+        worker = t.user_attrs.get(WORKER_ATTR) or {}
+        dur = (
+            (t.datetime_complete - t.datetime_start).total_seconds()
+            if t.datetime_complete and t.datetime_start
+            else None
+        )
+        row = [t.number, t.state.name, a.get("kind", "" if t.state != TrialState.COMPLETE else "ok")]
+        row += [_cell(v) for v in vals] + [_cell(v) for v in shape_vals]
+        row += [_cell(t.params.get(p)) for p in params]
+        row += [
+            _cell(a.get("lower_bound_us")),
+            a.get("reason", ""),
+            _cell(a.get("duplicate_of")),
+            _cell(t.user_attrs.get("retry_of")),
+            "1" if t.user_attrs.get("baseline") else "",
+            _cell(worker.get("pid") if isinstance(worker, dict) else None),
+            _cell(dur),
+            t.datetime_start.isoformat() if t.datetime_start else "",
+            t.datetime_complete.isoformat() if t.datetime_complete else "",
+        ]
+        w.writerow(row)
+    return buf.getvalue()
+
+
+def _cell(v: Any) -> str:
+    if v is None:
+        return ""
+    if isinstance(v, float):
+        return repr(v)
+    if isinstance(v, (list, dict)):
+        return json.dumps(v, sort_keys=True)
+    return str(v)
+
+
+def _jsonable(v: Any) -> Any:
+    if isinstance(v, Mapping):
+        return {str(k): _jsonable(x) for k, x in v.items()}
+    if isinstance(v, (list, tuple)):
+        return [_jsonable(x) for x in v]
+    if isinstance(v, float) and not math.isfinite(v):
+        return None
+    if isinstance(v, (str, int, float, bool)) or v is None:
+        return v
+    return str(v)

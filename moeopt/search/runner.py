@@ -1,0 +1,581 @@
+"""The study loop: open or resume a study, run K workers on one storage, write the outputs.
+
+Each worker is an ask-and-tell loop on the shared Optuna storage (so that the reason of every
+pruned or failed point is stored with it and nothing Optuna does on its own can crash the run):
+
+1. under the ask lock: recover the trials of dead workers (marked failed with ``interrupted``,
+   their point queued again), count the trials that count, stop at the requested number,
+   else ``study.ask()`` and record who runs the trial;
+2. suggest the point (conditions followed); a point already evaluated in this study reuses
+   that outcome (``duplicate_of``), else :class:`~moeopt.search.evaluate.Evaluator` decides:
+   complete, pruned (constraint / infeasible / lower bound) or failed (guardrail / error);
+3. tell the outcome; Ctrl-C or SIGTERM marks the running trial ``interrupted`` and queues its
+   point again, so ``--resume`` continues with no point lost or run twice.
+
+A trial *counts* towards the requested number when it is COMPLETE, PRUNED, RUNNING, or FAIL
+for a reason other than an interruption (a failure is a result: a guardrail fired).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import math
+import multiprocessing
+import os
+import signal
+import sys
+import threading
+import time
+import warnings
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import optuna
+from optuna.trial import FrozenTrial, TrialState
+
+from moeopt.megamoe.config.profiles import GLOBAL_DEFAULTS, PROFILE_DEFAULTS, deep_merge
+from moeopt.search.config import SAMPLERS, StudyConfig, load_study, missing_packages
+from moeopt.search.errors import StudyError
+from moeopt.search.evaluate import Evaluator, Outcome
+from moeopt.search.space import grid_search_space, grid_size, is_active, point_key, suggest
+from moeopt.search.storage import StorageSpec, ask_lock, resolve_storage, worker_alive, worker_identity
+
+RESULT_ATTR = "moeopt"
+WORKER_ATTR = "worker"
+STUDY_ATTR = "moeopt_study"
+BASELINE_ATTR = "moeopt_baseline"
+
+Say = Callable[[str], None]
+
+
+class Interrupted(BaseException):
+    """SIGTERM, turned into the same orderly stop as Ctrl-C."""
+
+
+@dataclass
+class WorkerStats:
+    evaluated: int = 0
+    duplicates: int = 0
+    lb_checked: int = 0
+    lb_pruned: int = 0
+    lb_skipped: int = 0
+    recovered: list[int] = field(default_factory=list)
+    elapsed_s: float = 0.0
+    interrupted: bool = False
+    exhausted: bool = False
+
+    def add(self, other: WorkerStats) -> None:
+        self.evaluated += other.evaluated
+        self.duplicates += other.duplicates
+        self.lb_checked += other.lb_checked
+        self.lb_pruned += other.lb_pruned
+        self.lb_skipped += other.lb_skipped
+        self.recovered += other.recovered
+        self.interrupted = self.interrupted or other.interrupted
+        self.exhausted = self.exhausted or other.exhausted
+
+
+@dataclass(frozen=True)
+class StudyResult:
+    """What :func:`run_study` returns (the content of ``summary.json`` plus the paths)."""
+
+    name: str
+    out_dir: str
+    storage: str
+    n_trials: int
+    states: Mapping[str, int]
+    best_trial: int | None
+    best_value: float | None
+    best_values: Sequence[float] | None
+    best_params: Mapping[str, Any]
+    best_overrides: Mapping[str, Any]
+    baseline_value: float | None
+    delta_pct: float | None
+    interrupted: bool
+    files: Mapping[str, str]
+    summary: Mapping[str, Any]
+
+
+# --------------------------------------------------------------------------- trial bookkeeping
+def _attrs(t: FrozenTrial) -> dict[str, Any]:
+    a = t.user_attrs.get(RESULT_ATTR)
+    return a if isinstance(a, dict) else {}
+
+
+def is_interrupted(t: FrozenTrial) -> bool:
+    return t.state == TrialState.FAIL and _attrs(t).get("kind") in ("interrupted", "surplus")
+
+
+def counts(t: FrozenTrial) -> bool:
+    """Whether a trial counts towards the requested number of trials."""
+    if t.state in (TrialState.COMPLETE, TrialState.PRUNED, TrialState.RUNNING):
+        return True
+    return t.state == TrialState.FAIL and not is_interrupted(t)
+
+
+def finished(t: FrozenTrial) -> bool:
+    return t.state != TrialState.RUNNING and counts(t)
+
+
+def best_value(trials: Sequence[FrozenTrial], cfg: StudyConfig) -> float | None:
+    vals = [t.values[0] for t in trials if t.state == TrialState.COMPLETE and t.values]
+    if not vals:
+        return None
+    return min(vals) if cfg.objective.direction == "minimize" else max(vals)
+
+
+def _tell(study: optuna.Study, trial: optuna.trial.Trial, **kw: Any) -> bool:
+    """``study.tell``; False when the sampler says the space is exhausted.
+
+    GridSampler and BruteForceSampler call ``Study.stop()`` from ``after_trial`` once every
+    point is taken, which raises RuntimeError outside ``Study.optimize`` (optuna issues #4121,
+    #5141). ``tell`` stores the state before that, so the trial is recorded either way.
+    """
+    try:
+        study.tell(trial, **kw)
+    except RuntimeError as exc:
+        if "Study.stop" in str(exc):
+            return False
+        raise
+    return True
+
+
+def _storage_of(study: optuna.Study) -> optuna.storages.BaseStorage:
+    return study._storage  # the storage object the study was opened with
+
+
+def recover_stale(study: optuna.Study, trials: Sequence[FrozenTrial], local: bool) -> list[int]:
+    """Mark RUNNING trials of dead workers ``interrupted`` and queue their points again.
+
+    ``local``: the caller holds the ask lock of a file-backed storage, so a RUNNING trial that has
+    no worker recorded yet belongs to a worker that died between ``ask`` and recording itself.
+    """
+    storage = _storage_of(study)
+    stale: list[FrozenTrial] = []
+    for t in trials:
+        if t.state != TrialState.RUNNING:
+            continue
+        ident = t.user_attrs.get(WORKER_ATTR)
+        alive = worker_alive(ident) if ident is not None else (False if local else None)
+        if alive is False:
+            stale.append(t)
+    # RDB storages also know other machines' dead workers through Optuna's heartbeat
+    if isinstance(storage, optuna.storages.RDBStorage) and storage.get_heartbeat_interval():
+        ids = set(storage._get_stale_trial_ids(study._study_id))
+        stale += [t for t in trials if t._trial_id in ids and t not in stale]
+    done = []
+    for t in stale:
+        reason = f"worker {t.user_attrs.get(WORKER_ATTR, '?')} stopped while running it"
+        try:
+            storage.set_trial_user_attr(t._trial_id, RESULT_ATTR, {"kind": "interrupted", "reason": reason})
+            storage.set_trial_state_values(t._trial_id, TrialState.FAIL)
+        except (optuna.exceptions.UpdateFinishedTrialError, RuntimeError, KeyError):
+            continue  # another worker recovered it first
+        if t.params:
+            study.enqueue_trial(dict(t.params), user_attrs={"retry_of": t.number})
+        done.append(t.number)
+    return done
+
+
+def make_sampler(cfg: StudyConfig, worker_index: int) -> optuna.samplers.BaseSampler:
+    missing = missing_packages(cfg.sampler)
+    if missing:
+        others = ", ".join(n for n in SAMPLERS if not missing_packages(n))
+        raise StudyError(
+            f"{cfg.source}: sampler = {cfg.sampler!r} needs the Python package(s) {', '.join(missing)}, "
+            f"which are not installed here (pip install {' '.join(missing)}); allowed without them: {others}"
+        )
+    seed = cfg.seed + worker_index  # distinct per worker, else K workers would propose the same points
+    opts = dict(cfg.sampler_options)
+    try:
+        if cfg.sampler == "grid":
+            return optuna.samplers.GridSampler(grid_search_space(cfg), seed=seed, **opts)
+        if cfg.sampler == "cmaes":
+            opts.setdefault("warn_independent_sampling", False)
+        cls = getattr(optuna.samplers, SAMPLERS[cfg.sampler][0])
+        sampler: optuna.samplers.BaseSampler = cls(seed=seed, **opts)
+        return sampler
+    except (TypeError, ValueError) as exc:
+        raise StudyError(f"{cfg.source}: sampler = {cfg.sampler!r} with options {opts}: {exc}") from None
+
+
+def target_trials(cfg: StudyConfig) -> int:
+    if cfg.sampler in ("grid", "bruteforce"):
+        return min(cfg.trials, grid_size(cfg))
+    return cfg.trials
+
+
+# --------------------------------------------------------------------------- the worker loop
+def worker_loop(
+    cfg: StudyConfig,
+    spec: StorageSpec,
+    worker_index: int,
+    deadline: float | None,
+    on_trial: Callable[[int, float | None], None] | None = None,
+    parent_pid: int | None = None,
+) -> WorkerStats:
+    """Run trials until the study has ``cfg.trials`` counted trials, the deadline, or a stop."""
+    stats = WorkerStats()
+    t_start = time.perf_counter()
+    storage = spec.open()
+    study = optuna.load_study(study_name=cfg.name, storage=storage, sampler=make_sampler(cfg, worker_index))
+    target = target_trials(cfg)
+    ev = Evaluator(cfg)
+    ident = worker_identity()
+    known: dict[str, FrozenTrial] = {}
+    trial: optuna.trial.Trial | None = None
+    try:
+        while True:
+            if deadline is not None and time.time() >= deadline:
+                break
+            if parent_pid is not None and os.getppid() != parent_pid:
+                break  # the parent is gone: leave the study to --resume
+            with ask_lock(spec):
+                trials = study.get_trials(deepcopy=False)
+                rec = recover_stale(study, trials, spec.local)
+                if rec:
+                    stats.recovered += rec
+                    trials = study.get_trials(deepcopy=False)
+                n_counted = sum(1 for t in trials if counts(t))
+                if n_counted >= target:
+                    break
+                trial = study.ask()
+                trial.set_user_attr(WORKER_ATTR, ident)
+            if not spec.local and _surplus(study, trial, target):
+                trial = None
+                break
+            for t in trials:
+                if finished(t) and t.params and cfg.duplicates:
+                    known.setdefault(point_key(t.params), t)
+            best = best_value(trials, cfg)
+            with _heartbeat(storage, trial._trial_id):
+                point = suggest(trial, cfg)
+                prior = known.get(point_key(point)) if cfg.duplicates else None
+                if prior is not None:
+                    stats.duplicates += 1
+                    ok = _tell_copy(study, trial, prior)
+                else:
+                    stats.evaluated += 1
+                    out = ev.evaluate(point, best)
+                    ok = _tell_outcome(study, trial, out)
+            trial = None
+            if on_trial is not None:
+                fresh = study.get_trials(deepcopy=False)
+                on_trial(sum(1 for t in fresh if finished(t)), best_value(fresh, cfg))
+            if not ok:
+                stats.exhausted = True
+                break
+    except (KeyboardInterrupt, Interrupted):
+        stats.interrupted = True
+        if trial is not None:
+            _interrupt(study, trial)
+    finally:
+        stats.lb_checked, stats.lb_pruned, stats.lb_skipped = ev.lb_checked, ev.lb_pruned, ev.lb_skipped
+        stats.elapsed_s = time.perf_counter() - t_start
+    return stats
+
+
+@contextlib.contextmanager
+def _heartbeat(storage: optuna.storages.BaseStorage, trial_id: int) -> Iterator[None]:
+    """Optuna's heartbeat for RDB storages, so that other machines can tell this worker is alive."""
+    if not isinstance(storage, optuna.storages.RDBStorage) or not storage.get_heartbeat_interval():
+        yield
+        return
+    stop = threading.Event()
+
+    def beat() -> None:
+        while True:
+            with contextlib.suppress(Exception):
+                storage.record_heartbeat(trial_id)  # RDBStorage only (checked above)
+            if stop.wait(storage.get_heartbeat_interval() or 30):
+                return
+
+    th = threading.Thread(target=beat, daemon=True)
+    th.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        th.join()
+
+
+def _surplus(study: optuna.Study, trial: optuna.trial.Trial, target: int) -> bool:
+    """On a shared RDB (no common lock) two workers may both take the last slot: the later one yields."""
+    trials = study.get_trials(deepcopy=False)
+    before = sum(1 for t in trials if counts(t) and t.number < trial.number)
+    if before < target:
+        return False
+    trial.set_user_attr(RESULT_ATTR, {"kind": "surplus", "reason": "the requested trials were already taken"})
+    _tell(study, trial, state=TrialState.FAIL)
+    return True
+
+
+def _tell_outcome(study: optuna.Study, trial: optuna.trial.Trial, out: Outcome) -> bool:
+    trial.set_user_attr(RESULT_ATTR, out.attrs())
+    if out.state == "complete":
+        assert out.values is not None
+        return _tell(study, trial, values=out.values if len(out.values) > 1 else out.values[0])
+    if out.state == "pruned":
+        if out.lower_bound_us is not None and len(study.directions) == 1:
+            trial.report(out.lower_bound_us, 0)  # the sampler then ranks it by its bound
+        return _tell(study, trial, state=TrialState.PRUNED)
+    return _tell(study, trial, state=TrialState.FAIL)
+
+
+def _tell_copy(study: optuna.Study, trial: optuna.trial.Trial, prior: FrozenTrial) -> bool:
+    attrs = dict(_attrs(prior))
+    attrs.pop("detail", None)
+    attrs["duplicate_of"] = attrs.get("duplicate_of", prior.number)
+    trial.set_user_attr(RESULT_ATTR, attrs)
+    if prior.state == TrialState.COMPLETE and prior.values:
+        return _tell(study, trial, values=prior.values if len(prior.values) > 1 else prior.values[0])
+    if prior.state == TrialState.PRUNED:
+        if prior.intermediate_values and len(study.directions) == 1:
+            step = max(prior.intermediate_values)
+            trial.report(prior.intermediate_values[step], step)
+        return _tell(study, trial, state=TrialState.PRUNED)
+    return _tell(study, trial, state=TrialState.FAIL)
+
+
+def _interrupt(study: optuna.Study, trial: optuna.trial.Trial) -> None:
+    with contextlib.suppress(Exception):
+        params = dict(study._storage.get_trial(trial._trial_id).params)
+        trial.set_user_attr(RESULT_ATTR, {"kind": "interrupted", "reason": "stopped by Ctrl-C / SIGTERM"})
+        _tell(study, trial, state=TrialState.FAIL)
+        if params:
+            study.enqueue_trial(params, user_attrs={"retry_of": trial.number})
+
+
+def _child_main(
+    cfg: StudyConfig, spec: StorageSpec, index: int, deadline: float | None, parent: int, q: Any
+) -> None:
+    signal.signal(signal.SIGTERM, _raise_interrupted)
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+    try:
+        stats = worker_loop(cfg, spec, index, deadline, parent_pid=parent)
+    except KeyboardInterrupt:
+        stats = WorkerStats(interrupted=True)
+    q.put(stats)
+
+
+def _raise_interrupted(signum: int, frame: Any) -> None:
+    raise Interrupted()
+
+
+# --------------------------------------------------------------------------- study setup
+def _open_study(cfg: StudyConfig, spec: StorageSpec, resume: bool, say: Say) -> tuple[optuna.Study, bool]:
+    storage = spec.open()
+    directions = cfg.directions
+    try:
+        existing = optuna.load_study(study_name=cfg.name, storage=storage)
+    except KeyError:
+        existing = None
+    if existing is None:
+        if resume:
+            say(f"nothing to resume in {spec.url}: starting study {cfg.name!r}")
+        study = optuna.create_study(
+            study_name=cfg.name,
+            storage=storage,
+            directions=[optuna.study.StudyDirection[d.upper()] for d in directions],
+        )
+        study.set_user_attr(STUDY_ATTR, cfg.search_fingerprint())
+        return study, True
+    n = len(existing.trials)
+    if not resume:
+        raise StudyError(
+            f"{cfg.source}: study {cfg.name!r} already exists in {spec.url} with {n} trial(s); "
+            "pass --resume to "
+            "continue it (or to join it as another worker), or --out DIR for a fresh run"
+        )
+    stored = existing.user_attrs.get(STUDY_ATTR)
+    now = cfg.search_fingerprint()
+    if stored is not None and stored != now:
+        diff = sorted(k for k in set(stored) | set(now) if stored.get(k) != now.get(k))
+        raise StudyError(
+            f"{cfg.source}: cannot resume study {cfg.name!r}: the study file changed its "
+            f"{', '.join(diff)} since the stored trials were run; allowed to change on --resume: "
+            "trials, timeout_s, "
+            "workers, outputs (use --out DIR for a new study)"
+        )
+    if [d.name.lower() for d in existing.directions] != directions:
+        raise StudyError(f"{cfg.source}: study {cfg.name!r} in {spec.url} has other objective directions")
+    return existing, False
+
+
+def _baseline_point(cfg: StudyConfig) -> dict[str, Any] | None:
+    """The base scenario's values of the space's parameters, if every one is in the space."""
+    sc = cfg.shapes[0].scenario()
+    eff = deep_merge(deep_merge(GLOBAL_DEFAULTS, PROFILE_DEFAULTS.get(sc.profile or "", {})), sc.to_dict())
+    consts = sc.config.constants
+
+    def lookup(path: str) -> Any:
+        parts = path.split(".")
+        if parts[0] == "calibration" and len(parts) == 2 and parts[1] in consts:
+            return consts[parts[1]].value
+        node: Any = eff
+        for p in parts:
+            if not isinstance(node, Mapping) or p not in node:
+                raise KeyError(path)
+            node = node[p]
+        return node
+
+    point: dict[str, Any] = {}
+    try:
+        for p in cfg.params:
+            if not is_active(p, point, cfg):
+                continue
+            if p.mapped:
+                hits = [
+                    lab
+                    for lab, ov in zip(p.labels, p.values, strict=True)
+                    if all(lookup(k) == v for k, v in ov.items())
+                ]
+                if not hits:
+                    return None
+                point[p.name] = hits[0]
+                continue
+            v = lookup(p.name)
+            if p.kind == "categorical":
+                if v not in p.values:
+                    return None
+                point[p.name] = p.labels[p.values.index(v)]
+            else:
+                if isinstance(v, bool) or not isinstance(v, (int, float)) or not p.low <= v <= p.high:
+                    return None
+                if p.step is not None and abs((v - p.low) / p.step - round((v - p.low) / p.step)) > 1e-9:
+                    return None
+                point[p.name] = int(v) if p.kind == "int" else float(v)
+    except KeyError:
+        return None
+    return point
+
+
+# --------------------------------------------------------------------------- entry point
+def run_study(
+    study: str | os.PathLike[str] | Mapping[str, Any] | StudyConfig,
+    *,
+    trials: int | None = None,
+    timeout_s: float | None = None,
+    workers: int | None = None,
+    storage: str | None = None,
+    out: str | os.PathLike[str] | None = None,
+    resume: bool = False,
+    progress: bool = False,
+    say: Say | None = None,
+) -> StudyResult:
+    """Run (or resume) a study and write its outputs; see :mod:`moeopt.search`.
+
+    ``study`` is a study YAML path, a dict of the same fields, or a loaded :class:`StudyConfig`.
+    Keyword arguments override the file's ``trials``, ``timeout_s``, ``workers``, ``storage`` and
+    ``out``. Raises :class:`StudyError` for every input problem, before any trial runs.
+    """
+    from moeopt.search.outputs import write_outputs
+
+    cfg = study if isinstance(study, StudyConfig) else load_study(study)
+    cfg = cfg.with_run_options(trials=trials, timeout_s=timeout_s, workers=workers, storage=storage, out=out)
+    tell_user: Say = say or (lambda _msg: None)
+    spec = resolve_storage(cfg.storage, cfg.out)
+    make_sampler(cfg, 0)  # a missing package or a bad option fails here, before anything is written
+    os.makedirs(cfg.out, exist_ok=True)
+
+    with _quiet_optuna():
+        study_obj, created = _open_study(cfg, spec, resume, tell_user)
+        if BASELINE_ATTR not in study_obj.user_attrs:
+            base = Evaluator(cfg).evaluate({}, None)
+            study_obj.set_user_attr(
+                BASELINE_ATTR,
+                {"state": base.state, "values": base.values, "reason": base.reason, **base.attrs()},
+            )
+            point = _baseline_point(cfg)
+            if created and point is not None:
+                study_obj.enqueue_trial(point, user_attrs={"baseline": True})
+        target = target_trials(cfg)
+        if target < cfg.trials:
+            tell_user(f"the space has {target} distinct points: running {target} trials, not {cfg.trials}")
+        deadline = None if cfg.timeout_s is None else time.time() + cfg.timeout_s
+        t0 = time.perf_counter()
+        done_before = sum(1 for t in study_obj.get_trials(deepcopy=False) if finished(t))
+        stats = _run_workers(cfg, spec, deadline, target, done_before, progress)
+        elapsed = time.perf_counter() - t0
+        if stats.recovered:
+            tell_user(
+                f"recovered {len(stats.recovered)} trial(s) of stopped workers "
+                f"({', '.join(map(str, stats.recovered))}); "
+                "their points were queued again"
+            )
+        return write_outputs(
+            cfg, spec, optuna.load_study(study_name=cfg.name, storage=spec.open()), stats, elapsed
+        )
+
+
+def _run_workers(
+    cfg: StudyConfig, spec: StorageSpec, deadline: float | None, target: int, done_before: int, progress: bool
+) -> WorkerStats:
+    bar: Any = None
+    if progress:
+        from tqdm import tqdm  # type: ignore[import-untyped,unused-ignore]
+
+        bar = tqdm(
+            total=target, initial=min(done_before, target), unit="trial", file=sys.stderr, dynamic_ncols=True
+        )
+
+    def on_trial(n_done: int, best: float | None) -> None:
+        if bar is None:
+            return
+        bar.n = min(n_done, target)
+        if best is not None:
+            bar.set_postfix_str(f"best {best:.3f}", refresh=False)
+        bar.refresh()
+
+    ctx: Any = multiprocessing.get_context("fork" if hasattr(os, "fork") else "spawn")
+    q = ctx.Queue()
+    children = []
+    for i in range(1, cfg.workers):
+        p = ctx.Process(target=_child_main, args=(cfg, spec, i, deadline, os.getpid(), q), daemon=False)
+        p.start()
+        children.append(p)
+    old = signal.signal(signal.SIGTERM, _raise_interrupted)
+    stats = WorkerStats()
+    try:
+        stats = worker_loop(cfg, spec, 0, deadline, on_trial)
+    finally:
+        signal.signal(signal.SIGTERM, old)
+        for _p in children:
+            with contextlib.suppress(Exception):
+                stats.add(q.get(timeout=_child_wait(deadline)))
+        for p in children:
+            p.join(timeout=5)
+            if p.is_alive():
+                p.terminate()
+                p.join()
+        if bar is not None:
+            fresh = optuna.load_study(study_name=cfg.name, storage=spec.open()).get_trials(deepcopy=False)
+            on_trial(sum(1 for t in fresh if finished(t)), best_value(fresh, cfg))
+            bar.close()
+    return stats
+
+
+def _child_wait(deadline: float | None) -> float:
+    return 3600.0 if deadline is None else max(30.0, deadline - time.time() + 600.0)
+
+
+@contextlib.contextmanager
+def _quiet_optuna() -> Iterator[None]:
+    level = optuna.logging.get_verbosity()
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+        try:
+            yield
+        finally:
+            optuna.logging.set_verbosity(level)
+
+
+def trials_per_minute(n: int, elapsed_s: float) -> float:
+    return 60.0 * n / elapsed_s if elapsed_s > 0 else math.inf
+
+
+logging.getLogger("moeopt.search").addHandler(logging.NullHandler())

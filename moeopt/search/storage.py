@@ -1,0 +1,191 @@
+"""Where a study lives, who runs which trial, and finding the trials of dead workers.
+
+Storages (``storage:`` in the study file, ``--storage`` on the command line):
+
+* ``null`` / ``journal`` — an Optuna journal file ``study.journal`` in the output folder (default);
+* ``journal:PATH`` — a journal file elsewhere;
+* ``sqlite`` — ``study.db`` in the output folder; ``sqlite:///PATH`` — that SQLite file;
+* any other SQLAlchemy URL (``postgresql://user@host/db``, ``mysql+pymysql://...``) — an Optuna
+  RDB storage that workers on several machines share.
+
+File-backed storages (journal, SQLite) are for the workers of one machine. Their writes are
+serialised with ``flock`` on a lock file beside them, which the kernel releases when a process
+dies, so a killed worker never leaves a lock behind. The same kind of lock makes "count the
+trials, then ask for a new one" atomic across local workers, so K workers run exactly the
+requested number of trials.
+
+A worker records who it is (host, pid, process start time) on each trial it starts. A RUNNING
+trial whose worker is gone (same host, process dead) is *interrupted*: it is marked failed with
+``interrupted`` set, and its point is queued again, so a resumed study loses no point and counts
+no point twice. On an RDB storage Optuna's heartbeat finds dead workers on other machines too.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+import socket
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import optuna
+from optuna.storages.journal import JournalFileBackend
+from optuna.storages.journal._file import BaseJournalFileLock  # public base, not re-exported
+
+from moeopt.search.errors import StudyError
+
+HEARTBEAT_INTERVAL_S = 30
+HEARTBEAT_GRACE_S = 120
+
+STORAGE_FORMS = (
+    "null (a journal file in the output folder), 'journal', 'journal:PATH', 'sqlite', 'sqlite:///PATH', "
+    "or an RDB URL such as postgresql://user:pw@host/db"
+)
+
+
+class FlockLock(BaseJournalFileLock):
+    """An exclusive ``flock`` on ``path``: released by the kernel if the holder dies."""
+
+    def __init__(self, path: str) -> None:
+        self._path = path
+        self._fd: int | None = None
+        self._thread = threading.Lock()
+
+    def acquire(self) -> bool:
+        self._thread.acquire()
+        fd = os.open(self._path, os.O_RDWR | os.O_CREAT, 0o644)
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        self._fd = fd
+        return True
+
+    def release(self) -> None:
+        fd, self._fd = self._fd, None
+        if fd is not None:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_UN)
+            finally:
+                os.close(fd)
+        self._thread.release()
+
+    @contextlib.contextmanager
+    def held(self) -> Iterator[None]:
+        self.acquire()
+        try:
+            yield
+        finally:
+            self.release()
+
+
+@dataclass(frozen=True)
+class StorageSpec:
+    """A resolved storage: ``kind`` is journal | sqlite | rdb; ``url`` is what users see."""
+
+    kind: str
+    url: str
+    path: str | None = None
+
+    @property
+    def local(self) -> bool:
+        return self.kind in ("journal", "sqlite")
+
+    @property
+    def ask_lock_path(self) -> str | None:
+        return None if self.path is None else self.path + ".ask.lock"
+
+    def open(self) -> optuna.storages.BaseStorage:
+        try:
+            if self.kind == "journal":
+                assert self.path is not None
+                os.makedirs(os.path.dirname(self.path), exist_ok=True)
+                backend = JournalFileBackend(self.path, lock_obj=FlockLock(self.path + ".lock"))
+                return optuna.storages.JournalStorage(backend)
+            kwargs: dict[str, Any] = {}
+            if self.kind == "sqlite":
+                assert self.path is not None
+                os.makedirs(os.path.dirname(self.path), exist_ok=True)
+                kwargs["engine_kwargs"] = {"connect_args": {"timeout": 60}}
+            return optuna.storages.RDBStorage(
+                self.url,
+                heartbeat_interval=HEARTBEAT_INTERVAL_S,
+                grace_period=HEARTBEAT_GRACE_S,
+                **kwargs,
+            )
+        except StudyError:
+            raise
+        except Exception as exc:
+            raise StudyError(f"storage {self.url!r}: cannot open it: {type(exc).__name__}: {exc}") from None
+
+
+def resolve_storage(spec: str | None, out_dir: str) -> StorageSpec:
+    """Turn the ``storage`` field / ``--storage`` value into a :class:`StorageSpec`."""
+    if spec is None or spec == "journal":
+        path = os.path.join(out_dir, "study.journal")
+        return StorageSpec("journal", f"journal:{path}", path)
+    if spec == "sqlite":
+        path = os.path.join(out_dir, "study.db")
+        return StorageSpec("sqlite", f"sqlite:///{path}", path)
+    if spec.startswith("journal:"):
+        path = os.path.abspath(spec[len("journal:") :])
+        if not spec[len("journal:") :]:
+            raise StudyError(f"storage = {spec!r}: names no file; allowed: {STORAGE_FORMS}")
+        return StorageSpec("journal", f"journal:{path}", path)
+    if spec.startswith("sqlite:///"):
+        path = os.path.abspath(spec[len("sqlite:///") :])
+        return StorageSpec("sqlite", f"sqlite:///{path}", path)
+    if "://" in spec:
+        return StorageSpec("rdb", spec, None)
+    raise StudyError(f"storage = {spec!r}: not a storage; allowed: {STORAGE_FORMS}")
+
+
+@contextlib.contextmanager
+def ask_lock(spec: StorageSpec) -> Iterator[None]:
+    """Serialise count-then-ask among the local workers of a file-backed storage (no-op for RDB)."""
+    path = spec.ask_lock_path
+    if path is None:
+        yield
+        return
+    with FlockLock(path).held():
+        yield
+
+
+# --------------------------------------------------------------------------- worker identity
+def _proc_start(pid: int) -> tuple[str, str] | None:
+    """(state, start time in clock ticks) of a process from /proc, or None where unavailable."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as fh:
+            text = fh.read()
+    except OSError:
+        return None
+    rest = text[text.rfind(")") + 2 :].split()
+    return rest[0], rest[19]
+
+
+def worker_identity() -> dict[str, Any]:
+    pid = os.getpid()
+    st = _proc_start(pid)
+    return {"host": socket.gethostname(), "pid": pid, "start": st[1] if st else None}
+
+
+def worker_alive(ident: Any) -> bool | None:
+    """True / False for a worker of this host; None when it cannot be told from here."""
+    if not isinstance(ident, dict) or ident.get("host") != socket.gethostname():
+        return None
+    pid = ident.get("pid")
+    if not isinstance(pid, int):
+        return None
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        pass
+    st = _proc_start(pid)
+    if st is None:
+        return True
+    state, start = st
+    if state in ("Z", "X"):
+        return False
+    return not (ident.get("start") is not None and start != ident["start"])
