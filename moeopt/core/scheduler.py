@@ -26,7 +26,7 @@ from __future__ import annotations
 import heapq
 import math
 from collections.abc import Callable, Iterator, Mapping
-from typing import Any
+from typing import Any, TypeVar
 
 from moeopt.core.compiled import CompiledGraph
 from moeopt.core.events import EventGraph
@@ -37,6 +37,7 @@ from moeopt.core.semaphores import SemaphoreProfile
 from moeopt.errors import SchedulingError
 
 INF = math.inf
+_V = TypeVar("_V")
 
 # result of evaluating an event: start, t_base, chosen pool members, resource that set t_base,
 # semaphore that moved the start past t_base, and the candidate resources (one fixed resource or
@@ -307,69 +308,70 @@ class _State:
         return "; ".join(lines) + more
 
 
-class _LazyResources(Mapping[str, tuple[str, ...]]):
-    """``event -> bound resource names``, built per event on first access."""
+class _LazyByEvent(Mapping[str, _V]):
+    """``event name -> value`` built from the scheduler's arrays on first access per event (most
+    callers read a few events of a large schedule)."""
 
-    __slots__ = ("_bound", "_cg", "_memo")
+    __slots__ = ("_cg", "_memo")
+
+    def __init__(self, cg: CompiledGraph) -> None:
+        self._cg = cg
+        self._memo: dict[str, _V] = {}
+
+    def _build(self, i: int) -> _V:
+        raise NotImplementedError
+
+    def __getitem__(self, name: str) -> _V:
+        got = self._memo.get(name)
+        if got is None:
+            got = self._build(self._cg.index[name])
+            self._memo[name] = got
+        return got
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._cg.names)
+
+    def __len__(self) -> int:
+        return len(self._cg.names)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._cg.index
+
+
+class _LazyResources(_LazyByEvent[tuple[str, ...]]):
+    """``event -> bound resource names``."""
+
+    __slots__ = ("_bound",)
 
     def __init__(self, cg: CompiledGraph, bound: list[tuple[int, ...]]) -> None:
-        self._cg = cg
+        super().__init__(cg)
         self._bound = bound
-        self._memo: dict[str, tuple[str, ...]] = {}
 
-    def __getitem__(self, name: str) -> tuple[str, ...]:
-        got = self._memo.get(name)
-        if got is None:
-            i = self._cg.index[name]
-            res_names = self._cg.res_names
-            got = tuple(res_names[r] for r in self._bound[i])
-            self._memo[name] = got
-        return got
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._cg.names)
-
-    def __len__(self) -> int:
-        return len(self._cg.names)
-
-    def __contains__(self, name: object) -> bool:
-        return name in self._cg.index
+    def _build(self, i: int) -> tuple[str, ...]:
+        res_names = self._cg.res_names
+        return tuple(res_names[r] for r in self._bound[i])
 
 
-class _LazyWaits(Mapping[str, Wait]):
-    """``event -> Wait``, built per event on first access."""
+class _LazyWaits(_LazyByEvent[Wait]):
+    """``event -> Wait``."""
 
-    __slots__ = ("_cg", "_memo", "_raw")
+    __slots__ = ("_raw",)
 
     def __init__(self, cg: CompiledGraph, raw: list[tuple[float, int, int, float, int, float]]) -> None:
-        self._cg = cg
+        super().__init__(cg)
         self._raw = raw
-        self._memo: dict[str, Wait] = {}
 
-    def __getitem__(self, name: str) -> Wait:
-        got = self._memo.get(name)
-        if got is None:
-            cg = self._cg
-            ready, rp, rb, rw, sb, sw = self._raw[cg.index[name]]
-            got = Wait(
-                ready_us=ready,
-                pred=cg.names[rp] if rp >= 0 else None,
-                resource=cg.res_names[rb] if rb >= 0 and rw > 0 else None,
-                resource_wait_us=rw if rw > 0 else 0.0,
-                semaphore=cg.sem_names[sb] if sb >= 0 and sw > 0 else None,
-                semaphore_wait_us=sw if sw > 0 else 0.0,
-            )
-            self._memo[name] = got
-        return got
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._cg.names)
-
-    def __len__(self) -> int:
-        return len(self._cg.names)
-
-    def __contains__(self, name: object) -> bool:
-        return name in self._cg.index
+    def _build(self, i: int) -> Wait:
+        cg = self._cg
+        ready, rp, rb, rw, sb, sw = self._raw[i]
+        return Wait(
+            ready_us=ready,
+            pred=cg.names[rp] if rp >= 0 else None,
+            resource=cg.res_names[rb] if rb >= 0 and rw > 0 else None,
+            resource_wait_us=rw if rw > 0 else 0.0,
+            semaphore=cg.sem_names[sb] if sb >= 0 and sw > 0 else None,
+            semaphore_wait_us=sw if sw > 0 else 0.0,
+        )
 
 
 def schedule(
