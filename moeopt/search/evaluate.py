@@ -26,7 +26,7 @@ import numpy as np
 
 from moeopt.errors import MoeoptError
 from moeopt.megamoe import analysis
-from moeopt.megamoe.errors import GuardrailError
+from moeopt.megamoe.errors import GuardrailError, ScenarioError
 from moeopt.megamoe.scenario import Scenario
 from moeopt.megamoe.simulate import build_graphs, simulate
 from moeopt.search.config import TIME_METRICS, ExactSpec, ShapeSpec, StudyConfig
@@ -190,37 +190,34 @@ class Evaluator:
                 return Outcome("pruned", "infeasible", reason=where + str(exc))
 
         lb: float | None = None
-        if best is not None and self._want_lb():
-            try:
+        per_shape: dict[str, dict[str, float]] = {}
+        try:
+            if best is not None and self._want_lb():
                 per = {
                     name: statistic(cfg.objective.statistic, [lower_bound_us(s) for s in scs])
                     for name, scs in scenarios.items()
                 }
-            except MoeoptError as exc:
-                return Outcome("pruned", "infeasible", reason=str(exc))
-            lb = aggregate(cfg, per)
-            self.lb_checked += 1
-            if lb >= best:
-                self.lb_pruned += 1
-                return Outcome(
-                    "pruned",
-                    "lower_bound",
-                    reason=f"physical lower bound {lb:.3f} µs >= best {best:.3f} µs",
-                    lower_bound_us=lb,
-                )
-        elif best is not None and self.lb_applies:
-            self.lb_skipped += 1
-
-        per_shape: dict[str, dict[str, float]] = {}
-        try:
+                lb = aggregate(cfg, per)
+                self.lb_checked += 1
+                if lb >= best:
+                    self.lb_pruned += 1
+                    return Outcome(
+                        "pruned",
+                        "lower_bound",
+                        reason=f"physical lower bound {lb:.3f} µs >= best {best:.3f} µs",
+                        lower_bound_us=lb,
+                    )
+            elif best is not None and self.lb_applies:
+                self.lb_skipped += 1
             for name, scs in scenarios.items():
                 runs = [simulate(s) for s in scs]
+                stat, exact = cfg.objective.statistic, cfg.objective.exact
                 per_shape[name] = {
-                    m: statistic(
-                        cfg.objective.statistic, [metric_value(m, r, cfg.objective.exact) for r in runs]
-                    )
+                    m: statistic(stat, [metric_value(m, r, exact) for r in runs])
                     for m in dict.fromkeys(cfg.metrics)
                 }
+        except ScenarioError as exc:  # the adapter rejects the point while planning it
+            return Outcome("pruned", "infeasible", reason=str(exc), lower_bound_us=lb)
         except GuardrailError as exc:
             return Outcome("failed", "guardrail", reason=f"{type(exc).__name__}: {exc}", lower_bound_us=lb)
         except MoeoptError as exc:

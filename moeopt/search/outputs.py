@@ -14,6 +14,7 @@ import json
 import math
 import os
 import tempfile
+import warnings
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -259,7 +260,9 @@ def importances(cfg: StudyConfig, study: optuna.Study) -> dict[str, Any]:
         }
     try:
         target = (lambda t: t.values[0]) if cfg.multi_objective else None
-        imp = optuna.importance.get_param_importances(study, target=target)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # e.g. "some regimes have less than 2 trials" on small studies
+            imp = optuna.importance.get_param_importances(study, target=target)
     except Exception as exc:
         return {"available": False, "reason": f"{type(exc).__name__}: {exc}"}
     return {"available": True, "evaluator": "PedAnovaImportanceEvaluator", "values": dict(imp)}

@@ -50,7 +50,7 @@ BASELINE_ATTR = "moeopt_baseline"
 Say = Callable[[str], None]
 
 
-class Interrupted(BaseException):
+class Interrupted(KeyboardInterrupt):
     """SIGTERM, turned into the same orderly stop as Ctrl-C."""
 
 
@@ -195,7 +195,9 @@ def make_sampler(cfg: StudyConfig, worker_index: int) -> optuna.samplers.BaseSam
         if cfg.sampler == "cmaes":
             opts.setdefault("warn_independent_sampling", False)
         cls = getattr(optuna.samplers, SAMPLERS[cfg.sampler][0])
-        sampler: optuna.samplers.BaseSampler = cls(seed=seed, **opts)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+            sampler: optuna.samplers.BaseSampler = cls(seed=seed, **opts)
         return sampler
     except (TypeError, ValueError) as exc:
         raise StudyError(f"{cfg.source}: sampler = {cfg.sampler!r} with options {opts}: {exc}") from None
@@ -226,13 +228,15 @@ def worker_loop(
     ident = worker_identity()
     known: dict[str, FrozenTrial] = {}
     trial: optuna.trial.Trial | None = None
+    sig = _Signals()
     try:
+        sig.install()
         while True:
             if deadline is not None and time.time() >= deadline:
                 break
             if parent_pid is not None and os.getppid() != parent_pid:
                 break  # the parent is gone: leave the study to --resume
-            with ask_lock(spec):
+            with sig.critical(), ask_lock(spec):
                 trials = study.get_trials(deepcopy=False)
                 rec = recover_stale(study, trials, spec.local)
                 if rec:
@@ -243,9 +247,9 @@ def worker_loop(
                     break
                 trial = study.ask()
                 trial.set_user_attr(WORKER_ATTR, ident)
-            if not spec.local and _surplus(study, trial, target):
-                trial = None
-                break
+                if not spec.local and _surplus(study, trial, target):
+                    trial = None
+                    break
             for t in trials:
                 if finished(t) and t.params and cfg.duplicates:
                     known.setdefault(point_key(t.params), t)
@@ -253,28 +257,80 @@ def worker_loop(
             with _heartbeat(storage, trial._trial_id):
                 point = suggest(trial, cfg)
                 prior = known.get(point_key(point)) if cfg.duplicates else None
-                if prior is not None:
-                    stats.duplicates += 1
-                    ok = _tell_copy(study, trial, prior)
-                else:
-                    stats.evaluated += 1
-                    out = ev.evaluate(point, best)
-                    ok = _tell_outcome(study, trial, out)
-            trial = None
+                out = None if prior is not None else ev.evaluate(point, best)
+                with sig.critical():  # a trial is told, or not at all
+                    if out is None:
+                        assert prior is not None
+                        stats.duplicates += 1
+                        ok = _tell_copy(study, trial, prior)
+                    else:
+                        stats.evaluated += 1
+                        ok = _tell_outcome(study, trial, out)
+                    trial = None
             if on_trial is not None:
                 fresh = study.get_trials(deepcopy=False)
                 on_trial(sum(1 for t in fresh if finished(t)), best_value(fresh, cfg))
             if not ok:
                 stats.exhausted = True
                 break
-    except (KeyboardInterrupt, Interrupted):
+    except KeyboardInterrupt:  # Ctrl-C, or SIGTERM as Interrupted
         stats.interrupted = True
         if trial is not None:
             _interrupt(study, trial)
     finally:
+        sig.restore()
         stats.lb_checked, stats.lb_pruned, stats.lb_skipped = ev.lb_checked, ev.lb_pruned, ev.lb_skipped
         stats.elapsed_s = time.perf_counter() - t_start
     return stats
+
+
+class _Signals:
+    """Ctrl-C / SIGTERM handling with critical sections.
+
+    Inside ``critical()`` (asking for a trial and recording its worker; telling its outcome) a
+    signal is held back and raised when the section ends, so a stop never leaves a trial half
+    created or half told: it lands either between trials or while a trial is being evaluated,
+    where the trial is then marked ``interrupted`` and its point queued again.
+    """
+
+    def __init__(self) -> None:
+        self.depth = 0
+        self.pending: int | None = None
+        self.old: dict[int, Any] = {}
+
+    def install(self) -> None:
+        if threading.current_thread() is not threading.main_thread():
+            return  # signal handlers can only be set from the main thread
+        for s in (signal.SIGINT, signal.SIGTERM):
+            self.old[s] = signal.signal(s, self._handler)
+
+    def restore(self) -> None:
+        for s, h in self.old.items():
+            signal.signal(s, h)
+        self.old.clear()
+
+    def _handler(self, signum: int, frame: Any) -> None:
+        if self.depth:
+            self.pending = signum
+            return
+        self._raise(signum)
+
+    @staticmethod
+    def _raise(signum: int) -> None:
+        if signum == signal.SIGINT:
+            raise KeyboardInterrupt
+        raise Interrupted
+
+    @contextlib.contextmanager
+    def critical(self) -> Iterator[None]:
+        self.depth += 1
+        try:
+            yield
+        finally:
+            self.depth -= 1
+            if not self.depth and self.pending is not None:
+                signum, self.pending = self.pending, None
+                self._raise(signum)
 
 
 @contextlib.contextmanager
@@ -410,6 +466,7 @@ def _baseline_point(cfg: StudyConfig) -> dict[str, Any] | None:
     sc = cfg.shapes[0].scenario()
     eff = deep_merge(deep_merge(GLOBAL_DEFAULTS, PROFILE_DEFAULTS.get(sc.profile or "", {})), sc.to_dict())
     consts = sc.config.constants
+    eff.update(p1_override=sc.p1_override, p2_override=sc.p2_override, aic_num=sc.config.aic_num)
 
     def lookup(path: str) -> Any:
         parts = path.split(".")
@@ -544,8 +601,14 @@ def _run_workers(
     finally:
         signal.signal(signal.SIGTERM, old)
         for _p in children:
-            with contextlib.suppress(Exception):
+            try:
                 stats.add(q.get(timeout=_child_wait(deadline)))
+            except KeyboardInterrupt:
+                stats.interrupted = True  # the children got the same signal and stop on their own
+                with contextlib.suppress(Exception):
+                    stats.add(q.get(timeout=60))
+            except Exception:
+                pass
         for p in children:
             p.join(timeout=5)
             if p.is_alive():

@@ -1,0 +1,186 @@
+"""Kill and resume, Ctrl-C and resume, and several workers on one storage (real processes, real Optuna)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import optuna
+from optuna.trial import TrialState
+
+from moeopt.search import run_study
+from moeopt.search.storage import resolve_storage
+
+from .conftest import write_study
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _slower(tiny: dict[str, Any], trials: int) -> dict[str, Any]:
+    # 64 x 128 tiles make a bs=72 trial take ~0.1-0.3 s, so a kill usually lands inside a trial
+    tiny.update(
+        space={
+            "kernel.tile_m": {"choices": [64, 128]},
+            "kernel.tile_n": {"choices": [128, 256]},
+            "p1_override": {"int": [0, 2]},
+            "policy.dispatch_lookahead": {"choices": [0, 1]},
+        },
+        trials=trials,
+        out="run",
+        prune={"duplicates": False},  # every trial simulates, so none is instantaneous
+    )
+    return tiny
+
+
+def _load(out: Path, name: str = "tiny") -> list[optuna.trial.FrozenTrial] | None:
+    spec = resolve_storage(None, str(out))
+    if not os.path.exists(spec.path or ""):
+        return None
+    try:
+        return optuna.load_study(study_name=name, storage=spec.open()).get_trials()
+    except KeyError:
+        return None
+
+
+def _start(study: Path, *args: str) -> subprocess.Popen[str]:
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    return subprocess.Popen(
+        [sys.executable, "-m", "moeopt.search", str(study), "--quiet", *args],
+        cwd=study.parent,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def _wait_mid_trial(
+    out: Path, min_finished: int, proc: subprocess.Popen[str], limit_s: float = 120.0
+) -> None:
+    """Return once >= min_finished trials are done and one is running (or the process is near the end)."""
+    t0 = time.time()
+    while time.time() - t0 < limit_s:
+        trials = _load(out)
+        if trials is not None:
+            done = sum(1 for t in trials if t.state.is_finished())
+            running = any(t.state == TrialState.RUNNING and "worker" in t.user_attrs for t in trials)
+            if done >= min_finished and running:
+                return
+        assert proc.poll() is None, (
+            f"the study ended before it could be stopped: {proc.stderr.read() if proc.stderr else ''}"
+        )
+        time.sleep(0.02)
+    raise AssertionError("the study did not reach a running trial in time")
+
+
+def _check_resumed(
+    before: list[optuna.trial.FrozenTrial], after: list[optuna.trial.FrozenTrial], n: int
+) -> None:
+    # numbering continues: the trials that existed keep their numbers, states and values
+    for t in before:
+        if t.state.is_finished():
+            a = after[t.number]
+            assert (a.state, a.values, a.params) == (t.state, t.values, t.params)
+    # the trial that was running is marked interrupted and its point was run again, once
+    interrupted = [
+        t for t in after if t.state == TrialState.FAIL and t.user_attrs["moeopt"]["kind"] == "interrupted"
+    ]
+    stopped = [t.number for t in before if t.state == TrialState.RUNNING]
+    assert [t.number for t in interrupted] == stopped
+    for t in interrupted:
+        retries = [x for x in after if x.user_attrs.get("retry_of") == t.number]
+        # the retry takes the point's values chosen so far (all, unless it was stopped while choosing)
+        assert len(retries) == 1
+        assert retries[0].params.items() >= t.params.items()
+        assert retries[0].state.is_finished()
+    # exactly n counted trials: nothing lost, nothing counted twice, nothing left running
+    counted = [t for t in after if t.state.is_finished() and t not in interrupted]
+    assert len(counted) == n
+    assert not [t for t in after if t.state in (TrialState.RUNNING, TrialState.WAITING)]
+    assert [t.number for t in after] == list(range(len(after)))
+
+
+def test_killed_study_resumes_with_no_trial_lost_or_duplicated(tiny, tmp_path):
+    study = write_study(tmp_path / "s.yaml", _slower(tiny, 14))
+    out = tmp_path / "run"
+    proc = _start(study)
+    _wait_mid_trial(out, 4, proc)
+    proc.kill()  # SIGKILL: no chance to clean up; the running trial stays RUNNING in the journal
+    proc.wait(timeout=30)
+    before = _load(out)
+    assert before is not None
+    assert any(t.state == TrialState.RUNNING for t in before)
+
+    r = run_study(study, resume=True)
+    after = _load(out)
+    assert after is not None
+    _check_resumed(before, after, 14)
+    assert r.n_trials == 14
+    assert len(r.summary["run"]["recovered_trials"]) == 1
+
+
+def test_ctrl_c_stops_cleanly_and_resume_finishes(tiny, tmp_path):
+    study = write_study(tmp_path / "s.yaml", _slower(tiny, 10))
+    out = tmp_path / "run"
+    proc = _start(study)
+    _wait_mid_trial(out, 2, proc)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    assert "Traceback" not in err
+    assert "continue with --resume" in err
+    assert (out / "summary.json").exists()  # outputs are written for what was done
+    before = _load(out)
+    assert before is not None
+    assert not [t for t in before if t.state == TrialState.RUNNING]  # nothing is left half done
+    interrupted = [t for t in before if t.state == TrialState.FAIL]
+    # the trial stopped mid-evaluation (or none, if Ctrl-C fell between two trials) is marked, and its
+    # point is queued again when it had one
+    assert len(interrupted) <= 1
+    assert all(t.user_attrs["moeopt"]["kind"] == "interrupted" for t in interrupted)
+    waiting = [t for t in before if t.state == TrialState.WAITING]
+    assert [w.user_attrs["retry_of"] for w in waiting] == [t.number for t in interrupted if t.params]
+
+    proc = _start(study, "--resume")
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 0, err
+    after = _load(out)
+    assert after is not None
+    assert [t.number for t in after if t.state == TrialState.FAIL] == [t.number for t in interrupted]
+    assert all(after[w.number].state.is_finished() for w in waiting)
+    assert sum(1 for t in after if t.state.is_finished()) - len(interrupted) == 10
+
+
+def test_two_workers_finish_the_requested_trials_in_total(tiny, tmp_path):
+    tiny.update(trials=14, prune={"duplicates": False})
+    r = run_study(tiny, out=tmp_path / "w2", workers=2)
+    trials = _load(tmp_path / "w2")
+    assert trials is not None
+    assert r.n_trials == 14
+    assert len(trials) == 14
+    assert all(t.state.is_finished() for t in trials)
+    pids = {t.user_attrs["worker"]["pid"] for t in trials}
+    assert len(pids) == 2  # both processes ran trials
+
+
+def test_two_separate_processes_share_one_storage(tiny, tmp_path):
+    study = write_study(tmp_path / "s.yaml", _slower(tiny, 12))
+    out = tmp_path / "run"
+    first = _start(study)
+    t0 = time.time()
+    while _load(out) is None and time.time() - t0 < 60:
+        time.sleep(0.02)
+    second = _start(study, "--resume")  # --resume joins a running study
+    for p in (first, second):
+        _, err = p.communicate(timeout=180)
+        assert p.returncode == 0, err
+    trials = _load(out)
+    assert trials is not None
+    assert len(trials) == 12
+    assert all(t.state.is_finished() for t in trials)
+    assert len({t.user_attrs["worker"]["pid"] for t in trials}) == 2

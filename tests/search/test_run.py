@@ -1,0 +1,174 @@
+"""run_study end to end on the bs=72 shape: outputs, reproducibility, pruning reasons, failures."""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+
+import optuna
+import pytest
+
+import moeopt as m
+from moeopt.search import run_study
+from moeopt.search.storage import resolve_storage
+
+
+def _trials(out: Path, name: str) -> list[optuna.trial.FrozenTrial]:
+    spec = resolve_storage(None, str(out))
+    return optuna.load_study(study_name=name, storage=spec.open()).get_trials()
+
+
+def test_tiny_study_end_to_end_best_toml_reproduces_the_best_value(tiny, tmp_path):
+    out = tmp_path / "run"
+    r = run_study(tiny, out=out)
+
+    # best.toml is a scenario file that simulate accepts, and gives the reported value bit for bit
+    again = m.simulate(m.load_scenario(out / "best.toml"))
+    assert again["kernel_total_us"] == r.best_value
+    assert r.summary["best"]["reproduced"] is True
+
+    # the best is the minimum over completed trials, and no worse than the baseline (enqueued as trial 0)
+    trials = _trials(out, "tiny")
+    done = [t.value for t in trials if t.state == optuna.trial.TrialState.COMPLETE]
+    assert r.best_value == min(done)
+    assert trials[0].user_attrs.get("baseline") is True
+    assert trials[0].value == r.baseline_value
+    assert r.best_value <= r.baseline_value
+
+    # exactly the requested trials, one CSV row each, with the pruned reason stored
+    assert r.n_trials == 12
+    assert len(trials) == 12
+    rows = list(csv.DictReader((out / "trials.csv").open()))
+    assert [int(x["number"]) for x in rows] == list(range(12))
+    for row, t in zip(rows, trials, strict=True):
+        assert row["state"] == t.state.name
+        if t.state == optuna.trial.TrialState.PRUNED and row["kind"] == "infeasible":
+            # tile_n 512 with tile_m 256: (256 + 512) x 512 B x 2 stages = 786432 B > 512 KiB of L1
+            assert "do not fit L1" in row["reason"]
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["n_trials"] == 12
+    assert summary["best"]["trial"] == r.best_trial
+    html = (out / "report.html").read_text()
+    for section in ("Best vs baseline", "Optimisation history", "Parameter importances", "Optimality gap"):
+        assert section in html
+
+
+def test_same_seed_gives_the_same_trials(tiny, tmp_path):
+    tiny["trials"] = 8
+    a = run_study(tiny, out=tmp_path / "a")
+    b = run_study(tiny, out=tmp_path / "b")
+    ta, tb = _trials(tmp_path / "a", "tiny"), _trials(tmp_path / "b", "tiny")
+    assert [t.params for t in ta] == [t.params for t in tb]
+    assert [t.value for t in ta] == [t.value for t in tb]
+    assert a.best_value == b.best_value
+    tiny["seed"] = 2
+    c = run_study(tiny, out=tmp_path / "c")
+    assert c.n_trials == 8
+    assert [t.params for t in _trials(tmp_path / "c", "tiny")][1:] != [t.params for t in ta][1:]
+
+
+def test_lower_bound_prunes_without_scheduling_and_counts_it(tiny, tmp_path):
+    """With 4 cube cores instead of 28 the compute bound alone is far above the 28-core time.
+
+    bs=72: the 28-core baseline runs 381.3 µs; at aic_num 4 the adapter's bound is 1033.5 µs
+    (bandwidth/compute per core x 4 cores), so once the baseline is the best, every 4-core point
+    is pruned on its bound.
+    """
+    tiny.update(
+        space={"aic_num": {"choices": [28, 4]}, "kernel.tile_m": {"choices": [128, 256]}},
+        sampler="grid",
+        trials=4,
+        prune={"lower_bound": "always"},
+    )
+    r = run_study(tiny, out=tmp_path / "lb")
+    trials = _trials(tmp_path / "lb", "tiny")
+    pruned = [t for t in trials if t.state == optuna.trial.TrialState.PRUNED]
+    assert pruned
+    assert all(t.params["aic_num"] == 4 for t in pruned)
+    for t in pruned:
+        a = t.user_attrs["moeopt"]
+        assert a["kind"] == "lower_bound"
+        assert a["lower_bound_us"] >= r.best_value
+        assert a["reason"].startswith("physical lower bound")
+        # soundness: the real time of the pruned point is at least its bound
+        sc = m.load_scenario(
+            tmp_path / "lb" / "best.toml",
+            overrides={"aic_num": 4, **{"kernel.tile_m": t.params["kernel.tile_m"]}},
+        )
+        assert m.simulate(sc)["kernel_total_us"] >= a["lower_bound_us"]
+    assert r.summary["pruned"]["lower_bound"] == len(pruned)
+    assert r.summary["run"]["lower_bound_checks"]["pruned"] == len(pruned)
+
+
+def _boom_builder() -> object:
+    def build(*args: object) -> object:
+        raise ZeroDivisionError("boom in a registered builder")
+
+    return build
+
+
+def test_one_failing_trial_never_stops_the_study(tiny, tmp_path):
+    m.register("builder", "test_search_boom", _boom_builder, replace=True)
+    tiny.update(
+        space={
+            "options.builder": {"choices": ["megamoe", "test_search_boom"]},
+            "kernel.tile_m": {"choices": [128, 256]},
+        },
+        sampler="grid",
+        trials=4,
+    )
+    r = run_study(tiny, out=tmp_path / "boom")
+    trials = _trials(tmp_path / "boom", "tiny")
+    failed = [t for t in trials if t.state == optuna.trial.TrialState.FAIL]
+    assert {t.params["options.builder"] for t in failed} == {"test_search_boom"}
+    assert all(
+        t.user_attrs["moeopt"]["reason"] == "internal error ZeroDivisionError: boom in a registered builder"
+        for t in failed
+    )
+    assert r.n_trials == 4
+    assert r.best_value is not None
+    assert r.summary["failed"] == {"internal": len(failed)}
+
+
+def test_duplicate_points_reuse_the_evaluated_outcome(tiny, tmp_path):
+    tiny.update(space={"kernel.tile_m": {"choices": [128, 256]}}, sampler="random", trials=6)
+    run_study(tiny, out=tmp_path / "dup")
+    trials = _trials(tmp_path / "dup", "tiny")
+    firsts: dict[int, optuna.trial.FrozenTrial] = {}
+    for t in trials:
+        dup = t.user_attrs["moeopt"].get("duplicate_of") if "moeopt" in t.user_attrs else None
+        if dup is None:
+            assert t.params["kernel.tile_m"] not in firsts  # a point is simulated once
+            firsts[t.params["kernel.tile_m"]] = t
+        else:
+            assert t.value == trials[dup].value
+            assert t.params == trials[dup].params
+    assert len(firsts) == 2  # 6 trials over 2 points: 4 reused
+
+
+def test_conditional_parameter_is_absent_when_its_condition_fails(tiny, tmp_path):
+    tiny.update(
+        space={
+            "policy.dispatch_lookahead": {"choices": [0, 2]},
+            "policy.dispatch_lag": {"choices": [0, 1], "when": {"policy.dispatch_lookahead": 2}},
+        },
+        sampler="bruteforce",
+        trials=10,
+    )
+    r = run_study(tiny, out=tmp_path / "cond")
+    # lookahead 0: one point; lookahead 2: two points (lag 0, 1) -> the space has 3 points
+    assert r.summary["target_trials"] == 3
+    trials = _trials(tmp_path / "cond", "tiny")
+    for t in trials:
+        assert ("policy.dispatch_lag" in t.params) == (t.params["policy.dispatch_lookahead"] == 2)
+
+
+def test_resume_refuses_a_changed_search_and_a_fresh_run_refuses_an_existing_study(tiny, tmp_path):
+    tiny["trials"] = 3
+    run_study(tiny, out=tmp_path / "x")
+    with pytest.raises(m.InputError, match=r"already exists in journal:.* with 3 trial\(s\); pass --resume"):
+        run_study(tiny, out=tmp_path / "x")
+    tiny["space"]["kernel.tile_m"] = {"choices": [64, 128]}
+    with pytest.raises(m.InputError, match=r"cannot resume study 'tiny': the study file changed its space"):
+        run_study(tiny, out=tmp_path / "x", resume=True)
