@@ -1,0 +1,301 @@
+"""Static lower bounds on the makespan of any event graph: longest path and energy.
+
+Every bound here holds for every schedule of the graph, so each is a lower bound on the optimum
+(and the solver gets the ones in ticks as redundant constraints, see
+:mod:`moeopt.exact.constraints`). Nothing here knows what the events mean.
+
+* **Longest path**: ``max_e head(e) + tail(e)``, where ``head(e)`` is the earliest start allowed
+  by the precedences (durations and λ) and ``tail(e)`` the longest path from ``e``'s start to the
+  end of the graph, its own duration included.
+
+* **Energy** of a set ``S`` of intervals that share a capacity ``c`` (each interval lasts at least
+  ``len(i)``, uses ``q(i)`` units, starts no earlier than ``head(i)`` and is followed by at least
+  ``after(i)`` of work that must come after its end)::
+
+      makespan ≥ min_{i∈S} head(i) + Σ_{i∈S} q(i)·len(i) / c + min_{i∈S} after(i)
+
+  *Proof.* No interval of ``S`` starts before ``h = min head``. Over ``[h, f]``, where ``f`` is the
+  last end of an interval of ``S``, at most ``c`` units are in use, and ``Σ q·len`` unit-time is
+  needed, so ``f − h ≥ Σ q·len / c``. The interval ending at ``f`` is followed by at least its
+  ``after ≥ min after``. ∎ It holds for every subset ``S``; we take the best over the subsets
+  ``{i : head(i) ≥ h}`` and ``{i : after(i) ≥ t}`` and, for sets of at most ``EXACT_2D_LIMIT``
+  intervals, ``{i : head(i) ≥ h, after(i) ≥ t}`` for every pair of thresholds.
+
+  The interval sets are:
+
+  - each fixed resource (capacity 1): the events that hold it;
+  - each pool (capacity = number of members): the events with a placeholder of it, plus the
+    events holding one of its members as a fixed resource;
+  - each semaphore that has a pairing (:mod:`moeopt.exact.pairing`, capacity ``C``): its holding
+    intervals. A pair ``(a, r, k)`` holds ``k`` units from ``a``'s start to ``r``'s end, which is
+    at least ``d(a)`` when ``r = a``, ``d(a) + λ + d(r)`` when ``r`` is a direct successor, and
+    ``d(a) + d(r)`` for a deeper descendant (``r`` starts after ``a`` ends); it starts no earlier
+    than ``head(a)`` and is followed by ``after(r) = tail(r) − d(r)``. An unreleased unit holds
+    from ``a``'s start to the end of the schedule: length ``tail(a)``, nothing after.
+
+  A semaphore without a pairing gives no energy bound (its units may come back from anywhere).
+
+The same functions run on real µs (the reported bounds) and on integer ticks (``integral=True``:
+the energy term is rounded up, which is valid because tick spans are whole numbers).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from moeopt.core.compiled import CompiledGraph
+from moeopt.exact.pairing import Pairing
+
+EXACT_2D_LIMIT = 300
+"""Interval sets up to this size get the two-threshold energy bound (quadratic); larger: one threshold."""
+
+Edges = Sequence[tuple[tuple[int, float], ...]]
+
+
+@dataclass(frozen=True, slots=True)
+class Bound:
+    """One lower bound on the makespan: where it comes from and its value (µs or ticks).
+
+    ``source`` is ``"longest_path"``, ``"resource:<name>"``, ``"pool:<role>"``,
+    ``"semaphore:<name>"`` or ``"cpsat"``.
+    """
+
+    source: str
+    value: float
+
+
+@dataclass(frozen=True, slots=True)
+class Item:
+    """An interval for the energy bound: earliest start, minimum length, work after, demand."""
+
+    head: float
+    length: float
+    after: float
+    demand: int
+
+
+def longest_paths(
+    cg: CompiledGraph, dur: Sequence[float], preds: Edges, succs: Edges
+) -> tuple[list[float], list[float]]:
+    """``(head, tail)`` per event for durations ``dur`` and edges ``preds`` / ``succs`` (with λ)."""
+    n = cg.n
+    head = [0.0] * n
+    for i in cg.topo:
+        best = 0.0
+        for p, lam in preds[i]:
+            v = head[p] + dur[p] + lam
+            if v > best:
+                best = v
+        head[i] = best
+    tail = [0.0] * n
+    for i in reversed(cg.topo):
+        best = 0.0
+        for j, lam in succs[i]:
+            v = lam + tail[j]
+            if v > best:
+                best = v
+        tail[i] = dur[i] + best
+    return head, tail
+
+
+def energy_bound(items: Sequence[Item], capacity: int, *, integral: bool = False) -> float:
+    """The best energy bound over the threshold subsets of ``items`` (see the module docstring)."""
+    its = [it for it in items if it.length > 0 and it.demand > 0]
+    if not its or capacity <= 0:
+        return 0.0
+
+    def span(energy: float) -> float:
+        if integral:
+            return float(-(-int(energy) // capacity))  # ceil for whole ticks
+        return energy / capacity
+
+    best = 0.0
+    # S = {head >= h}: sweep heads from the latest down, tracking the smallest after
+    energy = 0.0
+    min_after = math.inf
+    for it in sorted(its, key=lambda x: -x.head):
+        energy += it.demand * it.length
+        min_after = min(min_after, it.after)
+        best = max(best, it.head + span(energy) + min_after)
+    # S = {after >= t}
+    energy = 0.0
+    min_head = math.inf
+    for it in sorted(its, key=lambda x: -x.after):
+        energy += it.demand * it.length
+        min_head = min(min_head, it.head)
+        best = max(best, min_head + span(energy) + it.after)
+    if len(its) <= EXACT_2D_LIMIT:
+        by_after = sorted(its, key=lambda x: -x.after)
+        for h in sorted({it.head for it in its}):
+            energy = 0.0
+            for it in by_after:
+                if it.head >= h:
+                    energy += it.demand * it.length
+                    best = max(best, h + span(energy) + it.after)
+    return best
+
+
+def static_bounds(
+    cg: CompiledGraph,
+    pairings: dict[int, Pairing],
+    dur: Sequence[float],
+    preds: Edges,
+    succs: Edges,
+    *,
+    integral: bool = False,
+) -> list[Bound]:
+    """Longest path plus the energy bound of every resource, pool and paired semaphore.
+
+    ``dur`` / ``preds`` / ``succs`` give durations and λ (real µs, or ticks with ``integral``);
+    ``pairings`` maps semaphore index -> pairing for the semaphores that have one.
+    """
+    head, tail = longest_paths(cg, dur, preds, succs)
+    out = [Bound("longest_path", max((head[i] + tail[i] for i in range(cg.n)), default=0.0))]
+    for cs in capacity_sets(cg, pairings, dur, succs):
+        items = [
+            Item(head[first], length, tail[last] - dur[last], q)
+            if last >= 0
+            else Item(head[first], tail[first], 0.0, q)
+            for first, last, length, q in cs.items
+        ]
+        out.append(Bound(cs.source, energy_bound(items, cs.capacity, integral=integral)))
+    return out
+
+
+def best_bound(bounds: Sequence[Bound]) -> Bound:
+    """The largest bound (ties: the first listed, so ``longest_path`` wins ties)."""
+    best = bounds[0]
+    for b in bounds[1:]:
+        if b.value > best.value:
+            best = b
+    return best
+
+
+@dataclass(frozen=True, slots=True)
+class CapacitySet:
+    """Intervals sharing a capacity: ``items`` are ``(first, last, length, demand)``.
+
+    ``first`` is the event whose start opens the interval, ``last`` the event whose end closes it
+    (the same event except for the holding intervals of a pairing; ``-1`` for a unit held until
+    the end of the schedule, whose ``length`` is then unknown here and given as 0).
+    """
+
+    source: str
+    capacity: int
+    items: tuple[tuple[int, int, float, int], ...]
+
+
+def capacity_sets(
+    cg: CompiledGraph, pairings: dict[int, Pairing], dur: Sequence[float], succs: Edges
+) -> list[CapacitySet]:
+    """Every fixed resource, pool and paired semaphore that more demand than capacity contends for."""
+    out: list[CapacitySet] = []
+    users: dict[int, list[int]] = {}
+    for i in range(cg.n):
+        for r in cg.fixed[i]:
+            users.setdefault(r, []).append(i)
+    for r, evs in sorted(users.items()):
+        if len(evs) > 1:
+            out.append(CapacitySet(f"resource:{cg.res_names[r]}", 1, tuple((i, i, dur[i], 1) for i in evs)))
+    for p, members in enumerate(cg.pool_members):
+        mset = set(members)
+        pool_items = []
+        for i in range(cg.n):
+            q = sum(1 for x in cg.placeholders[i] if x == p) + sum(1 for r in cg.fixed[i] if r in mset)
+            if q:
+                pool_items.append((i, i, dur[i], q))
+        if sum(it[3] for it in pool_items) > len(members):
+            out.append(CapacitySet(f"pool:{cg.pool_names[p]}", len(members), tuple(pool_items)))
+    succ_lam = [dict(s) for s in succs]
+    for s, pairing in sorted(pairings.items()):
+        sem_items: list[tuple[int, int, float, int]] = []
+        for a, r, k in pairing.pairs:
+            if r == a:
+                length = dur[a]
+            elif r in succ_lam[a]:
+                length = dur[a] + succ_lam[a][r] + dur[r]
+            else:
+                length = dur[a] + dur[r]
+            sem_items.append((a, r, length, k))
+        sem_items.extend((a, -1, 0.0, k) for a, k in pairing.unreleased)
+        if sum(it[3] for it in sem_items) > cg.sem_cap[s] > 0:
+            out.append(CapacitySet(f"semaphore:{cg.sem_names[s]}", cg.sem_cap[s], tuple(sem_items)))
+    return out
+
+
+def energy_delays(
+    cg: CompiledGraph,
+    pairings: dict[int, Pairing],
+    dur: Sequence[int],
+    preds: Sequence[tuple[tuple[int, int], ...]],
+    succs: Sequence[tuple[tuple[int, int], ...]],
+    *,
+    budget: int,
+) -> list[tuple[int, int, int]]:
+    """Redundant start-to-start distances from energy, on integer ticks: ``(i, j, delay)``.
+
+    For ``j`` a descendant of ``i``, every interval of a capacity set whose opening event
+    descends from ``i`` and whose closing event is an ancestor of ``j`` runs inside
+    ``[S_i + lo, S_j − hi]``, where ``lo`` is the smallest longest-path distance from ``i``'s start
+    to an opening event's start and ``hi`` the smallest distance from a closing event's end to
+    ``j``'s start. So ``S_j − S_i ≥ lo + ⌈energy / capacity⌉ + hi``: the energy bound of the
+    sub-project between ``i`` and ``j`` (what must precede and follow, applied to pairs). Only
+    distances above the plain longest path are returned. Skipped (empty list) when
+    ``n² × intervals`` exceeds ``budget``.
+    """
+    n = cg.n
+    sets = [
+        (cs.capacity, [it for it in cs.items if it[1] >= 0 and it[2] > 0])
+        for cs in capacity_sets(cg, pairings, [float(d) for d in dur], succs)
+    ]
+    num_items = sum(len(items) for _c, items in sets)
+    if not sets or n * n * max(1, num_items) > budget:
+        return []
+    # dist[i][k]: longest path from i's start to k's start (-1: k does not descend from i)
+    dist: list[list[int]] = []
+    for i in range(n):
+        d = [-1] * n
+        d[i] = 0
+        for k in cg.topo:
+            dk = d[k]
+            if dk < 0:
+                continue
+            for j, lam in succs[k]:
+                v = dk + dur[k] + lam
+                if v > d[j]:
+                    d[j] = v
+        dist.append(d)
+    out: list[tuple[int, int, int]] = []
+    for i in range(n):
+        di = dist[i]
+        for j in range(n):
+            base = di[j]
+            if j == i or base < 0:
+                continue
+            best = base
+            for cap, items in sets:
+                energy = 0
+                lo = -1
+                hi = -1
+                for first, last, length, q in items:
+                    if first == i or last == j:
+                        continue
+                    a = di[first]
+                    if a < 0:
+                        continue
+                    b = dist[last][j]
+                    if b < 0:
+                        continue
+                    energy += q * int(length)
+                    b -= dur[last]
+                    lo = a if lo < 0 or a < lo else lo
+                    hi = b if hi < 0 or b < hi else hi
+                if energy:
+                    v = lo + -(-energy // cap) + hi
+                    if v > best:
+                        best = v
+            if best > base:
+                out.append((i, j, best))
+    return out

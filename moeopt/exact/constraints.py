@@ -1,0 +1,212 @@
+"""The constraints of the CP-SAT model (:class:`Constraints.add_all` is the table of contents).
+
+Generic: the model knows events, resources, pools, colocation groups and semaphores, never what
+they stand for. Each constraint below is a relaxation of the real rule on ticks, or the rule
+itself; the proof is in :mod:`moeopt.exact.model`.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from moeopt.exact.model import ExactModel
+
+
+class Constraints:
+    """Adds every constraint of an :class:`~moeopt.exact.model.ExactModel`."""
+
+    def __init__(self, model: ExactModel) -> None:
+        self.m = model
+        self.inst = model.inst
+        self.cg = model.inst.cg
+        self.cp = model.cp
+
+    def add_all(self) -> None:
+        # Order: pool choices exist already (made with the variables); _resources reads them.
+        self._precedence()
+        self._makespan()
+        self._resources()
+        self._pools()
+        self._colocation()
+        self._semaphores()
+        self._redundant()
+
+    # ------------------------------------------------------------------ core rules
+    def _precedence(self) -> None:
+        """``start(j) ≥ end(i) + λ`` (λ rounded down to ticks)."""
+        m = self.m
+        for j in range(self.cg.n):
+            for i, lam in self.inst.preds[j]:
+                self.cp.add(m.start[j] >= m.end[i] + lam)
+
+    def _makespan(self) -> None:
+        """The makespan covers every event's end (sinks suffice: the others end before a sink)."""
+        m = self.m
+        for i in range(self.cg.n):
+            if not self.inst.succs[i]:
+                self.cp.add(m.makespan >= m.end[i])
+
+    def _resources(self) -> None:
+        """One no-overlap per exclusive resource, over the events holding it.
+
+        Exact mode adds the optional interval of every pool choice of that member. Intervals of
+        zero ticks are left out (see the model's docstring).
+        """
+        m = self.m
+        cg = self.cg
+        per_res: dict[int, list[Any]] = {}
+        for i in range(cg.n):
+            if m.min_size(i) <= 0:
+                continue
+            for r in cg.fixed[i]:
+                per_res.setdefault(r, []).append(m.interval[i])
+        for ch in m.choices:
+            i = ch.event
+            if m.min_size(i) <= 0:
+                continue
+            for member, lit in ch.options:
+                if lit is None:
+                    per_res.setdefault(member, []).append(m.interval[i])
+                else:
+                    per_res.setdefault(member, []).append(
+                        m.optional_interval(i, lit, f"bind[{i},{ch.slot},{cg.res_names[member]}]")
+                    )
+        for _r, ivs in sorted(per_res.items()):
+            if len(ivs) > 1:
+                self.cp.add_no_overlap(ivs)
+
+    def _pools(self) -> None:
+        """Exact: each placeholder slot binds exactly one member; an event never binds one member
+        twice. Relaxed: one cumulative per pool, capacity = number of members."""
+        m = self.m
+        if self.inst.mode == "exact":
+            per_event_member: dict[tuple[int, int], list[Any]] = {}
+            for ch in m.choices:
+                lits = [lit for _m, lit in ch.options if lit is not None]
+                if lits:
+                    self.cp.add_exactly_one(lits)
+                for member, lit in ch.options:
+                    per_event_member.setdefault((ch.event, member), []).append(lit)
+            for (_i, _member), lits in sorted(per_event_member.items()):
+                if len(lits) > 1:  # overlapping pools: two slots of one event on one member
+                    if any(lit is None for lit in lits):
+                        for lit in lits:
+                            if lit is not None:
+                                self.cp.add(lit == 0)
+                    else:
+                        self.cp.add_at_most_one(lits)
+        else:
+            self._pool_cumulatives()
+
+    def _pool_cumulatives(self) -> None:
+        """Cumulative per pool over the events using it: placeholder slots plus fixed members.
+
+        A valid relaxation in both modes (each member runs one event at a time); in exact mode it
+        is redundant and gives the solver the pool's energy reasoning.
+        """
+        m = self.m
+        cg = self.cg
+        for p, members in enumerate(cg.pool_members):
+            mset = set(members)
+            ivs = []
+            demands = []
+            for i in range(cg.n):
+                q = sum(1 for x in cg.placeholders[i] if x == p) + sum(1 for r in cg.fixed[i] if r in mset)
+                if q:
+                    ivs.append(m.interval[i])
+                    demands.append(q)
+            if sum(demands) > len(members):
+                self.cp.add_cumulative(ivs, demands, len(members))
+
+    def _colocation(self) -> None:
+        """Exact: every placeholder of a colocation group binds at the group's one site.
+
+        Groups with one possible site were restricted when the choices were made; for the others,
+        the members chosen at each site add up to that site's literal. Relaxed: ignored (dropping
+        a constraint only relaxes).
+        """
+        m = self.m
+        cg = self.cg
+        if self.inst.mode != "exact" or not m.site_lits:
+            return
+        for ch in m.choices:
+            g = cg.group[ch.event]
+            lits = m.site_lits.get(g)
+            if lits is None:
+                continue
+            for site, site_lit in lits.items():
+                at_site = [lit for member, lit in ch.options if cg.res_site[member] == site]
+                if any(lit is None for lit in at_site):
+                    self.cp.add(site_lit == 1)
+                else:
+                    self.cp.add(sum(at_site) == site_lit)
+
+    def _semaphores(self) -> None:
+        """Per semaphore: a cumulative over holding intervals where a pairing exists (exactly
+        the reservoir, by the pairing theorem), else a reservoir; dropped when it cannot bind."""
+        for s in range(len(self.cg.sem_names)):
+            kind = self.inst.sem_model[s]
+            if kind == "holding":
+                self._holding(s)
+            elif kind == "reservoir":
+                self._reservoir(s)
+
+    def _holding(self, s: int) -> None:
+        m = self.m
+        cp = self.cp
+        pairing = self.inst.pairings[s]
+        cap = self.cg.sem_cap[s]
+        ivs = []
+        demands = []
+        big = []  # intervals with more than half the capacity: pairwise disjoint
+        for a, r, k in pairing.pairs:
+            if r == a:
+                iv = m.interval[a]
+                min_len = m.min_size(a)
+            else:
+                size = cp.new_int_var(0, self.inst.horizon, f"hold[{self.cg.sem_names[s]},{a},{r}]")
+                iv = cp.new_interval_var(m.start[a], size, m.end[r], f"holding[{s},{a},{r}]")
+                m.holding.append((size, a, r))
+                min_len = m.min_size(a) + m.min_size(r)
+            ivs.append(iv)
+            demands.append(k)
+            if 2 * k > cap and min_len > 0:
+                big.append(iv)
+        for a, k in pairing.unreleased:
+            size = cp.new_int_var(0, self.inst.horizon, f"hold[{self.cg.sem_names[s]},{a},end]")
+            ivs.append(cp.new_interval_var(m.start[a], size, m.makespan, f"holding[{s},{a},end]"))
+            m.holding.append((size, a, -1))
+            demands.append(k)
+        cp.add_cumulative(ivs, demands, cap)
+        if len(big) > 1:
+            cp.add_no_overlap(big)
+
+    def _reservoir(self, s: int) -> None:
+        """Free units ``C − Σ acquired + Σ released`` within ``[0, C]``: CP-SAT's level starts at
+        0, so the changes are −A at acquire starts, +R at release ends, level in ``[−C, 0]``."""
+        m = self.m
+        cg = self.cg
+        times: list[Any] = []
+        changes: list[int] = []
+        for i in range(cg.n):
+            for s2, a in cg.acq[i]:
+                if s2 == s:
+                    times.append(m.start[i])
+                    changes.append(-a)
+            for s2, r in cg.rel[i]:
+                if s2 == s:
+                    times.append(m.end[i])
+                    changes.append(r)
+        self.cp.add_reservoir_constraint(times, changes, -cg.sem_cap[s], 0)
+
+    # ------------------------------------------------------------------ redundant
+    def _redundant(self) -> None:
+        """Implied constraints that help the solver: pool energy in exact mode, the energy
+        distances between pairs of events, and (in the makespan's domain, set with the
+        variables) the best static bound."""
+        m = self.m
+        if self.inst.mode == "exact":
+            self._pool_cumulatives()
+        for i, j, delay in self.inst.delays:
+            self.cp.add(m.start[j] >= m.start[i] + delay)

@@ -1,0 +1,137 @@
+"""The result of :func:`moeopt.solve_exact`: :class:`ExactResult` and :class:`SolveStatus`."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from enum import Enum
+from typing import Any
+
+from moeopt.core.schedule import Schedule
+
+REL_TOL = 1e-9
+ABS_TOL_US = 1e-9
+
+
+class SolveStatus(str, Enum):
+    """What is known about the real-valued instance after the solve.
+
+    * ``optimal``: ``schedule`` is valid and its makespan equals ``lower_bound_us`` (proven).
+    * ``feasible``: ``schedule`` is valid; the optimum lies in ``[lower_bound_us, best_us]``.
+    * ``infeasible``: no schedule has a makespan within the model's horizon (``lower_bound_us``
+      says how far any schedule must go; with a hint this cannot happen).
+    * ``unknown``: no valid schedule within the time limit (or the replay failed and there was
+      no hint); ``lower_bound_us`` still holds.
+    * ``model_invalid``: CP-SAT rejected the model (a bug in moeopt; ``message`` says why).
+    """
+
+    OPTIMAL = "optimal"
+    FEASIBLE = "feasible"
+    INFEASIBLE = "infeasible"
+    UNKNOWN = "unknown"
+    MODEL_INVALID = "model_invalid"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+def same_time(a: float, b: float) -> bool:
+    """``a`` and ``b`` are the same makespan up to float round-off."""
+    return abs(a - b) <= ABS_TOL_US + REL_TOL * max(abs(a), abs(b))
+
+
+@dataclass(frozen=True, slots=True)
+class ExactResult:
+    """Everything :func:`moeopt.solve_exact` found out about one event graph.
+
+    Attributes:
+        status: see :class:`SolveStatus`.
+        lower_bound_us: a proven lower bound on the makespan of every schedule of the graph: the
+            largest of the CP-SAT bound and the static bounds (``bounds_us``).
+        best_us: makespan of ``schedule`` (``None`` without one).
+        schedule: the best valid schedule found (checked by ``validate_schedule`` with the real
+            durations), from the CP-SAT replay or, when that is not better, the hint.
+        solve_s: wall seconds inside CP-SAT.
+        mode: ``"exact"`` or ``"relaxed"``.
+        params_used: every CP-SAT parameter moeopt set (name -> value).
+        bound_source: which bound is ``lower_bound_us``: ``"cpsat"``, ``"longest_path"``,
+            ``"resource:<name>"``, ``"pool:<role>"`` or ``"semaphore:<name>"``.
+        bounds_us: every bound computed (source -> µs), ``"cpsat"`` included.
+        cpsat_status: CP-SAT's own status name on the tick model.
+        cpsat_bound_us: CP-SAT's objective bound times the tick.
+        cpsat_best_us: CP-SAT's best objective times the tick (a tick-model value, not a real
+            makespan when durations were rounded), ``None`` without a solution.
+        best_source: ``"cpsat"`` (the replayed solver schedule), ``"hint"`` or ``None``.
+        replay_error: why the solver's schedule could not be replayed, or ``None``.
+        tick_us: the model's time grid; ``durations_rounded``: some duration or λ was rounded down.
+        horizon_us: the longest makespan the model allowed (the hint's, when there is one).
+        semaphore_models: per semaphore ``"holding"``, ``"reservoir"`` or ``"dropped"``.
+        total_s: wall seconds of the whole call (model building, solve, replay, validation).
+        message: extra detail for ``infeasible`` / ``model_invalid`` / ``unknown``.
+    """
+
+    status: SolveStatus
+    lower_bound_us: float
+    best_us: float | None
+    schedule: Schedule | None
+    solve_s: float
+    mode: str
+    params_used: Mapping[str, Any]
+    bound_source: str
+    bounds_us: Mapping[str, float]
+    cpsat_status: str
+    cpsat_bound_us: float
+    cpsat_best_us: float | None
+    best_source: str | None
+    replay_error: str | None
+    tick_us: float
+    durations_rounded: bool
+    horizon_us: float
+    semaphore_models: Mapping[str, str]
+    total_s: float
+    message: str = ""
+
+    @property
+    def proven_optimal(self) -> bool:
+        """The best schedule's makespan equals the lower bound."""
+        return self.status is SolveStatus.OPTIMAL
+
+    @property
+    def gap(self) -> float | None:
+        """``best_us / lower_bound_us − 1`` (``None`` without a schedule or with a zero bound)."""
+        if self.best_us is None or self.lower_bound_us <= 0 or math.isinf(self.lower_bound_us):
+            return None
+        return self.best_us / self.lower_bound_us - 1.0
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready summary (the schedule itself is left out)."""
+        return {
+            "status": self.status.value,
+            "lower_bound_us": self.lower_bound_us,
+            "best_us": self.best_us,
+            "proven_optimal": self.proven_optimal,
+            "gap": self.gap,
+            "bound_source": self.bound_source,
+            "bounds_us": dict(self.bounds_us),
+            "best_source": self.best_source,
+            "solve_s": self.solve_s,
+            "total_s": self.total_s,
+            "mode": self.mode,
+            "cpsat_status": self.cpsat_status,
+            "cpsat_bound_us": self.cpsat_bound_us,
+            "cpsat_best_us": self.cpsat_best_us,
+            "replay_error": self.replay_error,
+            "tick_us": self.tick_us,
+            "durations_rounded": self.durations_rounded,
+            "horizon_us": self.horizon_us,
+            "semaphore_models": dict(self.semaphore_models),
+            "params_used": {k: _jsonable(v) for k, v in self.params_used.items()},
+            "message": self.message,
+        }
+
+
+def _jsonable(v: Any) -> Any:
+    if isinstance(v, (bool, int, float, str)) or v is None:
+        return v
+    return str(v)

@@ -1,0 +1,309 @@
+"""``solve_exact``: the CP-SAT optimum and a sound lower bound for any event graph (SPEC §5).
+
+Steps: validate the graph and the hint (without a hint, the greedy with the default policy
+provides one); pair the semaphores (:mod:`moeopt.exact.pairing`); compute the static bounds on
+the real durations (:mod:`moeopt.exact.bounds`); choose the tick grid and round down
+(:mod:`moeopt.exact.ticks`); build the model (:mod:`moeopt.exact.model`), hint it, solve it
+within what is left of the time limit; replay the solver's schedule with the real durations
+(:mod:`moeopt.exact.replay`) and validate it; report the best valid schedule and the largest
+bound.
+
+``time_limit_s`` bounds the whole call: model building, the greedy hint when none is given, the
+solve, and a reserve for the replay and validation are all taken from it.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Mapping
+from typing import Any
+
+from ortools.sat.python import cp_model
+
+from moeopt.core.events import EventGraph
+from moeopt.core.schedule import Schedule
+from moeopt.core.scheduler import schedule as greedy_schedule
+from moeopt.core.validate import validate_schedule
+from moeopt.errors import InputError, ScheduleError, SchedulingError, did_you_mean
+from moeopt.exact.bounds import Bound, best_bound, static_bounds
+from moeopt.exact.model import ExactModel, Mode, SemModel, tick_instance
+from moeopt.exact.pairing import Pairing, demands, find_pairing
+from moeopt.exact.replay import ReplayError, replay
+from moeopt.exact.result import ExactResult, SolveStatus, same_time
+from moeopt.exact.ticks import choose_grid
+
+MODES = ("exact", "relaxed")
+SEMAPHORE_MODELS = ("auto", "reservoir")
+
+DEFAULT_PARAMS: Mapping[str, Any] = {
+    # sat_parameters.proto `linearization_level` (0: no LP relaxation). On PSPLIB j30 with one
+    # worker the LP only slowed the search: the optimality proofs of the hard instances came
+    # about twice as fast without it. The static and energy bounds the LP would give are added
+    # by moeopt itself (makespan domain, redundant cumulatives, energy distances).
+    "linearization_level": 0,
+}
+"""CP-SAT parameters moeopt sets before the caller's ``params`` (which win)."""
+
+RESERVED_PARAMS = {
+    "max_time_in_seconds": "time_limit_s",
+    "num_workers": "workers",
+    "num_search_workers": "workers",
+}
+
+REPLAY_RESERVE_S = 0.05
+REPLAY_RESERVE_PER_EVENT_S = 4e-5
+"""Time kept back from the solver for the replay and the validation (base + per event)."""
+
+MIN_SOLVE_S = 0.05
+DELAYS_BUDGET = 2_000_000
+"""Work allowed for the pairwise energy distances (events² × intervals)."""
+
+
+def solve_exact(
+    graph: EventGraph,
+    time_limit_s: float = 10.0,
+    workers: int = 1,
+    mode: str = "exact",
+    hint: Schedule | None = None,
+    *,
+    params: Mapping[str, Any] | None = None,
+    tick_us: float | None = None,
+    semaphores: str = "auto",
+) -> ExactResult:
+    """Solve ``graph`` with CP-SAT and return the best valid schedule and a sound lower bound.
+
+    Args:
+        graph: any event graph.
+        time_limit_s: wall-clock budget of the whole call (seconds, > 0).
+        workers: CP-SAT worker threads (≥ 1).
+        mode: ``"exact"`` (pool members as optional intervals with one choice, colocation as
+            equal site choices) or ``"relaxed"`` (one cumulative per pool, colocation ignored: a
+            valid relaxation for large graphs; its schedule comes from the replay, which binds
+            pool members itself).
+        hint: a valid schedule of ``graph`` (e.g. the greedy's); it sets the horizon and is the
+            solution hint. ``None``: the greedy with the default policy is used, when it can
+            schedule the graph.
+        params: extra CP-SAT parameters (``sat_parameters.proto`` names), applied after
+            :data:`DEFAULT_PARAMS`.
+        tick_us: force the time grid (default: automatic, see :mod:`moeopt.exact.ticks`).
+        semaphores: ``"auto"`` (holding intervals wherever the pairing theorem applies) or
+            ``"reservoir"`` (a reservoir for every semaphore; slower, for cross-checks).
+
+    Raises:
+        InputError: a bad argument or a hint that is not a valid schedule of ``graph``.
+        GraphError: an invalid graph.
+    """
+    t_begin = time.perf_counter()
+    _check_args(time_limit_s, workers, mode, semaphores)
+    model_mode: Mode = "exact" if mode == "exact" else "relaxed"
+    graph.validate()
+    cg = graph.compiled()
+    if hint is not None:
+        _check_hint(graph, hint)
+    else:
+        hint = _greedy_hint(graph)
+
+    # semaphores: pairing theorem where it applies
+    pairings: dict[int, Pairing] = {}
+    sem_model: list[SemModel] = []
+    for s in range(len(cg.sem_names)):
+        pairing = find_pairing(cg, s) if semaphores == "auto" else None
+        acquired = sum(demands(cg, s)[0].values())
+        if pairing is not None:
+            pairings[s] = pairing
+            sem_model.append("dropped" if acquired <= cg.sem_cap[s] else "holding")
+        else:
+            sem_model.append("reservoir")
+
+    real_bounds = static_bounds(cg, pairings, cg.dur, cg.preds, cg.succs)
+    lams = [lam for p in cg.preds for _i, lam in p]
+    if hint is not None:
+        horizon_us = hint.makespan_us
+    else:
+        horizon_us = sum(cg.dur) + sum(max((lam for _p, lam in p), default=0.0) for p in cg.preds)
+    grid = choose_grid(list(cg.dur) + lams, horizon_us, tick_us)
+    horizon = grid.down(horizon_us) if hint is not None else math.ceil(horizon_us / grid.tick_us)
+
+    inst = tick_instance(cg, grid, model_mode, horizon, pairings, sem_model, DELAYS_BUDGET)
+    model = ExactModel(inst)
+    if hint is not None:
+        model.add_hint(hint)
+
+    solver = cp_model.CpSolver()
+    used = _apply_params(solver, workers, params)
+    reserve = REPLAY_RESERVE_S + REPLAY_RESERVE_PER_EVENT_S * cg.n
+    budget = max(MIN_SOLVE_S, time_limit_s - (time.perf_counter() - t_begin) - reserve)
+    solver.parameters.max_time_in_seconds = budget
+    used["max_time_in_seconds"] = budget
+
+    t_solve = time.perf_counter()
+    code = solver.solve(model.cp)
+    solve_s = time.perf_counter() - t_solve
+    cpsat_status = solver.status_name(code)
+
+    # schedule: replay the solver's, keep the better of it and the hint
+    best: Schedule | None = hint
+    best_source: str | None = "hint" if hint is not None else None
+    replay_error: str | None = None
+    cpsat_best_us: float | None = None
+    if code in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+        sol = model.solution(solver)
+        cpsat_best_us = grid.to_us(sol.objective)
+        try:
+            replayed = replay(cg, sol.start, sol.end, sol.binding)
+            validate_schedule(graph, replayed)
+        except (ReplayError, ScheduleError) as exc:
+            replay_error = str(exc)
+        else:
+            if best is None or replayed.makespan_us <= best.makespan_us or same_time(
+                replayed.makespan_us, best.makespan_us
+            ):
+                best, best_source = replayed, "cpsat"
+
+    # bounds
+    bounds: list[Bound] = list(real_bounds)
+    message = ""
+    if code == cp_model.INFEASIBLE:
+        bounds.append(Bound("cpsat", grid.to_us(horizon + 1)))
+        message = (
+            f"no schedule has a makespan within the horizon of {grid.to_us(horizon):g} µs "
+            f"(the greedy found none either)"
+        )
+    elif code in (cp_model.OPTIMAL, cp_model.FEASIBLE, cp_model.UNKNOWN):
+        bounds.append(Bound("cpsat", grid.to_us(math.floor(solver.best_objective_bound + 1e-6))))
+    elif code == cp_model.MODEL_INVALID:
+        message = f"CP-SAT rejected the model: {model.cp.validate()}"
+    won = best_bound(bounds)
+    lower = won.value
+    if best is not None and lower > best.makespan_us and same_time(lower, best.makespan_us):
+        lower = best.makespan_us  # float round-off of tick arithmetic, never more
+
+    if code == cp_model.MODEL_INVALID:
+        status = SolveStatus.MODEL_INVALID
+    elif best is not None:
+        status = SolveStatus.OPTIMAL if same_time(best.makespan_us, lower) else SolveStatus.FEASIBLE
+    elif code == cp_model.INFEASIBLE:
+        status = SolveStatus.INFEASIBLE
+    else:
+        status = SolveStatus.UNKNOWN
+        if replay_error:
+            message = "the solver's schedule could not be replayed with the real durations"
+    return ExactResult(
+        status=status,
+        lower_bound_us=lower,
+        best_us=None if best is None else best.makespan_us,
+        schedule=best,
+        solve_s=solve_s,
+        mode=model_mode,
+        params_used=used,
+        bound_source=won.source,
+        bounds_us={b.source: b.value for b in bounds},
+        cpsat_status=cpsat_status,
+        cpsat_bound_us=next((b.value for b in bounds if b.source == "cpsat"), 0.0),
+        cpsat_best_us=cpsat_best_us,
+        best_source=best_source,
+        replay_error=replay_error,
+        tick_us=grid.tick_us,
+        durations_rounded=not grid.exact,
+        horizon_us=grid.to_us(horizon),
+        semaphore_models=dict(zip(cg.sem_names, sem_model)),
+        total_s=time.perf_counter() - t_begin,
+        message=message,
+    )
+
+
+# ---------------------------------------------------------------------- helpers
+def _check_args(time_limit_s: Any, workers: Any, mode: Any, semaphores: Any) -> None:
+    if (
+        isinstance(time_limit_s, bool)
+        or not isinstance(time_limit_s, (int, float))
+        or not math.isfinite(time_limit_s)
+        or time_limit_s <= 0
+    ):
+        raise InputError(f"time_limit_s must be a finite number of seconds > 0, got {time_limit_s!r}")
+    if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
+        raise InputError(f"workers must be an integer >= 1, got {workers!r}")
+    if mode not in MODES:
+        raise InputError(
+            f"mode must be one of {', '.join(MODES)}, got {mode!r}{did_you_mean(str(mode), MODES)}"
+        )
+    if semaphores not in SEMAPHORE_MODELS:
+        raise InputError(
+            f"semaphores must be one of {', '.join(SEMAPHORE_MODELS)}, got {semaphores!r}"
+            f"{did_you_mean(str(semaphores), SEMAPHORE_MODELS)}"
+        )
+
+
+def _check_hint(graph: EventGraph, hint: Any) -> None:
+    if not isinstance(hint, Schedule):
+        raise InputError(
+            f"hint must be a Schedule (e.g. from moeopt.schedule) or None, got {type(hint).__name__}"
+        )
+    try:
+        validate_schedule(graph, hint)
+    except ScheduleError as exc:
+        more = len(exc.violations) - 1
+        raise InputError(
+            f"hint is not a valid schedule of this graph: {exc.violations[0]}"
+            + (f" (and {more} more violation(s))" if more else "")
+        ) from None
+
+
+def _greedy_hint(graph: EventGraph) -> Schedule | None:
+    try:
+        s = greedy_schedule(graph)
+        validate_schedule(graph, s)
+    except (SchedulingError, ScheduleError):
+        return None
+    return s
+
+
+def parameter_names() -> list[str]:
+    """Every CP-SAT parameter name ``params`` accepts."""
+    p = cp_model.CpSolver().parameters
+    return sorted(
+        x
+        for x in dir(p)
+        if not x.startswith("_") and not callable(getattr(p, x)) and x not in RESERVED_PARAMS
+    )
+
+
+def _apply_params(
+    solver: cp_model.CpSolver, workers: int, params: Mapping[str, Any] | None
+) -> dict[str, Any]:
+    """Set moeopt's defaults, then the caller's parameters; return everything set."""
+    if params is not None and not isinstance(params, Mapping):
+        raise InputError(f"params must be a mapping of CP-SAT parameter names to values, got {params!r}")
+    p = solver.parameters
+    used: dict[str, Any] = {"num_workers": workers}
+    p.num_workers = workers
+    merged = {**DEFAULT_PARAMS, **dict(params or {})}
+    for key, value in merged.items():
+        if key in RESERVED_PARAMS:
+            raise InputError(
+                f"CP-SAT parameter {key!r} is set through solve_exact's {RESERVED_PARAMS[key]!r} argument"
+            )
+        known = isinstance(key, str) and not key.startswith("_") and hasattr(p, key)
+        if not known or callable(getattr(p, key)):
+            raise InputError(
+                f"unknown CP-SAT parameter {key!r}{did_you_mean(str(key), parameter_names())} "
+                f"(see ortools/sat/sat_parameters.proto)"
+            )
+        current = getattr(p, key)
+        is_enum = hasattr(type(current), "__members__")
+        try:
+            if isinstance(value, str) and is_enum:
+                members = type(current).__members__
+                if value not in members:
+                    raise ValueError(f"allowed: {', '.join(members)}")
+                value = members[value]
+            elif isinstance(value, int) and not isinstance(value, bool) and is_enum:
+                value = type(current)(value)
+            elif isinstance(current, bool) and not isinstance(value, bool):
+                raise TypeError(f"expected true/false, got {type(value).__name__}")
+            setattr(p, key, value)
+        except (TypeError, ValueError) as exc:
+            raise InputError(f"CP-SAT parameter {key} = {value!r} is not accepted: {exc}") from None
+        used[key] = value
+    return used
