@@ -7,7 +7,7 @@ A study file is YAML (or an equivalent dict passed to :func:`moeopt.run_study`):
     overrides: {workload.tokens: 64}       # dotted-path values applied to every shape (optional)
     shapes:                                # optional: tune one configuration across several shapes
       - {name: M16, overrides: {workload.tokens: 16}, weight: 1}
-    aggregate: mean                        # mean | max | weighted (over shapes)
+    aggregate: mean                        # mean | max | weighted | mean_ratio (of value / baseline)
     space:                                 # dotted scenario paths -> a distribution
       kernel.tile_n: {choices: [128, 256, 512]}
       kernel.tile_m: {int: [64, 256], step: 64}
@@ -29,6 +29,7 @@ A study file is YAML (or an equivalent dict passed to :func:`moeopt.run_study`):
     storage: null                          # null: a journal file in the output folder; sqlite; an RDB URL
     out: null                              # output folder (relative to this file); null: ./runs/<name>
     prune: {lower_bound: auto, duplicates: true}
+    baseline_trial: true                   # queue the base scenario's own values as the first trial
     outputs: {report: true, exact_gap: {time_limit_s: 10, workers: 1}}
 
 Every problem is reported as one :class:`StudyError` line naming the file, the field, the value
@@ -80,6 +81,7 @@ TOP_FIELDS = (
     "out",
     "prune",
     "outputs",
+    "baseline_trial",
 )
 SHAPE_FIELDS = ("name", "scenario", "overrides", "weight")
 PARAM_FIELDS = ("choices", "int", "float", "step", "log", "when")
@@ -89,7 +91,7 @@ PRUNE_FIELDS = ("lower_bound", "duplicates")
 OUTPUT_FIELDS = ("report", "exact_gap")
 EXACT_FIELDS = ("time_limit_s", "workers", "mode")
 
-AGGREGATES = ("mean", "max", "weighted")
+AGGREGATES = ("mean", "max", "weighted", "mean_ratio")
 STATISTICS = ("mean", "median", "p90", "max", "min")
 DIRECTIONS = ("minimize", "maximize")
 LOWER_BOUND_MODES = ("auto", "always", "never")
@@ -241,6 +243,7 @@ class StudyConfig:
     duplicates: bool
     report: bool
     exact_gap: ExactSpec | None
+    baseline_trial: bool = True
     raw: Mapping[str, Any] = field(repr=False, compare=False, default_factory=dict)
 
     @property
@@ -383,6 +386,9 @@ def _build(data: Any, where: str, bdir: str, default_name: str) -> StudyConfig:
         raise StudyError(f"out = {out!r}: must be a folder path (relative to the study file)")
     lower_bound, duplicates = _prune(data.get("prune"))
     report, exact_gap = _outputs(data.get("outputs"))
+    baseline_trial = data.get("baseline_trial", True)
+    if not isinstance(baseline_trial, bool):
+        raise StudyError(f"baseline_trial = {baseline_trial!r}: must be true or false")
 
     cfg = StudyConfig(
         name=name,
@@ -406,6 +412,7 @@ def _build(data: Any, where: str, bdir: str, default_name: str) -> StudyConfig:
         duplicates=duplicates,
         report=report,
         exact_gap=exact_gap,
+        baseline_trial=baseline_trial,
         raw=_plain(data),
     )
     _check_metric_needs(cfg)

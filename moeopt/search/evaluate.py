@@ -119,8 +119,16 @@ def statistic(name: str, values: Sequence[float]) -> float:
     raise KeyError(name)
 
 
-def aggregate(cfg: StudyConfig, per_shape: Mapping[str, float]) -> float:
+def aggregate(cfg: StudyConfig, per_shape: Mapping[str, float], base: Mapping[str, float] | None = None) -> float:
+    """Combine the shapes' values: mean, max, weighted mean, or mean of value / baseline value.
+
+    Every one is non-decreasing in each shape's value, so an aggregate of lower bounds is a lower
+    bound of the aggregate.
+    """
     vals = [per_shape[s.name] for s in cfg.shapes]
+    if cfg.aggregate == "mean_ratio":
+        assert base is not None
+        return float(sum(v / base[s.name] for v, s in zip(vals, cfg.shapes, strict=True)) / len(vals))
     if cfg.aggregate == "max":
         return max(vals)
     if cfg.aggregate == "weighted":
@@ -146,6 +154,10 @@ def lower_bound_us(scenario: Scenario) -> float:
 
 
 # --------------------------------------------------------------------------- evaluator
+class BaselineError(RuntimeError):
+    """The baseline a ratio aggregate divides by could not be computed."""
+
+
 class Evaluator:
     """Evaluates points of one study in one worker; keeps the lower-bound check statistics."""
 
@@ -155,12 +167,28 @@ class Evaluator:
         self.lb_pruned = 0
         self.lb_skipped = 0
         self._since_check = 0
+        self._baseline: dict[str, dict[str, float]] | None = None
         self.lb_applies = (
             cfg.lower_bound != "never"
             and not cfg.multi_objective
             and cfg.objective.direction == "minimize"
             and cfg.objective.metric in TIME_METRICS
         )
+
+    def _base(self, metric: str) -> dict[str, float] | None:
+        """Per-shape baseline values of ``metric`` (only the ``mean_ratio`` aggregate needs them)."""
+        if self.cfg.aggregate != "mean_ratio":
+            return None
+        if self._baseline is None:
+            base = Evaluator(self.cfg).evaluate({}, None)
+            if base.state != "complete":
+                raise BaselineError(f"aggregate 'mean_ratio' needs the baseline, which did not complete: {base.reason}")
+            self._baseline = base.per_shape
+        out = {name: v[metric] for name, v in self._baseline.items()}
+        zero = [n for n, v in out.items() if v <= 0]
+        if zero:
+            raise BaselineError(f"aggregate 'mean_ratio': the baseline {metric} of shape(s) {zero} is not > 0")
+        return out
 
     def _want_lb(self) -> bool:
         if not self.lb_applies:
@@ -197,7 +225,7 @@ class Evaluator:
                     name: statistic(cfg.objective.statistic, [lower_bound_us(s) for s in scs])
                     for name, scs in scenarios.items()
                 }
-                lb = aggregate(cfg, per)
+                lb = aggregate(cfg, per, self._base(cfg.objective.metric))
                 self.lb_checked += 1
                 if lb >= best:
                     self.lb_pruned += 1
@@ -230,5 +258,7 @@ class Evaluator:
                 lower_bound_us=lb,
                 detail=traceback.format_exc(),
             )
-        values = [aggregate(cfg, {n: v[m] for n, v in per_shape.items()}) for m in cfg.metrics]
+        if point == {} and self._baseline is None:
+            self._baseline = per_shape
+        values = [aggregate(cfg, {n: v[m] for n, v in per_shape.items()}, self._base(m)) for m in cfg.metrics]
         return Outcome("complete", "ok", values=values, lower_bound_us=lb, per_shape=per_shape)

@@ -542,12 +542,17 @@ def run_study(
         study_obj, created = _open_study(cfg, spec, resume, tell_user)
         if BASELINE_ATTR not in study_obj.user_attrs:
             base = Evaluator(cfg).evaluate({}, None)
+            if cfg.aggregate == "mean_ratio" and base.state != "complete":
+                raise StudyError(
+                    f"{cfg.source}: aggregate = 'mean_ratio' divides by the baseline, but the baseline did not "
+                    f"complete: {base.reason}; allowed: mean, max, weighted"
+                )
             study_obj.set_user_attr(
                 BASELINE_ATTR,
                 {"state": base.state, "values": base.values, "reason": base.reason, **base.attrs()},
             )
             point = _baseline_point(cfg)
-            if created and point is not None:
+            if created and point is not None and cfg.baseline_trial:
                 study_obj.enqueue_trial(point, user_attrs={"baseline": True})
         target = target_trials(cfg)
         if target < cfg.trials:

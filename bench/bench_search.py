@@ -1,0 +1,148 @@
+"""Search driver benchmark: TPE against exhaustive enumeration, and trials per minute.
+
+1. A space of 162 points (tile_m x tile_n x p1 x p2 x dispatch_lookahead) on a scenario is
+   enumerated exhaustively (two processes); then TPE runs with --seeds seeds, a budget of 25%
+   of the points each, the baseline trial switched off. For each seed it prints the trial at
+   which the best value first came within 1% of the exhaustive optimum.
+2. Trials per minute of ``run_study`` on examples/scenario_basic.toml with 1 and 2 workers:
+   once with the defaults (duplicate reuse, lower-bound checks) and once with every trial
+   simulated (no reuse, no bound check), which is the simulator-bound rate.
+
+    python bench/bench_search.py [--shape basic|bs72] [--seeds 0 1 2 3 4] [--rate-trials 40] [--skip-rate]
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import math
+import multiprocessing
+import os
+import tempfile
+import time
+from typing import Any
+
+import optuna
+
+from moeopt.search import load_study, run_study
+from moeopt.search.evaluate import Evaluator
+from moeopt.search.space import enumerate_points
+from moeopt.search.storage import resolve_storage
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+BASIC = os.path.join(HERE, "..", "examples", "scenario_basic.toml")
+BS72 = {
+    "profile": "megamoe-a8w8",
+    "h": 5120,
+    "hidden_dim": 9216,
+    "aic_num": 28,
+    "workload": {"tokens": 72, "topk": 6, "world": 8, "local_experts": 3, "routing": "uniform"},
+}
+SPACE = {
+    "kernel.tile_m": {"choices": [64, 128, 256]},
+    "kernel.tile_n": {"choices": [128, 256]},
+    "p1_override": {"choices": [1, 2, 4]},
+    "p2_override": {"choices": [1, 2, 4]},
+    "policy.dispatch_lookahead": {"choices": [0, 2, 4]},
+}
+
+
+def study(scenario: Any, **kw: Any) -> dict[str, Any]:
+    d: dict[str, Any] = {
+        "name": "bench",
+        "scenario": scenario,
+        "space": copy.deepcopy(SPACE),
+        "sampler": "tpe",
+        "outputs": {"report": False, "exact_gap": False},
+    }
+    d.update(kw)
+    return d
+
+
+_CFG: Any = None
+
+
+def _eval(point: dict[str, Any]) -> float:
+    out = Evaluator(_CFG).evaluate(point, None)
+    return out.values[0] if out.state == "complete" and out.values else math.inf
+
+
+def exhaustive(scenario: Any) -> tuple[float, dict[str, Any], int, float]:
+    global _CFG
+    _CFG = load_study(study(scenario), base_dir=HERE)
+    points = enumerate_points(_CFG)
+    t0 = time.perf_counter()
+    with multiprocessing.get_context("fork").Pool(2) as pool:
+        values = pool.map(_eval, points, chunksize=1)
+    best = min(range(len(points)), key=lambda i: values[i])
+    return values[best], points[best], len(points), time.perf_counter() - t0
+
+
+def tpe_run(scenario: Any, seed: int, budget: int, opt: float) -> tuple[int | None, float, int]:
+    with tempfile.TemporaryDirectory() as d:
+        s = study(scenario, seed=seed, trials=budget, baseline_trial=False)
+        run_study(s, out=d, storage=None)
+        trials = optuna.load_study(study_name="bench", storage=resolve_storage(None, d).open()).get_trials()
+    best = math.inf
+    hit = None
+    seen = set()
+    for t in sorted(trials, key=lambda t: t.number):
+        seen.add(tuple(sorted(t.params.items())))
+        if t.state == optuna.trial.TrialState.COMPLETE and t.value is not None:
+            best = min(best, t.value)
+        if hit is None and best <= opt * 1.01:
+            hit = t.number + 1
+    return hit, best, len(seen)
+
+
+def rate(workers: int, trials: int, defaults: bool) -> tuple[float, float, int]:
+    extra: dict[str, Any] = {} if defaults else {"prune": {"lower_bound": "never", "duplicates": False}}
+    with tempfile.TemporaryDirectory() as d:
+        s = study(BASIC, trials=trials, seed=0, **extra)
+        t0 = time.perf_counter()
+        r = run_study(s, out=d, workers=workers)
+        wall = time.perf_counter() - t0
+    run = r.summary["run"]
+    return run["trials_per_minute"], 60.0 * r.n_trials / wall, run["duplicates"]
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--shape", choices=["basic", "bs72"], default="basic")
+    ap.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2, 3, 4])
+    ap.add_argument("--rate-trials", type=int, default=40)
+    ap.add_argument("--skip-rate", action="store_true")
+    args = ap.parse_args()
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    scenario: Any = BASIC if args.shape == "basic" else BS72
+    label = "examples/scenario_basic.toml" if args.shape == "basic" else "bs=72 (seed-000 shape)"
+
+    opt, point, n, secs = exhaustive(scenario)
+    budget = n // 4
+    print(f"space: {n} points on {label}; exhaustive optimum {opt:.3f} us in {secs:.1f} s (2 processes)")
+    print(f"  optimum point: {point}")
+    print(f"tpe, budget {budget} trials (25% of the points), baseline trial off:")
+    print(f"  {'seed':>4} {'trials to <=1%':>15} {'best at budget':>15} {'vs optimum':>11} {'distinct points':>16}")
+    ok = 0
+    for seed in args.seeds:
+        hit, best, distinct = tpe_run(scenario, seed, budget, opt)
+        ok += hit is not None
+        print(
+            f"  {seed:>4} {('-' if hit is None else str(hit)):>15} {best:>15.3f} {100 * (best / opt - 1):>10.2f}% "
+            f"{distinct:>16}"
+        )
+    print(f"  within 1% of the optimum inside {budget} trials: {ok} of {len(args.seeds)} seeds")
+
+    if args.skip_rate:
+        return
+    print(f"trials per minute on examples/scenario_basic.toml ({args.rate_trials} trials, wall clock incl. setup):")
+    print(f"  {'workers':>7} {'mode':<34} {'loop trials/min':>16} {'incl. setup':>12} {'reused':>7}")
+    for defaults in (True, False):
+        for workers in (1, 2):
+            loop, wall, dup = rate(workers, args.rate_trials, defaults)
+            mode = "defaults (reuse, bound checks)" if defaults else "every trial simulated"
+            print(f"  {workers:>7} {mode:<34} {loop:>16.0f} {wall:>12.0f} {dup:>7}")
+
+
+if __name__ == "__main__":
+    main()
