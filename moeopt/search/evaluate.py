@@ -119,7 +119,9 @@ def statistic(name: str, values: Sequence[float]) -> float:
     raise KeyError(name)
 
 
-def aggregate(cfg: StudyConfig, per_shape: Mapping[str, float], base: Mapping[str, float] | None = None) -> float:
+def aggregate(
+    cfg: StudyConfig, per_shape: Mapping[str, float], base: Mapping[str, float] | None = None
+) -> float:
     """Combine the shapes' values: mean, max, weighted mean, or mean of value / baseline value.
 
     Every one is non-decreasing in each shape's value, so an aggregate of lower bounds is a lower
@@ -182,12 +184,16 @@ class Evaluator:
         if self._baseline is None:
             base = Evaluator(self.cfg).evaluate({}, None)
             if base.state != "complete":
-                raise BaselineError(f"aggregate 'mean_ratio' needs the baseline, which did not complete: {base.reason}")
+                raise BaselineError(
+                    f"aggregate 'mean_ratio' needs the baseline, which did not complete: {base.reason}"
+                )
             self._baseline = base.per_shape
         out = {name: v[metric] for name, v in self._baseline.items()}
         zero = [n for n, v in out.items() if v <= 0]
         if zero:
-            raise BaselineError(f"aggregate 'mean_ratio': the baseline {metric} of shape(s) {zero} is not > 0")
+            raise BaselineError(
+                f"aggregate 'mean_ratio': the baseline {metric} of shape(s) {zero} is not > 0"
+            )
         return out
 
     def _want_lb(self) -> bool:

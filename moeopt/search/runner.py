@@ -544,8 +544,8 @@ def run_study(
             base = Evaluator(cfg).evaluate({}, None)
             if cfg.aggregate == "mean_ratio" and base.state != "complete":
                 raise StudyError(
-                    f"{cfg.source}: aggregate = 'mean_ratio' divides by the baseline, but the baseline did not "
-                    f"complete: {base.reason}; allowed: mean, max, weighted"
+                    f"{cfg.source}: aggregate = 'mean_ratio' divides by the baseline, but the baseline "
+                    f"did not complete: {base.reason}; allowed: mean, max, weighted"
                 )
             study_obj.set_user_attr(
                 BASELINE_ATTR,
