@@ -8,6 +8,8 @@ Library entry points (SPEC §10)::
     m.validate_schedule(g, s)
 """
 
+from typing import TYPE_CHECKING, Any
+
 from moeopt.core import (
     CriticalPathFirst,
     EarliestStart,
@@ -39,6 +41,19 @@ from moeopt.megamoe import (
 )
 from moeopt.registry import register
 
+if TYPE_CHECKING:
+    from moeopt.search import StudyResult, run_study
+
+
+def __getattr__(name: str) -> Any:
+    # the search driver imports Optuna: load it on first use, not with every ``import moeopt``
+    if name in ("run_study", "StudyResult"):
+        import moeopt.search
+
+        return getattr(moeopt.search, name)
+    raise AttributeError(f"module 'moeopt' has no attribute {name!r}")
+
+
 __version__ = "0.1.0"
 
 __all__ = [
@@ -61,6 +76,7 @@ __all__ = [
     "ScheduleError",
     "SchedulerView",
     "SchedulingError",
+    "StudyResult",
     "Wait",
     "WorkConservationViolation",
     "WorkConservingCriticalPath",
@@ -70,6 +86,7 @@ __all__ = [
     "load_psplib_optima",
     "load_scenario",
     "register",
+    "run_study",
     "schedule",
     "simulate",
     "validate_schedule",
