@@ -17,13 +17,100 @@
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import Any
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any, overload
 
-from moeopt.core.schedule import Schedule
+from moeopt.core.events import Event
+from moeopt.core.schedule import Schedule, Wait
 from moeopt.megamoe.builders import RankGraph
 from moeopt.megamoe.scenario import Config
 
 EPS = 1e-6
+
+
+@dataclass(frozen=True)
+class Table:
+    """One rank's schedule as arrays in graph order, read once from the :class:`Schedule`.
+
+    Every analysis walks all events; reading ``start_us`` / ``end_us`` / ``resources`` /
+    ``waits`` by name once and sharing the arrays keeps the analyses linear and cheap.
+    """
+
+    names: list[str]
+    events: list[Event]
+    start: list[float]
+    end: list[float]
+    res: list[tuple[str, ...]]
+    waits: list[Wait]
+
+    @classmethod
+    def of(cls, rg: RankGraph, s: Schedule) -> Table:
+        events = list(rg.graph)
+        names = [ev.name for ev in events]
+        st, en, rs, wt = s.start_us, s.end_us, s.resources, s.waits
+        return cls(
+            names=names,
+            events=events,
+            start=[st[n] for n in names],
+            end=[en[n] for n in names],
+            res=[rs[n] for n in names],
+            waits=[wt[n] for n in names],
+        )
+
+
+class EventRows(Sequence[dict[str, Any]]):
+    """``rank_results[r]["events"]``: one row per event (start, end, core, what it waited for).
+
+    Built on first access: most callers read the totals and never look at single events.
+    """
+
+    __slots__ = ("_rows", "_table")
+
+    def __init__(self, table: Table) -> None:
+        self._table = table
+        self._rows: list[dict[str, Any]] | None = None
+
+    def _all(self) -> list[dict[str, Any]]:
+        if self._rows is None:
+            t = self._table
+            rows = []
+            for i, ev in enumerate(t.events):
+                wt = t.waits[i]
+                kind = wt.kind
+                rows.append(
+                    {
+                        "name": t.names[i],
+                        "stage": ev.labels.get("stage"),
+                        "start_us": t.start[i],
+                        "end_us": t.end[i],
+                        "core": "+".join(t.res[i]),
+                        "waited_for": wt.pred if kind == "dependency" else (wt.resource or wt.semaphore),
+                        "wait_kind": kind,
+                        "wait_us": wt.queued_us,
+                        "ready_us": wt.ready_us,
+                    }
+                )
+            self._rows = rows
+        return self._rows
+
+    @overload
+    def __getitem__(self, i: int) -> dict[str, Any]: ...
+
+    @overload
+    def __getitem__(self, i: slice) -> list[dict[str, Any]]: ...
+
+    def __getitem__(self, i: int | slice) -> dict[str, Any] | list[dict[str, Any]]:
+        return self._all()[i]
+
+    def __len__(self) -> int:
+        return len(self._table.names)
+
+    def __iter__(self) -> Iterator[dict[str, Any]]:
+        return iter(self._all())
+
+    def __repr__(self) -> str:
+        return f"EventRows({len(self)} events)"
 
 
 def bounds(rg: RankGraph, cfg: Config) -> dict[str, Any]:
@@ -40,14 +127,19 @@ def bounds(rg: RankGraph, cfg: Config) -> dict[str, Any]:
     # longest path over data dependencies only: program-order chains on a pinned resource are
     # resource constraints, so they are left out (else the bound would absorb the queueing)
     heads = [0.0] * cg.n
-    names = cg.names
-    chain = rg.chain_edges
+    index = cg.index
+    chain_preds: dict[int, set[int]] = defaultdict(set)
+    for a, b in rg.chain_edges:
+        chain_preds[index[b]].add(index[a])
+    dur = cg.dur
+    preds = cg.preds
     for i in cg.topo:
         best = 0.0
-        for p, lam in cg.preds[i]:
-            if (names[p], names[i]) in chain:
+        skip = chain_preds.get(i)
+        for p, lam in preds[i]:
+            if skip is not None and p in skip:
                 continue
-            v = heads[p] + cg.dur[p] + lam
+            v = heads[p] + dur[p] + lam
             if v > best:
                 best = v
         heads[i] = best
@@ -76,15 +168,18 @@ def judge_bounds(b: dict[str, Any], time_us: float) -> dict[str, Any]:
     return out
 
 
-def busy(rg: RankGraph, s: Schedule, span: float) -> dict[str, Any]:
+def busy(rg: RankGraph, s: Schedule, span: float, table: Table | None = None) -> dict[str, Any]:
+    t = table or Table.of(rg, s)
     res_busy: dict[str, float] = defaultdict(float)
     stage_busy: dict[str, float] = defaultdict(float)
-    for ev in rg.graph:
-        d = s.end_us[ev.name] - s.start_us[ev.name]
-        for r in s.resources[ev.name]:
+    start, end = t.start, t.end
+    for i, rs in enumerate(t.res):
+        if not rs:
+            continue
+        d = end[i] - start[i]
+        for r in rs:
             res_busy[r] += d
-        if s.resources[ev.name]:
-            stage_busy[str(ev.labels.get("stage"))] += d * len(s.resources[ev.name])
+        stage_busy[str(t.events[i].labels.get("stage"))] += d * len(rs)
     all_res = sorted(set(rg.graph.resources()))
     rb = {r: res_busy.get(r, 0.0) for r in all_res}
     idle = {r: max(0.0, span - v) for r, v in rb.items()}
@@ -102,33 +197,37 @@ def busy(rg: RankGraph, s: Schedule, span: float) -> dict[str, Any]:
     }
 
 
-def idle_decomposition(rg: RankGraph, s: Schedule, span: float, max_samples: int = 5) -> dict[str, Any]:
+def idle_decomposition(
+    rg: RankGraph, s: Schedule, span: float, max_samples: int = 5, table: Table | None = None
+) -> dict[str, Any]:
     """Forced vs avoidable idle per stage pool (see the module docstring)."""
+    tab = table or Table.of(rg, s)
     out: dict[str, Any] = {"forced_core_us": 0.0, "avoidable_core_us": 0.0, "by_stage": {}, "samples": []}
-    by_stage: dict[str, list[str]] = defaultdict(list)
-    for ev in rg.graph:
+    by_stage: dict[str, list[int]] = defaultdict(list)
+    busy_iv: dict[str, list[tuple[float, float]]] = defaultdict(list)
+    for i, ev in enumerate(tab.events):
+        rs = tab.res[i]
+        if not rs:
+            continue
+        for r in rs:
+            busy_iv[r].append((tab.start[i], tab.end[i]))
         st = ev.labels.get("stage")
-        if st in rg.stage_members and s.resources[ev.name]:
-            by_stage[str(st)].append(ev.name)
-    for st, names in by_stage.items():
+        if st in rg.stage_members:
+            by_stage[str(st)].append(i)
+    for st, idxs in by_stage.items():
         members = set(rg.stage_members[st])
         if st in ("gmm1", "gmm2"):
             # loads run on the MTE2 of the same cores; judge the AIC pool on compute phases only
-            names = [n for n in names if rg.graph[n].labels.get("phase") == "compute"]
+            idxs = [i for i in idxs if tab.events[i].labels.get("phase") == "compute"]
         pts: list[tuple[float, int, int]] = []  # (t, d_busy_members, d_ready)
-        busy_iv: dict[str, list[tuple[float, float]]] = defaultdict(list)
-        for ev in rg.graph:
-            for r in s.resources[ev.name]:
-                if r in members:
-                    busy_iv[r].append((s.start_us[ev.name], s.end_us[ev.name]))
         for r in members:
             for a, b in _merge(busy_iv.get(r, [])):
                 pts.append((a, 1, 0))
                 pts.append((b, -1, 0))
-        for n in names:
-            w = s.waits[n]
+        for i in idxs:
+            w = tab.waits[i]
             a = w.ready_us
-            b = s.start_us[n] - w.semaphore_wait_us
+            b = tab.start[i] - w.semaphore_wait_us
             if b > a + EPS:
                 pts.append((a, 0, 1))
                 pts.append((b, 0, -1))
@@ -184,15 +283,19 @@ def _merge(iv: list[tuple[float, float]]) -> list[tuple[float, float]]:
     return out
 
 
-def critical_path(rg: RankGraph, s: Schedule, last: str, limit: int = 10000) -> list[dict[str, Any]]:
+def critical_path(
+    rg: RankGraph, s: Schedule, last: str, limit: int = 10000, table: Table | None = None
+) -> list[dict[str, Any]]:
     """Walk back from ``last``: each step names the event, its stage and why it started when it did."""
+    t = table or Table.of(rg, s)
     ends_on: dict[str, list[tuple[float, str]]] = defaultdict(list)
     releasers: dict[str, list[tuple[float, str]]] = defaultdict(list)
-    for ev in rg.graph:
-        for r in s.resources[ev.name]:
-            ends_on[r].append((s.end_us[ev.name], ev.name))
+    for i, ev in enumerate(t.events):
+        item = (t.end[i], t.names[i])
+        for r in t.res[i]:
+            ends_on[r].append(item)
         for sem in ev.releases:
-            releasers[sem].append((s.end_us[ev.name], ev.name))
+            releasers[sem].append(item)
     path: list[dict[str, Any]] = []
     cur: str | None = last
     seen = set()

@@ -45,6 +45,24 @@ COMBINE_LANES = 2  # impl: kCombineLargeLanesPerRank = 2 (combine.h@2d9d4288 L27
 CUBE_M_ALIGN = 16  # spec: cube fractal M = 16 rows (int8 16x32x16, fp16 16x16x16)
 
 
+@dataclass(slots=True)
+class _Spec:
+    """An event as the builder assembles it (same fields as :class:`Event`, no checks yet).
+
+    Builders make thousands of these and revise a few (late dependencies); each becomes one
+    validated :class:`Event` exactly once, when the graph is assembled.
+    """
+
+    name: str
+    resources: Sequence[str] = ()
+    deps: dict[str, float] = field(default_factory=dict)
+    acquires: dict[str, int] = field(default_factory=dict)
+    releases: dict[str, int] = field(default_factory=dict)
+    colocate_with: str | None = None
+    duration_us: float = 0.0
+    labels: dict[str, Any] = field(default_factory=dict)
+
+
 @dataclass
 class ExpertPlan:
     index: int  # position in the rank's expert list (local experts, then shared experts)
@@ -78,6 +96,7 @@ class RankGraph:
     head_event: str
     waves_gmm1: int
     waves_gmm2: int
+    dropped_semaphores: list[str] = field(default_factory=list)  # could never bind; not declared
 
 
 class _Builder:
@@ -98,7 +117,13 @@ class _Builder:
         self.rank = rank
         self.rows = rows  # rows[src][local expert]
         self.n_shared = shared_experts
-        self.g = EventGraph()
+        # events by name in the order they were added; the EventGraph is built once, at the end
+        # of build(), with the late-added dependencies (lookahead, barriers) already applied
+        self.g: dict[str, _Spec] = {}
+        self.lookahead_targets: list[tuple[int, int]] = []
+        self.pending_replace: dict[str, _Spec] = {}
+        self.stage_done_flag: dict[str, str] = {}
+        self.dropped_semaphores: list[str] = []
         self.traffic: dict[str, float] = {
             "gm_to_l1": 0.0,
             "hbm": 0.0,
@@ -125,19 +150,21 @@ class _Builder:
     def c(self, name: str) -> float:
         return self.cfg.c(name)
 
-    def add(self, ev: Event, stage: str | None = None) -> str:
+    def add(self, ev: _Spec, stage: str | None = None) -> str:
         for p in self.chain_preds:
             if p in ev.deps:
                 self.chain_edges.add((p, ev.name))
         self.chain_preds = []
-        self.g.add(ev)
+        if ev.name in self.g:
+            raise AssertionError(f"builder added event {ev.name!r} twice")
+        self.g[ev.name] = ev
         if stage is not None:
             self.stage_events.setdefault(stage, []).append(ev.name)
         return ev.name
 
     def flag(self, name: str, deps: Sequence[str]) -> str:
         return self.add(
-            Event(name, deps=dict.fromkeys(deps, 0.0), labels={"stage": "flag", "rank": self.rank})
+            _Spec(name, deps=dict.fromkeys(deps, 0.0), labels={"stage": "flag", "rank": self.rank})
         )
 
     def bw(self, acq: dict[str, int], rel: dict[str, int], channel: str, nbytes: float, dur: float) -> None:
@@ -259,7 +286,7 @@ class _Builder:
         )
         self.traffic["hbm"] += front_bytes
         head = self.add(
-            Event(
+            _Spec(
                 "head", resources=aiv_all, duration_us=head_us, labels={"stage": "head", "rank": self.rank}
             ),
             "head",
@@ -285,7 +312,7 @@ class _Builder:
         for r in aiv_all:
             self.chain(r, deps)
         tail = self.add(
-            Event(
+            _Spec(
                 "tail",
                 resources=aiv_all,
                 deps=deps,
@@ -298,10 +325,7 @@ class _Builder:
         if cfg.barriers == "staged":
             self.add_stage_barriers()
 
-        for name, cap in self.sems.items():
-            self.g.add_semaphore(name, cap)
-        for role, members in self.pools.items():
-            self.g.add_pool(role, members)
+        graph = self.assemble()
 
         sizes = [ex.rows for ex in experts if not ex.shared]
         contract = contract_from_sizes(sizes, cfg.tile_m, cfg.tile_m)
@@ -315,7 +339,7 @@ class _Builder:
         act_bytes = sum(ex.rows * cfg.h * self.bpe for ex in active)
         return RankGraph(
             rank=self.rank,
-            graph=self.g,
+            graph=graph,
             experts=experts,
             contract=contract,
             stage_members=self.stage_members,
@@ -332,7 +356,49 @@ class _Builder:
             head_event=head,
             waves_gmm1=len(w1),
             waves_gmm2=len(w2),
+            dropped_semaphores=self.dropped_semaphores,
         )
+
+    def assemble(self) -> EventGraph:
+        """The EventGraph of every added event (late dependencies applied).
+
+        A semaphore whose capacity covers the total amount ever acquired from it can never delay
+        an event in any schedule (its free level stays >= capacity - total >= every single
+        acquire), so it is not declared and no event names it: the schedule is the same with or
+        without it (SPEC §4's normalisation criterion, its special case that needs no graph walk),
+        and the scheduler is spared the cost of tracking it.
+        """
+        specs = [self.pending_replace.get(name, ev) for name, ev in self.g.items()]
+        demand: dict[str, int] = dict.fromkeys(self.sems, 0)
+        for sp in specs:
+            for sem, a in sp.acquires.items():
+                demand[sem] += a
+        sems = {name: cap for name, cap in self.sems.items() if cap < demand[name]}
+        dropped = set(self.sems) - set(sems)
+        self.dropped_semaphores = sorted(dropped)
+        graph = EventGraph(semaphores=sems, pools=self.pools)
+        events = []
+        for sp in specs:
+            acq, rel = sp.acquires, sp.releases
+            if dropped:
+                if any(k in dropped for k in acq):
+                    acq = {k: v for k, v in acq.items() if k not in dropped}
+                if any(k in dropped for k in rel):
+                    rel = {k: v for k, v in rel.items() if k not in dropped}
+            events.append(
+                Event(
+                    sp.name,
+                    resources=sp.resources,
+                    deps=sp.deps,
+                    acquires=acq,
+                    releases=rel,
+                    colocate_with=sp.colocate_with,
+                    duration_us=sp.duration_us,
+                    labels=sp.labels,
+                )
+            )
+        graph.add_all(events)
+        return graph
 
     # ------------------------------------------------------------ stages
     def vector_slot(self, stage: str, slot: int) -> str:
@@ -397,8 +463,6 @@ class _Builder:
                 self.lookahead_targets.append((w, w - la))
         return d2c
 
-    lookahead_targets: list[tuple[int, int]]
-
     def dispatch_event(
         self,
         w: int,
@@ -437,7 +501,7 @@ class _Builder:
             self.chain(pinned, deps)
         name = f"disp.w{w}.src{s}.e{pack[0][0]}" + (f"+{len(pack) - 1}" if len(pack) > 1 else "")
         self.add(
-            Event(
+            _Spec(
                 name,
                 resources=resources,
                 deps=deps,
@@ -485,7 +549,7 @@ class _Builder:
             deps: dict[str, float] = {head: self.c("cross_rank_flag_us")}
             self.chain(res, deps)
             self.add(
-                Event(
+                _Spec(
                     name,
                     resources=[res],
                     deps=deps,
@@ -570,7 +634,7 @@ class _Builder:
         old = self.pending_replace.get(name) or self.g[name]
         deps = dict(old.deps)
         deps.update(extra)
-        new = Event(
+        new = _Spec(
             old.name,
             resources=old.resources,
             deps=deps,
@@ -581,8 +645,6 @@ class _Builder:
             labels=old.labels,
         )
         self.pending_replace[name] = new
-
-    pending_replace: dict[str, Event]
 
     def gmm_tiles(
         self,
@@ -633,7 +695,7 @@ class _Builder:
         join_flag: str | None = None
         grp_cfg = cfg.core_groups[stage]
         if grp_cfg.join is not None and not late:
-            join_flag = getattr(self, "stage_done_flag", {}).get(grp_cfg.join)
+            join_flag = self.stage_done_flag.get(grp_cfg.join)
         joined_cores: set[int] = (
             set(cfg.core_groups[grp_cfg.join].cores) - set(grp_cfg.cores)
             if grp_cfg.join is not None
@@ -697,7 +759,7 @@ class _Builder:
                     if join_flag is not None and k in joined_cores:
                         deps[join_flag] = self.c("flag_latency_us")
                 self.add(
-                    Event(
+                    _Spec(
                         ld,
                         resources=resources,
                         deps=deps,
@@ -720,7 +782,7 @@ class _Builder:
                 if onchip and c == chunks - 1:
                     macq["onchip_" + slot_key if late else f"c{k}.onchip_{slot_key}"] = 1
                 self.add(
-                    Event(
+                    _Spec(
                         mm,
                         resources=[aic_pool] if late else [f"c{k}.AIC"],
                         deps=mdeps,
@@ -783,7 +845,7 @@ class _Builder:
                     resources = [f"c{core}.{sub}"]
                 name = mm.replace(".mm", ".act")
                 self.add(
-                    Event(
+                    _Spec(
                         name,
                         resources=resources,
                         deps={mm: 0.0},
@@ -834,7 +896,7 @@ class _Builder:
                     self.chain(pinned, deps)
                 name = f"act.s{si}.p{p}"
                 self.add(
-                    Event(
+                    _Spec(
                         name,
                         resources=resources,
                         deps=deps,
@@ -972,7 +1034,7 @@ class _Builder:
         if pinned is not None and self.program_order():
             self.chain(pinned, deps)
         self.add(
-            Event(
+            _Spec(
                 name,
                 resources=resources,
                 deps=deps,
@@ -1075,7 +1137,7 @@ class _Builder:
                     self.chain(res1, deps)
                     name = f"put.e{ex.index}.src{s}"
                     self.add(
-                        Event(
+                        _Spec(
                             name,
                             resources=[res1],
                             deps=deps,
@@ -1132,16 +1194,7 @@ def build_rank(
     """The event graph of destination ``rank`` (the ``megamoe`` builder)."""
     E = counts.shape[1] // world
     rows = counts[:, rank * E : (rank + 1) * E]
-    b = _Builder(cfg, tokens, topk, world, rows, rank, shared_experts)
-    b.lookahead_targets = []
-    b.pending_replace = {}
-    rg = b.build()
-    if b.pending_replace:
-        # rebuild the graph once with the late-added dependencies (barriers, lookahead)
-        g = EventGraph(semaphores=dict(b.g.semaphores), pools=dict(b.g.pools))
-        g.add_all(b.pending_replace.get(ev.name, ev) for ev in b.g)
-        rg.graph = g
-    return rg
+    return _Builder(cfg, tokens, topk, world, rows, rank, shared_experts).build()
 
 
 register("builder", "megamoe", lambda: build_rank, replace=True)

@@ -1,0 +1,118 @@
+"""Seconds per ``moeopt.simulate`` call on the scenarios of issue 4's speed targets.
+
+Cases (targets on one core):
+
+* ``bs72``: the seed-000 shape (tokens 72, topk 6, world 8, 3 local experts, h 5120,
+  hidden_dim 9216, 28 AIC, profile megamoe-a8w8) -- target 0.2 s;
+* ``scenario_basic``: ``examples/scenario_basic.toml`` -- target 0.2 s;
+* ``pto M=16 / 128 / 512 / 2048``: the seed-002 typical cases (world 8, K 7168, N 4096, topK 8,
+  16 experts per rank, profile pto-a2a3, the kernel's cyclic routing) -- target 2 s each.
+
+Each figure is the median of ``--repeat`` calls in this one process (after one warm-up call
+that is not counted): wall-clock seconds, and CPU seconds of this process (the fairer figure
+on a shared machine, where the wall clock also counts time the process waited for a core).
+The verdict compares the CPU median with the target. ``--breakdown`` also times the phases of one call separately: graph
+building, scheduling, the independent validator, and the analyses.
+
+    python bench/bench_simulate.py [--repeat 5] [--breakdown] [--only bs72 scenario_basic ...]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import time
+from collections.abc import Callable
+from typing import Any
+
+import moeopt.megamoe as mm
+from moeopt.core.scheduler import schedule
+from moeopt.core.validate import validate_schedule
+from moeopt.megamoe.simulate import _rank_result, build_graphs
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+BASIC = os.path.join(HERE, "..", "examples", "scenario_basic.toml")
+
+
+def pto(m: int) -> mm.Scenario:
+    return mm.Scenario(
+        workload=mm.Workload(tokens=m, topk=8, world=8, local_experts=16, routing="cyclic"),
+        h=7168,
+        hidden_dim=4096,
+        profile="pto-a2a3",
+    )
+
+
+def cases() -> list[tuple[str, Callable[[], mm.Scenario], float]]:
+    bs72 = mm.Scenario(
+        workload=mm.Workload(tokens=72, topk=6, world=8, local_experts=3, routing="uniform"),
+        h=5120,
+        hidden_dim=9216,
+        aic_num=28,
+        profile="megamoe-a8w8",
+    )
+    out: list[tuple[str, Callable[[], mm.Scenario], float]] = [
+        ("bs72", lambda: bs72, 0.2),
+        ("scenario_basic", lambda: mm.load_scenario(BASIC), 0.2),
+    ]
+    for m in (16, 128, 512, 2048):
+        out.append((f"pto_m{m}", (lambda m=m: pto(m)), 2.0))
+    return out
+
+
+def timed(fn: Callable[[], Any]) -> tuple[float, Any]:
+    t0 = time.perf_counter()
+    out = fn()
+    return time.perf_counter() - t0, out
+
+
+def timed2(fn: Callable[[], Any]) -> tuple[float, float]:
+    """(wall s, CPU s of this process) of one call."""
+    w0, c0 = time.perf_counter(), time.process_time()
+    fn()
+    return time.perf_counter() - w0, time.process_time() - c0
+
+
+def breakdown(s: mm.Scenario) -> str:
+    t_build, graphs = timed(lambda: build_graphs(s))
+    t_sched = t_val = t_an = 0.0
+    for rg, _ranks in graphs.values():
+        dt, sch = timed(lambda rg=rg: schedule(rg.graph, policy=s.config.scheduling, normalize=False))
+        t_sched += dt
+        t_val += timed(lambda rg=rg, sch=sch: validate_schedule(rg.graph, sch))[0]
+        t_an += timed(lambda rg=rg, sch=sch: _rank_result(rg, sch, s.config))[0]
+    return f"build {t_build:.3f}  schedule {t_sched:.3f}  validate {t_val:.3f}  analyses {t_an:.3f}"
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--breakdown", action="store_true", help="also time the phases of one call")
+    ap.add_argument("--only", nargs="+", default=None, help="case names to run")
+    args = ap.parse_args()
+    print(
+        f"{'scenario':<16} {'events':>7} {'ranks':>5} {'wall s':>7} {'cpu s':>7} {'target s':>8}  "
+        f"{'':<4} {'kernel_total_us':>15}"
+    )
+    for name, make, target in cases():
+        if args.only and name not in args.only:
+            continue
+        s = make()
+        r = mm.simulate(s)  # warm-up (imports, registries, first-call caches)
+        runs = [timed2(lambda s=s: mm.simulate(s)) for _ in range(args.repeat)]
+        wall = statistics.median(w for w, _c in runs)
+        cpu = statistics.median(c for _w, c in runs)
+        events = sum(r["rank_results"][k]["n_events"] for k in r["simulated_ranks"])
+        verdict = "ok" if cpu <= target else "OVER"
+        print(
+            f"{name:<16} {events:>7} {len(r['simulated_ranks']):>5} {wall:>7.3f} {cpu:>7.3f} "
+            f"{target:>8.1f}  {verdict:<4} {r['kernel_total_us']:>15.3f}",
+            flush=True,
+        )
+        if args.breakdown:
+            print(f"{'':<16} {breakdown(s)}", flush=True)
+
+
+if __name__ == "__main__":
+    main()
