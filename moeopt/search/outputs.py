@@ -227,7 +227,11 @@ def _write_best(
             notes = ["the objective is a statistic over routing seeds; the file holds one seed"]
             continue
         want = per_shape.get(shape.name, {})
+        if "cpsat_us" in want:
+            notes.append("cpsat_us is not compared: a CP-SAT result can depend on its time limit")
         for m, v in want.items():
+            if m == "cpsat_us":
+                continue
             got = metric_value(m, r, cfg.objective.exact)
             if got != v:
                 reproduced = False

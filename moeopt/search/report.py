@@ -82,7 +82,11 @@ def _overview(cfg: StudyConfig, s: Mapping[str, Any]) -> str:
         ("objective", objective),
         ("secondary", ", ".join(f"{x['direction']} {x['metric']}" for x in s["secondary"]) or "–"),
         ("sampler", f"{s['sampler']} (seed {s['seed']}) {s['sampler_options'] or ''}"),
-        ("trials", f"{s['n_trials']} of {s['target_trials']} requested; states {s['states']}"),
+        (
+            "trials",
+            f"{s['n_trials']} of {s['target_trials']} requested; "
+            + ", ".join(f"{k.lower()} {v}" for k, v in s["states"].items()),
+        ),
         ("pruned", ", ".join(f"{k} {v}" for k, v in s["pruned"].items()) or "none"),
         ("failed", ", ".join(f"{k} {v}" for k, v in s["failed"].items()) or "none"),
         ("duplicates", f"{s['duplicates']} trial(s) repeated an evaluated point and reused its outcome"),
@@ -130,15 +134,18 @@ def _best_vs_baseline(cfg: StudyConfig, s: Mapping[str, Any], best_runs: Mapping
         f"</b> {_e(best.get('reproduce_note', ''))}</p>"
     )
     head = f"<tr><th class=l>shape</th><th>baseline {_e(m)}</th><th>best {_e(m)}</th><th>Δ</th><th>Δ%</th>"
-    head += "<th class=l>best: binding bound</th><th>above bound</th><th class=l>best: utilisation</th></tr>"
+    head += "<th class=l>best: binding bound</th><th>above bound</th><th class=l>best: utilisation</th>"
+    head += "<th class=l>calibration domain</th></tr>"
     rows = []
     bps = base.get("per_shape", {})
     for shape in cfg.shapes:
         b = bps.get(shape.name, {}).get(m)
         v = best["per_shape"].get(shape.name, {}).get(m)
         r = best_runs.get(shape.name)
-        bind = above = util = "–"
+        bind = above = util = dom = "–"
         if r is not None:
+            reasons = r.get("calibration", {}).get("reasons") or []
+            dom = "OUT: " + "; ".join(reasons) if r.get("out_of_domain") else "inside"
             bd = r["bounds"]
             bind = f"{bd['binding']} {bd['lower_bound_us']:.1f} µs"
             above = f"{bd['excess_pct']:+.1f}%"
@@ -146,18 +153,21 @@ def _best_vs_baseline(cfg: StudyConfig, s: Mapping[str, Any], best_runs: Mapping
         rows.append(
             f"<tr><td class=l>{_e(shape.name)}</td><td>{_fmt(b)}</td><td>{_fmt(v)}</td>"
             f"{_delta_cell(v, b, minimize)}"
-            f"<td class=l>{_e(bind)}</td><td>{_e(above)}</td><td class=l>{_e(util)}</td></tr>"
+            f"<td class=l>{_e(bind)}</td><td>{_e(above)}</td><td class=l>{_e(util)}</td>"
+            f"<td class=l>{_e(dom)}</td></tr>"
         )
     if len(cfg.shapes) > 1:
         bv = (base.get("values") or [None])[0]
         rows.append(
             f"<tr><th class=l>{_e(cfg.aggregate)}</th><td>{_fmt(bv)}</td><td>{_fmt(best['value'])}</td>"
-            f"{_delta_cell(best['value'], bv, minimize)}<td></td><td></td><td></td></tr>"
+            f"{_delta_cell(best['value'], bv, minimize)}<td></td><td></td><td></td><td></td></tr>"
         )
     if base.get("state") not in (None, "complete"):
         out.append(f"<p class=worse>The baseline did not complete: {_e(base.get('reason'))}</p>")
     out.append(f"<table>{head}{''.join(rows)}</table>")
     out.append(
+        "<p class=note>A shape outside the calibration domain of its profile is an extrapolation of the "
+        "constants: rank configurations there, do not read absolute times.</p>"
         f"<p class=note>Δ marked ≈ is below {NOISE_PCT:g}%: within the noise of greedy list scheduling "
         "(timing "
         "anomalies); compare CP-SAT optima (objective metric <code>cpsat_us</code>) before acting on it.</p>"
@@ -244,7 +254,7 @@ def _history(cfg: StudyConfig, trials: Sequence[FrozenTrial]) -> str:
     w, h, pad = 960, 320, 70
     sx, sy, axes = _axes(min(xs), max(max(xs), 1), y0, y1, w, h, pad, "trial number", cfg.objective.metric)
     pts = [
-        f"<circle cx={sx(t.number):.1f} cy={sy(t.values[0]):.1f} r=3 fill='#3465a4' fill-opacity=.7/>"
+        f"<circle cx={sx(t.number):.1f} cy={sy(t.values[0]):.1f} r=3 fill='#3465a4' fill-opacity='.7'/>"
         for t in done
     ]
     pts += [
@@ -266,7 +276,7 @@ def _history(cfg: StudyConfig, trials: Sequence[FrozenTrial]) -> str:
         for _prev, (x, y) in itertools.pairwise(path):
             d += f" H{x:.1f} V{y:.1f}"
         d += f" H{sx(max(xs)):.1f}"
-        line = f"<path d='{d}' fill=none stroke='#cc0000' stroke-width=1.5/>"
+        line = f"<path d='{d}' fill='none' stroke='#cc0000' stroke-width='1.5'/>"
     n_other = len(trials) - len(done) - len(lbp)
     legend = (
         "<p class=note>● completed trial &nbsp; <span style='color:#cc0000'>—</span> best so far &nbsp; "
