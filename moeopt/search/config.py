@@ -276,11 +276,11 @@ class StudyConfig:
         """A copy with command-line values (trials, timeout_s, workers, storage, out) applied."""
         kw = {k: v for k, v in kw.items() if v is not None}
         if "trials" in kw:
-            _int_field(self.source, "--trials", kw["trials"], 1)
+            _int_field("", "--trials", kw["trials"], 1)
         if "workers" in kw:
-            _int_field(self.source, "--workers", kw["workers"], 1, 256)
+            _int_field("", "--workers", kw["workers"], 1, 256)
         if "timeout_s" in kw:
-            _num_field(self.source, "--timeout", kw["timeout_s"], 0.0, lo_open=True)
+            _num_field("", "--timeout", kw["timeout_s"], 0.0, lo_open=True)
         if "out" in kw:
             kw["out"] = os.path.abspath(os.fspath(kw["out"]))
         return dataclasses.replace(self, **kw)

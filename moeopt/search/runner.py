@@ -440,6 +440,8 @@ def _open_study(cfg: StudyConfig, spec: StorageSpec, resume: bool, say: Say) -> 
         study.set_user_attr(STUDY_ATTR, cfg.search_fingerprint())
         return study, True
     n = len(existing.trials)
+    if n == 0 and existing.user_attrs.get(STUDY_ATTR) == cfg.search_fingerprint():
+        return existing, True  # created by a run that stopped before its first trial: nothing to lose
     if not resume:
         raise StudyError(
             f"{cfg.source}: study {cfg.name!r} already exists in {spec.url} with {n} trial(s); "

@@ -55,7 +55,7 @@ def test_tiny_study_end_to_end_best_toml_reproduces_the_best_value(tiny, tmp_pat
 
 
 def test_same_seed_gives_the_same_trials(tiny, tmp_path):
-    tiny["trials"] = 8
+    tiny["trials"] = 6
     a = run_study(tiny, out=tmp_path / "a")
     b = run_study(tiny, out=tmp_path / "b")
     ta, tb = _trials(tmp_path / "a", "tiny"), _trials(tmp_path / "b", "tiny")
@@ -64,7 +64,7 @@ def test_same_seed_gives_the_same_trials(tiny, tmp_path):
     assert a.best_value == b.best_value
     tiny["seed"] = 2
     c = run_study(tiny, out=tmp_path / "c")
-    assert c.n_trials == 8
+    assert c.n_trials == 6
     assert [t.params for t in _trials(tmp_path / "c", "tiny")][1:] != [t.params for t in ta][1:]
 
 

@@ -139,7 +139,7 @@ def test_cmaes_runs_or_names_its_missing_package(tiny, tmp_path):
 
 
 def test_routing_seeds_statistic_is_taken_over_the_seeds(tiny, tmp_path):
-    tiny["scenario"]["workload"]["routing"] = "zipf"
+    tiny["scenario"]["workload"].update(routing="zipf", world=2)  # 2 ranks: each routing seed is 2 graphs
     tiny.update(
         space={"kernel.tile_m": {"choices": [256]}},
         objective={"seeds": [0, 1], "statistic": "max"},
