@@ -245,7 +245,10 @@ def worker_loop(
                 n_counted = sum(1 for t in trials if counts(t))
                 if n_counted >= target:
                     break
-                trial = study.ask()
+                with warnings.catch_warnings():
+                    # Optuna warns that its heartbeat expects Study.optimize; this loop beats itself
+                    warnings.filterwarnings("ignore", message="Heartbeat of storage")
+                    trial = study.ask()
                 trial.set_user_attr(WORKER_ATTR, ident)
                 if not spec.local and _surplus(study, trial, target):
                     trial = None

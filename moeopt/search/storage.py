@@ -107,12 +107,9 @@ class StorageSpec:
                 assert self.path is not None
                 os.makedirs(os.path.dirname(self.path), exist_ok=True)
                 kwargs["engine_kwargs"] = {"connect_args": {"timeout": 60}}
-            return optuna.storages.RDBStorage(
-                self.url,
-                heartbeat_interval=HEARTBEAT_INTERVAL_S,
-                grace_period=HEARTBEAT_GRACE_S,
-                **kwargs,
-            )
+            if self.kind == "rdb":  # workers on other machines: Optuna's heartbeat finds the dead ones
+                kwargs.update(heartbeat_interval=HEARTBEAT_INTERVAL_S, grace_period=HEARTBEAT_GRACE_S)
+            return optuna.storages.RDBStorage(self.url, **kwargs)
         except StudyError:
             raise
         except Exception as exc:

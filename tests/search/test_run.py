@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import json
+import time
 from pathlib import Path
 
 import optuna
@@ -172,3 +173,24 @@ def test_resume_refuses_a_changed_search_and_a_fresh_run_refuses_an_existing_stu
     tiny["space"]["kernel.tile_m"] = {"choices": [64, 128]}
     with pytest.raises(m.InputError, match=r"cannot resume study 'tiny': the study file changed its space"):
         run_study(tiny, out=tmp_path / "x", resume=True)
+
+
+def test_timeout_stops_starting_trials(tiny, tmp_path):
+    tiny["trials"] = 10_000
+    t0 = time.perf_counter()
+    r = run_study(tiny, out=tmp_path / "t", timeout_s=1.0)
+    assert 1 <= r.n_trials < 10_000
+    assert not r.interrupted
+    assert time.perf_counter() - t0 < 30  # the loop stopped; outputs were still written
+    assert (tmp_path / "t" / "best.toml").exists()
+
+
+@pytest.mark.slow  # creating the SQLite schema takes seconds
+def test_sqlite_storage_resumes_like_the_journal(tiny, tmp_path):
+    tiny["trials"] = 3
+    run_study(tiny, out=tmp_path / "q", storage="sqlite")
+    r = run_study(tiny, out=tmp_path / "q", storage="sqlite", resume=True, trials=5)
+    assert r.storage == f"sqlite:///{tmp_path / 'q' / 'study.db'}"
+    assert r.n_trials == 5
+    st = optuna.load_study(study_name="tiny", storage=r.storage)
+    assert [t.number for t in st.get_trials()] == list(range(5))
