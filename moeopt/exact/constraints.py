@@ -167,15 +167,21 @@ class Constraints:
             else:
                 size = cp.new_int_var(0, self.inst.horizon, f"hold[{self.cg.sem_names[s]},{a},{r}]")
                 iv = cp.new_interval_var(m.start[a], size, m.end[r], f"holding[{s},{a},{r}]")
+                m.num_intervals += 1
                 m.holding.append((size, a, r))
                 min_len = m.min_size(a) + m.min_size(r)
             ivs.append(iv)
             demands.append(k)
             if 2 * k > cap and min_len > 0:
                 big.append(iv)
+        # An unreleased unit is taken for ever: [start, horizon + 1) covers every tick the
+        # schedule can reach, the makespan instant included (a zero-length event acquiring at
+        # the makespan still takes its unit at that instant).
+        forever = self.inst.horizon + 1
         for a, k in pairing.unreleased:
-            size = cp.new_int_var(0, self.inst.horizon, f"hold[{self.cg.sem_names[s]},{a},end]")
-            ivs.append(cp.new_interval_var(m.start[a], size, m.makespan, f"holding[{s},{a},end]"))
+            size = cp.new_int_var(1, forever, f"hold[{self.cg.sem_names[s]},{a},end]")
+            ivs.append(cp.new_interval_var(m.start[a], size, forever, f"holding[{s},{a},end]"))
+            m.num_intervals += 1
             m.holding.append((size, a, -1))
             demands.append(k)
         cp.add_cumulative(ivs, demands, cap)

@@ -20,8 +20,9 @@ flexible event's size ``⌊e_i⌋ − ⌊s_i⌋`` is ``⌊d_i⌋`` or ``⌊d_i�
 * A tick interval contains the integer ``t`` only if ``⌊s_i⌋ ≤ t < E_i ≤ ⌊e_i⌋``, i.e.
   ``s_i < t + 1 ≤ e_i``; so every tick interval containing ``t`` has a real interval containing
   the instant ``t + 1 − ε`` for every small enough ``ε > 0``. No-overlap and cumulative
-  constraints (on event intervals and on the holding intervals ``[S_a, E_r)`` of
-  :mod:`moeopt.exact.pairing`) therefore hold on ticks because they hold at those real instants.
+  constraints (on event intervals, on the holding intervals ``[S_a, E_r)`` of
+  :mod:`moeopt.exact.pairing`, and on ``[S_a, H + 1)`` for units never released, whose real
+  holding is ``[s_a, ∞)``) therefore hold on ticks because they hold at those real instants.
   Intervals of zero ticks are left out of no-overlap constraints (CP-SAT forbids a zero-size
   interval strictly inside another one; the real schedule ignores zero-length events, and leaving
   a constraint out only relaxes).
@@ -156,7 +157,8 @@ class ExactModel:
     ``start[i]`` is a variable, ``end[i]`` an affine expression (a variable for flexible events),
     ``interval[i]`` the event's interval; ``choices`` the pool choices (exact mode); ``site_lits``
     the site literals of colocation groups with more than one possible site; ``holding`` the
-    extra holding intervals as ``(size variable, acquirer, releaser or -1 for "to the end")``.
+    extra holding intervals as ``(size variable, acquirer, releaser)``, releaser ``-1`` for a
+    unit held for ever.
     """
 
     def __init__(self, inst: TickInstance) -> None:
@@ -171,6 +173,7 @@ class ExactModel:
         self.choices: list[Choice] = []
         self.site_lits: dict[int, dict[int, Any]] = {}
         self.holding: list[tuple[Any, int, int]] = []
+        self.num_intervals = 0  # every interval of the model (sizes CP-SAT's work)
         self._variables()
         Constraints(self).add_all()
         self.cp.minimize(self.makespan)
@@ -196,6 +199,7 @@ class ExactModel:
                 size = d
                 e = s + d
                 iv = cp.new_fixed_size_interval_var(s, d, f"event[{i}]")
+            self.num_intervals += 1
             self.start.append(s)
             self.size.append(size)
             self.end.append(e)
@@ -233,6 +237,7 @@ class ExactModel:
 
     def optional_interval(self, i: int, lit: Any, name: str) -> Any:
         """An interval of event ``i`` that is present iff ``lit`` (same start, size and end)."""
+        self.num_intervals += 1
         if self.inst.flexible[i]:
             return self.cp.new_optional_interval_var(self.start[i], self.size[i], self.end[i], lit, name)
         return self.cp.new_optional_fixed_size_interval_var(self.start[i], self.inst.dur[i], lit, name)
@@ -262,7 +267,7 @@ class ExactModel:
         makespan = max(e_t, default=0)
         cp.add_hint(self.makespan, makespan)
         for var, a, r in self.holding:
-            cp.add_hint(var, (e_t[r] if r >= 0 else makespan) - s_t[a])
+            cp.add_hint(var, (e_t[r] if r >= 0 else inst.horizon + 1) - s_t[a])
         # pool bindings and sites
         bound = {
             i: {cg.res_index[r] for r in schedule.resources.get(nm, ()) if r in cg.res_index}

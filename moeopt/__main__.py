@@ -1,0 +1,5 @@
+"""``python -m moeopt``: see :mod:`moeopt.cli`."""
+
+from moeopt.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,328 @@
+"""The ``python -m moeopt`` command line.
+
+Commands (a registry, :data:`COMMANDS`; each has ``add_arguments(parser)`` and ``run(args)``):
+
+``gap FILE...``
+    For every input: the greedy with every policy, then CP-SAT hinted with the best greedy
+    schedule; a table with one row per input as it finishes (the progress), and optionally
+    ``--json`` / ``--markdown`` files (``-`` for standard output; the table then goes to standard
+    error). Inputs are read by the loader registered for their suffix (:func:`register_gap_input`;
+    ``.sm`` = PSPLIB now, scenario files can register theirs). A bad input gives one
+    ``error: FILE: ...`` line and the run goes on with the others; the exit code is 1 at the end
+    if any input failed, 2 for a usage error, 0 otherwise.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+import traceback
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TextIO
+
+from moeopt.core.events import EventGraph
+from moeopt.core.policies import BUILTIN_POLICIES, make_policy
+from moeopt.core.psplib import load_psplib, load_psplib_optima
+from moeopt.errors import InputError, MoeoptError
+
+GapLoader = Callable[[Path], list[tuple[str, EventGraph]]]
+"""Reads one input file into ``[(name, graph), ...]`` (several graphs for e.g. one per rank)."""
+
+_GAP_LOADERS: dict[str, GapLoader] = {}
+
+
+def register_gap_input(suffix: str, loader: GapLoader, *, replace: bool = False) -> None:
+    """Let ``moeopt gap`` read files ending in ``suffix`` (e.g. ``".toml"``) with ``loader``.
+
+    The loader raises :class:`~moeopt.errors.MoeoptError` (one line) for a bad file.
+    """
+    if not isinstance(suffix, str) or not suffix.startswith(".") or len(suffix) < 2:
+        raise InputError(f"register_gap_input: suffix must look like '.toml', got {suffix!r}")
+    key = suffix.lower()
+    if key in _GAP_LOADERS and not replace:
+        raise InputError(f"gap inputs {suffix!r} already have a loader; pass replace=True to override it")
+    _GAP_LOADERS[key] = loader
+
+
+def gap_suffixes() -> list[str]:
+    return sorted(_GAP_LOADERS)
+
+
+def _load_sm(path: Path) -> list[tuple[str, EventGraph]]:
+    return [(path.stem, load_psplib(path))]
+
+
+register_gap_input(".sm", _load_sm)
+
+
+# ---------------------------------------------------------------------- formatting
+def _num(x: float | None) -> str:
+    if x is None:
+        return "-"
+    if math.isinf(x):
+        return "inf"
+    return f"{x:.6g}"
+
+
+def _pct(x: float | None) -> str:
+    return "-" if x is None else f"{100.0 * x:.2f}%"
+
+
+@dataclass
+class GapRow:
+    """One finished input of ``moeopt gap``."""
+
+    input: str
+    name: str
+    report: Any  # GapReport (imported lazily: OR-Tools loads only when the command runs)
+    known_optimum_us: float | None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"input": self.input, "known_optimum_us": self.known_optimum_us, **self.report.to_dict()}
+
+
+TABLE_COLUMNS = (
+    ("#", 7, ">"),
+    ("input", 18, "<"),
+    ("events", 6, ">"),
+    ("best greedy", 11, ">"),
+    ("policy", 29, "<"),
+    ("CP best", 10, ">"),
+    ("bound", 10, ">"),
+    ("bound from", 16, "<"),
+    ("status", 9, "<"),
+    ("greedy/bound-1", 14, ">"),
+    ("greedy/best-1", 13, ">"),
+    ("known opt", 9, ">"),
+    ("seconds", 7, ">"),
+)
+
+
+def _table_line(cells: Sequence[str]) -> str:
+    return "  ".join(f"{c:{al}{w}}" for c, (_h, w, al) in zip(cells, TABLE_COLUMNS))
+
+
+def _table_row(k: int, total: int, row: GapRow) -> str:
+    rep = row.report
+    x = rep.exact
+    best = rep.best_policy
+    return _table_line(
+        [
+            f"[{k}/{total}]",
+            row.name,
+            str(rep.num_events),
+            _num(None if best is None else best.makespan_us),
+            "-" if best is None else best.policy,
+            _num(x.best_us),
+            _num(x.lower_bound_us),
+            x.bound_source,
+            x.status.value,
+            _pct(None if best is None else best.gap_to_bound),
+            _pct(None if best is None else best.gap_to_best),
+            _num(row.known_optimum_us),
+            f"{x.total_s:.2f}",
+        ]
+    )
+
+
+def markdown(rows: Sequence[GapRow], policies: Sequence[str]) -> str:
+    """A Markdown table: one row per input, one column per policy (makespan and gap to bound)."""
+    head = ["input", "events", *policies, "CP-SAT best", "lower bound", "bound from", "status"]
+    if any(r.known_optimum_us is not None for r in rows):
+        head.append("known optimum")
+    lines = ["| " + " | ".join(head) + " |", "|" + "|".join("---" for _ in head) + "|"]
+    for r in rows:
+        rep = r.report
+        cells = [r.name, str(rep.num_events)]
+        for p in policies:
+            pr = rep.policy(p)
+            cells.append(
+                "failed" if pr.makespan_us is None else f"{_num(pr.makespan_us)} ({_pct(pr.gap_to_bound)})"
+            )
+        cells += [_num(rep.exact.best_us), _num(rep.exact.lower_bound_us), rep.exact.bound_source]
+        cells.append(rep.exact.status.value)
+        if len(head) > len(cells):
+            cells.append(_num(r.known_optimum_us))
+        lines.append("| " + " | ".join(cells) + " |")
+    lines.append("")
+    lines.append(
+        "Greedy cells: makespan (greedy / lower bound − 1). Times in µs (PSPLIB: periods)."
+    )
+    return "\n".join(lines) + "\n"
+
+
+# ---------------------------------------------------------------------- gap command
+def _positive_float(text: str) -> float:
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of seconds > 0, got {text!r}") from None
+    if not math.isfinite(v) or v <= 0:
+        raise argparse.ArgumentTypeError(f"expected a number of seconds > 0, got {text!r}")
+    return v
+
+
+def _positive_int(text: str) -> int:
+    try:
+        v = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 1, got {text!r}") from None
+    if v < 1:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 1, got {text!r}")
+    return v
+
+
+def _gap_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("files", nargs="+", metavar="FILE", help=f"inputs ({', '.join(gap_suffixes())})")
+    p.add_argument(
+        "--time-limit", type=_positive_float, default=10.0, metavar="S", help="seconds per graph (default 10)"
+    )
+    p.add_argument("--workers", type=_positive_int, default=1, help="CP-SAT worker threads (default 1)")
+    p.add_argument("--mode", default="exact", choices=("exact", "relaxed"))
+    p.add_argument(
+        "--policies",
+        default=",".join(BUILTIN_POLICIES),
+        help="comma-separated greedy policies (default: every built-in one)",
+    )
+    p.add_argument("--optima", metavar="CSV", help="known optima (instance,optimal_makespan) to compare")
+    p.add_argument("--json", metavar="PATH", help="write the full results as JSON ('-': stdout)")
+    p.add_argument("--markdown", metavar="PATH", help="write a Markdown table ('-': stdout)")
+    p.add_argument("--quiet", action="store_true", help="no table, only errors and the summary")
+
+
+def _gap_run(args: argparse.Namespace) -> int:
+    from moeopt.exact.gap import graph_optimality_gap
+
+    to_stdout = args.json == "-" or args.markdown == "-"
+    term: TextIO = sys.stderr if to_stdout else sys.stdout
+    policies = [p.strip() for p in args.policies.split(",") if p.strip()]
+    if not policies:
+        raise InputError("--policies: give at least one policy name")
+    for p in policies:
+        make_policy(p)  # an unknown name fails here, once, with the known names
+    optima: dict[str, int] = {}
+    if args.optima:
+        optima = load_psplib_optima(args.optima)
+    if not args.quiet:
+        print(_table_line([h for h, _w, _a in TABLE_COLUMNS]), file=term, flush=True)
+    rows: list[GapRow] = []
+    errors: list[dict[str, str]] = []
+    total = len(args.files)
+
+    def fail(path: str, msg: str) -> None:
+        for prefix in (f"{path}: ", f"{Path(path)}: "):
+            msg = msg.removeprefix(prefix)  # loaders often name the file themselves
+        errors.append({"input": path, "error": msg})
+        print(f"error: {path}: {msg}", file=sys.stderr, flush=True)
+
+    for k, f in enumerate(args.files, 1):
+        path = Path(f)
+        loader = _GAP_LOADERS.get(path.suffix.lower())
+        if loader is None:
+            kind = path.suffix or "(no suffix)"
+            fail(f, f"unsupported input type {kind!r} (supported: {', '.join(gap_suffixes())})")
+            continue
+        if not path.is_file():
+            fail(f, "no such file")
+            continue
+        try:
+            graphs = loader(path)
+            for name, graph in graphs:
+                rep = graph_optimality_gap(
+                    graph,
+                    time_limit_s=args.time_limit,
+                    workers=args.workers,
+                    mode=args.mode,
+                    policies=policies,
+                    name=name,
+                )
+                opt = optima.get(name)
+                row = GapRow(f, name, rep, None if opt is None else float(opt))
+                rows.append(row)
+                if not args.quiet:
+                    print(_table_row(k, total, row), file=term, flush=True)
+                if opt is not None and rep.lower_bound_us > opt + 1e-9:
+                    fail(f, f"lower bound {rep.lower_bound_us:g} exceeds the known optimum {opt} (a bug)")
+        except MoeoptError as exc:
+            fail(f, str(exc).strip().replace("\n", " "))
+        except Exception as exc:
+            if args.debug:
+                raise
+            fail(f, f"internal error ({type(exc).__name__}: {exc}); rerun with --debug for the traceback")
+    proven = sum(1 for r in rows if r.report.proven_optimal)
+    print(
+        f"{len(rows)} graph(s) from {total} input(s): {proven} proven optimal, {len(errors)} failed",
+        file=term,
+        flush=True,
+    )
+    if args.json:
+        doc = {
+            "settings": {
+                "time_limit_s": args.time_limit,
+                "workers": args.workers,
+                "mode": args.mode,
+                "policies": policies,
+            },
+            "results": [r.to_dict() for r in rows],
+            "errors": errors,
+        }
+        _write(args.json, json.dumps(doc, indent=1) + "\n")
+    if args.markdown:
+        _write(args.markdown, markdown(rows, policies))
+    return 1 if errors else 0
+
+
+def _write(dest: str, text: str) -> None:
+    if dest == "-":
+        sys.stdout.write(text)
+        sys.stdout.flush()
+        return
+    try:
+        Path(dest).write_text(text)
+    except OSError as exc:
+        raise InputError(f"{dest}: cannot write: {exc.strerror or exc}") from None
+
+
+Command = tuple[str, Callable[[argparse.ArgumentParser], None], Callable[[argparse.Namespace], int]]
+"""``(help, add_arguments(parser), run(args) -> exit code)``."""
+
+COMMANDS: dict[str, Command] = {
+    "gap": (
+        "greedy (every policy) against CP-SAT's best schedule and lower bound, per input",
+        _gap_arguments,
+        _gap_run,
+    ),
+}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m moeopt", description="moeopt command line")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name, (help_text, add_arguments, _run) in COMMANDS.items():
+        cmd = sub.add_parser(name, help=help_text, description=help_text)
+        add_arguments(cmd)
+        cmd.add_argument("--debug", action="store_true", help="show tracebacks of internal errors")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run one command; return its exit code (0 ok, 1 some input failed, 2 usage error)."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.command is None:
+        parser.print_help(sys.stderr)
+        return 2
+    _help, _add, run = COMMANDS[args.command]
+    try:
+        return run(args)
+    except MoeoptError as exc:
+        if getattr(args, "debug", False):
+            traceback.print_exc()
+        print(f"error: {str(exc).strip()}", file=sys.stderr)
+        return 2
+
+
