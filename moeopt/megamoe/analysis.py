@@ -6,16 +6,20 @@
   min(per-core rate x cores, aggregate); dependency chain = the longest path of the event graph
   (durations + λ, unlimited resources). Any valid schedule of the graph is at least the last one;
   a time below the first two means a cost formula missed something.
-* Idle decomposition per stage pool: at each instant, ``min(idle members, ready events)`` core-µs
-  are avoidable (work was ready, with its dependencies and semaphores satisfied, while a member
-  that could run it idled); the rest is forced. An event counts as ready from ``ready_us`` until
-  ``start - semaphore_wait_us`` (the stretch its semaphores held it back is not "ready").
+* Idle decomposition per stage pool: at each instant, the idle members that ready events could
+  have occupied are avoidable (work was ready, with its dependencies and semaphores satisfied,
+  while a member that could run it idled); the rest is forced. An event is ready from
+  ``ready_us`` until its start, except at instants where a semaphore it acquires could not have
+  admitted it given everything else as scheduled; a late-bound event already tied to one core by
+  its colocation partner only counts against that core (see :func:`idle_decomposition`).
 * Critical path: from the last event back, each step says what set its start: a dependency
   (``pred``), a resource held by the previous event on it, or semaphore capacity.
 """
 
 from __future__ import annotations
 
+import math
+from bisect import bisect_right
 from collections import defaultdict
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -200,7 +204,20 @@ def busy(rg: RankGraph, s: Schedule, span: float, table: Table | None = None) ->
 def idle_decomposition(
     rg: RankGraph, s: Schedule, span: float, max_samples: int = 5, table: Table | None = None
 ) -> dict[str, Any]:
-    """Forced vs avoidable idle per stage pool (see the module docstring)."""
+    """Forced vs avoidable idle per stage pool (see the module docstring).
+
+    For each pool, at each instant before ``span``: the idle members, and the ready events (see
+    :func:`_ready_spans`). An event of a late-bound stage whose colocation partner has already
+    started is bound to the partner's core, so it can only use that member; every other ready
+    event can use any member. Avoidable = the largest number of idle members that ready events
+    could occupy (bound events first, on their own member if it is idle; the rest on any idle
+    member); forced = the other idle members. In statically pinned stages every ready event is
+    counted as able to use any idle member: that idle is what late binding could recover.
+
+    Late-bound GMM stages are also judged on their load phases against the MTE2 pipes
+    (entries ``"gmm1:load"`` / ``"gmm2:load"``): the load is where a tile's core is chosen. Those
+    entries count pipe-µs, not core-µs, and are not added to the totals.
+    """
     tab = table or Table.of(rg, s)
     out: dict[str, Any] = {"forced_core_us": 0.0, "avoidable_core_us": 0.0, "by_stage": {}, "samples": []}
     by_stage: dict[str, list[int]] = defaultdict(list)
@@ -214,63 +231,194 @@ def idle_decomposition(
         st = ev.labels.get("stage")
         if st in rg.stage_members:
             by_stage[str(st)].append(i)
+    levels = _SemaphoreLevels(rg, tab)
+    index = {n: i for i, n in enumerate(tab.names)}
+    pools: list[tuple[str, str, tuple[str, ...], list[int], bool]] = []
     for st, idxs in by_stage.items():
-        members = set(rg.stage_members[st])
+        stage_members = rg.stage_members[st]
         if st in ("gmm1", "gmm2"):
-            # loads run on the MTE2 of the same cores; judge the AIC pool on compute phases only
-            idxs = [i for i in idxs if tab.events[i].labels.get("phase") == "compute"]
-        pts: list[tuple[float, int, int]] = []  # (t, d_busy_members, d_ready)
+            # the cube is judged on compute phases; late-bound loads on the MTE2 pipes
+            comp = [i for i in idxs if tab.events[i].labels.get("phase") == "compute"]
+            pools.append((st, st, stage_members, comp, True))
+            if st in rg.late_stages:
+                loads = [i for i in idxs if tab.events[i].labels.get("phase") == "load"]
+                mte = tuple(m.replace(".AIC", ".MTE2") for m in stage_members)
+                pools.append((f"{st}:load", st, mte, loads, False))
+        else:
+            pools.append((st, st, stage_members, idxs, True))
+    for key, st, pool_members, idxs, in_totals in pools:
+        members = set(pool_members)
+        late = st in rg.late_stages
+        pts: list[tuple[float, int, str, int]] = []  # (t, kind, member, delta); kinds below
         for r in members:
             for a, b in _merge(busy_iv.get(r, [])):
-                pts.append((a, 1, 0))
-                pts.append((b, -1, 0))
+                pts.append((a, 0, r, 1))
+                pts.append((b, 0, r, -1))
         for i in idxs:
-            w = tab.waits[i]
-            a = w.ready_us
-            b = tab.start[i] - w.semaphore_wait_us
-            if b > a + EPS:
-                pts.append((a, 0, 1))
-                pts.append((b, 0, -1))
+            ev = tab.events[i]
+            bound = ""
+            if late and ev.colocate_with is not None:
+                j = index.get(ev.colocate_with)
+                if j is not None and tab.start[j] <= tab.waits[i].ready_us + EPS:
+                    bound = next((r for r in tab.res[i] if r in members), "")
+            for a, b in _ready_spans(i, tab, levels):
+                pts.append((a, 1, bound, 1))
+                pts.append((b, 1, bound, -1))
         pts.sort()
         n_mem = len(members)
-        busy_n = ready_n = 0
+        busy: dict[str, int] = defaultdict(int)
+        bound_ready: dict[str, int] = defaultdict(int)
+        busy_n = free_ready = bound_idle = ready_n = 0  # bound_idle: idle members with a bound ready event
         prev = 0.0
         forced = avoid = 0.0
         samples: list[dict[str, Any]] = []
-        i = 0
-        while i < len(pts) and pts[i][0] < span:
-            t = pts[i][0]
+        k = 0
+        while k < len(pts) and pts[k][0] < span:
+            t = pts[k][0]
             if t > prev:
                 idle_n = max(0, n_mem - busy_n)
-                av = min(idle_n, ready_n)
+                av = bound_idle + min(free_ready, idle_n - bound_idle)
                 avoid += av * (t - prev)
                 forced += (idle_n - av) * (t - prev)
                 if av > 0 and t - prev > EPS and len(samples) < max_samples:
                     samples.append(
-                        {"stage": st, "from_us": prev, "to_us": t, "idle_members": idle_n, "ready": ready_n}
+                        {"stage": key, "from_us": prev, "to_us": t, "idle_members": idle_n, "ready": ready_n}
                     )
                 prev = t
-            while i < len(pts) and pts[i][0] <= t:
-                busy_n += pts[i][1]
-                ready_n += pts[i][2]
-                i += 1
+            while k < len(pts) and pts[k][0] <= t:
+                _t, kind, m, d = pts[k]
+                k += 1
+                if kind == 0:
+                    was_idle = busy[m] == 0
+                    busy[m] += d
+                    now_idle = busy[m] == 0
+                    if was_idle != now_idle:
+                        busy_n += -1 if now_idle else 1
+                        if bound_ready[m] > 0:
+                            bound_idle += 1 if now_idle else -1
+                    continue
+                ready_n += d
+                if not m:
+                    free_ready += d
+                    continue
+                before = bound_ready[m] > 0
+                bound_ready[m] += d
+                after = bound_ready[m] > 0
+                if before != after and busy[m] == 0:
+                    bound_idle += 1 if after else -1
         if span > prev:
             forced += max(0, n_mem - busy_n) * (span - prev)
         exempt = None
-        if st not in rg.late_stages:
+        if not late:
             exempt = "statically pinned pool"
         elif st in rg.colocated_stages:
             exempt = "colocated with its producer tile"
-        out["by_stage"][st] = {
+        out["by_stage"][key] = {
             "forced_core_us": forced,
             "avoidable_core_us": avoid,
-            "late_bound": st in rg.late_stages,
+            "late_bound": late,
             "work_conservation_exempt": exempt,
         }
-        out["forced_core_us"] += forced
-        out["avoidable_core_us"] += avoid
+        if in_totals:
+            out["forced_core_us"] += forced
+            out["avoidable_core_us"] += avoid
         out["samples"].extend(samples)
     return out
+
+
+class _SemaphoreLevels:
+    """Free units of every semaphore over time in the final schedule (changes at one instant merged)."""
+
+    def __init__(self, rg: RankGraph, tab: Table) -> None:
+        changes: dict[str, dict[float, int]] = defaultdict(lambda: defaultdict(int))
+        for i, ev in enumerate(tab.events):
+            for sem, a in ev.acquires.items():
+                changes[sem][tab.start[i]] -= a
+            for sem, r in ev.releases.items():
+                changes[sem][tab.end[i]] += r
+        self.cap = dict(rg.graph.semaphores)
+        self._cache: dict[tuple[str, int], tuple[list[tuple[float, float]], list[float]]] = {}
+        self.times: dict[str, list[float]] = {}
+        self.levels: dict[str, list[int]] = {}
+        for sem, ch in changes.items():
+            lvl = self.cap.get(sem, 0)
+            ts, ls = [], []
+            for t in sorted(ch):
+                lvl += ch[t]
+                ts.append(t)
+                ls.append(lvl)
+            self.times[sem] = ts
+            self.levels[sem] = ls
+
+    def below(self, sem: str, need: int, lo: float, hi: float) -> list[tuple[float, float]]:
+        """Maximal spans (clipped to ``[lo, hi)``) where fewer than ``need`` units are free."""
+        spans, ends = self._spans(sem, need)
+        k = bisect_right(ends, lo)  # first span ending after lo
+        out: list[tuple[float, float]] = []
+        while k < len(spans) and spans[k][0] < hi:
+            a, b = spans[k]
+            out.append((max(a, lo), min(b, hi)))
+            k += 1
+        return out
+
+    def _spans(self, sem: str, need: int) -> tuple[list[tuple[float, float]], list[float]]:
+        key = (sem, need)
+        got = self._cache.get(key)
+        if got is None:
+            ts, ls = self.times.get(sem, []), self.levels.get(sem, [])
+            spans: list[tuple[float, float]] = []
+            start: float | None = -math.inf if self.cap.get(sem, 0) < need else None
+            for t, level in zip(ts, ls):
+                if level < need and start is None:
+                    start = t
+                elif level >= need and start is not None:
+                    spans.append((start, t))
+                    start = None
+            if start is not None:
+                spans.append((start, math.inf))
+            got = (spans, [b for _a, b in spans])
+            self._cache[key] = got
+        return got
+
+
+def _ready_spans(i: int, tab: Table, levels: _SemaphoreLevels) -> list[tuple[float, float]]:
+    """When event ``i`` could have started, everything else kept as scheduled: from ``ready_us``
+    (dependencies done) to its start, minus the instants ``τ`` at which some semaphore it acquires
+    would not have admitted it. Starting at ``τ`` instead of at ``start`` it holds ``take`` units
+    over ``[τ, min(τ + d, start))`` and, if it gives back only ``back < take`` itself, ``take -
+    back`` from ``τ + d`` until ``start`` (later the final schedule already counts its holding).
+    """
+    ev = tab.events[i]
+    r = tab.waits[i].ready_us
+    st = tab.start[i]
+    if st <= r + EPS:
+        return []
+    d = tab.end[i] - st
+    cut: list[tuple[float, float]] = []  # open-ended exclusions (a, b): τ in (a, b) is not admissible
+    for sem, take in ev.acquires.items():
+        for b0, b1 in levels.below(sem, take, r, st):
+            cut.append((b0 - d, b1))
+        keep = take - ev.releases.get(sem, 0)
+        if keep > 0:
+            spans = levels.below(sem, keep, r, st)
+            if spans:
+                cut.append((r - 1.0, spans[-1][1] - d))
+    if not cut:
+        return [(r, st)]
+    cut.sort()
+    out: list[tuple[float, float]] = []
+    cur = r
+    for a, b in cut:
+        if a >= st:
+            break
+        if a > cur + EPS:
+            out.append((cur, min(a, st)))
+        cur = max(cur, b)
+        if cur >= st:
+            break
+    if cur < st - EPS:
+        out.append((cur, st))
+    return [(a, b) for a, b in out if b > a + EPS]
 
 
 def _merge(iv: list[tuple[float, float]]) -> list[tuple[float, float]]:

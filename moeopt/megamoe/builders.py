@@ -1077,8 +1077,15 @@ class _Builder:
                 for i, (sub, (m0, m1)) in enumerate(zip(subs, rows_split, strict=False)):
                     if m1 <= m0:
                         continue
+                    colocate = mm if onchip else None
                     if late:
                         resources, pinned = [self.pool("AIV-combine", self.stage_members["combine"])], None
+                    elif "gmm2" in self.late_stages:
+                        # the paired combine follows its GMM2 tile, whose core is only chosen when
+                        # the tile is scheduled: the same sub-core of whichever core that is
+                        every = [f"c{k}.{sub}" for k in range(cfg.aic_num)]
+                        resources, pinned = [self.pool(f"{sub}-paired-combine", every)], None
+                        colocate = mm
                     else:
                         pinned = f"c{core}.{sub}"
                         resources = [pinned]
@@ -1095,7 +1102,7 @@ class _Builder:
                             t.cols,
                             not onchip,
                             {"expert": e, "wave": w},
-                            colocate=mm if onchip else None,
+                            colocate=colocate,
                             release=release,
                         )
                     )

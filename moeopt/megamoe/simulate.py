@@ -99,11 +99,15 @@ def simulate(
                     and d["avoidable_core_us"] > AVOIDABLE_TOL_CORE_US
                 ):
                     samples = [x for x in res["idle_decomposition"]["samples"] if x["stage"] == st]
+                    unit = "pipe-µs of its MTE2 load pipes" if st.endswith(":load") else "core-µs"
                     raise WorkConservationViolation(
                         f"rank {r}: late-bound pool of stage {st!r} left {d['avoidable_core_us']:.3f} "
-                        f"core-µs idle "
-                        f"while work for it was ready (policy {policy.name!r} declares itself "
-                        f"work-conserving)",
+                        f"{unit} idle while work for it was ready (policy {policy.name!r} declares "
+                        f"itself work-conserving; first at {samples[0]['from_us']:.3f} µs)"
+                        if samples
+                        else f"rank {r}: late-bound pool of stage {st!r} left "
+                        f"{d['avoidable_core_us']:.3f} {unit} idle while work for it was ready "
+                        f"(policy {policy.name!r} declares itself work-conserving)",
                         samples=samples,
                     )
 
