@@ -11,7 +11,7 @@ Cases (targets on one core):
 Each figure is the median of ``--repeat`` calls in this one process (after one warm-up call
 that is not counted): wall-clock seconds, and CPU seconds of this process (the fairer figure
 on a shared machine, where the wall clock also counts time the process waited for a core).
-The verdict compares the CPU median with the target. ``--breakdown`` also times the phases of one call separately: graph
+The verdict compares the CPU median with the target. ``--breakdown`` also times (CPU s) the phases of one call separately: graph
 building, scheduling, the independent validator, and the analyses.
 
     python bench/bench_simulate.py [--repeat 5] [--breakdown] [--only bs72 scenario_basic ...]
@@ -62,9 +62,10 @@ def cases() -> list[tuple[str, Callable[[], mm.Scenario], float]]:
 
 
 def timed(fn: Callable[[], Any]) -> tuple[float, Any]:
-    t0 = time.perf_counter()
+    """(CPU s of this process, result) of one call."""
+    t0 = time.process_time()
     out = fn()
-    return time.perf_counter() - t0, out
+    return time.process_time() - t0, out
 
 
 def timed2(fn: Callable[[], Any]) -> tuple[float, float]:
