@@ -97,18 +97,30 @@ def tpe_run(scenario: Any, seed: int, budget: int, opt: float) -> tuple[int | No
     return hit, best, len(seen)
 
 
-def rate(workers: int, trials: int, defaults: bool) -> tuple[float, float, int, float]:
+def rate(workers: int, trials: int, defaults: bool) -> tuple[float, float, int, float, float]:
     extra: dict[str, Any] = {} if defaults else {"prune": {"lower_bound": "never", "duplicates": False}}
     with tempfile.TemporaryDirectory() as d:
         s = study(BASIC, trials=trials, seed=0, **extra)
         t0 = time.perf_counter()
+        c0 = os.times()
         r = run_study(s, out=d, workers=workers)
+        c1 = os.times()
         wall = time.perf_counter() - t0
+        # CPU seconds of this process and of the worker processes it forked (joined, so counted)
+        cpu = (c1.user + c1.system + c1.children_user + c1.children_system) - (
+            c0.user + c0.system + c0.children_user + c0.children_system
+        )
         done = optuna.load_study(study_name="bench", storage=resolve_storage(None, d).open()).get_trials()
     # time inside trials (ask -> tell: choosing the point, bound check, simulation), per trial
     inside = [(t.datetime_complete - t.datetime_start).total_seconds() for t in done if t.datetime_complete]
     run = r.summary["run"]
-    return run["trials_per_minute"], 60.0 * r.n_trials / wall, run["duplicates"], sum(inside) / len(inside)
+    return (
+        run["trials_per_minute"],
+        60.0 * r.n_trials / wall,
+        run["duplicates"],
+        sum(inside) / len(inside),
+        cpu / trials,
+    )
 
 
 def main() -> None:
@@ -145,9 +157,13 @@ def search_part(scenario: Any, label: str, seeds: list[int]) -> None:
         f"{near} point(s) within 1%"
     )
     # a uniform random sampler draws with replacement: P(no point within 1% in k draws) = (1 - near/n)^k
-    print(f"  random sampling reaches 1% within {budget} trials with probability {1 - (1 - near / n) ** budget:.2f}")
+    print(
+        f"  random sampling reaches 1% within {budget} trials with probability {1 - (1 - near / n) ** budget:.2f}"
+    )
     print(f"tpe, budget {budget} trials (25% of the points), baseline trial off:")
-    print(f"  {'seed':>4} {'trials to <=1%':>15} {'best at budget':>15} {'vs optimum':>11} {'distinct points':>16}")
+    print(
+        f"  {'seed':>4} {'trials to <=1%':>15} {'best at budget':>15} {'vs optimum':>11} {'distinct points':>16}"
+    )
     ok = 0
     for seed in seeds:
         hit, best, distinct = tpe_run(scenario, seed, budget, opt)
@@ -162,14 +178,19 @@ def search_part(scenario: Any, label: str, seeds: list[int]) -> None:
 def rate_part(n_trials: int) -> None:
     print(f"trials per minute on examples/scenario_basic.toml ({n_trials} trials, wall clock incl. setup):")
     print(
-        f"  {'workers':>7} {'mode':<34} {'loop trials/min':>16} {'incl. setup':>12} {'reused':>7} "
-        f"{'s inside a trial':>17}"
+        f"  {'workers':>7} {'mode':<31} {'loop trials/min':>15} {'incl. setup':>11} {'reused':>6} "
+        f"{'wall s/trial':>12} {'CPU s/trial':>11} {'idle-core est./min':>18}"
     )
     for defaults in (True, False):
         for workers in (1, 2):
-            loop, wall, dup, inside = rate(workers, n_trials, defaults)
+            loop, wall, dup, inside, cpu = rate(workers, n_trials, defaults)
             mode = "defaults (reuse, bound checks)" if defaults else "every trial simulated"
-            print(f"  {workers:>7} {mode:<34} {loop:>16.0f} {wall:>12.0f} {dup:>7} {inside:>17.3f}")
+            # on idle cores each worker runs one trial per CPU s/trial (a study's setup and outputs aside)
+            est = 60.0 / cpu * workers
+            print(
+                f"  {workers:>7} {mode:<31} {loop:>15.0f} {wall:>11.0f} {dup:>6} {inside:>12.3f} {cpu:>11.3f} "
+                f"{est:>18.0f}"
+            )
     print(f"  (load average while measuring: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores)")
 
 
