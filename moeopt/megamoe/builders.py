@@ -669,14 +669,24 @@ class _Builder:
             groups[-1].append(item)
         cores_of: dict[tuple[int, int, Tile], int] = {}
         if not late:
+            # one call per run of groups on the same cores, so that the rule's state (the rolling
+            # start core of gmm1.h@2d9d4288 L120-131, the busy totals of greedy_least_busy) carries
+            # from one expert group to the next; it restarts only where the core set changes
+            # (a joining group, V1)
             assign = lookup("core_assignment", cfg.core_assignment)()
+            runs: list[tuple[list[int], list[list[tuple[int, int, Tile]]]]] = []
             for grp in groups:
                 own, joined = self.gmm_cores(stage, experts[grp[0][1]])
                 cores = own + joined
-                costs = self.tile_costs(stage, experts[grp[0][1]], [t for _w, _e, t in grp])
-                slots = assign([costs], len(cores))[0]
-                for item, slot in zip(grp, slots, strict=False):
-                    cores_of[item] = cores[slot]
+                if runs and runs[-1][0] == cores:
+                    runs[-1][1].append(grp)
+                else:
+                    runs.append((cores, [grp]))
+            for cores, grps in runs:
+                costs = [self.tile_costs(stage, experts[g[0][1]], [t for _w, _e, t in g]) for g in grps]
+                for grp, slots in zip(grps, assign(costs, len(cores)), strict=True):
+                    for item, slot in zip(grp, slots, strict=True):
+                        cores_of[item] = cores[slot]
         first_b: set[tuple[int, int]] = set()
         first_a: set[tuple[int, int]] = set()
         last_on_core: dict[int, tuple[int, int, int]] = {}  # core -> (expert, mb, nb) of its previous tile
