@@ -28,6 +28,7 @@ from moeopt.core.events import EventGraph
 from moeopt.core.policies import BUILTIN_POLICIES, make_policy
 from moeopt.core.psplib import load_psplib, load_psplib_optima
 from moeopt.errors import InputError, MoeoptError
+from moeopt.megamoe.commands import GOLDEN, SIMULATE
 
 GapLoader = Callable[[Path], list[tuple[str, EventGraph]]]
 """Reads one input file into ``[(name, graph), ...]`` (several graphs for e.g. one per rank)."""
@@ -296,6 +297,8 @@ COMMANDS: dict[str, Command] = {
         _gap_arguments,
         _gap_run,
     ),
+    "simulate": SIMULATE,
+    "golden": GOLDEN,
 }
 
 

@@ -72,8 +72,7 @@ def check_route_conservation(counts: np.ndarray, w: Workload, source: str = "cou
         s, v = bad[0]
         raise RouteConservationError(
             f"{source}: source rank {s} sends {v} routes; must be tokens x topk = {w.tokens} x {w.topk} = "
-            f"{want}"
-            + (f" ({len(bad)} rank(s) wrong)" if len(bad) > 1 else "")
+            f"{want}" + (f" ({len(bad)} rank(s) wrong)" if len(bad) > 1 else "")
         )
 
 

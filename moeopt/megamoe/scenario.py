@@ -1065,6 +1065,8 @@ def load_scenario(path: str | os.PathLike[str], overrides: Mapping[str, Any] | N
             data = tomllib.load(fh)
     except FileNotFoundError:
         raise ScenarioError(f"{p}: no such scenario file") from None
+    except OSError as exc:
+        raise ScenarioError(f"{p}: cannot read the scenario file: {exc.strerror or exc}") from None
     except tomllib.TOMLDecodeError as exc:
         raise ScenarioError(f"{p}: not valid TOML: {exc}") from None
     try:
