@@ -12,6 +12,6 @@ run, resume and share a storage, and :mod:`moeopt.search.outputs` for what is wr
 
 from moeopt.search.config import StudyConfig, load_study
 from moeopt.search.errors import StudyError
-from moeopt.search.runner import StudyResult, run_study
+from moeopt.search.runner import StudyInterrupted, StudyResult, run_study
 
-__all__ = ["StudyConfig", "StudyError", "StudyResult", "load_study", "run_study"]
+__all__ = ["StudyConfig", "StudyError", "StudyInterrupted", "StudyResult", "load_study", "run_study"]

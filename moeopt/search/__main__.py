@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import sys
 import traceback
+from typing import Any
 
 from moeopt.errors import MoeoptError
 
@@ -42,7 +43,7 @@ def _parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
-    from moeopt.search.runner import run_study
+    from moeopt.search.runner import StudyInterrupted, run_study
 
     def say(msg: str) -> None:
         print(msg, file=sys.stderr)
@@ -64,6 +65,10 @@ def main(argv: list[str] | None = None) -> int:
             traceback.print_exc()
         print(f"moeopt.search: {exc}", file=sys.stderr)
         return 2
+    except StudyInterrupted as exc:  # the outputs were written for what was done
+        _print_result(exc.result)
+        print("moeopt.search: interrupted; continue with --resume", file=sys.stderr)
+        return 130
     except KeyboardInterrupt:
         print("moeopt.search: interrupted; continue with --resume", file=sys.stderr)
         return 130
@@ -75,6 +80,11 @@ def main(argv: list[str] | None = None) -> int:
             file=sys.stderr,
         )
         return 1
+    _print_result(r)
+    return 0
+
+
+def _print_result(r: Any) -> None:
     s = r.summary
     print(
         f"study {r.name}: {r.n_trials} trials ("
@@ -106,10 +116,6 @@ def main(argv: list[str] | None = None) -> int:
     for key in ("best_toml", "trials_csv", "summary_json", "report_html"):
         if key in r.files:
             print(f"{key.replace('_', '.', 1) if key != 'best_toml' else 'best.toml'}: {r.files[key]}")
-    if r.interrupted:
-        print("interrupted: continue with --resume", file=sys.stderr)
-        return 130
-    return 0
 
 
 if __name__ == "__main__":

@@ -54,6 +54,18 @@ class Interrupted(KeyboardInterrupt):
     """SIGTERM, turned into the same orderly stop as Ctrl-C."""
 
 
+class StudyInterrupted(KeyboardInterrupt):
+    """Ctrl-C / SIGTERM stopped :func:`run_study` after it wrote the outputs of what was done.
+
+    It stays a KeyboardInterrupt, so a tuning script that calls ``run_study`` in a loop stops
+    too; ``result`` is the :class:`StudyResult` of the trials so far (``--resume`` continues).
+    """
+
+    def __init__(self, result: StudyResult) -> None:
+        super().__init__("study interrupted; continue it with resume=True / --resume")
+        self.result = result
+
+
 @dataclass
 class WorkerStats:
     evaluated: int = 0
@@ -573,9 +585,12 @@ def run_study(
                 f"({', '.join(map(str, stats.recovered))}); "
                 "their points were queued again"
             )
-        return write_outputs(
+        result = write_outputs(
             cfg, spec, optuna.load_study(study_name=cfg.name, storage=spec.open()), stats, elapsed
         )
+    if stats.interrupted:
+        raise StudyInterrupted(result)
+    return result
 
 
 def _run_workers(

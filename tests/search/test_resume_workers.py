@@ -188,3 +188,23 @@ def test_two_separate_processes_share_one_storage(tiny, tmp_path):
     assert len(trials) == 12
     assert all(t.state.is_finished() for t in trials)
     assert len({t.user_attrs["worker"]["pid"] for t in trials}) == 2
+
+
+def test_ctrl_c_in_a_tuning_script_raises_after_writing_the_outputs(tiny, tmp_path):
+    """run_study does not swallow Ctrl-C: a script looping over studies stops too."""
+    import threading
+
+    from moeopt.search import StudyInterrupted
+
+    tiny.update(trials=10_000, prune={"duplicates": False})
+    timer = threading.Timer(1.5, os.kill, args=(os.getpid(), signal.SIGINT))
+    timer.start()
+    try:
+        with pytest.raises(StudyInterrupted) as info:
+            run_study(tiny, out=tmp_path / "int")
+    finally:
+        timer.cancel()
+    r = info.value.result
+    assert 1 <= r.n_trials < 10_000
+    assert (tmp_path / "int" / "summary.json").exists()
+    assert r.summary["run"]["interrupted"] is True
