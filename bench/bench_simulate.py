@@ -14,7 +14,10 @@ on a shared machine, where the wall clock also counts time the process waited fo
 The verdict compares the CPU median with the target. ``--breakdown`` also times (CPU s) the phases of one call separately: graph
 building, scheduling, the independent validator, and the analyses.
 
-    python bench/bench_simulate.py [--repeat 5] [--breakdown] [--only bs72 scenario_basic ...]
+    python bench/bench_simulate.py [--repeat 5] [--breakdown] [--core] [--only bs72 scenario_basic ...]
+
+``--core`` times the generic core's functions alone on the same graph (Event construction,
+EventGraph.add, compile, schedule with and without normalisation, validate_schedule, fingerprint).
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ from collections.abc import Callable
 from typing import Any
 
 import moeopt.megamoe as mm
+from moeopt.core.events import Event, EventGraph
 from moeopt.core.scheduler import schedule
 from moeopt.core.validate import validate_schedule
 from moeopt.megamoe.simulate import _rank_result, build_graphs
@@ -86,12 +90,56 @@ def breakdown(s: mm.Scenario) -> str:
     return f"build {t_build:.3f}  schedule {t_sched:.3f}  validate {t_val:.3f}  analyses {t_an:.3f}"
 
 
+def core_costs(s: mm.Scenario) -> str:
+    """CPU seconds of the generic core's functions on this scenario's first rank graph (a
+    reproduction for the core's owner: the same graph rebuilt from its own events)."""
+    g = next(iter(build_graphs(s).values()))[0].graph
+    evs = list(g)
+
+    def remake() -> list[Event]:
+        return [
+            Event(
+                e.name,
+                resources=e.resources,
+                deps=e.deps,
+                acquires=e.acquires,
+                releases=e.releases,
+                colocate_with=e.colocate_with,
+                duration_us=e.duration_us,
+                labels=e.labels,
+            )
+            for e in evs
+        ]
+
+    def add() -> EventGraph:
+        out = EventGraph(semaphores=dict(g.semaphores), pools=dict(g.pools))
+        out.add_all(evs)
+        return out
+
+    t_event, _ = timed(remake)
+    t_add, g2 = timed(add)
+    t_compile, _ = timed(g2.compiled)
+    t_sched, sch = timed(lambda: schedule(g2, policy=s.config.scheduling, normalize=False))
+    t_norm, _ = timed(lambda: schedule(g2, policy=s.config.scheduling, normalize=True))
+    t_val, _ = timed(lambda: validate_schedule(g2, sch))
+    t_fp, _ = timed(sch.fingerprint)
+    n = len(evs)
+    return (
+        f"core on {n} events: Event() {t_event:.3f}  EventGraph.add {t_add:.3f}  compile {t_compile:.3f}  "
+        f"schedule {t_sched:.3f} (normalize=True {t_norm:.3f})  validate_schedule {t_val:.3f}  "
+        f"fingerprint {t_fp:.3f}"
+    )
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--breakdown", action="store_true", help="also time the phases of one call")
+    ap.add_argument("--core", action="store_true", help="also time the generic core's functions alone")
     ap.add_argument("--only", nargs="+", default=None, help="case names to run")
     args = ap.parse_args()
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+    print(f"{os.cpu_count()} CPUs, load average {load:.2f} (wall seconds include waiting for a core)")
     print(
         f"{'scenario':<16} {'events':>7} {'ranks':>5} {'wall s':>7} {'cpu s':>7} {'target s':>8}  "
         f"{'':<4} {'kernel_total_us':>15}"
@@ -113,6 +161,8 @@ def main() -> None:
         )
         if args.breakdown:
             print(f"{'':<16} {breakdown(s)}", flush=True)
+        if args.core:
+            print(f"{'':<16} {core_costs(s)}", flush=True)
 
 
 if __name__ == "__main__":
