@@ -185,6 +185,7 @@ def test_cli_bad_study_exits_2_with_one_line_and_no_traceback(tiny, tmp_path):
     assert "Traceback" not in p.stderr
     assert p.stderr.startswith("moeopt.search: broken.yaml: not valid YAML at line")
 
-    p = _cli(str(path), "--trials", "0", cwd=tmp_path)
+    good = write_study(tmp_path / "good.yaml", tiny)
+    p = _cli(str(good), "--trials", "0", cwd=tmp_path)
     assert p.returncode == 2
     assert p.stderr.strip().endswith("--trials = 0: out of range; allowed: integers >= 1")
