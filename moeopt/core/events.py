@@ -60,7 +60,12 @@ def placeholder_role(name: str) -> str | None:
         return out
 
 
+_INF = math.inf
+
+
 def _finite_nonneg(value: Any) -> bool:
+    if type(value) is float:  # the common case first: plain floats (NaN fails both comparisons)
+        return 0.0 <= value < _INF
     return (
         isinstance(value, (int, float))
         and not isinstance(value, bool)
@@ -69,9 +74,15 @@ def _finite_nonneg(value: Any) -> bool:
     )
 
 
+_NO_AMOUNTS: Mapping[str, int] = MappingProxyType({})
+_NO_LABELS: Mapping[str, Any] = MappingProxyType({})
+
+
 def _amounts(owner: str, what: str, raw: Mapping[str, int] | None) -> Mapping[str, int]:
+    if not raw:
+        return _NO_AMOUNTS
     out: dict[str, int] = {}
-    for sem, amount in dict(raw or {}).items():
+    for sem, amount in dict(raw).items():
         if not isinstance(sem, str) or not sem:
             raise GraphError(f"event {owner!r}: {what} names must be non-empty strings, got {sem!r}")
         if isinstance(amount, bool) or not isinstance(amount, int) or amount <= 0:
@@ -124,16 +135,18 @@ class Event:
         for r in resources:
             if not isinstance(r, str):
                 raise GraphError(f"event {name!r}: resource names must be strings, got {r!r}")
+            if r in _SPLIT_MEMO and _SPLIT_MEMO[r] is not None:
+                continue
             if split_resource(r) is None and placeholder_role(r) is None:
                 raise GraphError(
                     f"event {name!r}: resource {r!r} is neither '<site>.<role>' (e.g. 'core3.AIC') "
                     f"nor a pool placeholder '<role>:*' (e.g. 'AIC:*')"
                 )
-        if len(set(resources)) != len(resources):
+        if len(resources) > 1 and len(set(resources)) != len(resources):
             dup = sorted({r for r in resources if resources.count(r) > 1})
             raise GraphError(f"event {name!r}: resource(s) {dup} listed more than once")
         deps: dict[str, float] = {}
-        for pred, lam in dict(self.deps).items():
+        for pred, lam in (self.deps.items() if self.deps else ()):
             if not isinstance(pred, str) or not pred:
                 raise GraphError(f"event {name!r}: dependency names must be strings, got {pred!r}")
             if not _finite_nonneg(lam):
@@ -157,7 +170,7 @@ class Event:
         object.__setattr__(self, "acquires", _amounts(name, "acquires", self.acquires))
         object.__setattr__(self, "releases", _amounts(name, "releases", self.releases))
         object.__setattr__(self, "duration_us", float(self.duration_us))
-        object.__setattr__(self, "labels", MappingProxyType(dict(self.labels)))
+        object.__setattr__(self, "labels", MappingProxyType(dict(self.labels)) if self.labels else _NO_LABELS)
 
     def __repr__(self) -> str:
         parts = [repr(self.name)]
@@ -182,6 +195,10 @@ class EventGraph:
     ``pred -> succ`` carries its sync latency under ``"lam"``. Semaphores (name -> capacity,
     the free units at t = 0) and pools (role -> member resources) are declared on the graph.
 
+    The networkx graph is assembled from the events in one bulk step the first time it is needed
+    (``g.nx``, naming a cycle) and cached until the graph changes; the schedulers work on the
+    validated integer-indexed form instead.
+
     Events may be added in any order; structural checks that span events (cycles, missing
     dependencies, undeclared semaphores or pools, colocation partners) run once in
     :meth:`validate`, which every consumer calls (and which caches its result until the graph
@@ -193,7 +210,7 @@ class EventGraph:
         semaphores: Mapping[str, int] | None = None,
         pools: Mapping[str, Sequence[str]] | None = None,
     ) -> None:
-        self._g: nx.DiGraph = nx.DiGraph()
+        self._g: Any = None  # the networkx DiGraph, built from the events on first use
         self._events: dict[str, Event] = {}
         self._semaphores: dict[str, int] = {}
         self._pools: dict[str, tuple[str, ...]] = {}
@@ -247,10 +264,7 @@ class EventGraph:
         if name in self._events:
             raise GraphError(f"event {name!r} is added twice")
         self._events[name] = event
-        g = self._g
-        g.add_node(name, event=event)
-        for pred, lam in event.deps.items():
-            g.add_edge(pred, name, lam=lam)
+        self._g = None
         self._compiled = None
         return event
 
@@ -276,7 +290,7 @@ class EventGraph:
     def nx(self) -> _DiGraph:
         """The validated ``networkx.DiGraph`` (a read-only view)."""
         self.validate()
-        return self._g.copy(as_view=True)
+        return self._raw_nx().copy(as_view=True)
 
     def __len__(self) -> int:
         return len(self._events)
@@ -292,7 +306,8 @@ class EventGraph:
 
     def __repr__(self) -> str:
         return (
-            f"EventGraph({len(self._events)} events, {self._g.number_of_edges()} edges, "
+            f"EventGraph({len(self._events)} events, "
+            f"{sum(len(e.deps) for e in self._events.values())} edges, "
             f"{len(self._semaphores)} semaphores, {len(self._pools)} pools)"
         )
 
@@ -332,4 +347,17 @@ class EventGraph:
 
     # used by compile_graph; kept here so the raw networkx graph stays private
     def _raw_nx(self) -> _DiGraph:
+        """The networkx graph of the events (built in bulk on first use, cached until a change).
+
+        A dependency on a missing event appears as a node without an ``"event"`` attribute.
+        """
+        if self._g is None:
+            g = nx.DiGraph()
+            g.add_nodes_from((name, {"event": ev}) for name, ev in self._events.items())
+            g.add_edges_from(
+                (pred, name, {"lam": lam})
+                for name, ev in self._events.items()
+                for pred, lam in ev.deps.items()
+            )
+            self._g = g
         return self._g

@@ -37,7 +37,7 @@ import dataclasses
 from moeopt.core.compiled import CompiledGraph
 from moeopt.core.events import EventGraph
 
-WALK_BUDGET = 200_000  # acquirers x events; above it only the cheap criterion is used
+WALK_BUDGET = 50_000  # acquirers x events; above it only the cheap criterion is used
 
 
 def nonbinding_semaphores(cg: CompiledGraph) -> list[int]:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import itertools
 from collections import defaultdict
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 from moeopt.core.events import EventGraph, placeholder_role, split_resource
 from moeopt.core.schedule import Schedule
@@ -23,11 +23,6 @@ from moeopt.errors import ScheduleError
 
 ABS_TOL_US = 1e-6
 REL_TOL = 1e-9
-
-
-def _tol(v: float) -> float:
-    """Tolerance for comparing times around ``v`` (µs)."""
-    return ABS_TOL_US + REL_TOL * abs(v)
 
 
 def validate_schedule(graph: EventGraph, schedule: Schedule, *, durations_exact: bool = True) -> None:
@@ -53,65 +48,60 @@ def validate_schedule(graph: EventGraph, schedule: Schedule, *, durations_exact:
     ok = [n for n in events if n in start and n in end]
 
     # durations and time origin
+    A, R = ABS_TOL_US, REL_TOL
     for name in ok:
         s, e, d = start[name], end[name], events[name].duration_us
-        if s < -_tol(s):
+        if s < -(A + R * abs(s)):
             v.append(f"event {name!r} starts at {s:g} µs, before t = 0")
         length = e - s
+        tol = A + R * max(abs(e), d)
         if durations_exact:
-            if abs(length - d) > _tol(max(e, d)):
+            if abs(length - d) > tol:
                 v.append(f"event {name!r} lasts {length:g} µs but its duration is {d:g} µs")
-        elif length < d - _tol(max(e, d)):
+        elif length < d - tol:
             v.append(f"event {name!r} lasts {length:g} µs, shorter than its duration {d:g} µs")
 
     # precedence with λ
     for name in ok:
+        s = start[name]
         for pred, lam in events[name].deps.items():
-            if pred not in end:
+            e_pred = end.get(pred)
+            if e_pred is None:
                 continue
-            need = end[pred] + lam
-            if start[name] < need - _tol(need):
+            need = e_pred + lam
+            if s < need - (A + R * abs(need)):
                 v.append(
-                    f"event {name!r} starts at {start[name]:g} µs, before its predecessor {pred!r} "
-                    f"ends ({end[pred]:g}) plus λ {lam:g} = {need:g}"
+                    f"event {name!r} starts at {s:g} µs, before its predecessor {pred!r} "
+                    f"ends ({e_pred:g}) plus λ {lam:g} = {need:g}"
                 )
 
     # bindings: fixed resources kept, placeholders bound to pool members
     pools = graph.pools
+    pool_sets = {role: frozenset(members) for role, members in pools.items()}
     occupied: dict[str, list[tuple[float, float, str]]] = defaultdict(list)
     sites_of: dict[str, set[str]] = {}
     for name in ok:
         ev = events[name]
-        got = list(res.get(name, ()))
-        fixed = [r for r in ev.resources if placeholder_role(r) is None]
-        roles = [placeholder_role(r) for r in ev.resources if placeholder_role(r) is not None]
-        bad = False
-        if len(got) != len(ev.resources) or len(set(got)) != len(got):
-            v.append(
-                f"event {name!r} is bound to {got}, which does not match its resources {list(ev.resources)}"
-            )
-            bad = True
-        else:
-            rest = list(got)
-            for r in fixed:
-                if r in rest:
-                    rest.remove(r)
+        got = tuple(res.get(name, ()))
+        wanted = ev.resources
+        if len(wanted) == 1 and len(got) == 1:
+            # the common case: one resource, fixed or one placeholder
+            role = placeholder_role(wanted[0])
+            if (got[0] != wanted[0]) if role is None else (got[0] not in pool_sets.get(role, ())):
+                if role is None:
+                    v.append(f"event {name!r} needs resource {wanted[0]!r} but is bound to {list(got)}")
                 else:
-                    v.append(f"event {name!r} needs resource {r!r} but is bound to {got}")
-                    bad = True
-            if not bad and not _matches(rest, [str(r) for r in roles], pools):
-                v.append(
-                    f"event {name!r} is bound to {rest} for placeholder(s) "
-                    f"{[f'{r}:*' for r in roles]}, which are not members of those pools"
-                )
-                bad = True
-        if bad:
+                    v.append(
+                        f"event {name!r} is bound to {list(got)} for placeholder(s) {[wanted[0]]}, "
+                        f"which are not members of those pools"
+                    )
+                continue
+        elif not _binding_ok(name, wanted, list(got), pools, v):
             continue
+        sites = set()
         for r in got:
             occupied[r].append((start[name], end[name], name))
-        sites = set()
-        for res_name in got:
-            parts = split_resource(res_name)
+            parts = split_resource(r)
             if parts is not None:
                 sites.add(parts[0])
         sites_of[name] = sites
@@ -120,7 +110,7 @@ def validate_schedule(graph: EventGraph, schedule: Schedule, *, durations_exact:
     for r, spans in occupied.items():
         spans = sorted(s for s in spans if s[1] > s[0])
         for (s1, e1, n1), (s2, e2, n2) in itertools.pairwise(spans):
-            if s2 < e1 - _tol(e1):
+            if s2 < e1 - (A + R * abs(e1)):
                 v.append(
                     f"events {n1!r} [{s1:g}, {e1:g}) and {n2!r} [{s2:g}, {e2:g}) overlap on resource {r!r}"
                 )
@@ -153,7 +143,8 @@ def validate_schedule(graph: EventGraph, schedule: Schedule, *, durations_exact:
         while k < len(ch):
             t0 = ch[k][0]
             who = []
-            while k < len(ch) and ch[k][0] <= t0 + _tol(t0):
+            lim = t0 + A + R * abs(t0)
+            while k < len(ch) and ch[k][0] <= lim:
                 level += ch[k][1]
                 who.append(ch[k][2])
                 k += 1
@@ -169,6 +160,33 @@ def validate_schedule(graph: EventGraph, schedule: Schedule, *, durations_exact:
                 )
     if v:
         raise ScheduleError(v)
+
+
+def _binding_ok(
+    name: str, wanted: tuple[str, ...] | Sequence[str], got: list[str], pools: Mapping[str, tuple[str, ...]],
+    v: list[str],
+) -> bool:
+    """Check one event's bound resources against its declared ones; append problems to ``v``."""
+    fixed = [r for r in wanted if placeholder_role(r) is None]
+    roles = [str(placeholder_role(r)) for r in wanted if placeholder_role(r) is not None]
+    if len(got) != len(wanted) or len(set(got)) != len(got):
+        v.append(f"event {name!r} is bound to {got}, which does not match its resources {list(wanted)}")
+        return False
+    rest = list(got)
+    ok = True
+    for r in fixed:
+        if r in rest:
+            rest.remove(r)
+        else:
+            v.append(f"event {name!r} needs resource {r!r} but is bound to {got}")
+            ok = False
+    if ok and not _matches(rest, roles, pools):
+        v.append(
+            f"event {name!r} is bound to {rest} for placeholder(s) "
+            f"{[f'{r}:*' for r in roles]}, which are not members of those pools"
+        )
+        ok = False
+    return ok
 
 
 def _matches(bound: list[str], roles: list[str], pool_map: Mapping[str, tuple[str, ...]]) -> bool:
