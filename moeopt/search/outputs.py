@@ -164,6 +164,7 @@ def write_outputs(
                 "skipped": stats.lb_skipped,
             },
             "recovered_trials": stats.recovered,
+            "worker_errors": stats.errors,
             "interrupted": stats.interrupted,
             "space_exhausted": stats.exhausted,
         },

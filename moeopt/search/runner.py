@@ -23,6 +23,7 @@ import logging
 import math
 import multiprocessing
 import os
+import queue
 import signal
 import sys
 import threading
@@ -77,6 +78,7 @@ class WorkerStats:
     elapsed_s: float = 0.0
     interrupted: bool = False
     exhausted: bool = False
+    errors: list[str] = field(default_factory=list)
 
     def add(self, other: WorkerStats) -> None:
         self.evaluated += other.evaluated
@@ -85,6 +87,7 @@ class WorkerStats:
         self.lb_pruned += other.lb_pruned
         self.lb_skipped += other.lb_skipped
         self.recovered += other.recovered
+        self.errors += other.errors
         self.interrupted = self.interrupted or other.interrupted
         self.exhausted = self.exhausted or other.exhausted
 
@@ -429,6 +432,8 @@ def _child_main(
         stats = worker_loop(cfg, spec, index, deadline, parent_pid=parent)
     except KeyboardInterrupt:
         stats = WorkerStats(interrupted=True)
+    except Exception as exc:  # reported by the parent; the other workers go on
+        stats = WorkerStats(errors=[f"worker {index}: {type(exc).__name__}: {exc}"])
     q.put(stats)
 
 
@@ -579,6 +584,8 @@ def run_study(
         done_before = sum(1 for t in study_obj.get_trials(deepcopy=False) if finished(t))
         stats = _run_workers(cfg, spec, deadline, target, done_before, progress)
         elapsed = time.perf_counter() - t0
+        for err in stats.errors:
+            tell_user(f"a worker stopped on an error (its trials are recovered on --resume): {err}")
         if stats.recovered:
             tell_user(
                 f"recovered {len(stats.recovered)} trial(s) of stopped workers "
@@ -625,15 +632,19 @@ def _run_workers(
         stats = worker_loop(cfg, spec, 0, deadline, on_trial)
     finally:
         signal.signal(signal.SIGTERM, old)
-        for _p in children:
+        # collect every child's statistics; a child that died without sending any is not waited for
+        received, alive = 0, list(children)
+        while received < len(children) and (alive or not q.empty()):
             try:
-                stats.add(q.get(timeout=_child_wait(deadline)))
+                stats.add(q.get(timeout=0.5))
+                received += 1
+            except queue.Empty:
+                alive = [p for p in alive if p.is_alive()]
             except KeyboardInterrupt:
                 stats.interrupted = True  # the children got the same signal and stop on their own
-                with contextlib.suppress(Exception):
-                    stats.add(q.get(timeout=60))
-            except Exception:
-                pass
+        for p in children:
+            if p.exitcode not in (0, None):
+                stats.errors.append(f"worker process {p.pid} ended with exit code {p.exitcode}")
         for p in children:
             p.join(timeout=5)
             if p.is_alive():
@@ -644,10 +655,6 @@ def _run_workers(
             on_trial(sum(1 for t in fresh if finished(t)), best_value(fresh, cfg))
             bar.close()
     return stats
-
-
-def _child_wait(deadline: float | None) -> float:
-    return 3600.0 if deadline is None else max(30.0, deadline - time.time() + 600.0)
 
 
 @contextlib.contextmanager
