@@ -35,6 +35,10 @@ Every bound here holds for every schedule of the graph, so each is a lower bound
 
   A semaphore without a pairing gives no energy bound (its units may come back from anywhere).
 
+* **Energy distances** (:func:`energy_delays`, for the solver only): the same argument between two
+  events ``i`` and ``j`` of a chain, over the intervals that must run after ``i`` starts and
+  before ``j`` starts, gives a lower bound on ``start(j) − start(i)``.
+
 The same functions run on real µs (the reported bounds) and on integer ticks (``integral=True``:
 the energy term is rounded up, which is valid because tick spans are whole numbers).
 """

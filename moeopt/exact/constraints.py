@@ -205,14 +205,17 @@ class Constraints:
                     times.append(m.end[i])
                     changes.append(r)
         self.cp.add_reservoir_constraint(times, changes, -cg.sem_cap[s], 0)
+        m.largest_reservoir = max(m.largest_reservoir, len(times))
 
     # ------------------------------------------------------------------ redundant
     def _redundant(self) -> None:
         """Implied constraints that help the solver: pool energy in exact mode, the energy
-        distances between pairs of events, and (in the makespan's domain, set with the
-        variables) the best static bound."""
+        distances between pairs of events, disjunctive cliques, and (in the makespan's domain,
+        set with the variables) the best static bound."""
         m = self.m
         if self.inst.mode == "exact":
             self._pool_cumulatives()
         for i, j, delay in self.inst.delays:
             self.cp.add(m.start[j] >= m.start[i] + delay)
+        for clique in self.inst.cliques:
+            self.cp.add_no_overlap([m.interval[i] for i in clique])

@@ -64,7 +64,8 @@ class TickInstance:
 
     ``dur`` are floored durations, ``preds`` / ``succs`` carry floored λ, ``head`` / ``tail`` the
     longest paths on those, ``lower`` the best static bound in ticks, ``delays`` the redundant
-    start-to-start distances ``(i, j, ticks)`` from :func:`moeopt.exact.bounds.energy_delays`.
+    start-to-start distances ``(i, j, ticks)`` from :func:`moeopt.exact.bounds.energy_delays`,
+    ``cliques`` the redundant disjunctive cliques of :mod:`moeopt.exact.cliques`.
     """
 
     cg: CompiledGraph
@@ -81,6 +82,7 @@ class TickInstance:
     sem_model: list[SemModel]
     lower: int
     delays: list[tuple[int, int, int]] = field(default_factory=list)
+    cliques: list[list[int]] = field(default_factory=list)
 
 
 def tick_instance(
@@ -94,6 +96,7 @@ def tick_instance(
 ) -> TickInstance:
     """Round the graph onto ``grid`` (durations and λ down) and precompute the static tick bounds."""
     from moeopt.exact.bounds import energy_delays
+    from moeopt.exact.cliques import disjunctive_cliques
 
     dur = [grid.down(d) for d in cg.dur]
     releases_reservoir = [
@@ -124,6 +127,7 @@ def tick_instance(
         sem_model=sem_model,
         lower=lower,
         delays=delays,
+        cliques=disjunctive_cliques(cg, pairings, dur, succs),
     )
 
 
@@ -174,6 +178,7 @@ class ExactModel:
         self.site_lits: dict[int, dict[int, Any]] = {}
         self.holding: list[tuple[Any, int, int]] = []
         self.num_intervals = 0  # every interval of the model (sizes CP-SAT's work)
+        self.largest_reservoir = 0  # time points of the largest reservoir constraint
         self._variables()
         Constraints(self).add_all()
         self.cp.minimize(self.makespan)

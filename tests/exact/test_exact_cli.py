@@ -142,3 +142,36 @@ def test_gap_usage_errors(files: dict[str, Path], tmp_path: Path) -> None:
     assert "expected a number of seconds > 0, got '0'" in r.stderr
     r = _run(cwd=tmp_path)
     assert r.returncode == 2
+
+
+def test_new_input_types_plug_in(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # A later input type (e.g. scenario files, one graph per rank) registers a loader for its
+    # suffix; a loader error is one line and the other inputs still run.
+    import moeopt as m
+    from moeopt.cli import _GAP_LOADERS, main, register_gap_input
+
+    def load_pair(path: Path) -> list[tuple[str, m.EventGraph]]:
+        if "bad" in path.name:
+            raise m.InputError(f"{path}: rank 3: tile_n must be a multiple of 16, got 100")
+        out = []
+        for rank in range(2):
+            g = m.EventGraph()
+            g.add(m.Event("a", duration_us=1.0 + rank))
+            out.append((f"{path.stem}:rank{rank}", g))
+        return out
+
+    (tmp_path / "ok.fake").write_text("")
+    (tmp_path / "bad.fake").write_text("")
+    register_gap_input(".fake", load_pair)
+    try:
+        with pytest.raises(m.InputError, match=r"gap inputs '.fake' already have a loader"):
+            register_gap_input(".fake", load_pair)
+        code = main(["gap", str(tmp_path / "bad.fake"), str(tmp_path / "ok.fake"), "--time-limit", "2"])
+    finally:
+        del _GAP_LOADERS[".fake"]
+    out, err = capsys.readouterr()
+    assert code == 1
+    assert f"error: {tmp_path / 'bad.fake'}: rank 3: tile_n must be a multiple of 16, got 100" in err
+    assert "ok:rank0" in out
+    assert "ok:rank1" in out
+    assert "2 graph(s) from 2 input(s): 2 proven optimal, 1 failed" in out

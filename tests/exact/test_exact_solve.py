@@ -321,3 +321,28 @@ def test_time_limit_bounds_the_whole_call() -> None:
     _check(g, x)
     assert x.total_s < 1.0 * 1.5
     assert not math.isnan(x.lower_bound_us)
+
+
+def test_large_reservoirs_are_not_expanded() -> None:
+    # 60 events free a unit that 60 unrelated events take: no pairing, one reservoir of 120
+    # time points. CP-SAT would expand it into a literal per pair (quadratic; on 1k-event
+    # reservoirs that blew a 10 s limit to 50 s), so moeopt turns the expansion off above 100.
+    g = m.EventGraph(semaphores={"s": 60})
+    for k in range(60):
+        g.add(m.Event(f"take{k}", acquires={"s": 1}, duration_us=1.0))
+        g.add(m.Event(f"give{k}", releases={"s": 1}, duration_us=1.0))
+    x = solve_exact(g, 1.0, 1, hint=_all_at_zero(g))
+    assert x.semaphore_models == {"s": "reservoir"}
+    assert x.params_used["expand_reservoir_constraints"] is False
+    _check(g, x)
+
+
+def _all_at_zero(g: m.EventGraph) -> m.Schedule:
+    # every event on [0, 1): the 60 takes and the 60 gives net to zero at each instant
+    s = m.Schedule(
+        start_us={e.name: 0.0 for e in g},
+        end_us={e.name: 1.0 for e in g},
+        resources={e.name: () for e in g},
+    )
+    m.validate_schedule(g, s)
+    return s
