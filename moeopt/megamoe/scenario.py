@@ -112,13 +112,17 @@ def check_bool(where: str, v: Any) -> bool:
     return v
 
 
+def _num_text(x: float) -> str:
+    return str(int(x)) if float(x).is_integer() and abs(x) < 1e15 else f"{x:g}"
+
+
 def _range_text(lo: float | None, hi: float | None, lo_open: bool = False) -> str:
     if lo is not None and hi is not None:
-        return f" in {'(' if lo_open else '['}{lo:g}, {hi:g}]"
+        return f" in {'(' if lo_open else '['}{_num_text(lo)}, {_num_text(hi)}]"
     if lo is not None:
-        return f" {'>' if lo_open else '>='} {lo:g}"
+        return f" {'>' if lo_open else '>='} {_num_text(lo)}"
     if hi is not None:
-        return f" <= {hi:g}"
+        return f" <= {_num_text(hi)}"
     return ""
 
 
@@ -862,6 +866,15 @@ def resolve(s: Scenario) -> Config:
         _check_registered(f"policy.{name}", pol[name], kind)
     _check_registered("options.builder", opt["builder"], "builder")
     _check_registered("options.tile_grid", opt["tile_grid"], "tile_grid")
+    look, lag = pol["dispatch_lookahead"], pol["dispatch_lag"]
+    if look and lag is not None and lag >= look:
+        # GMM1 of wave w would wait for dispatch of wave w + lag, which waits for GMM1 of wave
+        # w + lag - lookahead >= w: a cycle, not a slow schedule
+        raise ScenarioError(
+            f"policy.dispatch_lag = {lag} with policy.dispatch_lookahead = {look}: the lag must be "
+            f"smaller than the look-ahead (allowed: 0 <= dispatch_lag < {look}), or set "
+            f"dispatch_lookahead = 0 for no limit"
+        )
     return Config(
         profile=s.profile,
         implementation=impl["id"],

@@ -125,3 +125,26 @@ def test_parse_override_value():
     assert mm.parse_override_value("128") == 128
     assert mm.parse_override_value("true") is True
     assert mm.parse_override_value("per_expert") == "per_expert"
+
+
+def test_dispatch_lag_not_below_lookahead_is_rejected_not_a_cycle() -> None:
+    # GMM1 of wave w waits for dispatch of wave w + lag; dispatch of wave w + lag waits for GMM1
+    # of wave w + lag - lookahead. With lag >= lookahead > 0 that closes a cycle: the scenario
+    # must be refused with the two fields named, before any graph is built.
+    import moeopt as m
+
+    s = m.Scenario(
+        workload=m.Workload(tokens=72, topk=6, world=8, local_experts=3),
+        h=5120, hidden_dim=9216, aic_num=28, profile="megamoe-a8w8",
+    )
+    with pytest.raises(m.MoeoptError, match=r"policy.dispatch_lag = 1 with policy.dispatch_lookahead = 1"):
+        m.simulate(s.with_overrides({"policy.dispatch_lookahead": 1, "policy.dispatch_lag": 1}))
+    ok = m.simulate(s.with_overrides({"policy.dispatch_lookahead": 2, "policy.dispatch_lag": 1}))
+    assert ok["kernel_total_us"] > 0
+
+
+def test_integer_ranges_print_as_integers() -> None:
+    import moeopt as m
+
+    with pytest.raises(m.MoeoptError, match=r"allowed: integers in \[1, 1048576\]"):
+        m.Workload(tokens=0, topk=6, world=8, local_experts=3)
