@@ -12,7 +12,9 @@ from hypothesis import strategies as st
 
 import moeopt as m
 from moeopt.exact import SolveStatus, solve_exact
+from moeopt.exact import cliques as cliques_mod
 from moeopt.exact.bounds import Item, energy_bound, energy_delays, static_bounds
+from moeopt.exact.cliques import disjunctive_cliques
 from moeopt.exact.pairing import find_pairing
 from moeopt.exact.ticks import TimeGrid, choose_grid
 
@@ -149,3 +151,39 @@ def test_bounds_hold_in_optimal_schedules(g: m.EventGraph) -> None:
     start = x.schedule.start_us
     for a, b, d in energy_delays(cg, pairings, dur, preds, succs, budget=10**6):
         assert start[cg.names[b]] - start[cg.names[a]] >= grid.to_us(d) - 1e-9
+
+
+# ---------------------------------------------------------------------- disjunctive cliques
+def test_cliques_join_precedence_and_capacity_conflicts() -> None:
+    # a -> b (precedence); c takes 2 of the 3 units of S that a also needs 2 of (2 + 2 > 3) and
+    # shares the fixed resource c0.X with b: {a, b, c} pairwise cannot overlap. d needs 1 unit
+    # (1 + 2 <= 3) and nothing else: it conflicts with nobody.
+    g = m.EventGraph(semaphores={"S": 3})
+    g.add(m.Event("a", acquires={"S": 2}, releases={"S": 2}, duration_us=1.0))
+    g.add(m.Event("b", deps={"a": 0.0}, resources=["c0.X"], duration_us=1.0))
+    g.add(m.Event("c", acquires={"S": 2}, releases={"S": 2}, resources=["c0.X"], duration_us=1.0))
+    g.add(m.Event("d", acquires={"S": 1}, releases={"S": 1}, duration_us=1.0))
+    cg = g.compiled()
+    pairings = {0: p} if (p := find_pairing(cg, 0)) is not None else {}
+    dur = [1, 1, 1, 1]
+    succs = [tuple((q, 0) for q, _lam in ss) for ss in cg.succs]
+    cliques = disjunctive_cliques(cg, pairings, dur, succs)
+    assert [[cg.names[i] for i in c] for c in cliques] == [["a", "b", "c"]]
+    x = solve_exact(g, 10.0, 1)
+    assert x.best_us == pytest.approx(3.0)  # a, b, c one after another; d alongside
+
+
+@settings(max_examples=25, deadline=None)
+@given(_graphs())
+def test_cliques_never_cut_an_optimal_schedule(g: m.EventGraph) -> None:
+    # The cliques are implied constraints: the optimum with and without them is the same.
+    with_cliques = solve_exact(g, 10.0, 1, tick_us=0.5)
+    saved = cliques_mod.MAX_CLIQUES
+    cliques_mod.MAX_CLIQUES = 0
+    try:
+        without = solve_exact(g, 10.0, 1, tick_us=0.5)
+    finally:
+        cliques_mod.MAX_CLIQUES = saved
+    assert with_cliques.status is SolveStatus.OPTIMAL
+    assert without.status is SolveStatus.OPTIMAL
+    assert with_cliques.best_us == pytest.approx(without.best_us)
