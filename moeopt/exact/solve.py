@@ -45,11 +45,13 @@ DEFAULT_PARAMS: Mapping[str, Any] = {
 }
 """CP-SAT parameters moeopt sets before the caller's ``params`` (which win)."""
 
-LARGE_MODEL_INTERVALS = 20_000
+LARGE_MODEL_INTERVALS = 5_000
 LARGE_MODEL_PARAMS: Mapping[str, Any] = {
     # sat_parameters.proto `cp_model_probing_level` (0: no probing in presolve). On a 10k-event
     # MegaMoE-shaped graph in exact mode (67k intervals) presolve probing alone took 9 s of a
-    # 20 s budget and CP-SAT returned without even loading the hint; without it the hint loads.
+    # 20 s budget and CP-SAT returned without even loading the hint; on the 11.8k-event
+    # seed002 scenario in relaxed mode (17k intervals) it took 6.4 s of 10. Without it the hint
+    # loads and the search starts.
     "cp_model_probing_level": 0,
 }
 """Added to :data:`DEFAULT_PARAMS` for models with more than ``LARGE_MODEL_INTERVALS`` intervals."""
