@@ -206,16 +206,9 @@ def solve_exact(
     if best is not None and lower > best.makespan_us and same_time(lower, best.makespan_us):
         lower = best.makespan_us  # float round-off of tick arithmetic, never more
 
-    if code == cp_model.MODEL_INVALID:
-        status = SolveStatus.MODEL_INVALID
-    elif best is not None:
-        status = SolveStatus.OPTIMAL if same_time(best.makespan_us, lower) else SolveStatus.FEASIBLE
-    elif code == cp_model.INFEASIBLE:
-        status = SolveStatus.INFEASIBLE
-    else:
-        status = SolveStatus.UNKNOWN
-        if replay_error:
-            message = "the solver's schedule could not be replayed with the real durations"
+    status = _status(code, None if best is None else best.makespan_us, lower)
+    if status is SolveStatus.UNKNOWN and replay_error:
+        message = "the solver's schedule could not be replayed with the real durations"
     return ExactResult(
         status=status,
         lower_bound_us=lower,
@@ -241,6 +234,21 @@ def solve_exact(
 
 
 # ---------------------------------------------------------------------- helpers
+def _status(code: Any, best_us: float | None, lower_us: float) -> SolveStatus:
+    """The one place CP-SAT's status becomes moeopt's, for the real-valued instance.
+
+    CP-SAT's ``OPTIMAL`` is about the rounded tick model; the real instance is proven optimal
+    only when a validated schedule reaches the lower bound.
+    """
+    if code == cp_model.MODEL_INVALID:
+        return SolveStatus.MODEL_INVALID
+    if best_us is not None:
+        return SolveStatus.OPTIMAL if same_time(best_us, lower_us) else SolveStatus.FEASIBLE
+    if code == cp_model.INFEASIBLE:
+        return SolveStatus.INFEASIBLE
+    return SolveStatus.UNKNOWN
+
+
 def _check_args(time_limit_s: Any, workers: Any, mode: Any, semaphores: Any) -> None:
     if (
         isinstance(time_limit_s, bool)
