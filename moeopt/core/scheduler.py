@@ -40,9 +40,12 @@ INF = math.inf
 _V = TypeVar("_V")
 
 # result of evaluating an event: start, t_base, chosen pool members, resource that set t_base,
-# semaphore that moved the start past t_base, and the candidate resources (one fixed resource or
-# one placeholder's members) whose free time set t_base
-Eval = tuple[float, float, tuple[int, ...], int, int, "tuple[int, ...] | None"]
+# semaphore that moved the start past t_base, the candidate resources (one fixed resource or
+# one placeholder's members) whose free time set t_base, and the acquires whose semaphores moved
+# the start (only their releases can make it earlier)
+Eval = tuple[
+    float, float, tuple[int, ...], int, int, "tuple[int, ...] | None", "tuple[tuple[int, int, int], ...]"
+]
 
 
 class _State:
@@ -120,14 +123,18 @@ class _State:
         profiles = self.profiles
         best_site = self._best_site
 
-        def admit_all(acq: tuple[tuple[int, int, int], ...], t: float, d: float) -> tuple[float, int]:
+        def admit_all(
+            acq: tuple[tuple[int, int, int], ...], t: float, d: float
+        ) -> tuple[float, int, tuple[tuple[int, int, int], ...]]:
             """Earliest time >= t at which every semaphore in ``acq`` admits an event of duration
-            ``d``, and the semaphore that moved it last (-1 if none did)."""
+            ``d``, the semaphore that moved it last (-1 if none did) and the entries of ``acq``
+            whose semaphore moved it at all (every earlier time is refused by one of those)."""
             sb = -1
             if len(acq) == 1:
                 s, a, back = acq[0]
                 t2 = profiles[s].admit(t, a, back, d)
-                return (t2, s) if t2 > t else (t, -1)
+                return (t2, s, acq) if t2 > t else (t, -1, ())
+            movers: list[tuple[int, int, int]] = []
             # cycle through the semaphores until each has admitted the same start in turn
             m = len(acq)
             k = 0
@@ -139,10 +146,12 @@ class _State:
                     t = t2
                     sb = s
                     ok = 1
+                    if acq[k] not in movers:
+                        movers.append(acq[k])
                 else:
                     ok += 1
                 k = k + 1 if k + 1 < m else 0
-            return (t, sb)
+            return (t, sb, tuple(movers))
 
         self.admit_all = admit_all
 
@@ -206,14 +215,15 @@ class _State:
                     chosen = tuple(next(m for m in members if free[m] <= t) for members in lists)
             tb = t
             sb = -1
+            movers: tuple[tuple[int, int, int], ...] = ()
             acq = acq3[i]
             if acq:
-                t, sb = admit_all(acq, t, dur[i])
+                t, sb, movers = admit_all(acq, t, dur[i])
                 if t > tb and phs and t < INF:
                     # semaphores moved the start: every member free by then gives that same
                     # start, so the binding goes to the first of them in pool order
                     chosen = tuple(next(m for m in members if free[m] <= t) for members in lists)
-            return (t, tb, chosen, rb, sb, blk)
+            return (t, tb, chosen, rb, sb, blk, movers)
 
         return evaluate
 
@@ -237,7 +247,7 @@ class _State:
     def commit(self, i: int, ev: Eval) -> list[int]:
         """Commit event ``i``; return the events that became eligible and the semaphores it released."""
         cg = self.cg
-        start, tb, chosen, rb, sb, _blk = ev
+        start, tb, chosen, rb, sb, _blk, _movers = ev
         d = cg.dur[i]
         end = start + d
         self.done[i] = True
@@ -424,7 +434,9 @@ def _run_keyed(state: _State, pol: Policy) -> None:
     property in :meth:`SemaphoreProfile.admit`, a release at time ``r`` can only help a waiter
     (an event or a gate) whose semaphore-delayed start is after ``r`` or that cannot start at
     all yet, so exactly those are woken: per semaphore, delayed waiters sit in a max-heap of their
-    start and starved waiters are grouped by the units they need.
+    start and starved waiters are grouped by the units they need. A waiter is registered only
+    with the semaphores that moved its start during admission: every earlier time was refused by
+    one of them, so a release on any other semaphore cannot bring the start forward.
     """
     cg = state.cg
     n = cg.n
@@ -485,9 +497,9 @@ def _run_keyed(state: _State, pol: Policy) -> None:
             acq = gate_acq[g]
             if acq:
                 gate_version[g] += 1
-                t2, _sb = admit_all(acq, t, gate_dur[g])
+                t2, _sb, movers = admit_all(acq, t, gate_dur[g])
                 if t2 != t:
-                    register(n + g, gate_version[g], acq, t2)
+                    register(n + g, gate_version[g], movers, t2)
                 if t2 == INF:
                     if cur_key[j] is not None:
                         cur_key[j] = None
@@ -530,13 +542,13 @@ def _run_keyed(state: _State, pol: Policy) -> None:
             return
         if s == INF:
             cur_key[j] = None
-            register(j, vj, acq3[j], INF)
+            register(j, vj, ev[6], INF)
             return
         key = (before[j], s, after[j], j)
         cur_key[j] = key
         push(heap, key)
         if ev[4] >= 0:
-            register(j, vj, acq3[j], s)
+            register(j, vj, ev[6], s)
 
     def lower_bound(j: int) -> None:
         # start >= ready[j] always holds, so this key may be pushed without evaluating j
