@@ -42,7 +42,10 @@ from moeopt.megamoe import (
 from moeopt.registry import register
 
 if TYPE_CHECKING:
+    from moeopt.exact import ExactResult, GapReport, SolveStatus, graph_optimality_gap, solve_exact
     from moeopt.search import StudyResult, run_study
+
+_EXACT = ("solve_exact", "ExactResult", "SolveStatus", "graph_optimality_gap", "GapReport")
 
 
 def __getattr__(name: str) -> Any:
@@ -51,6 +54,11 @@ def __getattr__(name: str) -> Any:
         import moeopt.search
 
         return getattr(moeopt.search, name)
+    # the exact layer imports OR-Tools' CP-SAT: also loaded on first use
+    if name in _EXACT:
+        import moeopt.exact
+
+        return getattr(moeopt.exact, name)
     raise AttributeError(f"module 'moeopt' has no attribute {name!r}")
 
 
@@ -62,6 +70,8 @@ __all__ = [
     "EarliestStart",
     "Event",
     "EventGraph",
+    "ExactResult",
+    "GapReport",
     "GraphError",
     "InputError",
     "LookaheadOneStep",
@@ -76,12 +86,14 @@ __all__ = [
     "ScheduleError",
     "SchedulerView",
     "SchedulingError",
+    "SolveStatus",
     "StudyResult",
     "Wait",
     "WorkConservationViolation",
     "WorkConservingCriticalPath",
     "Workload",
     "__version__",
+    "graph_optimality_gap",
     "load_psplib",
     "load_psplib_optima",
     "load_scenario",
@@ -89,5 +101,6 @@ __all__ = [
     "run_study",
     "schedule",
     "simulate",
+    "solve_exact",
     "validate_schedule",
 ]
