@@ -32,8 +32,9 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=1)
     args = ap.parse_args()
     print(f"{'graph':<28} {'events':>8} {'build s':>8}  {'policy':<30} {'sched s':>8} {'events/s':>10} {'makespan us':>12}")
-    runs = [(False, size) for size in args.sizes] + [(True, size) for size in args.sizes]
-    runs.append((True, 2_000))
+    # late-bound tiles: every load competes for the whole AIC pool and the shared slots; the
+    # scheduler is far slower there (see SLOW_LATE), so those graphs stay at 10k and 2k events
+    runs = [(False, size) for size in args.sizes] + [(True, 10_000), (True, 2_000)]
     for late, size in runs:
         t0 = time.perf_counter()
         g = layered_graph(size, seed=args.seed, late_bind_tiles=late)
