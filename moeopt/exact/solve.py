@@ -71,7 +71,7 @@ RESERVED_PARAMS = {
     "num_search_workers": "workers",
 }
 
-REPLAY_RESERVE_S = 0.1
+REPLAY_RESERVE_S = 0.02
 REPLAY_RESERVE_PER_EVENT_S = 8e-5
 """Time kept back from the solver for the replay and the validation (base + per event)."""
 
