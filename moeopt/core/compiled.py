@@ -12,6 +12,7 @@ worked out here, so the scheduler can never run into a group that has no legal s
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import networkx as nx
@@ -55,30 +56,39 @@ class CompiledGraph:
 
     def tails(self) -> list[float]:
         """Longest path from each event's start to the end of the graph (its duration included)."""
-        tail = [0.0] * self.n
-        dur = self.dur
-        succs = self.succs
-        for i in reversed(self.topo):
-            best = 0.0
-            for j, lam in succs[i]:
-                v = lam + tail[j]
-                if v > best:
-                    best = v
-            tail[i] = dur[i] + best
-        return tail
+        return longest_paths(self.topo, self.dur, self.preds, self.succs)[1]
 
     def heads(self) -> list[float]:
         """Earliest start of each event from precedence alone (longest path from the sources)."""
-        head = [0.0] * self.n
-        dur = self.dur
-        for i in self.topo:
-            best = 0.0
-            for p, lam in self.preds[i]:
-                v = head[p] + dur[p] + lam
-                if v > best:
-                    best = v
-            head[i] = best
-        return head
+        return longest_paths(self.topo, self.dur, self.preds, self.succs)[0]
+
+
+def longest_paths(
+    topo: Sequence[int],
+    dur: Sequence[float],
+    preds: Sequence[Sequence[tuple[int, float]]],
+    succs: Sequence[Sequence[tuple[int, float]]],
+) -> tuple[list[float], list[float]]:
+    """``(head, tail)`` per event: the longest path (with λ) from the sources to its start, and
+    from its start to the end (its own duration included), for the durations ``dur``."""
+    n = len(dur)
+    head = [0.0] * n
+    for i in topo:
+        best = 0.0
+        for p, lam in preds[i]:
+            v = head[p] + dur[p] + lam
+            if v > best:
+                best = v
+        head[i] = best
+    tail = [0.0] * n
+    for i in reversed(topo):
+        best = 0.0
+        for j, lam in succs[i]:
+            v = lam + tail[j]
+            if v > best:
+                best = v
+        tail[i] = dur[i] + best
+    return head, tail
 
 
 def compile_graph(g: EventGraph) -> CompiledGraph:

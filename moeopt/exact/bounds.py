@@ -50,6 +50,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from moeopt.core.compiled import CompiledGraph
+from moeopt.core.compiled import longest_paths as core_longest_paths
 from moeopt.exact.pairing import Pairing
 
 EXACT_2D_LIMIT = 300
@@ -84,24 +85,7 @@ def longest_paths(
     cg: CompiledGraph, dur: Sequence[float], preds: Edges, succs: Edges
 ) -> tuple[list[float], list[float]]:
     """``(head, tail)`` per event for durations ``dur`` and edges ``preds`` / ``succs`` (with λ)."""
-    n = cg.n
-    head = [0.0] * n
-    for i in cg.topo:
-        best = 0.0
-        for p, lam in preds[i]:
-            v = head[p] + dur[p] + lam
-            if v > best:
-                best = v
-        head[i] = best
-    tail = [0.0] * n
-    for i in reversed(cg.topo):
-        best = 0.0
-        for j, lam in succs[i]:
-            v = lam + tail[j]
-            if v > best:
-                best = v
-        tail[i] = dur[i] + best
-    return head, tail
+    return core_longest_paths(cg.topo, dur, preds, succs)
 
 
 def energy_bound(items: Sequence[Item], capacity: int, *, integral: bool = False) -> float:
