@@ -63,6 +63,20 @@ class CompiledGraph:
         return longest_paths(self.topo, self.dur, self.preds, self.succs)[0]
 
 
+def reachable(adj: Sequence[Sequence[tuple[int, float]]], start: int) -> set[int]:
+    """Every event reachable from ``start`` along ``adj`` (``succs``: descendants, ``preds``:
+    ancestors), ``start`` itself excluded."""
+    seen: set[int] = set()
+    stack = [start]
+    while stack:
+        i = stack.pop()
+        for j, _lam in adj[i]:
+            if j not in seen:
+                seen.add(j)
+                stack.append(j)
+    return seen
+
+
 def longest_paths(
     topo: Sequence[int],
     dur: Sequence[float],

@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from moeopt.core.compiled import CompiledGraph
+from moeopt.core.compiled import CompiledGraph, reachable
 from moeopt.core.events import EventGraph
 
 WALK_BUDGET = 50_000  # acquirers x events; above it only the cheap criterion is used
@@ -70,26 +70,14 @@ def nonbinding_semaphores(cg: CompiledGraph) -> list[int]:
                     r_of[i] = r
         ok = True
         for e in acquirers[s]:
-            anc_rel = sum(r_of.get(x, 0) for x in _walk(cg.preds, e))
-            desc_acq = sum(a_of.get(y, 0) for y in _walk(cg.succs, e))
+            anc_rel = sum(r_of.get(x, 0) for x in reachable(cg.preds, e))
+            desc_acq = sum(a_of.get(y, 0) for y in reachable(cg.succs, e))
             if cap + anc_rel - (a_tot[s] - desc_acq) < 0:
                 ok = False
                 break
         if ok:
             out.append(s)
     return out
-
-
-def _walk(adj: list[tuple[tuple[int, float], ...]], start: int) -> set[int]:
-    seen: set[int] = set()
-    stack = [start]
-    while stack:
-        i = stack.pop()
-        for j, _lam in adj[i]:
-            if j not in seen:
-                seen.add(j)
-                stack.append(j)
-    return seen
 
 
 def drop_nonbinding_semaphores(graph: EventGraph) -> CompiledGraph:

@@ -26,7 +26,7 @@ from itertools import combinations, islice
 
 import networkx as nx
 
-from moeopt.core.compiled import CompiledGraph
+from moeopt.core.compiled import CompiledGraph, reachable
 from moeopt.exact.bounds import capacity_sets
 from moeopt.exact.pairing import Pairing
 
@@ -51,15 +51,7 @@ def disjunctive_cliques(
     conflict.add_nodes_from(nodes)
     # precedence: every descendant of i
     for i in nodes:
-        seen: set[int] = set()
-        stack = [i]
-        while stack:
-            x = stack.pop()
-            for y, _lam in succs[x]:
-                if y not in seen:
-                    seen.add(y)
-                    stack.append(y)
-        conflict.add_edges_from((i, j) for j in seen if j in keep)
+        conflict.add_edges_from((i, j) for j in reachable(succs, i) if j in keep)
     # shared capacities: event intervals only (first == last), demands adding up above it
     for cs in capacity_sets(cg, pairings, [float(d) for d in dur], succs):
         items = [(first, q) for first, last, _len, q in cs.items if first == last and first in keep]
