@@ -247,6 +247,7 @@ def worker_loop(
     try:
         sig.install()
         while True:
+            sig.check()  # a stop whose exception was swallowed (see _Signals) is raised here
             if deadline is not None and time.time() >= deadline:
                 break
             if parent_pid is not None and os.getppid() != parent_pid:
@@ -309,11 +310,17 @@ class _Signals:
     signal is held back and raised when the section ends, so a stop never leaves a trial half
     created or half told: it lands either between trials or while a trial is being evaluated,
     where the trial is then marked ``interrupted`` and its point queued again.
+
+    A signal handler's exception can be lost: Python runs handlers between bytecodes, and when that
+    point is inside a garbage-collector callback or a ``__del__`` method the exception is reported as
+    "ignored" and the code goes on. So every received signal is also remembered, and ``check()``
+    (called before each new trial) raises it again if it has not stopped the loop yet.
     """
 
     def __init__(self) -> None:
         self.depth = 0
         self.pending: int | None = None
+        self.received: int | None = None
         self.old: dict[int, Any] = {}
 
     def install(self) -> None:
@@ -327,7 +334,12 @@ class _Signals:
             signal.signal(s, h)
         self.old.clear()
 
+    def check(self) -> None:
+        if self.received is not None and not self.depth:
+            self._raise(self.received)
+
     def _handler(self, signum: int, frame: Any) -> None:
+        self.received = signum
         if self.depth:
             self.pending = signum
             return
