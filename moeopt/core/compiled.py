@@ -114,42 +114,8 @@ def compile_graph(g: EventGraph) -> CompiledGraph:
     pools = dict(g.pools)
     problems: list[str] = []
 
-    # --- dependencies on missing events
-    for ev in events:
-        missing = [p for p in ev.deps if p not in index]
-        if missing:
-            problems.append(f"event {ev.name!r} depends on missing event(s) {missing}")
-
-    # --- semaphores
-    acquired: set[str] = set()
-    for ev in events:
-        for sem, amount in ev.acquires.items():
-            if sem not in sems:
-                problems.append(
-                    f"event {ev.name!r} acquires undeclared semaphore {sem!r} "
-                    f"(declared: {sorted(sems) or 'none'}); declare it with a capacity"
-                )
-            else:
-                acquired.add(sem)
-                if amount > sems[sem]:
-                    problems.append(
-                        f"event {ev.name!r} acquires {amount} units of semaphore {sem!r} whose capacity "
-                        f"is {sems[sem]}: it could never start"
-                    )
-        for sem in ev.releases:
-            if sem not in sems:
-                problems.append(
-                    f"event {ev.name!r} releases undeclared semaphore {sem!r} "
-                    f"(declared: {sorted(sems) or 'none'}); declare it with a capacity"
-                )
-    released_only = sorted(
-        {s for ev in events for s in ev.releases if s in sems} - acquired
-    )
-    for sem in released_only:
-        who = [ev.name for ev in events if sem in ev.releases][:5]
-        problems.append(f"semaphore {sem!r} is released (by {who}) but never acquired")
-
-    # --- resources, pools
+    # --- one pass over the events: dependencies (missing ones reported), semaphore uses,
+    # resources and pool placeholders
     res_names: list[str] = []
     res_index: dict[str, int] = {}
 
@@ -164,12 +130,70 @@ def compile_graph(g: EventGraph) -> CompiledGraph:
     pool_names = list(pools)
     pool_id = {p: k for k, p in enumerate(pool_names)}
     pool_members = [tuple(rid(m) for m in pools[p]) for p in pool_names]
+    sem_names = list(sems)
+    sem_id = {s: k for k, s in enumerate(sem_names)}
+    n = len(events)
+    preds: list[tuple[tuple[int, float], ...]] = []
+    succ_lists: list[list[tuple[int, float]]] = [[] for _ in range(n)]
+    acq: list[tuple[tuple[int, int], ...]] = []
+    rel: list[tuple[tuple[int, int], ...]] = []
     fixed: list[tuple[int, ...]] = []
     placeholders: list[tuple[int, ...]] = []
-    for ev in events:
+    acquired: set[int] = set()
+    released: set[int] = set()
+    no_pairs: tuple[tuple[int, int], ...] = ()
+    for i, ev in enumerate(events):
+        try:
+            pl = tuple([(index[p], lam) for p, lam in ev.deps.items()])
+        except KeyError:
+            missing = [p for p in ev.deps if p not in index]
+            problems.append(f"event {ev.name!r} depends on missing event(s) {missing}")
+            pl = tuple([(index[p], lam) for p, lam in ev.deps.items() if p in index])
+        preds.append(pl)
+        for p, lam in pl:
+            succ_lists[p].append((i, lam))
+        if ev.acquires:
+            pairs = []
+            for sem, amount in ev.acquires.items():
+                k = sem_id.get(sem)
+                if k is None:
+                    problems.append(
+                        f"event {ev.name!r} acquires undeclared semaphore {sem!r} "
+                        f"(declared: {sorted(sems) or 'none'}); declare it with a capacity"
+                    )
+                    continue
+                acquired.add(k)
+                if amount > sems[sem]:
+                    problems.append(
+                        f"event {ev.name!r} acquires {amount} units of semaphore {sem!r} whose capacity "
+                        f"is {sems[sem]}: it could never start"
+                    )
+                pairs.append((k, amount))
+            acq.append(tuple(pairs))
+        else:
+            acq.append(no_pairs)
+        if ev.releases:
+            pairs = []
+            for sem, amount in ev.releases.items():
+                k = sem_id.get(sem)
+                if k is None:
+                    problems.append(
+                        f"event {ev.name!r} releases undeclared semaphore {sem!r} "
+                        f"(declared: {sorted(sems) or 'none'}); declare it with a capacity"
+                    )
+                    continue
+                released.add(k)
+                pairs.append((k, amount))
+            rel.append(tuple(pairs))
+        else:
+            rel.append(no_pairs)
         fx: list[int] = []
         ph: list[int] = []
         for r in ev.resources:
+            j = res_index.get(r)
+            if j is not None:
+                fx.append(j)
+                continue
             role = placeholder_role(r)
             if role is None:
                 fx.append(rid(r))
@@ -182,6 +206,10 @@ def compile_graph(g: EventGraph) -> CompiledGraph:
                 ph.append(pool_id[role])
         fixed.append(tuple(fx))
         placeholders.append(tuple(ph))
+    for sem in sorted(sem_names[k] for k in released - acquired):
+        who = [ev.name for ev in events if sem in ev.releases][:5]
+        problems.append(f"semaphore {sem!r} is released (by {who}) but never acquired")
+
     site_names: list[str] = []
     site_index: dict[str, int] = {}
     res_site: list[int] = []
@@ -256,15 +284,7 @@ def compile_graph(g: EventGraph) -> CompiledGraph:
             group_sites.append(None if allowed is None else tuple(sorted(allowed)))
     # events outside any group with several placeholders bind each placeholder independently.
 
-    # --- predecessors / successors and a topological order
-    n = len(events)
-    preds: list[tuple[tuple[int, float], ...]] = []
-    succ_lists: list[list[tuple[int, float]]] = [[] for _ in range(n)]
-    for i, ev in enumerate(events):
-        pl = tuple((index[p], lam) for p, lam in ev.deps.items() if p in index)
-        preds.append(pl)
-        for p, lam in pl:
-            succ_lists[p].append((i, lam))
+    # --- successors and a topological order
     succs = [tuple(s) for s in succ_lists]
     indeg = [len(p) for p in preds]
     queue = deque(i for i in range(n) if indeg[i] == 0)
@@ -290,8 +310,6 @@ def compile_graph(g: EventGraph) -> CompiledGraph:
     if problems:
         raise GraphError("invalid event graph:\n  " + "\n  ".join(problems))
 
-    sem_names = list(sems)
-    sem_id = {s: k for k, s in enumerate(sem_names)}
     return CompiledGraph(
         names=names,
         index=index,
@@ -307,8 +325,8 @@ def compile_graph(g: EventGraph) -> CompiledGraph:
         placeholders=placeholders,
         pool_names=pool_names,
         pool_members=pool_members,
-        acq=[tuple((sem_id[s], a) for s, a in e.acquires.items()) for e in events],
-        rel=[tuple((sem_id[s], a) for s, a in e.releases.items()) for e in events],
+        acq=acq,
+        rel=rel,
         sem_names=sem_names,
         sem_cap=[sems[s] for s in sem_names],
         group=group,

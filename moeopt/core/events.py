@@ -81,8 +81,11 @@ _NO_LABELS: Mapping[str, Any] = MappingProxyType({})
 def _amounts(owner: str, what: str, raw: Mapping[str, int] | None) -> Mapping[str, int]:
     if not raw:
         return _NO_AMOUNTS
-    out: dict[str, int] = {}
-    for sem, amount in dict(raw).items():
+    out = dict(raw)
+    for sem, amount in out.items():
+        # fast path: a plain positive int under a plain non-empty name
+        if type(amount) is int and amount > 0 and type(sem) is str and sem:
+            continue
         if not isinstance(sem, str) or not sem:
             raise GraphError(f"event {owner!r}: {what} names must be non-empty strings, got {sem!r}")
         if isinstance(amount, bool) or not isinstance(amount, int) or amount <= 0:
@@ -90,7 +93,6 @@ def _amounts(owner: str, what: str, raw: Mapping[str, int] | None) -> Mapping[st
                 f"event {owner!r}: {what}[{sem!r}] must be a positive integer number of units, "
                 f"got {amount!r}"
             )
-        out[sem] = amount
     return MappingProxyType(out)
 
 
@@ -123,7 +125,8 @@ class Event:
         name = self.name
         if not isinstance(name, str) or not name:
             raise GraphError(f"event name must be a non-empty string, got {name!r}")
-        if not _finite_nonneg(self.duration_us):
+        dur = self.duration_us
+        if not (type(dur) is float and 0.0 <= dur < _INF) and not _finite_nonneg(dur):
             raise GraphError(
                 f"event {name!r}: duration_us must be a finite number >= 0, got {self.duration_us!r}"
             )
@@ -132,11 +135,12 @@ class Event:
                 f"event {name!r}: resources must be a list of names, got the string {self.resources!r}"
             )
         resources = tuple(self.resources)
+        memo = _SPLIT_MEMO
         for r in resources:
+            if type(r) is str and memo.get(r) is not None:
+                continue  # a '<site>.<role>' name seen before
             if not isinstance(r, str):
                 raise GraphError(f"event {name!r}: resource names must be strings, got {r!r}")
-            if r in _SPLIT_MEMO and _SPLIT_MEMO[r] is not None:
-                continue
             if split_resource(r) is None and placeholder_role(r) is None:
                 raise GraphError(
                     f"event {name!r}: resource {r!r} is neither '<site>.<role>' (e.g. 'core3.AIC') "
@@ -145,8 +149,11 @@ class Event:
         if len(resources) > 1 and len(set(resources)) != len(resources):
             dup = sorted({r for r in resources if resources.count(r) > 1})
             raise GraphError(f"event {name!r}: resource(s) {dup} listed more than once")
-        deps: dict[str, float] = {}
-        for pred, lam in (self.deps.items() if self.deps else ()):
+        deps: dict[str, float] = dict(self.deps) if self.deps else {}
+        for pred, lam in deps.items():
+            # fast path: a plain float λ in [0, inf) on a plain non-empty name other than this one
+            if type(lam) is float and 0.0 <= lam < _INF and type(pred) is str and pred and pred != name:
+                continue
             if not isinstance(pred, str) or not pred:
                 raise GraphError(f"event {name!r}: dependency names must be strings, got {pred!r}")
             if not _finite_nonneg(lam):
@@ -156,7 +163,7 @@ class Event:
                 )
             if pred == name:
                 raise GraphError(f"event {name!r} depends on itself (a cycle of length 1)")
-            deps[pred] = float(lam)
+            deps[pred] = float(lam)  # same key: the dict's size does not change
         if self.colocate_with is not None and (
             not isinstance(self.colocate_with, str) or not self.colocate_with
         ):
@@ -169,7 +176,8 @@ class Event:
         object.__setattr__(self, "deps", MappingProxyType(deps))
         object.__setattr__(self, "acquires", _amounts(name, "acquires", self.acquires))
         object.__setattr__(self, "releases", _amounts(name, "releases", self.releases))
-        object.__setattr__(self, "duration_us", float(self.duration_us))
+        if type(dur) is not float:
+            object.__setattr__(self, "duration_us", float(dur))
         object.__setattr__(self, "labels", MappingProxyType(dict(self.labels)) if self.labels else _NO_LABELS)
 
     def __repr__(self) -> str:
@@ -313,6 +321,8 @@ class EventGraph:
 
     def resources(self) -> list[str]:
         """Every concrete resource named by an event or a pool, sorted."""
+        if self._compiled is not None:  # the validated form already lists them
+            return sorted(self._compiled.res_names)
         seen: set[str] = set()
         for ev in self._events.values():
             seen.update(r for r in ev.resources if placeholder_role(r) is None)

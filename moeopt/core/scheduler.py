@@ -299,7 +299,7 @@ class _State:
         return Schedule(
             start_us=dict(zip(names, self.start)),
             end_us=dict(zip(names, self.end)),
-            resources=_LazyResources(cg, self.bound),
+            resources=_bound_names(cg, self.bound),
             waits=_LazyWaits(cg, self.waits),
             policy=policy_name,
             order=tuple(names[i] for i in self.order),
@@ -318,24 +318,52 @@ class _State:
         return "; ".join(lines) + more
 
 
+def _bound_names(cg: CompiledGraph, bound: list[tuple[int, ...]]) -> dict[str, tuple[str, ...]]:
+    """``event -> bound resource names``, built eagerly: validation and every analysis read all
+    of them, and the common one-resource tuples are shared."""
+    res_names = cg.res_names
+    single = [(r,) for r in res_names]
+    return {
+        name: single[b[0]] if len(b) == 1 else tuple(res_names[r] for r in b)
+        for name, b in zip(cg.names, bound)
+    }
+
+
 class _LazyByEvent(Mapping[str, _V]):
     """``event name -> value`` built from the scheduler's arrays on first access per event (most
-    callers read a few events of a large schedule)."""
+    callers read a few events of a large schedule; one that has read many is taken to read all,
+    and the rest are built in one pass)."""
 
-    __slots__ = ("_cg", "_memo")
+    __slots__ = ("_all", "_cg", "_memo")
+
+    BULK_AFTER = 64
 
     def __init__(self, cg: CompiledGraph) -> None:
         self._cg = cg
         self._memo: dict[str, _V] = {}
+        self._all = False
 
     def _build(self, i: int) -> _V:
         raise NotImplementedError
 
+    def _build_all(self) -> None:
+        memo = self._memo
+        build = self._build
+        for i, name in enumerate(self._cg.names):
+            if name not in memo:
+                memo[name] = build(i)
+        self._all = True
+
     def __getitem__(self, name: str) -> _V:
-        got = self._memo.get(name)
-        if got is None:
-            got = self._build(self._cg.index[name])
-            self._memo[name] = got
+        try:
+            return self._memo[name]
+        except KeyError:
+            if self._all or name not in self._cg.index:
+                raise
+        if len(self._memo) >= self.BULK_AFTER:
+            self._build_all()
+            return self._memo[name]
+        got = self._memo[name] = self._build(self._cg.index[name])
         return got
 
     def __iter__(self) -> Iterator[str]:
@@ -346,20 +374,6 @@ class _LazyByEvent(Mapping[str, _V]):
 
     def __contains__(self, name: object) -> bool:
         return name in self._cg.index
-
-
-class _LazyResources(_LazyByEvent[tuple[str, ...]]):
-    """``event -> bound resource names``."""
-
-    __slots__ = ("_bound",)
-
-    def __init__(self, cg: CompiledGraph, bound: list[tuple[int, ...]]) -> None:
-        super().__init__(cg)
-        self._bound = bound
-
-    def _build(self, i: int) -> tuple[str, ...]:
-        res_names = self._cg.res_names
-        return tuple(res_names[r] for r in self._bound[i])
 
 
 class _LazyWaits(_LazyByEvent[Wait]):
@@ -382,6 +396,22 @@ class _LazyWaits(_LazyByEvent[Wait]):
             semaphore=cg.sem_names[sb] if sb >= 0 and sw > 0 else None,
             semaphore_wait_us=sw if sw > 0 else 0.0,
         )
+
+    def _build_all(self) -> None:
+        cg = self._cg
+        names, res_names, sem_names = cg.names, cg.res_names, cg.sem_names
+        memo = self._memo
+        for name, (ready, rp, rb, rw, sb, sw) in zip(names, self._raw):
+            if name not in memo:
+                memo[name] = Wait(
+                    ready,
+                    names[rp] if rp >= 0 else None,
+                    res_names[rb] if rb >= 0 and rw > 0 else None,
+                    rw if rw > 0 else 0.0,
+                    sem_names[sb] if sb >= 0 and sw > 0 else None,
+                    sw if sw > 0 else 0.0,
+                )
+        self._all = True
 
 
 def schedule(
@@ -406,12 +436,17 @@ def schedule(
     graph.validate()
     cg = drop_nonbinding_semaphores(graph) if normalize else graph.compiled()
     state = _State(cg)
-    pol.prepare(cg)
-    if pol.wants_view:
-        _run_view(state, pol)
-    else:
-        _run_keyed(state, pol)
-    return state.to_schedule(pol.name)
+    try:
+        pol.prepare(cg)
+        if pol.wants_view:
+            _run_view(state, pol)
+        else:
+            _run_keyed(state, pol)
+        return state.to_schedule(pol.name)
+    finally:
+        # the state's evaluate / admit_all closures refer back to the state: without this the
+        # whole scheduling state (tens of thousands of objects) waits for the cycle collector
+        state.evaluate = state.admit_all = None  # type: ignore[assignment]
 
 
 def _run_keyed(state: _State, pol: Policy) -> None:

@@ -47,60 +47,67 @@ def validate_schedule(graph: EventGraph, schedule: Schedule, *, durations_exact:
         v.append(f"schedule names {name!r}, which is not an event of the graph")
     ok = [n for n in events if n in start and n in end]
 
-    # durations and time origin
+    # one pass over the events: durations and time origin, precedence with λ, bindings (fixed
+    # resources kept, placeholders bound to pool members). Each rule tests the exact inequality
+    # first and computes the tolerance only when that fails (the common case is a clean pass).
     A, R = ABS_TOL_US, REL_TOL
-    for name in ok:
-        s, e, d = start[name], end[name], events[name].duration_us
-        if s < -(A + R * abs(s)):
-            v.append(f"event {name!r} starts at {s:g} µs, before t = 0")
-        length = e - s
-        tol = A + R * max(abs(e), d)
-        if durations_exact:
-            if abs(length - d) > tol:
-                v.append(f"event {name!r} lasts {length:g} µs but its duration is {d:g} µs")
-        elif length < d - tol:
-            v.append(f"event {name!r} lasts {length:g} µs, shorter than its duration {d:g} µs")
-
-    # precedence with λ
-    for name in ok:
-        s = start[name]
-        for pred, lam in events[name].deps.items():
-            e_pred = end.get(pred)
-            if e_pred is None:
-                continue
-            need = e_pred + lam
-            if s < need - (A + R * abs(need)):
-                v.append(
-                    f"event {name!r} starts at {s:g} µs, before its predecessor {pred!r} "
-                    f"ends ({e_pred:g}) plus λ {lam:g} = {need:g}"
-                )
-
-    # bindings: fixed resources kept, placeholders bound to pool members
     pools = graph.pools
     pool_sets = {role: frozenset(members) for role, members in pools.items()}
     occupied: dict[str, list[tuple[float, float, str]]] = defaultdict(list)
     sites_of: dict[str, set[str]] = {}
+    changes: dict[str, list[tuple[float, int, str]]] = defaultdict(list)
     for name in ok:
         ev = events[name]
+        s, e, d = start[name], end[name], ev.duration_us
+        if s < 0.0 and s < -(A + R * abs(s)):
+            v.append(f"event {name!r} starts at {s:g} µs, before t = 0")
+        length = e - s
+        if length != d:
+            tol = A + R * max(abs(e), d)
+            if durations_exact:
+                if abs(length - d) > tol:
+                    v.append(f"event {name!r} lasts {length:g} µs but its duration is {d:g} µs")
+            elif length < d - tol:
+                v.append(f"event {name!r} lasts {length:g} µs, shorter than its duration {d:g} µs")
+        for pred, lam in ev.deps.items():
+            e_pred = end.get(pred)
+            if e_pred is None:
+                continue
+            need = e_pred + lam
+            if s < need and s < need - (A + R * abs(need)):
+                v.append(
+                    f"event {name!r} starts at {s:g} µs, before its predecessor {pred!r} "
+                    f"ends ({e_pred:g}) plus λ {lam:g} = {need:g}"
+                )
+        for sem, a in ev.acquires.items():
+            changes[sem].append((s, -a, name))
+        for sem, units in ev.releases.items():
+            changes[sem].append((e, units, name))
         got = tuple(res.get(name, ()))
         wanted = ev.resources
         if len(wanted) == 1 and len(got) == 1:
             # the common case: one resource, fixed or one placeholder
-            role = placeholder_role(wanted[0])
-            if (got[0] != wanted[0]) if role is None else (got[0] not in pool_sets.get(role, ())):
+            r0 = got[0]
+            if r0 != wanted[0]:
+                role = placeholder_role(wanted[0])
                 if role is None:
                     v.append(f"event {name!r} needs resource {wanted[0]!r} but is bound to {list(got)}")
-                else:
+                    continue
+                if r0 not in pool_sets.get(role, ()):
                     v.append(
                         f"event {name!r} is bound to {list(got)} for placeholder(s) {[wanted[0]]}, "
                         f"which are not members of those pools"
                     )
-                continue
-        elif not _binding_ok(name, wanted, list(got), pools, v):
+                    continue
+            occupied[r0].append((s, e, name))
+            parts = split_resource(r0)
+            sites_of[name] = {parts[0]} if parts is not None else set()
+            continue
+        if not _binding_ok(name, wanted, list(got), pools, v):
             continue
         sites = set()
         for r in got:
-            occupied[r].append((start[name], end[name], name))
+            occupied[r].append((s, e, name))
             parts = split_resource(r)
             if parts is not None:
                 sites.add(parts[0])
@@ -108,9 +115,9 @@ def validate_schedule(graph: EventGraph, schedule: Schedule, *, durations_exact:
 
     # exclusive resources
     for r, spans in occupied.items():
-        spans = sorted(s for s in spans if s[1] > s[0])
+        spans = sorted(sp for sp in spans if sp[1] > sp[0])
         for (s1, e1, n1), (s2, e2, n2) in itertools.pairwise(spans):
-            if s2 < e1 - (A + R * abs(e1)):
+            if s2 < e1 and s2 < e1 - (A + R * abs(e1)):
                 v.append(
                     f"events {n1!r} [{s1:g}, {e1:g}) and {n2!r} [{s2:g}, {e2:g}) overlap on resource {r!r}"
                 )
@@ -127,37 +134,32 @@ def validate_schedule(graph: EventGraph, schedule: Schedule, *, durations_exact:
                 f"on site(s) {sorted(theirs)}"
             )
 
-    # semaphores: free units within [0, capacity] at every instant
-    changes: dict[str, list[tuple[float, int, str]]] = defaultdict(list)
-    for name in ok:
-        ev = events[name]
-        for sem, a in ev.acquires.items():
-            changes[sem].append((start[name], -a, name))
-        for sem, units in ev.releases.items():
-            changes[sem].append((end[name], units, name))
+    # semaphores: free units within [0, capacity] at every instant (changes within the time
+    # tolerance of an instant's first change are applied together)
     for sem, ch in changes.items():
         cap = graph.semaphores[sem]
-        ch.sort(key=lambda c: c[0])
+        ch.sort()  # by time first; the order inside one instant does not matter
         level = cap
-        k = 0
-        while k < len(ch):
+        k, n_ch = 0, len(ch)
+        while k < n_ch:
+            k0 = k
             t0 = ch[k][0]
-            who = []
             lim = t0 + A + R * abs(t0)
-            while k < len(ch) and ch[k][0] <= lim:
+            while k < n_ch and ch[k][0] <= lim:
                 level += ch[k][1]
-                who.append(ch[k][2])
                 k += 1
-            if level < 0:
-                v.append(
-                    f"semaphore {sem!r} has {level} free units at t = {t0:g} µs (capacity {cap}), "
-                    f"when {who[:5]} start/end"
-                )
-            elif level > cap:
-                v.append(
-                    f"semaphore {sem!r} has {level} free units at t = {t0:g} µs, above its capacity "
-                    f"{cap}, when {who[:5]} start/end"
-                )
+            if level < 0 or level > cap:
+                who = [c[2] for c in ch[k0:k]][:5]
+                if level < 0:
+                    v.append(
+                        f"semaphore {sem!r} has {level} free units at t = {t0:g} µs (capacity {cap}), "
+                        f"when {who} start/end"
+                    )
+                else:
+                    v.append(
+                        f"semaphore {sem!r} has {level} free units at t = {t0:g} µs, above its capacity "
+                        f"{cap}, when {who} start/end"
+                    )
     if v:
         raise ScheduleError(v)
 

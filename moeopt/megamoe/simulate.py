@@ -18,6 +18,7 @@ import hashlib
 import json
 from typing import Any
 
+from moeopt.core.gcpause import gc_paused
 from moeopt.core.policies import make_policy
 from moeopt.core.scheduler import schedule
 from moeopt.core.validate import validate_schedule
@@ -53,6 +54,13 @@ def simulate(
     scenario: Scenario, check_bounds: bool = True, check_work_conservation: bool = True, validate: bool = True
 ) -> dict[str, Any]:
     """Simulate ``scenario``; the result dict of SPEC §7 (see the module docstring for guardrails)."""
+    with gc_paused():
+        return _simulate(scenario, check_bounds, check_work_conservation, validate)
+
+
+def _simulate(
+    scenario: Scenario, check_bounds: bool, check_work_conservation: bool, validate: bool
+) -> dict[str, Any]:
     cfg = scenario.config
     w = scenario.workload
     policy = make_policy(cfg.scheduling)
