@@ -1,0 +1,448 @@
+"""The single-page HTML report of a scenario and the trace commands of ``python -m moeopt``.
+
+``report FILE -o report.html [--set PATH=VALUE ...] [--rank R] [--policy NAME ...] [--exact S]``
+    Simulate the scenario and write one self-contained HTML page (no network at view time): the
+    time, the three physical bounds (which binds, the excess over it), utilisation per role and
+    per resource, idle decomposition per stage, stage busy time, traffic, the critical path's
+    largest waits, the calibration domain, and a Gantt chart of one rank (default: the slowest)
+    with one row per core and role, coloured by stage, wait attribution on hover. ``--policy``
+    stacks the same graph scheduled by other greedy policies under it; ``--exact S`` stacks the
+    CP-SAT schedule found within S seconds (hinted with the greedy one). Exit 0, 1 when a
+    guardrail fired (the page is not written), 2 for bad input.
+
+``trace FILE -o trace.json [--set ...] [--rank R] [--policy NAME]``
+    Export one rank's schedule as Chrome-trace JSON (Perfetto / chrome://tracing; ``.gz`` for
+    gzip): process = core, thread = role, ``cat`` = stage, waits and labels in ``args``.
+
+``trace-compare FILE MEASURED.json [--set ...] [--rank R] [--json PATH] [--check]``
+    Compare the predicted schedule of one rank with a measured (or exported) trace, stage by
+    stage: event counts, order, per-core assignment, duration ratio, start shift
+    (:mod:`moeopt.trace.compare`). A truncated trace is compared as far as it goes, with a
+    warning. ``--check``: exit 1 unless the two are identical.
+
+Library: :func:`report_html` / :func:`write_report`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import html
+import json
+import math
+import sys
+import warnings
+from collections import defaultdict
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from moeopt.core.policies import make_policy
+from moeopt.core.scheduler import schedule as greedy_schedule
+from moeopt.errors import InputError
+from moeopt.megamoe.commands import format_summary, parse_sets
+from moeopt.megamoe.errors import GuardrailError
+from moeopt.megamoe.scenario import Scenario, load_scenario
+from moeopt.megamoe.simulate import simulate
+from moeopt.trace import (
+    TraceTruncatedWarning,
+    compare_schedule_to_trace,
+    read_chrome_trace,
+    write_chrome_trace,
+)
+from moeopt.viz.gantt import GanttTrack, gantt_fragment, page_head, page_tail
+
+Command = tuple[str, Callable[[argparse.ArgumentParser], None], Callable[[argparse.Namespace], int]]
+
+_e = html.escape
+
+
+def _out(text: str, *, err: bool = False) -> None:
+    stream = sys.stderr if err else sys.stdout
+    stream.write(text + "\n")
+    stream.flush()
+
+
+# --------------------------------------------------------------------------- helpers
+def pick_rank(r: Mapping[str, Any], rank: int | None) -> int:
+    """``rank`` checked against the world size, or the slowest rank when ``None``."""
+    world = r["implementation"]["topology"]["world"]
+    if rank is None:
+        return int(r["slowest_rank"])
+    if isinstance(rank, bool) or not isinstance(rank, int) or not 0 <= rank < world:
+        raise InputError(
+            f"--rank: must be an integer from 0 to {world - 1} (the world size is {world}), got {rank!r}"
+        )
+    return rank
+
+
+def _num(x: Any, digits: int = 3) -> str:
+    if x is None:
+        return "-"
+    if isinstance(x, float) and not math.isfinite(x):
+        return str(x)
+    if isinstance(x, float):
+        return f"{x:,.{digits}f}"
+    return _e(str(x))
+
+
+def _table(head: Sequence[str], rows: Sequence[Sequence[Any]], left: int = 1) -> str:
+    """An HTML table; the first ``left`` columns are text (left-aligned), the rest numbers."""
+    th = "".join(f'<th class="{"l" if k < left else ""}">{_e(h)}</th>' for k, h in enumerate(head))
+    body = []
+    for row in rows:
+        cells = []
+        for k, v in enumerate(row):
+            cls = ' class="l"' if k < left else ""
+            text = v if isinstance(v, _Raw) else _num(v) if k >= left else _e(str(v))
+            cells.append(f"<td{cls}>{text}</td>")
+        body.append("<tr>" + "".join(cells) + "</tr>")
+    return f'<table class="mg"><tr>{th}</tr>' + "".join(body) + "</table>\n"
+
+
+class _Raw(str):
+    """Cell HTML that is already safe (a utilisation bar)."""
+
+
+def _bar(frac: float) -> _Raw:
+    pct = max(0.0, min(100.0, 100.0 * frac))
+    return _Raw(
+        f'<span style="display:inline-block;width:120px;background:#eee;vertical-align:middle">'
+        f'<span style="display:block;width:{pct:.1f}%;height:10px;background:#4e79a7"></span></span> '
+        f"{100.0 * frac:.1f}%"
+    )
+
+
+# --------------------------------------------------------------------------- report
+def report_html(
+    scenario: Scenario,
+    *,
+    result: Mapping[str, Any] | None = None,
+    rank: int | None = None,
+    policies: Sequence[str] = (),
+    exact_time_limit_s: float | None = None,
+    title: str = "moeopt report",
+    source: str = "",
+) -> str:
+    """The report page of ``scenario`` (``result``: an existing :func:`simulate` result to reuse)."""
+    r = result if result is not None else simulate(scenario)
+    rk = pick_rank(r, rank)
+    rr = r["rank_results"][rk]
+    g, s = rr["graph"], rr["schedule"]
+    tracks = [GanttTrack(f"rank {rk}, greedy ({s.policy or r['policy']})", s, g)]
+    for p in policies:
+        pol = make_policy(p)  # an unknown name fails here with the known names
+        tracks.append(
+            GanttTrack(f"rank {rk}, greedy ({pol.name})", greedy_schedule(g, policy=p, normalize=False), g)
+        )
+    exact_note = ""
+    if exact_time_limit_s is not None:
+        from moeopt.exact import solve_exact
+
+        x = solve_exact(g, time_limit_s=exact_time_limit_s, hint=s)
+        exact_note = (
+            f"CP-SAT ({exact_time_limit_s:g} s): status {x.status.value}, best "
+            f"{_num(x.best_us)} µs, lower bound {_num(x.lower_bound_us)} µs ({x.bound_source})"
+        )
+        if x.schedule is not None:
+            tracks.append(GanttTrack(f"rank {rk}, CP-SAT {x.status.value}", x.schedule, g))
+
+    parts = [page_head(title), f"<h1>{_e(title)}</h1>\n"]
+    if source:
+        parts.append(f"<p>scenario <code>{_e(source)}</code></p>\n")
+    parts.append(f'<pre class="mg">{_e(format_summary(r))}</pre>\n')
+
+    b = r["bounds"]
+    parts.append("<h2>Time and physical bounds (slowest rank)</h2>\n")
+    parts.append(
+        _table(
+            ["quantity", "µs"],
+            [
+                ["kernel time (to the last combine)", r["kernel_total_us"]],
+                ["with the unpermute tail", r["kernel_dag_end_us"]],
+                ["compute bound", b["compute_us"]],
+                [f"bandwidth bound [{b['bandwidth_channel']}]", b["bandwidth_us"]],
+                *[[f"  bandwidth: {ch}", v] for ch, v in b.get("bandwidth_by_channel_us", {}).items()],
+                ["dependency-chain bound", b["dependency_us"]],
+                [f"binding: {b['binding']}, excess over it", _Raw(f"{b['excess_pct']:+.2f}%")],
+            ],
+        )
+    )
+    if b.get("violated"):
+        parts.append("<p><b>The time is below a physical bound: a cost is missing from the model.</b></p>\n")
+
+    parts.append("<h2>Utilisation per role</h2>\n")
+    parts.append(_table(["role", "utilisation"], [[k, _bar(v)] for k, v in r["role_utilization"].items()]))
+    ru = r["resource_utilization"]
+    busy, idle = r["resource_busy_us"], r["resource_idle_us"]
+    parts.append(f"<details><summary>per resource ({len(ru)})</summary>\n")
+    parts.append(
+        _table(
+            ["resource", "busy µs", "idle µs", "utilisation"],
+            [[k, busy.get(k), idle.get(k), _bar(v)] for k, v in ru.items()],
+        )
+    )
+    parts.append("</details>\n")
+
+    parts.append(f"<h2>Schedule of rank {rk}</h2>\n")
+    parts.append(
+        "<p>One row per core and role; colour = stage. Hover a bar for the event, its times and what it "
+        "waited for; wheel to zoom, drag to pan, double-click to reset.</p>\n"
+    )
+    if exact_note:
+        parts.append(f"<p>{_e(exact_note)}</p>\n")
+    parts.append(gantt_fragment(tracks, color_by="stage", row_order="role", chart_id="schedule"))
+    idl = r["idle_decomposition"]
+    parts.append("<h2>Idle decomposition per stage pool (core-µs)</h2>\n")
+    parts.append(
+        _table(
+            ["stage", "forced", "avoidable", "late-bound", "work conservation"],
+            [
+                [
+                    st,
+                    d["forced_core_us"],
+                    d["avoidable_core_us"],
+                    _Raw("yes" if d["late_bound"] else "no"),
+                    _Raw(_e(d["work_conservation_exempt"] or "checked")),
+                ]
+                for st, d in idl["by_stage"].items()
+            ],
+        )
+    )
+
+    parts.append("<h2>Stage busy time and traffic</h2>\n")
+    parts.append(_table(["stage", "busy core-µs"], list(r["stage_busy_us"].items())))
+    parts.append(_table(["channel", "MB"], [[k, v / 1e6] for k, v in r["traffic_bytes"].items()]))
+
+    cp = r["critical_path"]
+    on_cp: dict[str, float] = defaultdict(float)
+    for c in cp:
+        on_cp[str(c.get("stage"))] += c["end_us"] - c["start_us"]
+    parts.append(f"<h2>Critical path ({len(cp)} events)</h2>\n")
+    parts.append(_table(["stage", "µs on the critical path"], sorted(on_cp.items(), key=lambda kv: -kv[1])))
+    waits = sorted((c for c in cp if c.get("wait_us", 0) > 0), key=lambda c: -c["wait_us"])[:10]
+    if waits:
+        parts.append("<h3>Largest waits on the critical path</h3>\n")
+        parts.append(
+            _table(
+                ["event", "stage", "why", "after", "wait µs", "start µs"],
+                [
+                    [c["event"], c.get("stage"), c["why"], c.get("after") or "-", c["wait_us"], c["start_us"]]
+                    for c in waits
+                ],
+                left=4,
+            )
+        )
+    else:
+        parts.append(
+            "<p>No event on the critical path queued: every step waited only for its dependency.</p>\n"
+        )
+
+    cal = r["calibration"]
+    parts.append("<h2>Calibration domain</h2>\n")
+    if cal["out_of_domain"]:
+        parts.append("<p><b>Out of domain:</b> " + _e("; ".join(cal["reasons"])) + "</p>\n")
+    else:
+        parts.append(f"<p>Inside domain <code>{_e(str(cal['domain']['id']))}</code>.</p>\n")
+
+    parts.append("<h2>Ranks</h2>\n")
+    rows = []
+    for rep in r["simulated_ranks"]:
+        x = r["rank_results"][rep]
+        rows.append(
+            [
+                str(rep),
+                ", ".join(map(str, x["ranks_sharing_signature"])),
+                x["kernel_total_us"],
+                x["n_events"],
+                _Raw(f"<code>{x['schedule'].fingerprint()}</code>"),
+            ]
+        )
+    parts.append(_table(["rank", "ranks sharing it", "time µs", "events", "fingerprint"], rows, left=2))
+
+    parts.append(page_tail())
+    return "".join(parts)
+
+
+def write_report(path: str | Path, scenario: Scenario, **kwargs: Any) -> Path:
+    """Write :func:`report_html` to ``path``."""
+    p = Path(path)
+    text = report_html(scenario, **kwargs)
+    try:
+        p.write_text(text, encoding="utf-8")
+    except OSError as exc:
+        raise InputError(f"{p}: cannot write the report: {exc.strerror or exc}") from None
+    return p
+
+
+# --------------------------------------------------------------------------- commands
+def _common(p: argparse.ArgumentParser) -> None:
+    p.add_argument("file", metavar="FILE", help="scenario TOML file")
+    p.add_argument(
+        "--set",
+        action="append",
+        metavar="PATH=VALUE",
+        help="dotted-path override, e.g. --set kernel.tile_n=128 (repeatable; values are TOML literals)",
+    )
+    p.add_argument("--rank", type=int, metavar="R", help="rank to show (default: the slowest)")
+
+
+def _simulated(args: argparse.Namespace) -> tuple[Scenario, dict[str, Any] | None]:
+    scenario = load_scenario(args.file, parse_sets(args.set))
+    try:
+        return scenario, simulate(scenario, check_bounds=not getattr(args, "no_check_bounds", False))
+    except GuardrailError as exc:
+        _out(f"error: {args.file}: guardrail {type(exc).__name__}: {exc}", err=True)
+        return scenario, None
+
+
+def _positive_float(text: str) -> float:
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of seconds > 0, got {text!r}") from None
+    if not math.isfinite(v) or v <= 0:
+        raise argparse.ArgumentTypeError(f"expected a number of seconds > 0, got {text!r}")
+    return v
+
+
+def _report_arguments(p: argparse.ArgumentParser) -> None:
+    _common(p)
+    p.add_argument("-o", "--output", required=True, metavar="HTML", help="the page to write")
+    p.add_argument(
+        "--policy",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="also show this greedy policy (repeatable)",
+    )
+    p.add_argument(
+        "--exact", type=_positive_float, metavar="S", help="also show CP-SAT's schedule (S seconds)"
+    )
+    p.add_argument("--title", default=None, help="page title (default: the scenario file name)")
+    p.add_argument(
+        "--no-check-bounds", action="store_true", help="report a time below the bounds instead of failing"
+    )
+
+
+def _report_run(args: argparse.Namespace) -> int:
+    scenario, r = _simulated(args)
+    if r is None:
+        return 1
+    for p in args.policy:
+        make_policy(p)
+    src = args.file + (f"  (--set {', '.join(args.set)})" if args.set else "")
+    path = write_report(
+        args.output,
+        scenario,
+        result=r,
+        rank=args.rank,
+        policies=args.policy,
+        exact_time_limit_s=args.exact,
+        title=args.title or f"moeopt report: {Path(args.file).name}",
+        source=src,
+    )
+    rk = pick_rank(r, args.rank)
+    _out(
+        f"wrote {path} ({path.stat().st_size / 1e6:.2f} MB): rank {rk}, "
+        f"{r['rank_results'][rk]['n_events']} events, time {r['kernel_total_us']:.2f} µs"
+    )
+    return 0
+
+
+REPORT: Command = (
+    "write a self-contained HTML report of a scenario: Gantt per core and role, bounds, utilisation",
+    _report_arguments,
+    _report_run,
+)
+
+
+def _trace_arguments(p: argparse.ArgumentParser) -> None:
+    _common(p)
+    p.add_argument("-o", "--output", required=True, metavar="JSON", help="trace file to write (.gz: gzip)")
+    p.add_argument(
+        "--policy", metavar="NAME", help="schedule with this greedy policy instead of the scenario's"
+    )
+
+
+def _schedule_of(args: argparse.Namespace) -> tuple[Any, Any, int, dict[str, Any]] | None:
+    _scenario, r = _simulated(args)
+    if r is None:
+        return None
+    rk = pick_rank(r, args.rank)
+    rr = r["rank_results"][rk]
+    s = rr["schedule"]
+    if getattr(args, "policy", None):
+        s = greedy_schedule(rr["graph"], policy=args.policy, normalize=False)
+    return s, rr["graph"], rk, r
+
+
+def _trace_run(args: argparse.Namespace) -> int:
+    got = _schedule_of(args)
+    if got is None:
+        return 1
+    s, g, rk, r = got
+    meta = {
+        "scenario": args.file,
+        "overrides": list(args.set or []),
+        "rank": rk,
+        "implementation": r["implementation"]["id"],
+    }
+    path = write_chrome_trace(args.output, s, g, label_key="stage", metadata=meta)
+    slices = sum(max(1, len(v)) for v in s.resources.values())
+    _out(f"wrote {path}: rank {rk}, {len(s)} events as {slices} slices, makespan {s.makespan_us:.3f} µs")
+    return 0
+
+
+TRACE: Command = (
+    "export one rank's schedule as Chrome-trace JSON (Perfetto, chrome://tracing)",
+    _trace_arguments,
+    _trace_run,
+)
+
+
+def _compare_arguments(p: argparse.ArgumentParser) -> None:
+    _common(p)
+    p.add_argument("measured", metavar="TRACE", help="measured Chrome-trace JSON (or an exported one)")
+    p.add_argument(
+        "--label", default=None, metavar="KEY", help="label key of the stages (default: the trace's)"
+    )
+    p.add_argument(
+        "--tolerance", type=float, default=1e-6, metavar="US", help="time tolerance (default 1e-6 µs)"
+    )
+    p.add_argument("--json", metavar="PATH", help="also write the comparison as JSON ('-': stdout)")
+    p.add_argument("--check", action="store_true", help="exit 1 unless the traces are identical")
+
+
+def _compare_run(args: argparse.Namespace) -> int:
+    if not math.isfinite(args.tolerance) or args.tolerance < 0:
+        raise InputError(f"--tolerance: must be a number of µs >= 0, got {args.tolerance!r}")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", TraceTruncatedWarning)
+        measured = read_chrome_trace(args.measured, label_key=args.label)
+    for w in caught:
+        _out(f"warning: {w.message}", err=True)
+    got = _schedule_of(args)
+    if got is None:
+        return 1
+    s, g, rk, _r = got
+    cmp = compare_schedule_to_trace(s, g, measured, label_key=args.label, tolerance_us=args.tolerance)
+    to_stdout = args.json == "-"
+    _out(f"predicted: {args.file}, rank {rk}; measured: {args.measured}", err=to_stdout)
+    _out(cmp.format(), err=to_stdout)
+    if args.json:
+        text = json.dumps(cmp.to_dict(), indent=1)
+        if to_stdout:
+            _out(text)
+        else:
+            try:
+                Path(args.json).write_text(text + "\n")
+            except OSError as exc:
+                raise InputError(f"{args.json}: cannot write: {exc.strerror or exc}") from None
+    return 1 if args.check and not cmp.identical else 0
+
+
+TRACE_COMPARE: Command = (
+    "compare the predicted schedule with a measured Chrome trace, stage by stage",
+    _compare_arguments,
+    _compare_run,
+)
