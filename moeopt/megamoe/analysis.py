@@ -231,7 +231,7 @@ def idle_decomposition(
         st = ev.labels.get("stage")
         if st in rg.stage_members:
             by_stage[str(st)].append(i)
-    levels = _SemaphoreLevels(rg, tab)
+    levels = _SemaphoreLevels(rg, tab)  # built on first use: often no event ever waits
     index = {n: i for i, n in enumerate(tab.names)}
     pools: list[tuple[str, str, tuple[str, ...], list[int], bool]] = []
     for st, idxs in by_stage.items():
@@ -254,7 +254,11 @@ def idle_decomposition(
             for a, b in _merge(busy_iv.get(r, [])):
                 pts.append((a, 0, r, 1))
                 pts.append((b, 0, r, -1))
+        starts, waits = tab.start, tab.waits
+        has_ready = False
         for i in idxs:
+            if starts[i] <= waits[i].ready_us + EPS:
+                continue  # started as soon as it was ready: never waiting (see _ready_spans)
             ev = tab.events[i]
             bound = ""
             if late and ev.colocate_with is not None:
@@ -264,50 +268,63 @@ def idle_decomposition(
             for a, b in _ready_spans(i, tab, levels):
                 pts.append((a, 1, bound, 1))
                 pts.append((b, 1, bound, -1))
+                has_ready = True
         pts.sort()
         n_mem = len(members)
-        busy: dict[str, int] = defaultdict(int)
-        bound_ready: dict[str, int] = defaultdict(int)
-        busy_n = free_ready = bound_idle = ready_n = 0  # bound_idle: idle members with a bound ready event
-        prev = 0.0
-        forced = avoid = 0.0
         samples: list[dict[str, Any]] = []
-        k = 0
-        while k < len(pts) and pts[k][0] < span:
-            t = pts[k][0]
-            if t > prev:
-                idle_n = max(0, n_mem - busy_n)
-                av = bound_idle + min(free_ready, idle_n - bound_idle)
-                avoid += av * (t - prev)
-                forced += (idle_n - av) * (t - prev)
-                if av > 0 and t - prev > EPS and len(samples) < max_samples:
-                    samples.append(
-                        {"stage": key, "from_us": prev, "to_us": t, "idle_members": idle_n, "ready": ready_n}
-                    )
-                prev = t
-            while k < len(pts) and pts[k][0] <= t:
-                _t, kind, m, d = pts[k]
-                k += 1
-                if kind == 0:
-                    was_idle = busy[m] == 0
-                    busy[m] += d
-                    now_idle = busy[m] == 0
-                    if was_idle != now_idle:
-                        busy_n += -1 if now_idle else 1
-                        if bound_ready[m] > 0:
-                            bound_idle += 1 if now_idle else -1
-                    continue
-                ready_n += d
-                if not m:
-                    free_ready += d
-                    continue
-                before = bound_ready[m] > 0
-                bound_ready[m] += d
-                after = bound_ready[m] > 0
-                if before != after and busy[m] == 0:
-                    bound_idle += 1 if after else -1
-        if span > prev:
-            forced += max(0, n_mem - busy_n) * (span - prev)
+        if not has_ready:
+            # no event of the pool ever waited: nothing is avoidable, the sweep only sums idle
+            # members (same arithmetic as the general sweep below, where it adds 0 avoidable)
+            forced, avoid = _idle_members_us(pts, n_mem, span), 0.0
+        else:
+            busy: dict[str, int] = defaultdict(int)
+            bound_ready: dict[str, int] = defaultdict(int)
+            # bound_idle: idle members with a bound ready event
+            busy_n = free_ready = bound_idle = ready_n = 0
+            prev = 0.0
+            forced = avoid = 0.0
+            k = 0
+            while k < len(pts) and pts[k][0] < span:
+                t = pts[k][0]
+                if t > prev:
+                    idle_n = max(0, n_mem - busy_n)
+                    av = bound_idle + min(free_ready, idle_n - bound_idle)
+                    avoid += av * (t - prev)
+                    forced += (idle_n - av) * (t - prev)
+                    if av > 0 and t - prev > EPS and len(samples) < max_samples:
+                        samples.append(
+                            {
+                                "stage": key,
+                                "from_us": prev,
+                                "to_us": t,
+                                "idle_members": idle_n,
+                                "ready": ready_n,
+                            }
+                        )
+                    prev = t
+                while k < len(pts) and pts[k][0] <= t:
+                    _t, kind, m, d = pts[k]
+                    k += 1
+                    if kind == 0:
+                        was_idle = busy[m] == 0
+                        busy[m] += d
+                        now_idle = busy[m] == 0
+                        if was_idle != now_idle:
+                            busy_n += -1 if now_idle else 1
+                            if bound_ready[m] > 0:
+                                bound_idle += 1 if now_idle else -1
+                        continue
+                    ready_n += d
+                    if not m:
+                        free_ready += d
+                        continue
+                    before = bound_ready[m] > 0
+                    bound_ready[m] += d
+                    after = bound_ready[m] > 0
+                    if before != after and busy[m] == 0:
+                        bound_idle += 1 if after else -1
+            if span > prev:
+                forced += max(0, n_mem - busy_n) * (span - prev)
         exempt = None
         if not late:
             exempt = "statically pinned pool"
@@ -326,10 +343,43 @@ def idle_decomposition(
     return out
 
 
+def _idle_members_us(pts: list[tuple[float, int, str, int]], n_mem: int, span: float) -> float:
+    """Member-µs of idle before ``span``, from the sorted busy points of the members."""
+    busy: dict[str, int] = defaultdict(int)
+    busy_n = 0
+    prev = forced = 0.0
+    k, n = 0, len(pts)
+    while k < n and pts[k][0] < span:
+        t = pts[k][0]
+        if t > prev:
+            forced += max(0, n_mem - busy_n) * (t - prev)
+            prev = t
+        while k < n and pts[k][0] <= t:
+            m, d = pts[k][2], pts[k][3]
+            k += 1
+            was = busy[m]
+            now = busy[m] = was + d
+            if (was == 0) != (now == 0):
+                busy_n += 1 if was == 0 else -1
+    if span > prev:
+        forced += max(0, n_mem - busy_n) * (span - prev)
+    return forced
+
+
 class _SemaphoreLevels:
     """Free units of every semaphore over time in the final schedule (changes at one instant merged)."""
 
     def __init__(self, rg: RankGraph, tab: Table) -> None:
+        self._rg, self._tab = rg, tab
+        self._built = False
+        self.cap: dict[str, int] = {}
+        self._cache: dict[tuple[str, int], tuple[list[tuple[float, float]], list[float]]] = {}
+        self.times: dict[str, list[float]] = {}
+        self.levels: dict[str, list[int]] = {}
+
+    def _build(self) -> None:
+        self._built = True
+        rg, tab = self._rg, self._tab
         changes: dict[str, dict[float, int]] = defaultdict(lambda: defaultdict(int))
         for i, ev in enumerate(tab.events):
             for sem, a in ev.acquires.items():
@@ -337,9 +387,6 @@ class _SemaphoreLevels:
             for sem, r in ev.releases.items():
                 changes[sem][tab.end[i]] += r
         self.cap = dict(rg.graph.semaphores)
-        self._cache: dict[tuple[str, int], tuple[list[tuple[float, float]], list[float]]] = {}
-        self.times: dict[str, list[float]] = {}
-        self.levels: dict[str, list[int]] = {}
         for sem, ch in changes.items():
             lvl = self.cap.get(sem, 0)
             ts, ls = [], []
@@ -365,6 +412,8 @@ class _SemaphoreLevels:
         key = (sem, need)
         got = self._cache.get(key)
         if got is None:
+            if not self._built:
+                self._build()
             ts, ls = self.times.get(sem, []), self.levels.get(sem, [])
             spans: list[tuple[float, float]] = []
             start: float | None = -math.inf if self.cap.get(sem, 0) < need else None

@@ -381,9 +381,9 @@ class _Builder:
         for sp in specs:
             acq, rel = sp.acquires, sp.releases
             if dropped:
-                if any(k in dropped for k in acq):
+                if not dropped.isdisjoint(acq):
                     acq = {k: v for k, v in acq.items() if k not in dropped}
-                if any(k in dropped for k in rel):
+                if not dropped.isdisjoint(rel):
                     rel = {k: v for k, v in rel.items() if k not in dropped}
             events.append(
                 Event(
