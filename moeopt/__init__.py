@@ -40,6 +40,14 @@ from moeopt.megamoe import (
     simulate,
 )
 from moeopt.registry import register
+from moeopt.trace import (
+    TraceTruncatedWarning,
+    compare_schedule_to_trace,
+    compare_traces,
+    read_chrome_trace,
+    write_chrome_trace,
+)
+from moeopt.viz import GanttTrack, gantt_page, write_gantt
 
 if TYPE_CHECKING:
     from moeopt.exact import ExactResult, GapReport, SolveStatus, graph_optimality_gap, solve_exact
@@ -71,6 +79,7 @@ __all__ = [
     "Event",
     "EventGraph",
     "ExactResult",
+    "GanttTrack",
     "GapReport",
     "GraphError",
     "InputError",
@@ -88,19 +97,26 @@ __all__ = [
     "SchedulingError",
     "SolveStatus",
     "StudyResult",
+    "TraceTruncatedWarning",
     "Wait",
     "WorkConservationViolation",
     "WorkConservingCriticalPath",
     "Workload",
     "__version__",
+    "compare_schedule_to_trace",
+    "compare_traces",
+    "gantt_page",
     "graph_optimality_gap",
     "load_psplib",
     "load_psplib_optima",
     "load_scenario",
+    "read_chrome_trace",
     "register",
     "run_study",
     "schedule",
     "simulate",
     "solve_exact",
     "validate_schedule",
+    "write_chrome_trace",
+    "write_gantt",
 ]
