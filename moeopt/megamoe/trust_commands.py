@@ -1,0 +1,309 @@
+"""The trust-tool subcommands of ``python -m moeopt``: ``compare``, ``audit``, ``domain``.
+
+Each is a ``(help, add_arguments(parser), run(args) -> exit code)`` triple for
+:data:`moeopt.cli.COMMANDS`.
+
+``compare SCENARIO VARIANTS.yaml [--exact] [--sensitivity] [--json PATH]``
+    The design-space table of :func:`~moeopt.megamoe.compare.compare_variants`; the YAML file
+    maps a variant name to ``{dotted.path: value}`` (the first variant is the baseline). A
+    progress bar on standard error while the variants run. ``--sensitivity`` adds the
+    calibration intervals and flips (:mod:`moeopt.megamoe.sensitivity`).
+
+``audit [SCENARIO] [--only PATH ...]``
+    Every knob of the catalogue classified by perturbing it (:mod:`moeopt.megamoe.audit`);
+    without a scenario, the seed's bs = 72 shape.
+
+``domain SCENARIO``
+    Which constants the scenario uses outside the domain they were measured in.
+
+Exit codes: 0 ok, 1 the baseline was stopped by a guardrail, 2 bad input.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, TextIO
+
+import yaml
+
+from moeopt.errors import InputError
+from moeopt.megamoe.commands import Command, _out, _plain, parse_sets
+from moeopt.megamoe.errors import GuardrailError
+from moeopt.megamoe.scenario import Scenario, Workload, load_scenario
+
+SEED_BS72 = "the seed's bs=72 shape (h 5120, hidden_dim 9216, topk 6, 8 ranks, 3 experts/rank, megamoe-a8w8)"
+
+
+def seed_bs72() -> Scenario:
+    """The seed-000 example shape (also ``studies/seed000_bs72.yaml``)."""
+    return Scenario(
+        workload=Workload(tokens=72, topk=6, world=8, local_experts=3, routing="uniform"),
+        h=5120,
+        hidden_dim=9216,
+        aic_num=28,
+        profile="megamoe-a8w8",
+    )
+
+
+def load_variants(path: str) -> dict[str, dict[str, Any]]:
+    """A variants YAML file: ``name: {dotted.path: value}`` (or the same under ``variants:``)."""
+    from moeopt.megamoe.compare import check_variants
+
+    try:
+        with open(path, encoding="utf-8") as fh:
+            data = yaml.safe_load(fh)
+    except FileNotFoundError:
+        raise InputError(f"{path}: no such variants file") from None
+    except OSError as exc:
+        raise InputError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    except yaml.YAMLError as exc:
+        raise InputError(f"{path}: not valid YAML: {str(exc).splitlines()[0]}") from None
+    if isinstance(data, dict) and set(data) == {"variants"}:
+        data = data["variants"]
+    return check_variants(data, where=path)
+
+
+@contextmanager
+def progress_bar(total: int, desc: str, enabled: bool = True) -> Iterator[Callable[[int, int, str], None]]:
+    """A tqdm bar on standard error (only when there is more than one step and it is enabled)."""
+    if not enabled or total <= 1:
+        yield lambda _d, _t, _n: None
+        return
+    from tqdm import tqdm  # type: ignore[import-untyped,unused-ignore]
+
+    bar = tqdm(total=total, desc=desc, unit="run", file=sys.stderr, leave=False, dynamic_ncols=True)
+    try:
+
+        def step(done: int, _total: int, name: str) -> None:
+            bar.set_postfix_str(name[:40], refresh=False)
+            bar.update(done - bar.n)
+
+        yield step
+    finally:
+        bar.close()
+
+
+def _nonneg_float(text: str) -> float:
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number >= 0, got {text!r}") from None
+    if not math.isfinite(v) or v < 0:
+        raise argparse.ArgumentTypeError(f"expected a number >= 0, got {text!r}")
+    return v
+
+
+def _nonneg_int(text: str) -> int:
+    try:
+        v = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 0, got {text!r}") from None
+    if v < 0:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 0, got {text!r}")
+    return v
+
+
+def _scenario_arg(p: argparse.ArgumentParser, optional: bool = False) -> None:
+    if optional:
+        p.add_argument(
+            "scenario", nargs="?", metavar="SCENARIO", help=f"scenario TOML (default: {SEED_BS72})"
+        )
+    else:
+        p.add_argument("scenario", metavar="SCENARIO", help="scenario TOML file")
+    p.add_argument(
+        "--set", action="append", metavar="PATH=VALUE", help="dotted-path override of the scenario"
+    )
+
+
+def _load(args: argparse.Namespace) -> Scenario:
+    if getattr(args, "scenario", None) is None:
+        base = seed_bs72()
+        return base.with_overrides(parse_sets(args.set)) if args.set else base
+    return load_scenario(args.scenario, parse_sets(args.set))
+
+
+def _emit(stream: TextIO, text: str) -> None:
+    stream.write(text)
+    stream.flush()
+
+
+def _write_json(dest: str, doc: Any) -> None:
+    text = json.dumps(_plain(doc), indent=1) + "\n"
+    if dest == "-":
+        sys.stdout.write(text)
+        return
+    try:
+        Path(dest).write_text(text)
+    except OSError as exc:
+        raise InputError(f"{dest}: cannot write: {exc.strerror or exc}") from None
+
+
+# --------------------------------------------------------------------------- compare
+def _compare_arguments(p: argparse.ArgumentParser) -> None:
+    _scenario_arg(p)
+    p.add_argument(
+        "variants", metavar="VARIANTS", help="YAML: name -> {dotted.path: value}; the first is the baseline"
+    )
+    p.add_argument(
+        "--exact", action="store_true", help="add the CP-SAT column (anomaly-free optimum per variant)"
+    )
+    p.add_argument(
+        "--time-limit", type=_nonneg_float, default=10.0, metavar="S", help="CP-SAT seconds per variant"
+    )
+    p.add_argument("--workers", type=_nonneg_int, default=1, help="CP-SAT worker threads (default 1)")
+    p.add_argument(
+        "--noise-pct",
+        type=_nonneg_float,
+        metavar="PCT",
+        help="fixed noise threshold in percent (default: measured per row by 0.01 µs perturbations)",
+    )
+    p.add_argument("--probes", type=_nonneg_int, default=8, help="critical-path events perturbed per variant")
+    p.add_argument(
+        "--sensitivity", action="store_true", help="add calibration-uncertainty intervals and flips"
+    )
+    p.add_argument(
+        "--range",
+        action="append",
+        metavar="NAME=LO:HI",
+        help="calibration range of one constant for --sensitivity (default: measured ±10%%, assumed ±50%%)",
+    )
+    p.add_argument("--json", metavar="PATH", help="write the rows as JSON ('-': stdout)")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+
+
+def _compare_run(args: argparse.Namespace) -> int:
+    from moeopt.megamoe.compare import compare_variants, format_design_space
+    from moeopt.megamoe.sensitivity import calibration_ranges, format_sensitivity, parse_ranges, sensitivity
+
+    if args.exact and args.workers < 1:
+        raise InputError("--workers: expected an integer >= 1")
+    if args.exact and args.time_limit <= 0:
+        raise InputError("--time-limit: expected a number of seconds > 0")
+    scenario = _load(args)
+    variants = load_variants(args.variants)
+    ranges = parse_ranges(args.range)
+    try:
+        with progress_bar(len(variants), "variants", not args.no_progress) as step:
+            rows = compare_variants(
+                scenario,
+                variants,
+                exact=args.exact,
+                exact_time_limit_s=args.time_limit,
+                exact_workers=max(1, args.workers),
+                noise_pct=args.noise_pct,
+                probes=args.probes,
+                progress=step,
+            )
+    except GuardrailError as exc:
+        _out(f"error: guardrail {type(exc).__name__}: {exc}", err=True)
+        return 1
+    out = sys.stderr if args.json == "-" else sys.stdout
+    _emit(out, format_design_space(rows))
+    doc: dict[str, Any] = {"rows": [r.to_dict() for r in rows]}
+    if args.sensitivity:
+        n_ranges = len(calibration_ranges(scenario, ranges))
+        total = 1 + 2 * n_ranges + (2 if n_ranges else 0)
+        with progress_bar(total, "sensitivity", not args.no_progress) as step:
+            rep = sensitivity(scenario, variants, ranges=ranges, progress=step)
+        _emit(out, "\n" + format_sensitivity(rep))
+        doc["sensitivity"] = {
+            "ranges": [r.__dict__ for r in rep.ranges],
+            "times": rep.times,
+            "errors": rep.errors,
+        }
+    if args.json:
+        _write_json(args.json, doc)
+    return 0
+
+
+COMPARE: Command = (
+    "design-space table of several variants of one scenario (Δ, noise, bottleneck, critical path, CP-SAT)",
+    _compare_arguments,
+    _compare_run,
+)
+
+
+# --------------------------------------------------------------------------- audit
+def _audit_arguments(p: argparse.ArgumentParser) -> None:
+    _scenario_arg(p, optional=True)
+    p.add_argument("--only", nargs="+", metavar="PATH", help="audit only these knob paths")
+    p.add_argument("--json", metavar="PATH", help="write the verdicts as JSON ('-': stdout)")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+
+
+def _audit_run(args: argparse.Namespace) -> int:
+    from moeopt.megamoe.audit import audit, format_audit
+    from moeopt.megamoe.knobs import knob_catalogue
+
+    scenario = _load(args)
+    n = len(args.only) if args.only else len(knob_catalogue())
+    try:
+        with progress_bar(n, "knobs", not args.no_progress) as step:
+            verdicts = audit(scenario, args.only, progress=step)
+    except GuardrailError as exc:
+        _out(f"error: the audited scenario: guardrail {type(exc).__name__}: {exc}", err=True)
+        return 1
+    out = sys.stderr if args.json == "-" else sys.stdout
+    _emit(out, f"scenario: {args.scenario or SEED_BS72}\n" + format_audit(verdicts))
+    if args.json:
+        _write_json(
+            args.json,
+            [{"path": v.path, "verdict": v.verdict, "shape": v.shape, "detail": v.detail} for v in verdicts],
+        )
+    return 0
+
+
+AUDIT: Command = (
+    "classify every knob (effective / only on another shape / rejected / not modelled) by perturbing it",
+    _audit_arguments,
+    _audit_run,
+)
+
+
+# --------------------------------------------------------------------------- domain
+def _domain_arguments(p: argparse.ArgumentParser) -> None:
+    _scenario_arg(p)
+    p.add_argument(
+        "--no-use-probe", action="store_true", help="do not simulate to see which constants are used"
+    )
+    p.add_argument("--json", metavar="PATH", help="write the report as JSON ('-': stdout)")
+
+
+def _domain_run(args: argparse.Namespace) -> int:
+    from moeopt.megamoe.domain import domain_report, format_domain
+
+    scenario = _load(args)
+    try:
+        rep = domain_report(scenario, probe_use=not args.no_use_probe)
+    except GuardrailError as exc:
+        _out(f"error: guardrail {type(exc).__name__}: {exc}", err=True)
+        return 1
+    out = sys.stderr if args.json == "-" else sys.stdout
+    _emit(out, format_domain(rep))
+    if args.json:
+        _write_json(
+            args.json,
+            {
+                "domain": rep.scenario_domain,
+                "out_of_domain": rep.out_of_domain,
+                "reasons": list(rep.reasons),
+                "constants": [c.__dict__ for c in rep.constants],
+                "used_out_of_domain": [c.name for c in rep.used_out_of_domain],
+            },
+        )
+    return 0
+
+
+DOMAIN: Command = (
+    "which calibrated constants this scenario uses outside the domain they were measured in",
+    _domain_arguments,
+    _domain_run,
+)
+
+COMMANDS: dict[str, Command] = {"compare": COMPARE, "audit": AUDIT, "domain": DOMAIN}
