@@ -29,6 +29,7 @@ from moeopt.core.policies import BUILTIN_POLICIES, make_policy
 from moeopt.core.psplib import load_psplib, load_psplib_optima
 from moeopt.errors import InputError, MoeoptError
 from moeopt.megamoe.commands import GOLDEN, SIMULATE
+from moeopt.megamoe.report import REPORT, TRACE, TRACE_COMPARE
 from moeopt.megamoe.trust_commands import AUDIT, COMPARE, DOMAIN
 
 GapLoader = Callable[[Path], list[tuple[str, EventGraph]]]
@@ -300,6 +301,9 @@ COMMANDS: dict[str, Command] = {
     ),
     "simulate": SIMULATE,
     "golden": GOLDEN,
+    "report": REPORT,
+    "trace": TRACE,
+    "trace-compare": TRACE_COMPARE,
     "compare": COMPARE,
     "audit": AUDIT,
     "domain": DOMAIN,
