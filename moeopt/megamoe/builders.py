@@ -26,6 +26,7 @@ the consumer edge (λ), not inside durations.
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import math
 from collections.abc import Sequence
@@ -45,22 +46,9 @@ COMBINE_LANES = 2  # impl: kCombineLargeLanesPerRank = 2 (combine.h@2d9d4288 L27
 CUBE_M_ALIGN = 16  # spec: cube fractal M = 16 rows (int8 16x32x16, fp16 16x16x16)
 
 
-@dataclass(slots=True)
-class _Spec:
-    """An event as the builder assembles it (same fields as :class:`Event`, no checks yet).
-
-    Builders make thousands of these and revise a few (late dependencies); each becomes one
-    validated :class:`Event` exactly once, when the graph is assembled.
-    """
-
-    name: str
-    resources: Sequence[str] = ()
-    deps: dict[str, float] = field(default_factory=dict)
-    acquires: dict[str, int] = field(default_factory=dict)
-    releases: dict[str, int] = field(default_factory=dict)
-    colocate_with: str | None = None
-    duration_us: float = 0.0
-    labels: dict[str, Any] = field(default_factory=dict)
+_Spec = Event
+"""Builders make the validated :class:`Event` at once (a few are revised later: late
+dependencies replace them, dropped semaphores are filtered out when the graph is assembled)."""
 
 
 @dataclass
@@ -377,26 +365,21 @@ class _Builder:
         dropped = set(self.sems) - set(sems)
         self.dropped_semaphores = sorted(dropped)
         graph = EventGraph(semaphores=sems, pools=self.pools)
-        events = []
-        for sp in specs:
-            acq, rel = sp.acquires, sp.releases
-            if dropped:
-                if not dropped.isdisjoint(acq):
-                    acq = {k: v for k, v in acq.items() if k not in dropped}
-                if not dropped.isdisjoint(rel):
-                    rel = {k: v for k, v in rel.items() if k not in dropped}
-            events.append(
-                Event(
-                    sp.name,
-                    resources=sp.resources,
-                    deps=sp.deps,
-                    acquires=acq,
-                    releases=rel,
-                    colocate_with=sp.colocate_with,
-                    duration_us=sp.duration_us,
-                    labels=sp.labels,
+        events = specs
+        if dropped:
+            events = []
+            for sp in specs:
+                acq, rel = sp.acquires, sp.releases
+                if dropped.isdisjoint(acq) and dropped.isdisjoint(rel):
+                    events.append(sp)
+                    continue
+                events.append(
+                    dataclasses.replace(
+                        sp,
+                        acquires={k: v for k, v in acq.items() if k not in dropped},
+                        releases={k: v for k, v in rel.items() if k not in dropped},
+                    )
                 )
-            )
         graph.add_all(events)
         return graph
 
