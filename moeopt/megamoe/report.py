@@ -29,17 +29,16 @@ import argparse
 import html
 import json
 import math
-import sys
 import warnings
 from collections import defaultdict
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from moeopt.core.policies import make_policy
 from moeopt.core.scheduler import schedule as greedy_schedule
 from moeopt.errors import InputError
-from moeopt.megamoe.commands import format_summary, parse_sets
+from moeopt.megamoe.commands import Command, _out, format_summary, parse_sets
 from moeopt.megamoe.errors import GuardrailError
 from moeopt.megamoe.scenario import Scenario, load_scenario
 from moeopt.megamoe.simulate import simulate
@@ -49,17 +48,9 @@ from moeopt.trace import (
     read_chrome_trace,
     write_chrome_trace,
 )
-from moeopt.viz.gantt import GanttTrack, gantt_fragment, page_head, page_tail
-
-Command = tuple[str, Callable[[argparse.ArgumentParser], None], Callable[[argparse.Namespace], int]]
+from moeopt.viz.gantt import GanttTrack, gantt_fragment, page_head, page_tail, write_page
 
 _e = html.escape
-
-
-def _out(text: str, *, err: bool = False) -> None:
-    stream = sys.stderr if err else sys.stdout
-    stream.write(text + "\n")
-    stream.flush()
 
 
 # --------------------------------------------------------------------------- helpers
@@ -265,13 +256,7 @@ def report_html(
 
 def write_report(path: str | Path, scenario: Scenario, **kwargs: Any) -> Path:
     """Write :func:`report_html` to ``path``."""
-    p = Path(path)
-    text = report_html(scenario, **kwargs)
-    try:
-        p.write_text(text, encoding="utf-8")
-    except OSError as exc:
-        raise InputError(f"{p}: cannot write the report: {exc.strerror or exc}") from None
-    return p
+    return write_page(path, report_html(scenario, **kwargs), "report")
 
 
 # --------------------------------------------------------------------------- commands
@@ -295,16 +280,6 @@ def _simulated(args: argparse.Namespace) -> tuple[Scenario, dict[str, Any] | Non
         return scenario, None
 
 
-def _positive_float(text: str) -> float:
-    try:
-        v = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number of seconds > 0, got {text!r}") from None
-    if not math.isfinite(v) or v <= 0:
-        raise argparse.ArgumentTypeError(f"expected a number of seconds > 0, got {text!r}")
-    return v
-
-
 def _report_arguments(p: argparse.ArgumentParser) -> None:
     _common(p)
     p.add_argument("-o", "--output", required=True, metavar="HTML", help="the page to write")
@@ -315,9 +290,7 @@ def _report_arguments(p: argparse.ArgumentParser) -> None:
         metavar="NAME",
         help="also show this greedy policy (repeatable)",
     )
-    p.add_argument(
-        "--exact", type=_positive_float, metavar="S", help="also show CP-SAT's schedule (S seconds)"
-    )
+    p.add_argument("--exact", type=float, metavar="S", help="also show CP-SAT's schedule (S seconds)")
     p.add_argument("--title", default=None, help="page title (default: the scenario file name)")
     p.add_argument(
         "--no-check-bounds", action="store_true", help="report a time below the bounds instead of failing"
@@ -325,6 +298,8 @@ def _report_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def _report_run(args: argparse.Namespace) -> int:
+    if args.exact is not None and not (math.isfinite(args.exact) and args.exact > 0):
+        raise InputError(f"--exact: expected a number of seconds > 0, got {args.exact!r}")
     scenario, r = _simulated(args)
     if r is None:
         return 1

@@ -304,6 +304,21 @@ class _Scanner:
                 f"{self.source}: not valid JSON in {what} at {self.where(exc.pos)}: {exc.msg}"
             ) from None
 
+    def separator(self, i: int, close: str, where: str) -> tuple[int, bool]:
+        """After a value: ``(index after ',', True)`` or ``(index after close, False)``."""
+        text = self.text
+        i = _skip(text, i)
+        if i >= len(text):
+            raise _Cut
+        if text[i] == ",":
+            return i + 1, True
+        if text[i] == close:
+            return i + 1, False
+        raise InputError(
+            f"{self.source}: not valid JSON: expected ',' or {close!r} {where} at {self.where(i)}, "
+            f"found {text[i]!r}"
+        )
+
     def array(self, i: int, what: str, out: list[Any]) -> int:
         """Read the elements of the array opening at ``text[i]`` into ``out``; index after it."""
         text = self.text
@@ -314,18 +329,9 @@ class _Scanner:
         while True:
             v, i = self.value(i, f"{what}[{len(out)}]")
             out.append(v)
-            i = _skip(text, i)
-            if i >= len(text):
-                raise _Cut
-            if text[i] == ",":
-                i += 1
-                continue
-            if text[i] == "]":
-                return i + 1
-            raise InputError(
-                f"{self.source}: expected ',' or ']' after {what}[{len(out) - 1}] at {self.where(i)}, "
-                f"found {text[i]!r}"
-            )
+            i, more = self.separator(i, "]", f"after {what}[{len(out) - 1}]")
+            if not more:
+                return i
 
 
 def _decode_bytes(data: bytes, source: str, notes: list[str]) -> str:
@@ -432,15 +438,9 @@ def _parse_text(text: str, source: str, label_key: str | None, notes: list[str])
                     v, i = sc.value(i, f"the value of {key!r}")
                     if key == "otherData" and isinstance(v, dict):
                         other = v
-                i = _skip(text, i)
-                if i >= len(text):
-                    raise _Cut
-                if text[i] == ",":
-                    i += 1
-                    continue
-                if text[i] == "}":
+                i, more = sc.separator(i, "}", f"after the value of {key!r}")
+                if not more:
                     break
-                raise InputError(f"{source}: not valid JSON: expected ',' or '}}' at {sc.where(i)}")
         except _Cut:
             cut_where = "inside the event array" if seen_events else "before its event array"
             if not seen_events and not raw:

@@ -345,15 +345,19 @@ def gantt_page(
     )
 
 
-def write_gantt(path: str | Path, tracks: Sequence[GanttTrack], **kwargs: Any) -> Path:
-    """Write :func:`gantt_page` to ``path``; returns the path."""
+def write_page(path: str | Path, text: str, what: str = "page") -> Path:
+    """Write an HTML page (UTF-8); an unwritable path is one :class:`InputError` naming it."""
     p = Path(path)
-    text = gantt_page(tracks, **kwargs)
     try:
         p.write_text(text, encoding="utf-8")
     except OSError as exc:
-        raise InputError(f"{p}: cannot write the chart: {exc.strerror or exc}") from None
+        raise InputError(f"{p}: cannot write the {what}: {exc.strerror or exc}") from None
     return p
+
+
+def write_gantt(path: str | Path, tracks: Sequence[GanttTrack], **kwargs: Any) -> Path:
+    """Write :func:`gantt_page` to ``path``; returns the path."""
+    return write_page(path, gantt_page(tracks, **kwargs), "chart")
 
 
 def tracks_from(schedules: Mapping[str, Schedule], graph: EventGraph | None = None) -> list[GanttTrack]:

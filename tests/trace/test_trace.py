@@ -22,22 +22,9 @@ from moeopt.trace import (
     trace_from_schedule,
     write_chrome_trace,
 )
+from tests.viz.test_gantt import hand_graph
 
 SAMPLE = Path(__file__).resolve().parent.parent / "data" / "trace" / "megamoe_small.json"
-
-
-def hand_graph() -> m.EventGraph:
-    g = m.EventGraph()
-    g.add(m.Event("a", resources=["c0.AIC"], duration_us=2.0, labels={"stage": "load"}))
-    g.add(m.Event("b", resources=["c1.AIV0"], duration_us=1.0, labels={"stage": "vec"}))
-    g.add(m.Event("c", resources=["c0.AIC"], deps={"b": 0.5}, duration_us=1.0, labels={"stage": "mm"}))
-    g.add(
-        m.Event(
-            "d", resources=["c1.AIV0", "c0.AIV1"], deps={"a": 0.0}, duration_us=1.0, labels={"stage": "vec"}
-        )
-    )
-    g.add(m.Event("f", deps={"c": 0.0, "d": 0.0}, labels={"stage": "flag"}))
-    return g
 
 
 def small_megamoe() -> tuple[m.Schedule, m.EventGraph]:
@@ -58,12 +45,13 @@ def test_export_layout_for_perfetto() -> None:
     doc = chrome_trace(s, g)
     meta = [e for e in doc["traceEvents"] if e["ph"] == "M"]
     procs = {e["pid"]: e["args"]["name"] for e in meta if e["name"] == "process_name"}
-    assert procs == {1: "c0", 2: "c1", 3: "(no resource)"}
+    # sites in natural order (c2 before c10), the resourceless flag in a process of its own
+    assert procs == {1: "c0", 2: "c1", 3: "c2", 4: "c10", 5: "(no resource)"}
     threads = {(e["pid"], e["args"]["name"]) for e in meta if e["name"] == "thread_name"}
-    assert threads == {(1, "AIC"), (1, "AIV1"), (2, "AIV0"), (3, "events")}
+    assert threads == {(1, "AIC"), (1, "AIV1"), (2, "AIV0"), (3, "AIC"), (4, "AIC"), (5, "events")}
     xs = [e for e in doc["traceEvents"] if e["ph"] == "X"]
-    # one slice per resource held: a, b, c once, d twice, f (no resource) once
-    assert sorted(e["name"] for e in xs) == ["a", "b", "c", "d", "d", "f"]
+    # one slice per resource held: d twice, every other event once (f on the no-resource process)
+    assert sorted(e["name"] for e in xs) == ["a", "b", "c", "d", "d", "e", "f", "h"]
     c = next(e for e in xs if e["name"] == "c")
     # c: ready at end(b) + 0.5 = 1.5, c0.AIC busy with a until 2.0
     assert (c["ts"], c["dur"], c["cat"]) == (2.0, 1.0, "mm")
