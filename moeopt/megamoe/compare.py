@@ -34,8 +34,8 @@ from typing import Any
 from moeopt.core.events import EventGraph
 from moeopt.core.scheduler import schedule
 from moeopt.errors import InputError, MoeoptError
-from moeopt.megamoe.errors import GuardrailError
-from moeopt.megamoe.scenario import STAGES, Scenario
+from moeopt.megamoe.errors import GuardrailError, ScenarioError
+from moeopt.megamoe.scenario import STAGES, Scenario, apply_overrides
 from moeopt.megamoe.simulate import simulate
 
 PERTURB_US = 0.01  # the seed's anomaly probe: one input made 0.01 µs longer
@@ -206,6 +206,10 @@ def check_variants(variants: Any, where: str = "variants") -> dict[str, dict[str
         for path in ov:
             if not isinstance(path, str) or not path:
                 raise InputError(f"{where}.{name}: override path {path!r} must be a dotted path string")
+        try:
+            apply_overrides({}, ov)  # an unknown path is a typo in the file: fail before any run
+        except ScenarioError as exc:
+            raise InputError(f"{where}.{name}: {exc}") from None
         out[name] = dict(ov)
     return out
 
