@@ -131,6 +131,18 @@ function Chart(root){
   root.querySelector(".mg-waits").addEventListener("change",function(ev){showWaits=ev.target.checked;redraw();});
   root.querySelector(".mg-reset").addEventListener("click",function(){view.t0=0;view.t1=tmax*1.01;redraw();});
   window.addEventListener("resize",redraw);redraw();
+  // a link to one event: page.html#event=NAME shows its hover text and outline at load
+  var want=/[#&]event=([^&]*)/.exec(location.hash);
+  if(want){want=decodeURIComponent(want[1]);T.some(function(tr){
+    for(var i=0;i<tr.d.events.length;i++){if(S[tr.d.events[i][0]]!==want)continue;
+      tr.hover=i;overlay(tr);tip.textContent=text(tr,i);tip.hidden=false;
+      var e=tr.d.events[i],k=0;
+      for(var j=0;j<tr.d.bars.length;j+=2)if(tr.d.bars[j+1]===i){k=tr.pos[tr.d.bars[j]];break;}
+      var r=tr.ov.getBoundingClientRect();window.scrollTo(0,Math.max(0,r.top+window.scrollY+AXIS+k*H-window.innerHeight/3));
+      r=tr.ov.getBoundingClientRect();
+      tip.style.left=Math.max(0,r.left+x(tr,e[2])+8)+"px";tip.style.top=Math.max(0,r.top+AXIS+(k+1)*H)+"px";
+      root.setAttribute("data-shown",want);return true;}
+    return false;});}
 }
 document.querySelectorAll(".mg-gantt").forEach(function(el){new Chart(el);});
 })();

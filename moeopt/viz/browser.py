@@ -57,8 +57,9 @@ def load_page(
     window: tuple[int, int] = (1400, 1000),
     timeout_s: float = 20.0,
     browser: str | None = None,
+    fragment: str = "",
 ) -> PageLoad:
-    """Open ``page`` (a local file) headless; take a screenshot or dump the DOM.
+    """Open ``page`` (a local file, ``#fragment`` appended) headless; take a screenshot or dump the DOM.
 
     Raises :class:`InputError` when no browser is found, the page does not exist, or the browser
     does not finish within ``timeout_s`` (its process group is then killed).
@@ -86,7 +87,7 @@ def load_page(
         ]
         shot = Path(screenshot).resolve() if screenshot is not None else None
         cmd.append(f"--screenshot={shot}" if shot is not None else "--dump-dom")
-        cmd.append(path.as_uri())
+        cmd.append(path.as_uri() + (f"#{fragment}" if fragment else ""))
         proc = subprocess.Popen(
             cmd,
             stdout=subprocess.PIPE,

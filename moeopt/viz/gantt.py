@@ -27,7 +27,8 @@ API::
   which of them finally decided the start. A "show waits" switch draws each queued interval
   (ready -> start) as a thin line before the bar.
 * In the page: mouse wheel zooms around the pointer, drag pans, double-click resets; the row
-  order can be switched between "by role" and "by core".
+  order can be switched between "by role" and "by core". ``page.html#event=NAME`` opens with
+  that event's hover text shown and its bars outlined (a link to one event).
 
 To embed charts into a larger page (as :mod:`moeopt.megamoe.report` does), put
 :func:`page_head` first, any number of :func:`gantt_fragment` outputs in the body, and

@@ -149,3 +149,24 @@ def test_page_draws_in_headless_chromium(tmp_path) -> None:
     assert shot.console == []
     assert shot.screenshot is not None
     assert shot.screenshot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+@pytest.mark.skipif(
+    find_browser() is None, reason="no Chromium-family browser found (chromium, google-chrome)"
+)
+def test_hover_text_in_the_browser(tmp_path) -> None:
+    g = hand_graph()
+    page = write_gantt(tmp_path / "g.html", [GanttTrack("one", m.schedule(g), g)])
+    # the page's own link to an event shows the same text a hover would
+    dom = load_page(page, fragment="event=c")
+    assert dom.console == [], dom.console
+    assert 'data-shown="c"' in dom.dom
+    # c: ready 1.5 after b (end 1.0 + λ 0.5); c0.AIC held by a until 2.0 -> 0.5 µs resource wait
+    for line in (
+        "stage: mm   on c0.AIC",
+        "start 2.000  end 3.000  duration 1.000 µs",
+        "ready 1.500 µs after b",
+        "waited 0.500 µs for resource c0.AIC",
+        "start decided by: resource",
+    ):
+        assert line in dom.dom
