@@ -67,9 +67,12 @@ class _State:
         self.profiles = [SemaphoreProfile(c) for c in cg.sem_cap]
         # acquire triples (semaphore, take, give back by the same event)
         self.acq3: list[tuple[tuple[int, int, int], ...]] = []
-        for i in range(n):
-            own = dict(cg.rel[i])
-            self.acq3.append(tuple((s, a, own.get(s, 0)) for s, a in cg.acq[i]))
+        for acq, rel in zip(cg.acq, cg.rel):
+            if not acq:
+                self.acq3.append(())
+                continue
+            own = dict(rel)
+            self.acq3.append(tuple([(s, a, own.get(s, 0)) for s, a in acq]))
         # colocation: the site of each group, -1 while undecided
         self.group_site = [
             sites[0] if sites is not None and len(sites) == 1 else -1 for sites in cg.group_sites

@@ -56,6 +56,13 @@ def validate_schedule(graph: EventGraph, schedule: Schedule, *, durations_exact:
     occupied: dict[str, list[tuple[float, float, str]]] = defaultdict(list)
     sites_of: dict[str, set[str]] = {}
     changes: dict[str, list[tuple[float, int, str]]] = defaultdict(list)
+    # sites are recorded only for events that take part in colocation
+    coloc: set[str] = set()
+    for name in ok:
+        partner = events[name].colocate_with
+        if partner is not None:
+            coloc.add(name)
+            coloc.add(partner)
     for name in ok:
         ev = events[name]
         s, e, d = start[name], end[name], ev.duration_us
@@ -100,8 +107,9 @@ def validate_schedule(graph: EventGraph, schedule: Schedule, *, durations_exact:
                     )
                     continue
             occupied[r0].append((s, e, name))
-            parts = split_resource(r0)
-            sites_of[name] = {parts[0]} if parts is not None else set()
+            if name in coloc:
+                parts = split_resource(r0)
+                sites_of[name] = {parts[0]} if parts is not None else set()
             continue
         if not _binding_ok(name, wanted, list(got), pools, v):
             continue

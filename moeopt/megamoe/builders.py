@@ -694,17 +694,23 @@ class _Builder:
             if grp_cfg.join is not None
             else set()
         )
+        bpe = self.bpe
+        scale_bytes = 8 if cfg.quant == "w8a8" else 0
+        l1_bytes = self.c("l1_bytes")
+        flag_lat = self.c("flag_latency_us") if join_flag is not None else 0.0
+        traffic = self.traffic
+        add = self.add
         for idx, item in enumerate(order):
             w, e, t = item
             ex = experts[e]
             k = cores_of.get(item, -1)
             rows_al = -(-t.rows // CUBE_M_ALIGN) * CUBE_M_ALIGN
-            a_full = t.rows * k_dim * self.bpe
-            b_full = t.cols * k_dim * self.bpe + (t.cols * 8 if cfg.quant == "w8a8" else 0)
+            a_full = t.rows * k_dim * bpe
+            b_full = t.cols * k_dim * bpe + t.cols * scale_bytes
             a_res = b_res = False
             if k >= 0 and k in last_on_core:
                 pe, pmb, pnb = last_on_core[k]
-                fits = a_full + b_full <= self.c("l1_bytes")
+                fits = a_full + b_full <= l1_bytes
                 a_res = fits and pe == e and pmb == t.mb
                 b_res = fits and pe == e and pnb == t.nb
             if k >= 0:
@@ -733,7 +739,7 @@ class _Builder:
                 hbm_bytes = (0.0 if a_seen else a_b) + (0.0 if b_seen else b_b)
                 acq: dict[str, int] = {}
                 rel: dict[str, int] = {}
-                self.traffic["gm_to_l1"] += load_bytes
+                traffic["gm_to_l1"] += load_bytes
                 if hbm_bytes:
                     self.bw(acq, rel, "hbm", hbm_bytes, load_us)
                 l1 = "l1" if self.l1_late else f"c{k}.l1"
@@ -750,8 +756,8 @@ class _Builder:
                     resources = [mres]
                     self.chain(mres, deps)
                     if join_flag is not None and k in joined_cores:
-                        deps[join_flag] = self.c("flag_latency_us")
-                self.add(
+                        deps[join_flag] = flag_lat
+                add(
                     _Spec(
                         ld,
                         resources=resources,
@@ -774,7 +780,7 @@ class _Builder:
                 macq: dict[str, int] = {}
                 if onchip and c == chunks - 1:
                     macq["onchip_" + slot_key if late else f"c{k}.onchip_{slot_key}"] = 1
-                self.add(
+                add(
                     _Spec(
                         mm,
                         resources=[aic_pool] if late else [f"c{k}.AIC"],
