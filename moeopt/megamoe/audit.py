@@ -301,7 +301,7 @@ def _short(v: Any) -> str:
     return text if len(text) <= 60 else text[:57] + "..."
 
 
-def audit(
+def audit_knobs(
     scenario: Scenario,
     paths: Sequence[str] | None = None,
     *,

@@ -165,7 +165,7 @@ def _run(scenario: Scenario, ov: Mapping[str, Any], values: Mapping[str, float])
     return float(simulate(s)["kernel_total_us"])
 
 
-def sensitivity(
+def calibration_sensitivity(
     scenario: Scenario,
     variants: Mapping[str, Mapping[str, Any]] | None = None,
     *,

@@ -179,7 +179,12 @@ def _compare_arguments(p: argparse.ArgumentParser) -> None:
 
 def _compare_run(args: argparse.Namespace) -> int:
     from moeopt.megamoe.compare import compare_variants, format_design_space
-    from moeopt.megamoe.sensitivity import calibration_ranges, format_sensitivity, parse_ranges, sensitivity
+    from moeopt.megamoe.sensitivity import (
+        calibration_ranges,
+        calibration_sensitivity,
+        format_sensitivity,
+        parse_ranges,
+    )
 
     if args.exact and args.workers < 1:
         raise InputError("--workers: expected an integer >= 1")
@@ -210,7 +215,7 @@ def _compare_run(args: argparse.Namespace) -> int:
         n_ranges = len(calibration_ranges(scenario, ranges))
         total = 1 + 2 * n_ranges + (2 if n_ranges else 0)
         with progress_bar(total, "sensitivity", not args.no_progress) as step:
-            rep = sensitivity(scenario, variants, ranges=ranges, progress=step)
+            rep = calibration_sensitivity(scenario, variants, ranges=ranges, progress=step)
         _emit(out, "\n" + format_sensitivity(rep))
         doc["sensitivity"] = {
             "ranges": [r.__dict__ for r in rep.ranges],
@@ -238,14 +243,14 @@ def _audit_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def _audit_run(args: argparse.Namespace) -> int:
-    from moeopt.megamoe.audit import audit, format_audit
+    from moeopt.megamoe.audit import audit_knobs, format_audit
     from moeopt.megamoe.knobs import knob_catalogue
 
     scenario = _load(args)
     n = len(args.only) if args.only else len(knob_catalogue())
     try:
         with progress_bar(n, "knobs", not args.no_progress) as step:
-            verdicts = audit(scenario, args.only, progress=step)
+            verdicts = audit_knobs(scenario, args.only, progress=step)
     except GuardrailError as exc:
         _out(f"error: the audited scenario: guardrail {type(exc).__name__}: {exc}", err=True)
         return 1

@@ -30,7 +30,7 @@ def test_each_class_on_knobs_whose_class_is_known(bs72: mm.Scenario) -> None:
     * options.builder: one builder is registered, nothing to compare: not probed."""
     got = {
         v.path: v
-        for v in au.audit(
+        for v in au.audit_knobs(
             bs72,
             [
                 "kernel.tile_n",
@@ -51,7 +51,7 @@ def test_each_class_on_knobs_whose_class_is_known(bs72: mm.Scenario) -> None:
 
 def test_unknown_path_is_refused(bs72: mm.Scenario) -> None:
     with pytest.raises(mm.ScenarioError, match="did you mean 'kernel.tile_n'"):
-        au.audit(bs72, ["kernel.tile_nn"])
+        au.audit_knobs(bs72, ["kernel.tile_nn"])
 
 
 def test_cli_audit_only(capsys: pytest.CaptureFixture[str]) -> None:
@@ -64,7 +64,7 @@ def test_cli_audit_only(capsys: pytest.CaptureFixture[str]) -> None:
 
 @pytest.mark.slow
 def test_full_audit_classifies_every_knob(bs72: mm.Scenario) -> None:
-    verdicts = au.audit(bs72)
+    verdicts = au.audit_knobs(bs72)
     assert [v.path for v in verdicts] == [k.path for k in knob_catalogue()]
     assert all(v.verdict in au.CLASSES for v in verdicts)
     by = {v.path: v.verdict for v in verdicts}

@@ -11,9 +11,9 @@ from moeopt.megamoe.sensitivity import (
     Perturbation,
     SensitivityReport,
     calibration_ranges,
+    calibration_sensitivity,
     format_sensitivity,
     parse_ranges,
-    sensitivity,
 )
 
 
@@ -57,7 +57,7 @@ def test_bad_ranges_are_refused(small: mm.Scenario) -> None:
 
 
 def test_intervals_contain_the_nominal_and_flags_a_faster_rate(small: mm.Scenario) -> None:
-    rep = sensitivity(
+    rep = calibration_sensitivity(
         small,
         {"base": {}, "tile_n 128": {"kernel.tile_n": 128}},
         ranges={"gm_l1_bytes_per_us": (40e3, 60e3)},
