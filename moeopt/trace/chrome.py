@@ -405,7 +405,7 @@ def _parse_text(text: str, source: str, label_key: str | None, notes: list[str])
         except _Cut:
             cut_where = "inside the event array"
     elif text[i] == "{":
-        seen_events = False
+        seen_events = events_done = False
         keys: list[str] = []
         i += 1
         try:
@@ -434,6 +434,7 @@ def _parse_text(text: str, source: str, label_key: str | None, notes: list[str])
                         raise InputError(f"{source}: 'traceEvents' must be a list of events")
                     seen_events = True
                     i = sc.array(i, "traceEvents", raw)
+                    events_done = True
                 else:
                     v, i = sc.value(i, f"the value of {key!r}")
                     if key == "otherData" and isinstance(v, dict):
@@ -442,7 +443,13 @@ def _parse_text(text: str, source: str, label_key: str | None, notes: list[str])
                 if not more:
                     break
         except _Cut:
-            cut_where = "inside the event array" if seen_events else "before its event array"
+            cut_where = (
+                "after its event array (the rest of the object is missing)"
+                if events_done
+                else "inside the event array"
+                if seen_events
+                else "before its event array"
+            )
             if not seen_events and not raw:
                 notes.append("the file ends before any 'traceEvents' entry")
         if not seen_events and not cut_where:

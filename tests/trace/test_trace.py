@@ -244,3 +244,29 @@ def test_metadata_after_events_still_names_resources() -> None:
     doc2 = copy.deepcopy(doc)
     doc2["traceEvents"] = [e for e in evs if e["ph"] != "M"] + [e for e in evs if e["ph"] == "M"]
     assert compare_traces(parse_chrome_trace(doc), parse_chrome_trace(doc2)).identical
+
+
+def test_every_prefix_reads_as_far_as_it_goes(tmp_path) -> None:
+    """Cut the export of a small schedule at every byte: never an error, always a warning, and every
+    event read is exactly an event of the full trace (no half-read event, no invented one)."""
+    g = hand_graph()
+    s = m.schedule(g)
+    text = write_chrome_trace(tmp_path / "t.json", s, g).read_text()
+    full = {e.name: e for e in read_chrome_trace(tmp_path / "t.json").events}
+    assert len(full) == len(s)
+    seen = 0
+    for cut in range(1, len(text.rstrip())):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            tr = parse_chrome_trace(text[:cut])
+        assert [w.category for w in caught] == [TraceTruncatedWarning], cut
+        assert tr.truncated
+        names = [e.name for e in tr.events]
+        # a multi-resource event may be read with only its first slices: compare times and label
+        for e in tr.events:
+            ref = full[e.name]
+            assert (e.start_us, e.end_us, e.label) == (ref.start_us, ref.end_us, ref.label)
+            assert set(e.resources) <= set(ref.resources)
+        assert len(names) >= seen  # a longer prefix never reads fewer events
+        seen = len(names)
+    assert seen == len(s)  # the cut that only loses the closing brace still has every event
