@@ -254,28 +254,13 @@ def audit_knob(
     trials = tuple(_try(s, k.path, v) for v in candidates(k, s))
     hit = _moved(base_us, trials)
     if hit is not None:
-        assert hit.time_us is not None
-        return KnobVerdict(
-            k.path,
-            EFFECTIVE,
-            None,
-            f"{_short(hit.value)}: {100 * (hit.time_us / base_us - 1):+.2f}%",
-            trials,
-        )
+        return _moved_verdict(k, None, hit, base_us, trials)
     for name, shape, t0 in shapes:
         if current_value(shape, k.path) != current_value(s, k.path) and k.path.split(".")[0] != "calibration":
             continue  # the shape sets this knob itself
-        st = tuple(_try(shape, k.path, v) for v in candidates(k, shape))
-        h2 = _moved(t0, st)
+        h2 = _moved(t0, [_try(shape, k.path, v) for v in candidates(k, shape)])
         if h2 is not None:
-            assert h2.time_us is not None
-            return KnobVerdict(
-                k.path,
-                OTHER_SHAPE,
-                name,
-                f"on {name}: {_short(h2.value)}: {100 * (h2.time_us / t0 - 1):+.2f}%",
-                trials,
-            )
+            return _moved_verdict(k, name, h2, t0, trials)
     if not trials:
         why = (
             f"only one value is registered ({k.allowed.removeprefix('one of ')}): nothing to compare"
@@ -296,7 +281,18 @@ def audit_knob(
     )
 
 
+def _moved_verdict(
+    k: Knob, shape: str | None, hit: Trial, t0: float, trials: tuple[Trial, ...]
+) -> KnobVerdict:
+    assert hit.time_us is not None
+    where = "" if shape is None else f"on {shape}: "
+    detail = f"{where}{_short(hit.value)}: {100 * (hit.time_us / t0 - 1):+.2f}%"
+    return KnobVerdict(k.path, EFFECTIVE if shape is None else OTHER_SHAPE, shape, detail, trials)
+
+
 def _short(v: Any) -> str:
+    if isinstance(v, float):
+        return f"{v:.6g}"
     text = repr(v)
     return text if len(text) <= 60 else text[:57] + "..."
 

@@ -215,14 +215,6 @@ def _lookup(tree: Any, parts: list[str]) -> Any:
     return node
 
 
-def _plain(v: Any) -> Any:
-    if isinstance(v, Mapping):
-        return {k: _plain(x) for k, x in v.items()}
-    if isinstance(v, (list, tuple)):
-        return [_plain(x) for x in v]
-    return v
-
-
 _SECTION_TYPES: dict[str, type] = {**sc.SECTIONS}
 
 
@@ -279,7 +271,7 @@ def _knob(path: str) -> Knob:
     for p in PROFILES:
         v = _lookup(PROFILE_DEFAULTS.get(p, {}), parts)
         if v is not None:
-            per_profile[p] = _plain(v)
+            per_profile[p] = sc._deepcopy(v)
     doc_key = ".".join(
         "*" if i == 2 and parts[1] in ("event_granularity", "roles", "core_groups") else x
         for i, x in enumerate(parts)
@@ -289,7 +281,7 @@ def _knob(path: str) -> Knob:
         section=section,
         type=typ,
         allowed=_allowed(path),
-        default=_plain(default),
+        default=sc._deepcopy(default),
         doc=KNOB_DOCS.get(path) or KNOB_DOCS.get(doc_key, ""),
         profile_defaults=MappingProxyType(per_profile),
     )

@@ -89,24 +89,33 @@ def progress_bar(total: int, desc: str, enabled: bool = True) -> Iterator[Callab
         bar.close()
 
 
-def _nonneg_float(text: str) -> float:
-    try:
-        v = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number >= 0, got {text!r}") from None
-    if not math.isfinite(v) or v < 0:
-        raise argparse.ArgumentTypeError(f"expected a number >= 0, got {text!r}")
-    return v
+def _at_least_zero(kind: type[int] | type[float]) -> Callable[[str], Any]:
+    """An argparse type: a finite ``kind`` >= 0, or one message naming the value."""
+    what = "an integer" if kind is int else "a number"
+
+    def parse(text: str) -> Any:
+        try:
+            v = kind(text)
+        except ValueError:
+            v = -1
+        if not math.isfinite(v) or v < 0:
+            raise argparse.ArgumentTypeError(f"expected {what} >= 0, got {text!r}")
+        return v
+
+    return parse
 
 
-def _nonneg_int(text: str) -> int:
+_nonneg_float = _at_least_zero(float)
+_nonneg_int = _at_least_zero(int)
+
+
+def _guarded(what: str, run: Callable[[], Any]) -> Any:
+    """``run()``; a guardrail becomes one ``error:`` line and ``None`` (exit code 1)."""
     try:
-        v = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected an integer >= 0, got {text!r}") from None
-    if v < 0:
-        raise argparse.ArgumentTypeError(f"expected an integer >= 0, got {text!r}")
-    return v
+        return run()
+    except GuardrailError as exc:
+        _out(f"error: {what}guardrail {type(exc).__name__}: {exc}", err=True)
+        return None
 
 
 def _scenario_arg(p: argparse.ArgumentParser, optional: bool = False) -> None:
@@ -193,9 +202,10 @@ def _compare_run(args: argparse.Namespace) -> int:
     scenario = _load(args)
     variants = load_variants(args.variants)
     ranges = parse_ranges(args.range)
-    try:
+
+    def run() -> list[Any]:
         with progress_bar(len(variants), "variants", not args.no_progress) as step:
-            rows = compare_variants(
+            return compare_variants(
                 scenario,
                 variants,
                 exact=args.exact,
@@ -205,8 +215,9 @@ def _compare_run(args: argparse.Namespace) -> int:
                 probes=args.probes,
                 progress=step,
             )
-    except GuardrailError as exc:
-        _out(f"error: guardrail {type(exc).__name__}: {exc}", err=True)
+
+    rows = _guarded("the baseline: ", run)
+    if rows is None:
         return 1
     out = sys.stderr if args.json == "-" else sys.stdout
     _emit(out, format_design_space(rows))
@@ -248,11 +259,13 @@ def _audit_run(args: argparse.Namespace) -> int:
 
     scenario = _load(args)
     n = len(args.only) if args.only else len(knob_catalogue())
-    try:
+
+    def run() -> list[Any]:
         with progress_bar(n, "knobs", not args.no_progress) as step:
-            verdicts = audit_knobs(scenario, args.only, progress=step)
-    except GuardrailError as exc:
-        _out(f"error: the audited scenario: guardrail {type(exc).__name__}: {exc}", err=True)
+            return audit_knobs(scenario, args.only, progress=step)
+
+    verdicts = _guarded("the audited scenario: ", run)
+    if verdicts is None:
         return 1
     out = sys.stderr if args.json == "-" else sys.stdout
     _emit(out, f"scenario: {args.scenario or SEED_BS72}\n" + format_audit(verdicts))
@@ -284,10 +297,8 @@ def _domain_run(args: argparse.Namespace) -> int:
     from moeopt.megamoe.domain import domain_report, format_domain
 
     scenario = _load(args)
-    try:
-        rep = domain_report(scenario, probe_use=not args.no_use_probe)
-    except GuardrailError as exc:
-        _out(f"error: guardrail {type(exc).__name__}: {exc}", err=True)
+    rep = _guarded("", lambda: domain_report(scenario, probe_use=not args.no_use_probe))
+    if rep is None:
         return 1
     out = sys.stderr if args.json == "-" else sys.stdout
     _emit(out, format_domain(rep))
