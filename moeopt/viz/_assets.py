@@ -104,6 +104,12 @@ function Chart(root){
   function text(tr,i){var e=tr.d.events[i],s=function(k){return k<0?"-":S[k];},L=[];
     L.push(S[e[0]]);L.push(D.key+": "+D.labels[e[3]]+"   on "+s(e[11]));
     L.push("start "+fmt(e[1])+"  end "+fmt(e[2])+"  duration "+fmt(e[2]-e[1])+" \u00b5s");
+    if(e[10]===4){
+      if(e[5]<0&&e[4]===e[1])L.push("no wait attribution recorded by this schedule");
+      else{L.push("ready "+fmt(e[4])+" \u00b5s"+(e[5]>=0?" after "+S[e[5]]:" (source: no predecessor)"));
+        L.push(e[1]-e[4]>1e-9?"started "+fmt(e[1]-e[4])+" \u00b5s after ready (cause not recorded by this schedule)"
+          :"started when ready");}
+      return L.join("\n");}
     L.push("ready "+fmt(e[4])+" \u00b5s"+(e[5]>=0?" after "+S[e[5]]:" (source: no predecessor)"));
     if(e[7]>0)L.push("waited "+fmt(e[7])+" \u00b5s for resource "+s(e[6]));
     if(e[9]>0)L.push("waited "+fmt(e[9])+" \u00b5s for semaphore "+s(e[8]));

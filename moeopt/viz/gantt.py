@@ -72,7 +72,16 @@ PALETTE = (
     "#aec7e8",
 )
 
-_WAIT_KINDS = ("none", "dependency", "resource", "semaphore")
+_WAIT_KINDS = ("none", "dependency", "resource", "semaphore", "not recorded")
+_NOT_RECORDED = 4
+
+
+def _derived_wait(start: float, ev: Event | None, s: Schedule) -> tuple[float, str | None]:
+    """(ready, predecessor) from the graph, for a schedule that recorded no waits (e.g. CP-SAT's)."""
+    if ev is None or not ev.deps:
+        return (start if ev is None else 0.0), None
+    best = max(ev.deps.items(), key=lambda kv: (s.end_us[kv[0]] + kv[1], kv[0]))
+    return s.end_us[best[0]] + best[1], best[0]
 
 
 @dataclass(frozen=True)
@@ -150,8 +159,10 @@ def gantt_data(
     ``{"key", "labels", "colors", "strings", "tracks": [{"title", "makespan", "policy",
     "rows", "events", "bars", "hidden"}]}`` where ``events[i]`` is ``[name, start, end, label,
     ready, pred, resource, resource_wait, semaphore, semaphore_wait, kind, resources]`` (names as
-    indices into ``strings``, -1 for none; ``kind`` indexes ``none/dependency/resource/semaphore``)
-    and ``bars`` is the flat list ``[row, event, row, event, ...]``.
+    indices into ``strings``, -1 for none; ``kind`` indexes ``kinds``: ``none / dependency /
+    resource / semaphore``, or ``not recorded`` for a schedule without waits, e.g. CP-SAT's, whose
+    ready time and predecessor are then derived from the graph) and ``bars`` is the flat list
+    ``[row, event, row, event, ...]``.
     """
     if not tracks:
         raise InputError("gantt: give at least one schedule to draw")
@@ -196,7 +207,13 @@ def gantt_data(
                 label_first[label] = start
             else:
                 label_first[label] = min(label_first[label], start)
-            w = s.waits.get(name) or Wait(ready_us=start)
+            w = s.waits.get(name)
+            if w is None:
+                ready, pred = _derived_wait(start, ev, s)
+                w = Wait(ready_us=ready, pred=pred)
+                kind = _NOT_RECORDED
+            else:
+                kind = _WAIT_KINDS.index(w.kind)
             ei = len(events)
             events.append(
                 [
@@ -210,7 +227,7 @@ def gantt_data(
                     _r(w.resource_wait_us),
                     strings(w.semaphore),
                     _r(w.semaphore_wait_us),
-                    _WAIT_KINDS.index(w.kind),
+                    kind,
                     strings("+".join(res)),
                 ]
             )

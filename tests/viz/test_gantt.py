@@ -89,6 +89,27 @@ def test_stacked_tracks_share_labels_and_a_callable_label() -> None:
     assert doc["tracks"][1]["makespan"] == pytest.approx(s2.makespan_us)
 
 
+def no_waits(s: m.Schedule, shift: dict[str, float]) -> m.Schedule:
+    """``s`` as a schedule from elsewhere (no waits recorded, like CP-SAT's), some events moved later."""
+    start = {e: t + shift.get(e, 0.0) for e, t in s.start_us.items()}
+    end = {e: t + shift.get(e, 0.0) for e, t in s.end_us.items()}
+    return m.Schedule(start_us=start, end_us=end, resources=s.resources, policy="elsewhere")
+
+
+def test_schedule_without_waits_gets_readiness_from_the_graph() -> None:
+    g = hand_graph()
+    s = no_waits(m.schedule(g), {"c": 1.0, "f": 1.0})
+    doc = gantt_data([GanttTrack("x", s, g)])
+    evs = _events_by_name(doc)
+    # c now starts at 3.0; its only predecessor b ends at 1.0, λ 0.5: ready 1.5 after b
+    assert (evs["c"][1], evs["c"][4], doc["strings"][evs["c"][5]]) == (3.0, 1.5, "b")
+    assert doc["kinds"][evs["c"][10]] == "not recorded"
+    assert (evs["a"][4], evs["a"][5]) == (0.0, -1)  # a source: ready at 0
+    # without the graph nothing can be derived: the ready time is the start, no predecessor
+    bare = _events_by_name(gantt_data([GanttTrack("x", s)], color_by=None))
+    assert (bare["c"][4], bare["c"][5]) == (3.0, -1)
+
+
 def test_page_has_no_network_reference() -> None:
     g = hand_graph()
     page = gantt_page([GanttTrack("x", m.schedule(g), g)])
@@ -159,6 +180,13 @@ def test_hover_text_in_the_browser(tmp_path) -> None:
     page = write_gantt(tmp_path / "g.html", [GanttTrack("one", m.schedule(g), g)])
     # the page's own link to an event shows the same text a hover would
     dom = load_page(page, fragment="event=c")
+    elsewhere = write_gantt(
+        tmp_path / "e.html", [GanttTrack("cp", no_waits(m.schedule(g), {"c": 1.0, "f": 1.0}), g)]
+    )
+    other = load_page(elsewhere, fragment="event=c")
+    assert other.console == []
+    assert "ready 1.500 µs after b" in other.dom
+    assert "started 1.500 µs after ready (cause not recorded by this schedule)" in other.dom
     assert dom.console == [], dom.console
     assert 'data-shown="c"' in dom.dom
     # c: ready 1.5 after b (end 1.0 + λ 0.5); c0.AIC held by a until 2.0 -> 0.5 µs resource wait
