@@ -55,17 +55,31 @@ def simulate(
 ) -> dict[str, Any]:
     """Simulate ``scenario``; the result dict of SPEC §7 (see the module docstring for guardrails)."""
     with gc_paused():
-        return _simulate(scenario, check_bounds, check_work_conservation, validate)
+        return _simulate(scenario, check_bounds, check_work_conservation, validate, None)
+
+
+def simulate_built(
+    scenario: Scenario, graphs: dict[int, tuple[RankGraph, list[int]]], check_bounds: bool = True
+) -> dict[str, Any]:
+    """:func:`simulate` on graphs already built by ``build_graphs(scenario)`` (the search driver
+    builds them once for the physical lower bound and reuses them here)."""
+    with gc_paused():
+        return _simulate(scenario, check_bounds, True, True, graphs)
 
 
 def _simulate(
-    scenario: Scenario, check_bounds: bool, check_work_conservation: bool, validate: bool
+    scenario: Scenario,
+    check_bounds: bool,
+    check_work_conservation: bool,
+    validate: bool,
+    graphs: dict[int, tuple[RankGraph, list[int]]] | None,
 ) -> dict[str, Any]:
     cfg = scenario.config
     w = scenario.workload
     policy = make_policy(cfg.scheduling)
     per_rank: dict[int, dict[str, Any]] = {}
-    for _rep, (rg, ranks) in sorted(build_graphs(scenario).items()):
+    built = build_graphs(scenario) if graphs is None else graphs
+    for _rep, (rg, ranks) in sorted(built.items()):
         # the builder already left out every semaphore whose capacity covers its demand; the
         # scheduler's further normalisation (an ancestor / descendant walk per acquirer) finds
         # nothing more on MegaMoE graphs (their slot semaphores are released by a successor,
