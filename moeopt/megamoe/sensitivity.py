@@ -149,7 +149,7 @@ def calibration_ranges(
         if name in ranges:
             lo, hi = ranges[name]
             out.append(ConstantRange(name, c.tag, c.value, float(lo), float(hi), "given"))
-        elif c.tag in UNCERTAIN_TAGS and c.value > 0:
+        elif c.tag in UNCERTAIN_TAGS and c.value > 0 and rel[c.tag] > 0:
             f = rel[c.tag]
             why = f"{c.tag} ±{100 * f:g}%"
             if c.source == "set in the scenario's [calibration]":
@@ -301,6 +301,27 @@ def format_sensitivity(rep: SensitivityReport, top: int = 5) -> str:
         "Sampled intervals (list scheduling is not monotone): not a proof that nothing in between flips."
     )
     return "\n".join(lines) + "\n"
+
+
+def parse_rel(items: Sequence[str] | None) -> dict[str, float]:
+    """``["measured=0.05", ...]`` -> ``{"measured": 0.05}`` (relative half-width per tag)."""
+    out: dict[str, float] = {}
+    for item in items or []:
+        tag, eq, val = item.partition("=")
+        tag = tag.strip()
+        try:
+            if not eq:
+                raise ValueError
+            f = float(val)
+        except ValueError:
+            f = -1.0
+        if tag not in UNCERTAIN_TAGS or not (0.0 <= f < 1.0):
+            raise InputError(
+                f"--rel {item!r}: expected TAG=FRACTION with TAG one of {', '.join(UNCERTAIN_TAGS)} "
+                f"and 0 <= FRACTION < 1, e.g. --rel measured=0.05"
+            )
+        out[tag] = f
+    return out
 
 
 def parse_ranges(items: Sequence[str] | None) -> dict[str, tuple[float, float]]:

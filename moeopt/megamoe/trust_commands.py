@@ -182,6 +182,12 @@ def _compare_arguments(p: argparse.ArgumentParser) -> None:
         metavar="NAME=LO:HI",
         help="calibration range of one constant for --sensitivity (default: measured ±10%%, assumed ±50%%)",
     )
+    p.add_argument(
+        "--rel",
+        action="append",
+        metavar="TAG=FRACTION",
+        help="default relative range of a tag for --sensitivity, e.g. --rel measured=0.05",
+    )
     p.add_argument("--json", metavar="PATH", help="write the rows as JSON ('-': stdout)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
 
@@ -193,6 +199,7 @@ def _compare_run(args: argparse.Namespace) -> int:
         calibration_sensitivity,
         format_sensitivity,
         parse_ranges,
+        parse_rel,
     )
 
     if args.exact and args.workers < 1:
@@ -202,6 +209,7 @@ def _compare_run(args: argparse.Namespace) -> int:
     scenario = _load(args)
     variants = load_variants(args.variants)
     ranges = parse_ranges(args.range)
+    rel = parse_rel(args.rel)
 
     def run() -> list[Any]:
         with progress_bar(len(variants), "variants", not args.no_progress) as step:
@@ -223,10 +231,10 @@ def _compare_run(args: argparse.Namespace) -> int:
     _emit(out, format_design_space(rows))
     doc: dict[str, Any] = {"rows": [r.to_dict() for r in rows]}
     if args.sensitivity:
-        n_ranges = len(calibration_ranges(scenario, ranges))
+        n_ranges = len(calibration_ranges(scenario, ranges, rel))
         total = 1 + 2 * n_ranges + (2 if n_ranges else 0)
         with progress_bar(total, "sensitivity", not args.no_progress) as step:
-            rep = calibration_sensitivity(scenario, variants, ranges=ranges, progress=step)
+            rep = calibration_sensitivity(scenario, variants, ranges=ranges, rel=rel, progress=step)
         _emit(out, "\n" + format_sensitivity(rep))
         doc["sensitivity"] = {
             "ranges": [r.__dict__ for r in rep.ranges],

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 import moeopt.megamoe as mm
+from moeopt.cli import main
 from moeopt.errors import InputError
 from moeopt.megamoe.sensitivity import (
     ConstantRange,
@@ -117,3 +120,24 @@ def test_a_failed_run_is_left_out_and_listed() -> None:
     rep.errors["x lo"] = {"a": "ScenarioError: tiles do not fit"}
     assert rep.deltas("b") == {"nominal": -1.0}
     assert "tiles do not fit" in format_sensitivity(rep)
+
+
+def test_cli_compare_with_sensitivity(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    sc = tmp_path / "s.toml"
+    sc.write_text(
+        'profile = "megamoe-a8w8"\nh = 512\nhidden_dim = 1024\n'
+        "[workload]\ntokens = 16\ntopk = 2\nworld = 2\nlocal_experts = 2\n"
+    )
+    vf = tmp_path / "v.yaml"
+    vf.write_text("base: {}\ntile_n 128: {kernel.tile_n: 128}\n")
+    args = ["compare", str(sc), str(vf), "--no-progress", "--probes", "0", "--sensitivity"]
+    rc = main([*args, "--rel", "measured=0.05", "--rel", "assumed=0", "--range", "launch_us=1:20"])
+    assert rc == 0
+    out = capsys.readouterr().out
+    # measured constants of megamoe-a8w8 at ±5 %, launch_us given, the other assumed ones fixed
+    assert "measured ±5%" in out
+    assert "given" in out
+    assert "assumed ±" not in out
+    assert "conclusion" in out
+    assert main([*args, "--rel", "spec=0.1"]) == 2
+    assert "TAG one of measured, assumed" in capsys.readouterr().err
