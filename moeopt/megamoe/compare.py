@@ -9,12 +9,13 @@ largest wait on the critical path, and the invariants.
 **Noise.** List scheduling is not monotone in its input (Graham 1969): the seed measured one
 dependency edge made 0.01 µs longer changing the total by −2.81 %. A Δ is only a difference
 when it exceeds what such a perturbation does to the same scenarios, so each row carries a
-noise threshold measured on the baseline and the variant: the duration of events on the
-critical path is made 0.01 µs longer, one at a time (``probes`` of them, spread along the
-path), the greedy re-run, and the largest |Δ%| kept. A 0.01 µs longer event can lengthen a
-monotone schedule by at most 0.01 µs per event on the path, far below 0.01 %; anything larger is
-a timing anomaly. A row whose |Δ%| is below the larger of the two thresholds is marked as noise
-(``~`` in the table). ``noise_pct`` replaces the measurement with a fixed threshold.
+noise threshold measured on the baseline and the variant: one input on the critical path (an
+event's duration or the λ of a dependency edge it follows) is made 0.01 µs longer, one at a
+time (``probes`` of them, spread along the path), the greedy re-run, and the largest |Δ%| kept.
+A 0.01 µs longer input can lengthen a monotone schedule by at most 0.01 µs, far below 0.01 % of
+any MegaMoE time; anything larger is a timing anomaly. A row whose |Δ%| is below the larger of
+the two thresholds is marked as noise (``~`` in the table). ``noise_pct`` replaces the
+measurement with a fixed threshold.
 
 **CP-SAT column** (``exact=True``): the CP-SAT best schedule and lower bound of the slowest
 rank's event graph (whole graph, to the end of the tail), with the time limit given. The CP-SAT
@@ -143,28 +144,42 @@ def _last_combine(graph: EventGraph) -> list[str]:
 
 
 def anomaly_pct(result: Mapping[str, Any], probes: int = 8, policy: str | None = None) -> float:
-    """Largest |Δ%| of the time when one critical-path event is made 0.01 µs longer.
+    """Largest |Δ%| of the time when one input on the critical path is made 0.01 µs longer.
 
-    ``probes`` events, spread evenly along the slowest rank's critical path; the greedy is
-    re-run on each perturbed graph (see the module docstring for why this is the noise).
+    The inputs are the durations of the slowest rank's critical-path events and the λ of the
+    dependency edges the path follows (the seed's probe was such an edge); ``probes`` of them,
+    spread evenly along the path, each perturbed alone and the greedy re-run (see the module
+    docstring for why this is the noise).
     """
     if probes <= 0:
         return 0.0
     rr = result["rank_results"][result["slowest_rank"]]
     g: EventGraph = rr["graph"]
     base = float(rr["kernel_total_us"])
-    ends = _last_combine(g) or [ev.name for ev in g]
-    path = [step["event"] for step in result["critical_path"] if g[step["event"]].duration_us > 0]
-    if not path or base <= 0:
+    if base <= 0:
         return 0.0
-    k = min(probes, len(path))
-    picks = sorted({path[round(i * (len(path) - 1) / max(1, k - 1))] for i in range(k)})
+    ends = _last_combine(g) or [ev.name for ev in g]
+    inputs: list[tuple[str, str | None]] = []  # (event, None: its duration | pred: the λ of that edge)
+    for step in result["critical_path"]:
+        name = step["event"]
+        if g[name].duration_us > 0:
+            inputs.append((name, None))
+        pred = step.get("after")
+        if step["why"] == "dependency" and pred in g[name].deps:
+            inputs.append((name, pred))
+    if not inputs:
+        return 0.0
+    k = min(probes, len(inputs))
+    picks = sorted({inputs[round(i * (len(inputs) - 1) / max(1, k - 1))] for i in range(k)}, key=str)
     events = list(g)
     worst = 0.0
     pol = policy or result.get("policy", "earliest_start")
-    for name in picks:
+    for name, pred in picks:
         ev = g[name]
-        longer = dataclasses.replace(ev, duration_us=ev.duration_us + PERTURB_US)
+        if pred is None:
+            longer = dataclasses.replace(ev, duration_us=ev.duration_us + PERTURB_US)
+        else:
+            longer = dataclasses.replace(ev, deps={**ev.deps, pred: ev.deps[pred] + PERTURB_US})
         g2 = g.copy_with(events=[longer if e.name == name else e for e in events])
         s = schedule(g2, policy=pol, normalize=False)
         t = max(s.end_us[n] for n in ends)
