@@ -359,12 +359,14 @@ def format_design_space(rows: Sequence[VariantRow]) -> str:
         ("bottleneck", "<"),
         ("critical-path change µs", "<"),
         ("busy change core-µs", "<"),
+        ("GM->L1 Δ MB", ">"),
         ("largest wait on CP", "<"),
         ("invariants", "<"),
     ]
     if have_exact:
         head += [("CP-SAT best / bound µs", ">"), ("CP-SAT Δ µs", ">")]
     table: list[list[str]] = []
+    base_mb = rows[0].gm_to_l1_mb
     for r in rows:
         if r.error is not None:
             table.append([r.name, "rejected", "", "", r.error[:100]] + [""] * (len(head) - 5))
@@ -386,6 +388,7 @@ def format_design_space(rows: Sequence[VariantRow]) -> str:
             f"{r.binding} {r.excess_pct:+.0f}%",
             _changes(r.critical_path_change_us),
             _changes(r.busy_change_us),
+            f"{r.gm_to_l1_mb - base_mb:+.1f}",
             wait,
             inv,
         ]
