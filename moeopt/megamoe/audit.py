@@ -40,6 +40,7 @@ NOT_MODELLED = "not modelled"
 NOT_PROBED = "not probed"
 CLASSES = (EFFECTIVE, OTHER_SHAPE, REJECTED, NOT_MODELLED, NOT_PROBED)
 REL_TOL = 1e-9
+INTERNAL = "internal error"
 
 
 @dataclass(frozen=True)
@@ -238,6 +239,8 @@ def _try(s: Scenario, path: str, value: Any) -> Trial:
         return Trial(value, _time(s.with_overrides({path: value})))
     except MoeoptError as exc:
         return Trial(value, None, f"{type(exc).__name__}: {str(exc).splitlines()[0]}")
+    except Exception as exc:  # a bug to report, not a reason to stop the audit
+        return Trial(value, None, f"{INTERNAL} ({type(exc).__name__}: {exc})")
 
 
 def _moved(base: float, trials: Sequence[Trial]) -> Trial | None:
@@ -334,9 +337,12 @@ def format_audit(verdicts: Sequence[KnobVerdict]) -> str:
     lines = [f"{'knob':<{w}}  {'verdict':<27}  detail (first value that moved the time: Δ%)"]
     for v in verdicts:
         lines.append(f"{v.path:<{w}}  {v.verdict:<27}  {v.detail}")
+    crashed = [(v.path, t) for v in verdicts for t in v.trials if t.error and t.error.startswith(INTERNAL)]
     counts = {c: sum(1 for v in verdicts if v.verdict == c) for c in CLASSES}
     lines.append("")
     lines.append(", ".join(f"{n} {c}" for c, n in counts.items()))
+    for path, t in crashed:
+        lines.append(f"BUG: {path} = {_short(t.value)} raised an {t.error} instead of a clear message")
     if counts[NOT_MODELLED]:
         lines.append(
             "not modelled = accepted but moved nothing on any probe shape: the model should refuse such "

@@ -73,3 +73,19 @@ def test_full_audit_classifies_every_knob(bs72: mm.Scenario) -> None:
         assert by[p] == au.EFFECTIVE
     text = au.format_audit(verdicts)
     assert text.count("\n") >= len(verdicts)
+
+
+def test_an_internal_error_is_reported_not_raised(bs72: mm.Scenario, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A value the scenario layer lets through but the model crashes on is a bug to list."""
+    real = au.simulate
+
+    def crash_on_wide_tiles(s: mm.Scenario) -> dict[str, object]:
+        if s.config.tile_n != 256:
+            raise ZeroDivisionError("float division by zero")
+        return real(s)
+
+    monkeypatch.setattr(au, "simulate", crash_on_wide_tiles)
+    (v,) = au.audit_knobs(bs72, ["kernel.tile_n"])
+    assert v.verdict == au.REJECTED
+    assert "BUG: kernel.tile_n = " in au.format_audit([v])
+    assert "ZeroDivisionError" in au.format_audit([v])
