@@ -43,6 +43,7 @@ from moeopt.megamoe import (
     format_design_space,
     knob_catalogue,
     load_scenario,
+    optimality_gap,
     simulate,
 )
 from moeopt.registry import register
@@ -122,6 +123,7 @@ __all__ = [
     "load_psplib",
     "load_psplib_optima",
     "load_scenario",
+    "optimality_gap",
     "read_chrome_trace",
     "register",
     "run_study",

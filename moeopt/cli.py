@@ -2,14 +2,18 @@
 
 Commands (a registry, :data:`COMMANDS`; each has ``add_arguments(parser)`` and ``run(args)``):
 
-``gap FILE...``
+``gap FILE... [--set dotted.path=value ...] [--json [PATH]] [--markdown [PATH]] [--html FILE]``
     For every input: the greedy with every policy, then CP-SAT hinted with the best greedy
     schedule; a table with one row per input as it finishes (the progress), and optionally
-    ``--json`` / ``--markdown`` files (``-`` for standard output; the table then goes to standard
-    error). Inputs are read by the loader registered for their suffix (:func:`register_gap_input`;
-    ``.sm`` = PSPLIB now, scenario files can register theirs). A bad input gives one
+    ``--json`` / ``--markdown`` (to PATH, or to standard output without one or with ``-``; the
+    table then goes to standard error). Graph inputs are read by the loader registered for their
+    suffix (:func:`register_gap_input`; ``.sm`` = PSPLIB). Inputs with a *report* runner
+    (:func:`register_gap_report`; ``.toml`` = a MegaMoE scenario, :mod:`moeopt.megamoe.gap`)
+    produce their own report: per distinct rank, the greedy per policy, CP-SAT's best and bound,
+    the physical bounds, the gaps and what the optimum does differently; ``--set`` overrides
+    apply to them and ``--html`` writes one page with their Gantt charts. A bad input gives one
     ``error: FILE: ...`` line and the run goes on with the others; the exit code is 1 at the end
-    if any input failed, 2 for a usage error, 0 otherwise.
+    if any input failed (or a guardrail fired), 2 for a usage error, 0 otherwise.
 """
 
 from __future__ import annotations
@@ -22,13 +26,14 @@ import traceback
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any, Protocol, TextIO
 
 from moeopt.core.events import EventGraph
 from moeopt.core.policies import BUILTIN_POLICIES, make_policy
 from moeopt.core.psplib import load_psplib, load_psplib_optima
 from moeopt.errors import InputError, MoeoptError
-from moeopt.megamoe.commands import GOLDEN, SIMULATE
+from moeopt.megamoe.commands import GOLDEN, SIMULATE, parse_sets
+from moeopt.megamoe.gap import gap_html, scenario_gap_input
 from moeopt.megamoe.report import REPORT, TRACE, TRACE_COMPARE
 from moeopt.megamoe.trust_commands import AUDIT, COMPARE, DOMAIN
 
@@ -51,8 +56,34 @@ def register_gap_input(suffix: str, loader: GapLoader, *, replace: bool = False)
     _GAP_LOADERS[key] = loader
 
 
+class GapDocument(Protocol):
+    """What a report runner returns for one input (e.g. :class:`moeopt.megamoe.gap.ScenarioGap`)."""
+
+    def to_dict(self) -> dict[str, Any]: ...
+
+    def text(self) -> str: ...
+
+    def markdown(self) -> str: ...
+
+
+GapReportRunner = Callable[[Path, argparse.Namespace, Callable[[str], None]], GapDocument]
+"""``run(path, args, progress)``: one input's report (``progress(line)`` prints as it goes)."""
+GapHtml = Callable[[Sequence[Any]], str]
+"""One self-contained HTML page for the documents of one runner."""
+
+_GAP_REPORTS: dict[str, tuple[GapReportRunner, GapHtml | None]] = {}
+
+
+def register_gap_report(suffix: str, run: GapReportRunner, html: GapHtml | None = None) -> None:
+    """Let ``moeopt gap`` produce a full report for files ending in ``suffix`` (see the module
+    docstring); ``html`` renders ``--html`` for them. Raises :class:`MoeoptError` for a bad file."""
+    if not isinstance(suffix, str) or not suffix.startswith(".") or len(suffix) < 2:
+        raise InputError(f"register_gap_report: suffix must look like '.toml', got {suffix!r}")
+    _GAP_REPORTS[suffix.lower()] = (run, html)
+
+
 def gap_suffixes() -> list[str]:
-    return sorted(_GAP_LOADERS)
+    return sorted(set(_GAP_LOADERS) | set(_GAP_REPORTS))
 
 
 def _load_sm(path: Path) -> list[tuple[str, EventGraph]]:
@@ -60,6 +91,7 @@ def _load_sm(path: Path) -> list[tuple[str, EventGraph]]:
 
 
 register_gap_input(".sm", _load_sm)
+register_gap_report(".toml", scenario_gap_input, gap_html)
 
 
 # ---------------------------------------------------------------------- formatting
@@ -182,18 +214,44 @@ def _positive_int(text: str) -> int:
 def _gap_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("files", nargs="+", metavar="FILE", help=f"inputs ({', '.join(gap_suffixes())})")
     p.add_argument(
-        "--time-limit", type=_positive_float, default=10.0, metavar="S", help="seconds per graph (default 10)"
+        "--time-limit",
+        type=_positive_float,
+        default=None,
+        metavar="S",
+        help="CP-SAT seconds per graph (default 10; scenarios: 30 per distinct rank)",
     )
     p.add_argument("--workers", type=_positive_int, default=1, help="CP-SAT worker threads (default 1)")
-    p.add_argument("--mode", default="exact", choices=("exact", "relaxed"))
+    p.add_argument(
+        "--mode",
+        default="auto",
+        choices=("auto", "exact", "relaxed"),
+        help="exact, relaxed (pools as cumulatives) or auto (default: exact, "
+        "relaxed for large pooled scenario graphs)",
+    )
     p.add_argument(
         "--policies",
         default=",".join(BUILTIN_POLICIES),
         help="comma-separated greedy policies (default: every built-in one)",
     )
     p.add_argument("--optima", metavar="CSV", help="known optima (instance,optimal_makespan) to compare")
-    p.add_argument("--json", metavar="PATH", help="write the full results as JSON ('-': stdout)")
-    p.add_argument("--markdown", metavar="PATH", help="write a Markdown table ('-': stdout)")
+    for flag, what in (("--json", "the full results as JSON"), ("--markdown", "the results as Markdown")):
+        p.add_argument(flag, nargs="?", const="-", metavar="PATH", help=f"write {what} ('-': stdout)")
+    p.add_argument(
+        "--html", metavar="FILE", help="scenario inputs: one HTML page with the greedy and best Gantt charts"
+    )
+    p.add_argument(
+        "--set",
+        action="append",
+        metavar="PATH=VALUE",
+        help="scenario inputs: dotted-path override, e.g. --set workload.tokens=128 (repeatable)",
+    )
+    p.add_argument(
+        "--divergences",
+        type=_positive_int,
+        default=10,
+        metavar="N",
+        help="scenario inputs: first divergences listed per rank (default 10)",
+    )
     p.add_argument("--quiet", action="store_true", help="no table, only errors and the summary")
 
 
@@ -210,9 +268,19 @@ def _gap_run(args: argparse.Namespace) -> int:
     optima: dict[str, int] = {}
     if args.optima:
         optima = load_psplib_optima(args.optima)
-    if not args.quiet:
-        print(_table_line([h for h, _w, _a in TABLE_COLUMNS]), file=term, flush=True)
+    parse_sets(args.set)  # a malformed --set fails here, before any work
+    report_inputs = [f for f in args.files if Path(f).suffix.lower() in _GAP_REPORTS]
+    if args.set and not report_inputs:
+        raise InputError(f"--set applies to scenario inputs ({', '.join(sorted(_GAP_REPORTS))}) only")
+    if args.html and not report_inputs:
+        raise InputError(
+            f"--html draws the schedules of scenario inputs ({', '.join(sorted(_GAP_REPORTS))}); none given"
+        )
+    graph_mode = "exact" if args.mode == "auto" else args.mode
+    time_limit = 10.0 if args.time_limit is None else args.time_limit
+    header_done = False
     rows: list[GapRow] = []
+    docs: list[tuple[str, Any]] = []
     errors: list[dict[str, str]] = []
     total = len(args.files)
 
@@ -222,10 +290,16 @@ def _gap_run(args: argparse.Namespace) -> int:
         errors.append({"input": path, "error": msg})
         print(f"error: {path}: {msg}", file=sys.stderr, flush=True)
 
+    def say(line: str) -> None:
+        if not args.quiet:
+            print(line, file=term, flush=True)
+
     for k, f in enumerate(args.files, 1):
         path = Path(f)
-        loader = _GAP_LOADERS.get(path.suffix.lower())
-        if loader is None:
+        suffix = path.suffix.lower()
+        loader = _GAP_LOADERS.get(suffix)
+        runner = _GAP_REPORTS.get(suffix)
+        if loader is None and runner is None:
             kind = path.suffix or "(no suffix)"
             fail(f, f"unsupported input type {kind!r} (supported: {', '.join(gap_suffixes())})")
             continue
@@ -233,21 +307,30 @@ def _gap_run(args: argparse.Namespace) -> int:
             fail(f, "no such file")
             continue
         try:
+            if runner is not None:
+                say(f"[{k}/{total}] {f}")
+                doc = runner[0](path, args, say)
+                docs.append((suffix, doc))
+                say(doc.text())
+                continue
+            assert loader is not None
             graphs = loader(path)
             for name, graph in graphs:
                 rep = graph_optimality_gap(
                     graph,
-                    time_limit_s=args.time_limit,
+                    time_limit_s=time_limit,
                     workers=args.workers,
-                    mode=args.mode,
+                    mode=graph_mode,
                     policies=policies,
                     name=name,
                 )
                 opt = optima.get(name)
                 row = GapRow(f, name, rep, None if opt is None else float(opt))
                 rows.append(row)
-                if not args.quiet:
-                    print(_table_row(k, total, row), file=term, flush=True)
+                if not header_done:
+                    say(_table_line([h for h, _w, _a in TABLE_COLUMNS]))
+                    header_done = True
+                say(_table_row(k, total, row))
                 if opt is not None and rep.lower_bound_us > opt + 1e-9:
                     fail(f, f"lower bound {rep.lower_bound_us:g} exceeds the known optimum {opt} (a bug)")
         except MoeoptError as exc:
@@ -257,26 +340,48 @@ def _gap_run(args: argparse.Namespace) -> int:
                 raise
             fail(f, f"internal error ({type(exc).__name__}: {exc}); rerun with --debug for the traceback")
     proven = sum(1 for r in rows if r.report.proven_optimal)
-    print(
-        f"{len(rows)} graph(s) from {total} input(s): {proven} proven optimal, {len(errors)} failed",
-        file=term,
-        flush=True,
-    )
+    what = f"{len(rows)} graph(s)" + (f" and {len(docs)} scenario report(s)" if report_inputs else "")
+    what += f" from {total} input(s): {proven} proven optimal, {len(errors)} failed"
+    print(what, file=term, flush=True)
     if args.json:
-        doc = {
+        doc_json: dict[str, Any] = {
             "settings": {
                 "time_limit_s": args.time_limit,
                 "workers": args.workers,
                 "mode": args.mode,
                 "policies": policies,
+                "overrides": parse_sets(args.set),
             },
             "results": [r.to_dict() for r in rows],
             "errors": errors,
         }
-        _write(args.json, json.dumps(doc, indent=1) + "\n")
+        if report_inputs:
+            doc_json["reports"] = [d.to_dict() for _sfx, d in docs]
+        _write(args.json, json.dumps(_finite(doc_json), indent=1) + "\n")
     if args.markdown:
-        _write(args.markdown, markdown(rows, policies))
+        parts = [markdown(rows, policies)] if rows else []
+        parts += [d.markdown() for _sfx, d in docs]
+        _write(args.markdown, "\n".join(parts))
+    if args.html:
+        by_runner: dict[str, list[Any]] = {}
+        for sfx, d in docs:
+            by_runner.setdefault(sfx, []).append(d)
+        pages = [html(ds) for sfx, ds in by_runner.items() if (html := _GAP_REPORTS[sfx][1]) is not None]
+        if pages:
+            _write(args.html, pages[0] if len(pages) == 1 else "\n".join(pages))
+            print(f"wrote {args.html}", file=term, flush=True)
     return 1 if errors else 0
+
+
+def _finite(v: Any) -> Any:
+    """JSON has no infinity: non-finite floats become strings."""
+    if isinstance(v, dict):
+        return {k: _finite(x) for k, x in v.items()}
+    if isinstance(v, list):
+        return [_finite(x) for x in v]
+    if isinstance(v, float) and not math.isfinite(v):
+        return str(v)
+    return v
 
 
 def _write(dest: str, text: str) -> None:

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from moeopt.core.events import EventGraph
@@ -62,6 +62,8 @@ class GapReport:
     num_events: int
     greedy: tuple[PolicyResult, ...]
     exact: ExactResult
+    schedules: Mapping[str, Schedule] = field(default_factory=dict, compare=False, repr=False)
+    """The valid greedy schedule of each policy that produced one (left out of :meth:`to_dict`)."""
 
     @property
     def lower_bound_us(self) -> float:
@@ -119,6 +121,9 @@ def graph_optimality_gap(
     params: Mapping[str, Any] | None = None,
     tick_us: float | None = None,
     name: str = "",
+    normalize: bool = True,
+    makespan_lower_limits: Mapping[str, float] | None = None,
+    skip_proven: bool = False,
 ) -> GapReport:
     """Run the greedy with every policy, then CP-SAT hinted with the best greedy schedule.
 
@@ -128,6 +133,9 @@ def graph_optimality_gap(
             (the greedy runs are not counted in ``time_limit_s``).
         policies: policy names or objects (default: every built-in policy).
         name: a label for reports.
+        normalize: passed to the greedy (:func:`moeopt.schedule`); ``False`` skips dropping
+            non-binding semaphores (same schedules, less work when the caller knows there are none).
+        makespan_lower_limits, skip_proven: passed to ``solve_exact``.
 
     Every greedy schedule is checked with ``validate_schedule``; a policy that fails to schedule
     the graph is reported with its error instead of a makespan.
@@ -138,7 +146,7 @@ def graph_optimality_gap(
     for pol in pols:
         t0 = time.perf_counter()
         try:
-            s: Schedule | None = greedy_schedule(graph, pol)
+            s: Schedule | None = greedy_schedule(graph, pol, normalize=normalize)
             assert s is not None
             validate_schedule(graph, s)
             err = None
@@ -147,7 +155,17 @@ def graph_optimality_gap(
         runs.append((pol.name, s, time.perf_counter() - t0, err))
     valid = [s for _n, s, _t, _e in runs if s is not None]
     hint = min(valid, key=lambda s: s.makespan_us) if valid else None
-    exact = solve_exact(graph, time_limit_s, workers, mode, hint, params=params, tick_us=tick_us)
+    exact = solve_exact(
+        graph,
+        time_limit_s,
+        workers,
+        mode,
+        hint,
+        params=params,
+        tick_us=tick_us,
+        makespan_lower_limits=makespan_lower_limits,
+        skip_proven=skip_proven,
+    )
     greedy = tuple(
         PolicyResult(
             policy=pname,
@@ -159,4 +177,5 @@ def graph_optimality_gap(
         )
         for pname, s, dt, err in runs
     )
-    return GapReport(name=name, num_events=len(graph), greedy=greedy, exact=exact)
+    schedules = {pname: s for pname, s, _dt, _err in runs if s is not None}
+    return GapReport(name=name, num_events=len(graph), greedy=greedy, exact=exact, schedules=schedules)

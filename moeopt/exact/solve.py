@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ortools.sat.python import cp_model
@@ -31,7 +31,7 @@ from moeopt.exact.model import ExactModel, Mode, SemModel, tick_instance
 from moeopt.exact.pairing import Pairing, demands, find_pairing
 from moeopt.exact.replay import ReplayError, replay
 from moeopt.exact.result import ExactResult, SolveStatus, same_time
-from moeopt.exact.ticks import choose_grid
+from moeopt.exact.ticks import TimeGrid, choose_grid
 
 MODES = ("exact", "relaxed")
 SEMAPHORE_MODELS = ("auto", "reservoir")
@@ -80,6 +80,10 @@ DELAYS_BUDGET = 2_000_000
 """Work allowed for the pairwise energy distances (events² × intervals)."""
 
 
+class LowerLimitError(InputError):
+    """A caller's makespan lower limit is above the makespan of a valid schedule (the hint)."""
+
+
 def solve_exact(
     graph: EventGraph,
     time_limit_s: float = 10.0,
@@ -90,6 +94,8 @@ def solve_exact(
     params: Mapping[str, Any] | None = None,
     tick_us: float | None = None,
     semaphores: str = "auto",
+    makespan_lower_limits: Mapping[str, float] | None = None,
+    skip_proven: bool = False,
 ) -> ExactResult:
     """Solve ``graph`` with CP-SAT and return the best valid schedule and a sound lower bound.
 
@@ -109,6 +115,17 @@ def solve_exact(
         tick_us: force the time grid (default: automatic, see :mod:`moeopt.exact.ticks`).
         semaphores: ``"auto"`` (holding intervals wherever the pairing theorem applies) or
             ``"reservoir"`` (a reservoir for every semaphore; slower, for cross-checks).
+        makespan_lower_limits: lower bounds on the makespan that the *caller* proves for every
+            schedule of ``graph`` (name -> µs, e.g. an adapter's physical bounds). Each is
+            reported like the static bounds (``bounds_us["<name>"]``, possibly
+            ``bound_source``) and, rounded down to ticks, restricts the makespan variable:
+            sound because the model's optimum is at least ``⌊OPT / tick⌋ ≥ ⌊limit / tick⌋``
+            (:mod:`moeopt.exact.model`). A limit above the hint's makespan is not a lower bound
+            and is refused.
+
+        skip_proven: when the static bounds (or a caller's limit) already reach the hint's
+            makespan, the hint is proven optimal: return it without running CP-SAT
+            (``cpsat_status`` ``"NOT_RUN"``, ``solve_s`` 0). Default ``False``: CP-SAT always runs.
 
     Raises:
         InputError: a bad argument or a hint that is not a valid schedule of ``graph``.
@@ -116,6 +133,7 @@ def solve_exact(
     """
     t_begin = time.perf_counter()
     _check_args(time_limit_s, workers, mode, semaphores)
+    limits = _check_limits(makespan_lower_limits)
     model_mode: Mode = "exact" if mode == "exact" else "relaxed"
     graph.validate()
     cg = graph.compiled()
@@ -137,6 +155,14 @@ def solve_exact(
             sem_model.append("reservoir")
 
     real_bounds = static_bounds(cg, pairings, cg.dur, cg.preds, cg.succs)
+    real_bounds += [Bound(name, value) for name, value in limits.items()]
+    if hint is not None:
+        for name, value in limits.items():
+            if value > hint.makespan_us and not same_time(value, hint.makespan_us):
+                raise LowerLimitError(
+                    f"makespan_lower_limits[{name!r}] = {value:g} µs exceeds the makespan "
+                    f"{hint.makespan_us:g} µs of a valid schedule (the hint): it is not a lower bound"
+                )
     lams = [lam for p in cg.preds for _i, lam in p]
     if hint is not None:
         horizon_us = hint.makespan_us
@@ -145,7 +171,17 @@ def solve_exact(
     grid = choose_grid(list(cg.dur) + lams, horizon_us, tick_us)
     horizon = grid.down(horizon_us) if hint is not None else math.ceil(horizon_us / grid.tick_us)
 
+    if skip_proven and hint is not None:
+        static = best_bound(real_bounds)
+        if static.value >= hint.makespan_us or same_time(static.value, hint.makespan_us):
+            return _proven_by_static(
+                hint, real_bounds, static, model_mode, workers, grid, horizon, cg.sem_names, sem_model,
+                t_begin,
+            )
+
     inst = tick_instance(cg, grid, model_mode, horizon, pairings, sem_model, DELAYS_BUDGET)
+    if limits:
+        inst.lower = min(horizon, max(inst.lower, max(grid.down(v) for v in limits.values())))
     model = ExactModel(inst)
     if hint is not None:
         model.add_hint(hint)
@@ -234,6 +270,65 @@ def solve_exact(
 
 
 # ---------------------------------------------------------------------- helpers
+def _proven_by_static(
+    hint: Schedule,
+    bounds: list[Bound],
+    won: Bound,
+    mode: Mode,
+    workers: int,
+    grid: TimeGrid,
+    horizon: int,
+    sem_names: Sequence[str],
+    sem_model: Sequence[SemModel],
+    t_begin: float,
+) -> ExactResult:
+    """The hint reaches a static bound: it is optimal, no solve needed."""
+    return ExactResult(
+        status=SolveStatus.OPTIMAL,
+        lower_bound_us=hint.makespan_us,  # the bound reaches it (up to round-off): never more
+        best_us=hint.makespan_us,
+        schedule=hint,
+        solve_s=0.0,
+        mode=mode,
+        params_used={"num_workers": workers},
+        bound_source=won.source,
+        bounds_us={b.source: b.value for b in bounds},
+        cpsat_status="NOT_RUN",
+        cpsat_bound_us=0.0,
+        cpsat_best_us=None,
+        best_source="hint",
+        replay_error=None,
+        tick_us=grid.tick_us,
+        durations_rounded=not grid.exact,
+        horizon_us=grid.to_us(horizon),
+        semaphore_models=dict(zip(sem_names, sem_model)),
+        total_s=time.perf_counter() - t_begin,
+        message=f"the hint reaches the {won.source} bound: proven optimal without CP-SAT",
+    )
+
+
+def _check_limits(limits: Any) -> dict[str, float]:
+    if limits is None:
+        return {}
+    if not isinstance(limits, Mapping):
+        raise InputError(f"makespan_lower_limits must be a mapping name -> µs, got {limits!r}")
+    out: dict[str, float] = {}
+    for name, value in limits.items():
+        if not isinstance(name, str) or not name:
+            raise InputError(f"makespan_lower_limits: names must be non-empty strings, got {name!r}")
+        if (
+            isinstance(value, bool)
+            or not isinstance(value, (int, float))
+            or not math.isfinite(value)
+            or value < 0
+        ):
+            raise InputError(
+                f"makespan_lower_limits[{name!r}] must be a finite number of µs >= 0, got {value!r}"
+            )
+        out[name] = float(value)
+    return out
+
+
 def _status(code: Any, best_us: float | None, lower_us: float) -> SolveStatus:
     """The one place CP-SAT's status becomes moeopt's, for the real-valued instance.
 

@@ -11,6 +11,7 @@ from moeopt.megamoe.errors import (
     ScenarioError,
     WorkConservationViolation,
 )
+from moeopt.megamoe.gap import RankGap, ScenarioGap, optimality_gap
 from moeopt.megamoe.knobs import Knob, knob_catalogue
 from moeopt.megamoe.scenario import (
     Kernel,
@@ -36,9 +37,11 @@ __all__ = [
     "NotModelledError",
     "Options",
     "PolicyConfig",
+    "RankGap",
     "RouteConservationError",
     "Scenario",
     "ScenarioError",
+    "ScenarioGap",
     "SensitivityReport",
     "VariantRow",
     "WorkConservationViolation",
@@ -54,6 +57,7 @@ __all__ = [
     "format_sensitivity",
     "knob_catalogue",
     "load_scenario",
+    "optimality_gap",
     "parse_override_value",
     "simulate",
 ]

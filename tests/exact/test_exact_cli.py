@@ -97,7 +97,7 @@ def test_gap_table_errors_one_line_each_and_exit_code(files: dict[str, Path], tm
     assert len(errors) == 3, r.stderr
     assert f"error: {files['bad']}: OR-Tools could not parse this file as a PSPLIB RCPSP instance" in errors
     assert f"error: {tmp_path / 'missing.sm'}: no such file" in errors
-    assert f"error: {files['other']}: unsupported input type '.txt' (supported: .sm)" in errors
+    assert f"error: {files['other']}: unsupported input type '.txt' (supported: .sm, .toml)" in errors
     assert "Traceback" not in r.stderr
     # the good file still ran, after the bad one: its row shows the optimum 5, proven
     row = next(ln for ln in r.stdout.splitlines() if "tiny" in ln)
