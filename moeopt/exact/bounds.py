@@ -26,6 +26,13 @@ Every bound here holds for every schedule of the graph, so each is a lower bound
   - each fixed resource (capacity 1): the events that hold it;
   - each pool (capacity = number of members): the events with a placeholder of it, plus the
     events holding one of its members as a fixed resource;
+  - each group of pools that share members (connected through common members; capacity = the
+    number of members of the union ``U``): the events with a placeholder of any of them (one
+    unit per placeholder) plus the events holding a member of ``U`` as a fixed resource. Every
+    such unit occupies one member of ``U``, and a member runs one event at a time, so at most
+    ``|U|`` units are in use at any instant. Two pools over the same cores (the loads of two
+    stages on one set of load pipes) are much tighter together than apart: each alone leaves
+    the cores free for the other;
   - each semaphore that has a pairing (:mod:`moeopt.exact.pairing`, capacity ``C``): its holding
     intervals. A pair ``(a, r, k)`` holds ``k`` units from ``a``'s start to ``r``'s end, which is
     at least ``d(a)`` when ``r = a``, ``d(a) + λ + d(r)`` when ``r`` is a direct successor, and
@@ -188,14 +195,10 @@ def capacity_sets(
         if len(evs) > 1:
             out.append(CapacitySet(f"resource:{cg.res_names[r]}", 1, tuple((i, i, dur[i], 1) for i in evs)))
     for p, members in enumerate(cg.pool_members):
-        mset = set(members)
-        pool_items = []
-        for i in range(cg.n):
-            q = sum(1 for x in cg.placeholders[i] if x == p) + sum(1 for r in cg.fixed[i] if r in mset)
-            if q:
-                pool_items.append((i, i, dur[i], q))
+        pool_items = [(i, i, dur[i], q) for i, q in pool_usage(cg, {p}, set(members))]
         if sum(it[3] for it in pool_items) > len(members):
             out.append(CapacitySet(f"pool:{cg.pool_names[p]}", len(members), tuple(pool_items)))
+    out.extend(shared_pool_sets(cg, dur))
     succ_lam = [dict(s) for s in succs]
     for s, pairing in sorted(pairings.items()):
         sem_items: list[tuple[int, int, float, int]] = []
@@ -210,6 +213,53 @@ def capacity_sets(
         sem_items.extend((a, -1, 0.0, k) for a, k in pairing.unreleased)
         if sum(it[3] for it in sem_items) > cg.sem_cap[s] > 0:
             out.append(CapacitySet(f"semaphore:{cg.sem_names[s]}", cg.sem_cap[s], tuple(sem_items)))
+    return out
+
+
+def pool_usage(cg: CompiledGraph, pools: set[int], members: set[int]) -> list[tuple[int, int]]:
+    """``(event, units)`` for every event using ``members``: one unit per placeholder of one of
+    ``pools`` (whose members are among ``members``) and one per fixed resource in ``members``."""
+    out = []
+    for i in range(cg.n):
+        q = sum(1 for x in cg.placeholders[i] if x in pools) + sum(1 for r in cg.fixed[i] if r in members)
+        if q:
+            out.append((i, q))
+    return out
+
+
+def pool_groups(cg: CompiledGraph) -> list[tuple[list[int], set[int]]]:
+    """Pools connected through shared members, groups of two or more: ``(pools, union of members)``."""
+    parent = list(range(len(cg.pool_members)))
+
+    def find(x: int) -> int:
+        while parent[x] != x:
+            parent[x] = parent[parent[x]]
+            x = parent[x]
+        return x
+
+    owner: dict[int, int] = {}
+    for p, members in enumerate(cg.pool_members):
+        for m in members:
+            if m in owner:
+                parent[find(p)] = find(owner[m])
+            else:
+                owner[m] = p
+    groups: dict[int, list[int]] = {}
+    for p in range(len(cg.pool_members)):
+        groups.setdefault(find(p), []).append(p)
+    return [
+        (ps, {m for p in ps for m in cg.pool_members[p]}) for ps in groups.values() if len(ps) > 1
+    ]
+
+
+def shared_pool_sets(cg: CompiledGraph, dur: Sequence[float]) -> list[CapacitySet]:
+    """One capacity set per group of pools sharing members (see the module docstring)."""
+    out: list[CapacitySet] = []
+    for ps, union in pool_groups(cg):
+        items = [(i, i, dur[i], q) for i, q in pool_usage(cg, set(ps), union)]
+        if sum(it[3] for it in items) > len(union):
+            name = "+".join(cg.pool_names[p] for p in ps)
+            out.append(CapacitySet(f"pools:{name}", len(union), tuple(items)))
     return out
 
 

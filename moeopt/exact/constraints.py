@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from moeopt.exact.bounds import pool_groups, pool_usage
+
 if TYPE_CHECKING:
     from moeopt.exact.model import ExactModel
 
@@ -100,24 +102,21 @@ class Constraints:
             self._pool_cumulatives()
 
     def _pool_cumulatives(self) -> None:
-        """Cumulative per pool over the events using it: placeholder slots plus fixed members.
+        """Cumulative per pool over the events using it: placeholder slots plus fixed members;
+        and one per group of pools sharing members, over the union of their members.
 
-        A valid relaxation in both modes (each member runs one event at a time); in exact mode it
-        is redundant and gives the solver the pool's energy reasoning.
+        A valid relaxation in both modes (each member runs one event at a time, see
+        :mod:`moeopt.exact.bounds`); in exact mode it is redundant and gives the solver the
+        pools' energy reasoning. In relaxed mode the group cumulative is what keeps two pools
+        over the same cores from using each core twice at once.
         """
         m = self.m
         cg = self.cg
-        for p, members in enumerate(cg.pool_members):
-            mset = set(members)
-            ivs = []
-            demands = []
-            for i in range(cg.n):
-                q = sum(1 for x in cg.placeholders[i] if x == p) + sum(1 for r in cg.fixed[i] if r in mset)
-                if q:
-                    ivs.append(m.interval[i])
-                    demands.append(q)
-            if sum(demands) > len(members):
-                self.cp.add_cumulative(ivs, demands, len(members))
+        sets = [([p], set(members)) for p, members in enumerate(cg.pool_members)]
+        for ps, union in sets + pool_groups(cg):
+            usage = pool_usage(cg, set(ps), union)
+            if sum(q for _i, q in usage) > len(union):
+                self.cp.add_cumulative([m.interval[i] for i, _q in usage], [q for _i, q in usage], len(union))
 
     def _colocation(self) -> None:
         """Exact: every placeholder of a colocation group binds at the group's one site.

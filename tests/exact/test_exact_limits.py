@@ -58,3 +58,25 @@ def test_a_limit_above_a_valid_schedule_is_refused():
 def test_bad_limits_name_the_argument(limits):
     with pytest.raises(m.InputError, match="makespan_lower_limits"):
         m.solve_exact(_two_jobs(), 5, makespan_lower_limits=limits)
+
+
+def _two_pools_one_set_of_cores() -> m.EventGraph:
+    """Pools A and B over the same two cores, two 1 µs events in each, no precedence. Each pool
+    alone fits its two events side by side (a bound of 1 µs); together four events need two
+    rounds on two cores: the optimum and the shared-pool energy bound are 4 x 1 / 2 = 2 µs."""
+    cores = ["c0.X", "c1.X"]
+    g = m.EventGraph(pools={"A": cores, "B": cores})
+    for k in range(2):
+        g.add(m.Event(f"a{k}", resources=["A:*"], duration_us=1.0))
+        g.add(m.Event(f"b{k}", resources=["B:*"], duration_us=1.0))
+    return g
+
+
+@pytest.mark.parametrize("mode", ["exact", "relaxed"])
+def test_pools_sharing_cores_are_bounded_together(mode):
+    g = _two_pools_one_set_of_cores()
+    x = m.solve_exact(g, 5, mode=mode, skip_proven=True)
+    assert x.bounds_us["pools:A+B"] == pytest.approx(2.0)
+    assert x.lower_bound_us == pytest.approx(2.0)
+    assert x.status is m.SolveStatus.OPTIMAL
+    m.validate_schedule(g, x.schedule)
