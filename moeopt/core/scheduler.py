@@ -105,6 +105,7 @@ class _State:
                         # one shared object per distinct list: the scheduler's gates key on identity
                         self.site_members[i] = interned.setdefault(mem, mem)
         self.evaluate = self._make_evaluate()
+        self.commit = self._make_commit()
 
     # -------------------------------------------------------------- evaluation
     def _make_evaluate(self) -> Callable[..., Eval]:
@@ -247,54 +248,72 @@ class _State:
         return best_site
 
     # -------------------------------------------------------------- commit
-    def commit(self, i: int, ev: Eval) -> list[int]:
-        """Commit event ``i``; return the events that became eligible and the semaphores it released."""
+    def _make_commit(self) -> Callable[[int, Eval], list[int]]:
+        """Build ``commit(i, ev)`` as a closure over the state's arrays (called once per event)."""
         cg = self.cg
-        start, tb, chosen, rb, sb, _blk, _movers = ev
-        d = cg.dur[i]
-        end = start + d
-        self.done[i] = True
-        self.start[i] = start
-        self.end[i] = end
-        self.order.append(i)
+        dur_of = cg.dur
+        done = self.done
+        start_of = self.start
+        end_of = self.end
+        order = self.order
         free = self.free
-        fixed = cg.fixed[i]
-        for r in fixed:
-            free[r] = end
-        for m in chosen:
-            free[m] = end
-        self.bound[i] = fixed + chosen
-        g = cg.group[i]
-        if g >= 0 and self.group_site[g] < 0:
-            rs = fixed + chosen
-            self.group_site[g] = cg.res_site[rs[0]]
-        ready = self.ready[i]
-        self.waits[i] = (ready, self.ready_pred[i], rb, tb - ready, sb, start - tb)
-        profiles = self.profiles
-        for s, a, _back in self.acq3[i]:
-            profiles[s].add(start, -a)
-        for s, r in cg.rel[i]:
-            hi = profiles[s].add(end, r)
-            if hi > cg.sem_cap[s]:
-                raise SchedulingError(
-                    f"event {cg.names[i]!r} releases {r} unit(s) of semaphore {cg.sem_names[s]!r} at "
-                    f"t={end:g} µs, lifting its free units to {hi} above the capacity "
-                    f"{cg.sem_cap[s]}: the units were not acquired by an event scheduled before it. "
-                    f"Make the releasing event depend on the event that acquires the units."
-                )
-        new: list[int] = []
+        fixed_of = cg.fixed
+        bound = self.bound
+        group_of = cg.group
+        group_site = self.group_site
+        res_site = cg.res_site
         readyl = self.ready
         rpred = self.ready_pred
+        waits = self.waits
+        profiles = self.profiles
+        acq3 = self.acq3
+        rel_of = cg.rel
+        sem_cap = cg.sem_cap
+        succs = cg.succs
         indeg = self.indeg
-        for j, lam in cg.succs[i]:
-            v = end + lam
-            if v > readyl[j] or rpred[j] < 0:
-                readyl[j] = v
-                rpred[j] = i
-            indeg[j] -= 1
-            if indeg[j] == 0:
-                new.append(j)
-        return new
+
+        def commit(i: int, ev: Eval) -> list[int]:
+            """Commit event ``i``; return the events that became eligible."""
+            start, tb, chosen, rb, sb, _blk, _movers = ev
+            end = start + dur_of[i]
+            done[i] = True
+            start_of[i] = start
+            end_of[i] = end
+            order.append(i)
+            fixed = fixed_of[i]
+            for r in fixed:
+                free[r] = end
+            for m in chosen:
+                free[m] = end
+            rs = bound[i] = fixed + chosen if chosen else fixed
+            g = group_of[i]
+            if g >= 0 and group_site[g] < 0:
+                group_site[g] = res_site[rs[0]]
+            ready = readyl[i]
+            waits[i] = (ready, rpred[i], rb, tb - ready, sb, start - tb)
+            for s, a, _back in acq3[i]:
+                profiles[s].add(start, -a)
+            for s, r in rel_of[i]:
+                hi = profiles[s].add(end, r)
+                if hi > sem_cap[s]:
+                    raise SchedulingError(
+                        f"event {cg.names[i]!r} releases {r} unit(s) of semaphore {cg.sem_names[s]!r} at "
+                        f"t={end:g} µs, lifting its free units to {hi} above the capacity "
+                        f"{sem_cap[s]}: the units were not acquired by an event scheduled before it. "
+                        f"Make the releasing event depend on the event that acquires the units."
+                    )
+            new: list[int] = []
+            for j, lam in succs[i]:
+                v = end + lam
+                if v > readyl[j] or rpred[j] < 0:
+                    readyl[j] = v
+                    rpred[j] = i
+                indeg[j] -= 1
+                if indeg[j] == 0:
+                    new.append(j)
+            return new
+
+        return commit
 
     def to_schedule(self, policy_name: str) -> Schedule:
         cg = self.cg
@@ -449,7 +468,7 @@ def schedule(
     finally:
         # the state's evaluate / admit_all closures refer back to the state: without this the
         # whole scheduling state (tens of thousands of objects) waits for the cycle collector
-        state.evaluate = state.admit_all = None  # type: ignore[assignment]
+        state.evaluate = state.admit_all = state.commit = None  # type: ignore[assignment]
 
 
 def _run_keyed(state: _State, pol: Policy) -> None:

@@ -89,6 +89,11 @@ class SemaphoreProfile:
         from ``t`` on (for the capacity check of releases)."""
         times = self.times
         levels = self.levels
+        if not times or t > times[-1]:  # the common case: a change after every breakpoint
+            v = (levels[-1] if times else self.cap) + delta
+            times.append(t)
+            levels.append(v)
+            return v
         pos = bisect_right(times, t)
         if pos > 0 and times[pos - 1] == t:
             start = pos - 1
