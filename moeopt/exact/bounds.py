@@ -56,12 +56,17 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+import numpy as np
+
 from moeopt.core.compiled import CompiledGraph
 from moeopt.core.compiled import longest_paths as core_longest_paths
 from moeopt.exact.pairing import Pairing
 
 EXACT_2D_LIMIT = 300
-"""Interval sets up to this size get the two-threshold energy bound (quadratic); larger: one threshold."""
+"""Interval sets up to this size get the two-threshold energy bound in pure Python (quadratic);
+larger ones get it vectorised (:func:`_energy_2d`) within ``ENERGY_2D_BUDGET``."""
+ENERGY_2D_BUDGET = 20_000_000
+"""Thresholds × intervals of the vectorised two-threshold energy bound."""
 
 Edges = Sequence[tuple[tuple[int, float], ...]]
 
@@ -129,6 +134,32 @@ def energy_bound(items: Sequence[Item], capacity: int, *, integral: bool = False
                 if it.head >= h:
                     energy += it.demand * it.length
                     best = max(best, h + span(energy) + it.after)
+    else:
+        best = max(best, _energy_2d(its, capacity, integral))
+    return best
+
+
+def _energy_2d(its: Sequence[Item], capacity: int, integral: bool) -> float:
+    """The two-threshold bound of :func:`energy_bound`, vectorised, for large interval sets.
+
+    Thresholds ``h`` are the distinct heads; when there are more than fit in
+    ``ENERGY_2D_BUDGET`` (heads × intervals), an evenly spaced subset of them (any subset of
+    thresholds still gives a valid bound, only a weaker one).
+    """
+    order = sorted(range(len(its)), key=lambda k: -its[k].after)
+    head = np.array([its[k].head for k in order])
+    after = np.array([its[k].after for k in order])
+    work = np.array([its[k].demand * its[k].length for k in order])
+    heads = np.unique(head)
+    keep = max(1, ENERGY_2D_BUDGET // len(its))
+    if len(heads) > keep:
+        heads = heads[np.linspace(0, len(heads) - 1, keep).round().astype(int)]
+    best = 0.0
+    for h in heads:
+        mask = head >= h
+        energy = np.cumsum(np.where(mask, work, 0.0))
+        span = -np.floor_divide(-np.round(energy), capacity) if integral else energy / capacity
+        best = max(best, float(np.max(np.where(mask, h + span + after, -np.inf))))
     return best
 
 
