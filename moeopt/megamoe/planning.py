@@ -14,13 +14,18 @@ from __future__ import annotations
 import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from moeopt.megamoe.errors import ScenarioError
 from moeopt.registry import register
 
 
-@dataclass(frozen=True)
-class Tile:
+class Tile(NamedTuple):
+    """One output tile: rows ``[m0, m1)``, columns ``[n0, n1)``, block indices ``(mb, nb)``.
+
+    A named tuple (not a dataclass) because builders key dictionaries by tiles thousands of
+    times per graph, and a tuple's hash is computed in C."""
+
     m0: int
     m1: int
     n0: int
