@@ -11,6 +11,9 @@ from typing import TYPE_CHECKING, Any
 
 from moeopt.exact.bounds import pool_groups, pool_usage
 
+SYMMETRY_BUDGET = 20_000
+"""Auxiliary Booleans of the symmetry breaking (events × sites); beyond it, a prefix of the events."""
+
 if TYPE_CHECKING:
     from moeopt.exact.model import ExactModel
 
@@ -33,6 +36,7 @@ class Constraints:
         self._colocation()
         self._semaphores()
         self._redundant()
+        self._symmetry()
 
     # ------------------------------------------------------------------ core rules
     def _precedence(self) -> None:
@@ -205,6 +209,40 @@ class Constraints:
                     changes.append(r)
         self.cp.add_reservoir_constraint(times, changes, -cg.sem_cap[s], 0)
         m.largest_reservoir = max(m.largest_reservoir, len(times))
+
+    # ------------------------------------------------------------------ symmetry
+    def _symmetry(self) -> None:
+        """Value precedence over each class of interchangeable sites (exact mode; the theorem is in
+        :mod:`moeopt.exact.symmetry`): ``e_i`` binds the lead pool's member at ``k_j`` only if an
+        earlier ``e_{i'}`` binds the one at ``k_{j−1}``. ``used[j]`` is "some event so far binds
+        ``k_j``", one Boolean per (event, site), kept as a running maximum."""
+        m = self.m
+        cp = self.cp
+        if self.inst.mode != "exact":
+            return
+        for sc in self.inst.site_classes:
+            col = {mem: j for j, mem in enumerate(sc.member)}
+            lits: dict[int, dict[int, Any]] = {}
+            for ch in m.choices:
+                # events with a forced member are left out of the list (any list of events with
+                # one placeholder of the lead pool will do for the theorem)
+                if ch.pool == sc.pool and all(lit is not None for _mem, lit in ch.options):
+                    lits[ch.event] = {col[mem]: lit for mem, lit in ch.options if mem in col}
+            events = [i for i in sc.events if i in lits][: max(1, SYMMETRY_BUDGET // len(sc.sites))]
+            used: list[Any] = [None] * len(sc.sites)  # None: no event so far binds k_j
+            for i in events:
+                b = lits[i]
+                for j, lit in b.items():
+                    if j == 0:
+                        continue
+                    if used[j - 1] is None:
+                        cp.add(lit == 0)
+                    else:
+                        cp.add_implication(lit, used[j - 1])
+                for j, lit in b.items():
+                    u = cp.new_bool_var(f"sym_used[{i},{j}]")
+                    cp.add_max_equality(u, [lit] if used[j] is None else [used[j], lit])
+                    used[j] = u
 
     # ------------------------------------------------------------------ redundant
     def _redundant(self) -> None:

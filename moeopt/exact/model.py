@@ -52,6 +52,7 @@ from moeopt.core.compiled import CompiledGraph
 from moeopt.core.schedule import Schedule
 from moeopt.exact.bounds import Edges, best_bound, longest_paths, static_bounds
 from moeopt.exact.pairing import Pairing
+from moeopt.exact.symmetry import SiteClass, canonical_permutation
 from moeopt.exact.ticks import TimeGrid
 
 Mode = Literal["exact", "relaxed"]
@@ -83,6 +84,7 @@ class TickInstance:
     lower: int
     delays: list[tuple[int, int, int]] = field(default_factory=list)
     cliques: list[list[int]] = field(default_factory=list)
+    site_classes: list[SiteClass] = field(default_factory=list)
 
 
 def tick_instance(
@@ -278,6 +280,10 @@ class ExactModel:
             i: {cg.res_index[r] for r in schedule.resources.get(nm, ()) if r in cg.res_index}
             for i, nm in enumerate(cg.names)
         }
+        if inst.site_classes:  # the hint relabelled to meet the symmetry breaking (same times)
+            perm = canonical_permutation(cg, inst.site_classes, [bound[i] for i in range(cg.n)])
+            bound = {i: {perm[r] for r in rs} for i, rs in bound.items()}
+        used_by = {i: set(rs) for i, rs in bound.items()}
         for ch in self.choices:
             hit = next((m for m, _lit in ch.options if m in bound[ch.event]), None)
             for m, lit in ch.options:
@@ -287,12 +293,7 @@ class ExactModel:
                 bound[ch.event].discard(hit)
         for g, lits in self.site_lits.items():
             members = [i for i in range(cg.n) if cg.group[i] == g]
-            used = {
-                cg.res_site[cg.res_index[r]]
-                for i in members
-                for r in schedule.resources.get(cg.names[i], ())
-                if r in cg.res_index
-            }
+            used = {cg.res_site[r] for i in members for r in used_by[i]}
             for site, lit in lits.items():
                 cp.add_hint(lit, site in used)
 

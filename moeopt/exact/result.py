@@ -69,6 +69,8 @@ class ExactResult:
         semaphore_models: per semaphore ``"holding"``, ``"reservoir"`` or ``"dropped"``.
         total_s: wall seconds of the whole call (model building, solve, replay, validation).
         message: extra detail for ``infeasible`` / ``model_invalid`` / ``unknown``.
+        symmetric_sites: sizes of the classes of interchangeable sites whose symmetry the model
+            broke (exact mode, :mod:`moeopt.exact.symmetry`); empty when none.
     """
 
     status: SolveStatus
@@ -91,6 +93,7 @@ class ExactResult:
     semaphore_models: Mapping[str, str]
     total_s: float
     message: str = ""
+    symmetric_sites: tuple[int, ...] = ()
 
     @property
     def proven_optimal(self) -> bool:
@@ -128,6 +131,7 @@ class ExactResult:
             "semaphore_models": dict(self.semaphore_models),
             "params_used": {k: _jsonable(v) for k, v in self.params_used.items()},
             "message": self.message,
+            "symmetric_sites": list(self.symmetric_sites),
         }
 
 

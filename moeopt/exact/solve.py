@@ -31,6 +31,7 @@ from moeopt.exact.model import ExactModel, Mode, SemModel, tick_instance
 from moeopt.exact.pairing import Pairing, demands, find_pairing
 from moeopt.exact.replay import ReplayError, replay
 from moeopt.exact.result import ExactResult, SolveStatus, same_time
+from moeopt.exact.symmetry import site_classes
 from moeopt.exact.ticks import TimeGrid, choose_grid
 
 MODES = ("exact", "relaxed")
@@ -96,6 +97,7 @@ def solve_exact(
     semaphores: str = "auto",
     makespan_lower_limits: Mapping[str, float] | None = None,
     skip_proven: bool = False,
+    symmetry_breaking: bool = True,
 ) -> ExactResult:
     """Solve ``graph`` with CP-SAT and return the best valid schedule and a sound lower bound.
 
@@ -126,6 +128,8 @@ def solve_exact(
         skip_proven: when the static bounds (or a caller's limit) already reach the hint's
             makespan, the hint is proven optimal: return it without running CP-SAT
             (``cpsat_status`` ``"NOT_RUN"``, ``solve_s`` 0). Default ``False``: CP-SAT always runs.
+        symmetry_breaking: exact mode: value precedence between interchangeable sites
+            (:mod:`moeopt.exact.symmetry`; sound, it keeps a relabelling of every schedule).
 
     Raises:
         InputError: a bad argument or a hint that is not a valid schedule of ``graph``.
@@ -180,6 +184,8 @@ def solve_exact(
             )
 
     inst = tick_instance(cg, grid, model_mode, horizon, pairings, sem_model, DELAYS_BUDGET)
+    if model_mode == "exact" and symmetry_breaking:
+        inst.site_classes = site_classes(cg)
     if limits:
         inst.lower = min(horizon, max(inst.lower, max(grid.down(v) for v in limits.values())))
     model = ExactModel(inst)
@@ -266,6 +272,7 @@ def solve_exact(
         semaphore_models=dict(zip(cg.sem_names, sem_model)),
         total_s=time.perf_counter() - t_begin,
         message=message,
+        symmetric_sites=tuple(len(sc.sites) for sc in inst.site_classes),
     )
 
 
