@@ -96,7 +96,7 @@ def _amounts(owner: str, what: str, raw: Mapping[str, int] | None) -> Mapping[st
     return MappingProxyType(out)
 
 
-@dataclass(frozen=True, slots=True, eq=False)
+@dataclass(frozen=True, slots=True, eq=False, init=False)
 class Event:
     """One schedulable unit of work (SPEC §3). Immutable; use ``dataclasses.replace`` for variants.
 
@@ -121,22 +121,31 @@ class Event:
     duration_us: float = 0.0
     labels: Mapping[str, Any] = field(default_factory=dict)
 
-    def __post_init__(self) -> None:
-        name = self.name
+    def __init__(
+        self,
+        name: str,
+        resources: Sequence[str] = (),
+        deps: Mapping[str, float] | None = None,
+        acquires: Mapping[str, int] | None = None,
+        releases: Mapping[str, int] | None = None,
+        colocate_with: str | None = None,
+        duration_us: float = 0.0,
+        labels: Mapping[str, Any] | None = None,
+    ) -> None:
+        # a hand-written __init__ (the dataclass's would set every field, then __post_init__
+        # would set most of them again): builders create events by the ten thousand
         if not isinstance(name, str) or not name:
             raise GraphError(f"event name must be a non-empty string, got {name!r}")
-        dur = self.duration_us
+        dur = duration_us
         if not (type(dur) is float and 0.0 <= dur < _INF) and not _finite_nonneg(dur):
+            raise GraphError(f"event {name!r}: duration_us must be a finite number >= 0, got {dur!r}")
+        if isinstance(resources, str):
             raise GraphError(
-                f"event {name!r}: duration_us must be a finite number >= 0, got {self.duration_us!r}"
+                f"event {name!r}: resources must be a list of names, got the string {resources!r}"
             )
-        if isinstance(self.resources, str):
-            raise GraphError(
-                f"event {name!r}: resources must be a list of names, got the string {self.resources!r}"
-            )
-        resources = tuple(self.resources)
+        res = tuple(resources)
         memo = _SPLIT_MEMO
-        for r in resources:
+        for r in res:
             if type(r) is str and memo.get(r) is not None:
                 continue  # a '<site>.<role>' name seen before
             if not isinstance(r, str):
@@ -146,11 +155,11 @@ class Event:
                     f"event {name!r}: resource {r!r} is neither '<site>.<role>' (e.g. 'core3.AIC') "
                     f"nor a pool placeholder '<role>:*' (e.g. 'AIC:*')"
                 )
-        if len(resources) > 1 and len(set(resources)) != len(resources):
-            dup = sorted({r for r in resources if resources.count(r) > 1})
+        if len(res) > 1 and len(set(res)) != len(res):
+            dup = sorted({r for r in res if res.count(r) > 1})
             raise GraphError(f"event {name!r}: resource(s) {dup} listed more than once")
-        deps: dict[str, float] = dict(self.deps) if self.deps else {}
-        for pred, lam in deps.items():
+        dd: dict[str, float] = dict(deps) if deps else {}
+        for pred, lam in dd.items():
             # fast path: a plain float λ in [0, inf) on a plain non-empty name other than this one
             if type(lam) is float and 0.0 <= lam < _INF and type(pred) is str and pred and pred != name:
                 continue
@@ -163,22 +172,22 @@ class Event:
                 )
             if pred == name:
                 raise GraphError(f"event {name!r} depends on itself (a cycle of length 1)")
-            deps[pred] = float(lam)  # same key: the dict's size does not change
-        if self.colocate_with is not None and (
-            not isinstance(self.colocate_with, str) or not self.colocate_with
-        ):
+            dd[pred] = float(lam)  # same key: the dict's size does not change
+        if colocate_with is not None and (not isinstance(colocate_with, str) or not colocate_with):
             raise GraphError(
-                f"event {name!r}: colocate_with must be an event name or None, got {self.colocate_with!r}"
+                f"event {name!r}: colocate_with must be an event name or None, got {colocate_with!r}"
             )
-        if self.colocate_with == name:
+        if colocate_with == name:
             raise GraphError(f"event {name!r}: colocate_with names the event itself")
-        object.__setattr__(self, "resources", resources)
-        object.__setattr__(self, "deps", MappingProxyType(deps))
-        object.__setattr__(self, "acquires", _amounts(name, "acquires", self.acquires))
-        object.__setattr__(self, "releases", _amounts(name, "releases", self.releases))
-        if type(dur) is not float:
-            object.__setattr__(self, "duration_us", float(dur))
-        object.__setattr__(self, "labels", MappingProxyType(dict(self.labels)) if self.labels else _NO_LABELS)
+        setattr_ = object.__setattr__
+        setattr_(self, "name", name)
+        setattr_(self, "resources", res)
+        setattr_(self, "deps", MappingProxyType(dd))
+        setattr_(self, "acquires", _amounts(name, "acquires", acquires))
+        setattr_(self, "releases", _amounts(name, "releases", releases))
+        setattr_(self, "colocate_with", colocate_with)
+        setattr_(self, "duration_us", dur if type(dur) is float else float(dur))
+        setattr_(self, "labels", MappingProxyType(dict(labels)) if labels else _NO_LABELS)
 
     def __repr__(self) -> str:
         parts = [repr(self.name)]
