@@ -269,8 +269,9 @@ def _arg_usage(a: argparse.Action) -> str:
             text += " " + (a.metavar if isinstance(a.metavar, str) else a.dest.upper())
         if a.nargs in ("+", "*"):
             text += " ..."
-        return f"[{text}]"
-    return _arg_name(a)
+        return text if a.required else f"[{text}]"
+    name = _arg_name(a)
+    return f"[{name}]" if a.nargs == "?" else name
 
 
 def _arg_default(a: argparse.Action) -> str:
@@ -395,7 +396,7 @@ def scenario_section() -> list[str]:
         ]
         by_section: dict[str, list[Any]] = {}
         for k in cat:
-            by_section.setdefault(k.section or "(top level)", []).append(k)
+            by_section.setdefault(k.section if k.section not in ("", "top") else "top level", []).append(k)
         for section, ks in by_section.items():
             lines += [f"#### {section}", ""]
             lines += _table(

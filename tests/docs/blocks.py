@@ -16,9 +16,10 @@ the block as a script) in a scratch copy of ``examples/`` and ``studies/``, with
 on ``PYTHONPATH``. Each command must exit 0 (``exit=N``: the one command of the block must exit
 N, and its standard error is part of its output, for examples of error messages). The output
 must equal ``tests/docs/expected/NAME.txt`` and the
-``text`` block shown in the Markdown. Before comparing, the scratch folder's absolute path is
-written as ``/path/to/moeopt`` and each named mask hides one machine-dependent value (wall-clock
-seconds, trials per minute) on both sides; nothing else is normalised.
+``text`` block shown in the Markdown. Before comparing, the absolute paths of the scratch folder
+and of the repository are written as ``/path/to/moeopt``, and each named mask hides one
+machine-dependent value (wall-clock seconds, trials per minute) on both sides; nothing else is
+normalised.
 
 ``MOEOPT_REGEN_DOCS=1 pytest tests/docs`` rewrites the expected files and the Markdown output
 blocks from the real output (do it on purpose, and say why in the commit).
@@ -55,8 +56,23 @@ def _mask_search_speed(text: str) -> str:
     return re.sub(r"\d+ trials/min over \d+(?:\.\d+)? s", "<n> trials/min over <s> s", text)
 
 
+def _mask_gap_times(text: str) -> str:
+    # `moeopt gap SCENARIO`: seconds on the progress line, in the settings line and in the
+    # last column ("s") of the per-rank summary rows (they end with a percentage, then seconds)
+    text = re.sub(r"(?m)(certified gap [+-]\d+\.\d+%, )\d+\.\d+ s$", r"\1<s> s", text)
+    text = re.sub(r"; \d+\.\d+ s in all", "; <s> s in all", text)
+    return re.sub(r"(?m)^(\d+\s.*%\s+)\d+\.\d+$", r"\1<s>", text)
+
+
+def _mask_golden_seconds(text: str) -> str:
+    # `moeopt golden --check`: each configuration line ends with its wall-clock seconds
+    return re.sub(r"(?m)^(ok .* µs\s+)\d+\.\d+ s$", r"\1<s> s", text)
+
+
 MASKS: dict[str, Callable[[str], str]] = {
     "gap-seconds": _mask_gap_seconds,
+    "gap-times": _mask_gap_times,
+    "golden-seconds": _mask_golden_seconds,
     "search-speed": _mask_search_speed,
 }
 
@@ -204,7 +220,10 @@ def run_block(block: Block, workdir: Path, timeout_s: float = 600) -> str:
                 f"stdout:\n{p.stdout}\nstderr:\n{p.stderr}"
             )
         outs.append(p.stdout + (p.stderr if block.exit_code else ""))
-    return "".join(outs).replace(str(workdir.resolve()), PATH_PLACEHOLDER).replace(str(workdir), PATH_PLACEHOLDER)
+    text = "".join(outs)
+    for path in (workdir.resolve(), workdir, REPO):  # the user's checkout, wherever it is
+        text = text.replace(str(path), PATH_PLACEHOLDER)
+    return text
 
 
 # --------------------------------------------------------------------------- comparing
