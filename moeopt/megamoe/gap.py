@@ -325,9 +325,15 @@ def stage_of(graph: EventGraph, name: str) -> str:
 
 
 def _sequences(graph: EventGraph, s: Schedule) -> dict[str, list[str]]:
+    """Per resource (and per semaphore, ``"semaphore <name>"``: its acquirers) the events in
+    start order. Semaphores shared by many cores are where orders that no single core shows
+    (which core's load takes the HBM first) differ."""
     seq: dict[str, list[str]] = {}
     for name, res in s.resources.items():
-        if graph[name].duration_us <= 0:
+        ev = graph[name]
+        for sem in ev.acquires:
+            seq.setdefault(f"semaphore {sem}", []).append(name)
+        if ev.duration_us <= 0:
             continue
         for r in res:
             seq.setdefault(r, []).append(name)
@@ -341,10 +347,10 @@ def first_divergences(
 ) -> DivergenceSummary:
     """Where ``optimal`` first departs from ``greedy`` (see :class:`DivergenceSummary`).
 
-    Per resource, the two event sequences (by start time; zero-length events left out) are
-    compared position by position: the first position where they differ is an ``"order"``
-    divergence. Every event bound to other resources is a ``"core"`` divergence. The ``limit``
-    earliest of them (by greedy start) are kept; the counts cover all.
+    Per resource and per semaphore, the two event sequences (by start time; zero-length events
+    left out on resources) are compared position by position: the first position where they
+    differ is an ``"order"`` divergence. Every event bound to other resources is a ``"core"``
+    divergence. The ``limit`` earliest of them (by greedy start) are kept; the counts cover all.
     """
     gseq = _sequences(graph, greedy)
     oseq = _sequences(graph, optimal)
@@ -687,11 +693,12 @@ def divergence_headline(r: RankGap) -> str:
     if d.identical:
         if src == f"greedy:{r.policy}":
             return "CP-SAT found no schedule better than the greedy within the time limit."
-        return f"the best schedule ({src}) runs every resource in the greedy's order."
+        return f"the best schedule ({src}) runs every resource and semaphore in the greedy's order."
     stages = ", ".join(f"{k} {v}" for k, v in d.events_moved_by_stage.items())
     return (
-        f"best schedule from {src}: {d.resources_reordered} resource(s) run their events in another "
-        f"order, {d.events_rebound} event(s) on another core; events moved by stage: {stages}"
+        f"best schedule from {src}: {d.resources_reordered} resource(s) / semaphore(s) take their "
+        f"events in another order, {d.events_rebound} event(s) on another core; events moved by "
+        f"stage: {stages}"
     )
 
 

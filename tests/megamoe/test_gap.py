@@ -173,6 +173,47 @@ def test_first_divergences_names_the_events_and_their_stages():
     assert first_divergences(g, greedy, greedy).identical
 
 
+def test_first_divergences_on_a_shared_semaphore():
+    """Two cores, one HBM slot: no core's own order changes, but the optimum gives the slot to the
+    other core first -- an order divergence on the semaphore, at position 0."""
+    g = m.EventGraph(semaphores={"hbm": 1})
+    g.add(
+        m.Event(
+            "x",
+            resources=["c0.MTE2"],
+            duration_us=1.0,
+            acquires={"hbm": 1},
+            releases={"hbm": 1},
+            labels={"stage": "dispatch"},
+        )
+    )
+    g.add(
+        m.Event(
+            "y",
+            resources=["c1.MTE2"],
+            duration_us=1.0,
+            acquires={"hbm": 1},
+            releases={"hbm": 1},
+            labels={"stage": "gmm1", "phase": "load"},
+        )
+    )
+    res = {"x": ("c0.MTE2",), "y": ("c1.MTE2",)}
+    greedy = m.Schedule(start_us={"x": 0.0, "y": 1.0}, end_us={"x": 1.0, "y": 2.0}, resources=res)
+    optimal = m.Schedule(start_us={"x": 1.0, "y": 0.0}, end_us={"x": 2.0, "y": 1.0}, resources=res)
+    m.validate_schedule(g, greedy)
+    m.validate_schedule(g, optimal)
+    d = first_divergences(g, greedy, optimal)
+    assert d.resources_reordered == 1
+    (first,) = d.first
+    assert (first.resource, first.position) == ("semaphore hbm", 0)
+    assert (first.greedy_event, first.greedy_stage, first.optimal_event, first.optimal_stage) == (
+        "x",
+        "dispatch",
+        "y",
+        "gmm1:load",
+    )
+
+
 @pytest.mark.parametrize(
     ("kwargs", "field"),
     [
