@@ -105,6 +105,30 @@ def longest_paths(
     return head, tail
 
 
+def _sem_pairs(
+    ev: Event, what: str, sem_id: dict[str, int], sems: dict[str, int], used: set[int], problems: list[str]
+) -> tuple[tuple[int, int], ...]:
+    """``(semaphore index, units)`` of one event's acquires or releases; undeclared semaphores and
+    acquires above the capacity are reported in ``problems``."""
+    pairs = []
+    for sem, amount in (ev.acquires if what == "acquires" else ev.releases).items():
+        k = sem_id.get(sem)
+        if k is None:
+            problems.append(
+                f"event {ev.name!r} {what} undeclared semaphore {sem!r} "
+                f"(declared: {sorted(sems) or 'none'}); declare it with a capacity"
+            )
+            continue
+        used.add(k)
+        if what == "acquires" and amount > sems[sem]:
+            problems.append(
+                f"event {ev.name!r} acquires {amount} units of semaphore {sem!r} whose capacity "
+                f"is {sems[sem]}: it could never start"
+            )
+        pairs.append((k, amount))
+    return tuple(pairs)
+
+
 def compile_graph(g: EventGraph) -> CompiledGraph:
     """Validate ``g`` and build its :class:`CompiledGraph`; raise :class:`GraphError` on any problem."""
     events = list(g.events.values())
@@ -152,41 +176,8 @@ def compile_graph(g: EventGraph) -> CompiledGraph:
         preds.append(pl)
         for p, lam in pl:
             succ_lists[p].append((i, lam))
-        if ev.acquires:
-            pairs = []
-            for sem, amount in ev.acquires.items():
-                k = sem_id.get(sem)
-                if k is None:
-                    problems.append(
-                        f"event {ev.name!r} acquires undeclared semaphore {sem!r} "
-                        f"(declared: {sorted(sems) or 'none'}); declare it with a capacity"
-                    )
-                    continue
-                acquired.add(k)
-                if amount > sems[sem]:
-                    problems.append(
-                        f"event {ev.name!r} acquires {amount} units of semaphore {sem!r} whose capacity "
-                        f"is {sems[sem]}: it could never start"
-                    )
-                pairs.append((k, amount))
-            acq.append(tuple(pairs))
-        else:
-            acq.append(no_pairs)
-        if ev.releases:
-            pairs = []
-            for sem, amount in ev.releases.items():
-                k = sem_id.get(sem)
-                if k is None:
-                    problems.append(
-                        f"event {ev.name!r} releases undeclared semaphore {sem!r} "
-                        f"(declared: {sorted(sems) or 'none'}); declare it with a capacity"
-                    )
-                    continue
-                released.add(k)
-                pairs.append((k, amount))
-            rel.append(tuple(pairs))
-        else:
-            rel.append(no_pairs)
+        acq.append(_sem_pairs(ev, "acquires", sem_id, sems, acquired, problems) if ev.acquires else no_pairs)
+        rel.append(_sem_pairs(ev, "releases", sem_id, sems, released, problems) if ev.releases else no_pairs)
         fx: list[int] = []
         ph: list[int] = []
         for r in ev.resources:
