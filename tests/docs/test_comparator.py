@@ -71,21 +71,42 @@ def test_the_shown_block_must_match_too(tmp_path: Path) -> None:
     assert "shown in the Markdown" in problems[0]
 
 
-def test_masks_hide_only_the_wall_clock(tmp_path: Path) -> None:
-    block = _doc(tmp_path, "gap", GAP_OUTPUT, " mask=gap-seconds")
-    exp = _expected(tmp_path, GAP_OUTPUT)
-    assert B.compare(block, GAP_OUTPUT.replace("4.52", "17.03"), exp) == []
-    assert B.compare(block, GAP_OUTPUT.replace("1777.21", "1777.22"), exp)
-    assert B.compare(block, GAP_OUTPUT.replace("8130", "8131"), exp)
+SCENARIO_GAP_OUTPUT = """  rank 0 (541 events): greedy 312.76, best 312.76, bound 312.76 [longest_path], certified gap +0.00%, 0.0 s
+policy earliest_start; CP-SAT 30 s per rank, 1 worker(s), mode auto; 0.2 s in all
+0     0-7    541     312.76    312.76       312.76       longest_path  exact  optimal  +0.00%     +0.00%     +0.00%        0.0
+0     80.89    147.64 [hbm]  129.47      bandwidth  10.43        158.07
+"""
+SEARCH_OUTPUT = "best kernel_total_us = 1754.743 (trial 5)\n126 trials/min over 11.4 s with 1 worker(s)\n"
+GOLDEN_OUTPUT = "ok   bs72                         a517dbfdf808cf96      302.3228 µs    0.04 s\n"
 
 
-def test_search_speed_mask(tmp_path: Path) -> None:
-    text = "best kernel_total_us = 1754.743 (trial 5)\n126 trials/min over 11.4 s with 1 worker(s)\n"
-    block = _doc(tmp_path, "s", text, " mask=search-speed")
+@pytest.mark.parametrize(
+    ("mask", "text", "hidden", "caught"),
+    [
+        # (what the mask may hide: old -> new), (changes it must still catch)
+        ("gap-seconds", GAP_OUTPUT, ("4.52", "17.03"), [("1777.21", "1777.22"), ("8130", "8131")]),
+        (
+            "gap-times",
+            SCENARIO_GAP_OUTPUT,
+            ("0.0 s\n", "3.5 s\n"),
+            [("312.76,", "312.77,"), ("30 s per", "10 s per"), ("158.07", "158.08"), ("+0.00%     +0.00%", "+0.01%     +0.00%")],
+        ),
+        ("gap-times", SCENARIO_GAP_OUTPUT, ("0.2 s in all", "41.7 s in all"), []),
+        ("gap-times", SCENARIO_GAP_OUTPUT, ("+0.00%        0.0", "+0.00%        12.9"), []),
+        ("search-speed", SEARCH_OUTPUT, ("126 trials/min over 11.4", "90 trials/min over 16"), [("1754.743", "1754.744"), ("1 worker", "2 worker")]),
+        ("golden-seconds", GOLDEN_OUTPUT, ("0.04 s", "1.20 s"), [("a517dbfd", "a517dbfe"), ("302.3228", "302.3229")]),
+    ],
+)
+def test_masks_hide_only_the_wall_clock(
+    tmp_path: Path, mask: str, text: str, hidden: tuple[str, str], caught: list[tuple[str, str]]
+) -> None:
+    block = _doc(tmp_path, "m", text, f" mask={mask}")
     exp = _expected(tmp_path, text)
-    assert B.compare(block, text.replace("126 trials/min over 11.4", "90 trials/min over 16"), exp) == []
-    assert B.compare(block, text.replace("1754.743", "1754.744"), exp)
-    assert B.compare(block, text.replace("1 worker", "2 worker"), exp)
+    assert hidden[0] in text
+    assert B.compare(block, text.replace(*hidden), exp) == []
+    for old, new in caught:
+        assert old in text
+        assert B.compare(block, text.replace(old, new, 1), exp), (mask, old, new)
 
 
 def test_missing_expected_file_fails(tmp_path: Path) -> None:
