@@ -234,8 +234,8 @@ def _gap_arguments(p: argparse.ArgumentParser) -> None:
         help="comma-separated greedy policies (default: every built-in one)",
     )
     p.add_argument("--optima", metavar="CSV", help="known optima (instance,optimal_makespan) to compare")
-    for flag, what in (("--json", "the full results as JSON"), ("--markdown", "the results as Markdown")):
-        p.add_argument(flag, nargs="?", const="-", metavar="PATH", help=f"write {what} ('-': stdout)")
+    for flag, what in (("--json", "full results as JSON"), ("--markdown", "results as Markdown")):
+        p.add_argument(flag, nargs="?", const="-", metavar="PATH", help=f"write the {what} (no PATH: stdout)")
     p.add_argument(
         "--html", metavar="FILE", help="scenario inputs: one HTML page with the greedy and best Gantt charts"
     )

@@ -291,9 +291,11 @@ def test_cli_bad_inputs_one_line_each(tmp_path, capsys):
 @pytest.mark.slow
 @pytest.mark.parametrize("tokens", [16, 128])
 def test_seed002_typical_bound_within_reach(tokens):
-    """Seed-002 typical case (pto-a2a3, 2.5k events, HBM-bound): 60 s on one worker."""
+    """Seed-002 typical case (pto-a2a3, 2.5k events, HBM-bound): 60 s on one worker. Measured:
+    M=16 3.5% (HBM energy bound 473.60 vs 490.34), M=128 2.4% (539.98 vs 552.69, the
+    work-conserving critical-path greedy's schedule)."""
     s = mm.load_scenario(SEED002, {"workload.tokens": tokens})
     sg = optimality_gap(s, time_limit_s=60, workers=1)
     _check_report(sg, 60)
     for r in sg.ranks:
-        assert r.bound_gap <= (0.05 if tokens == 16 else 0.07)
+        assert r.bound_gap <= 0.05
