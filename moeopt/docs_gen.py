@@ -250,14 +250,20 @@ def _num(v: float) -> str:
 
 
 # --------------------------------------------------------------------------- command line
+def _metavar(a: argparse.Action) -> str:
+    """The value part of an option: ``PATH``, ``[PATH]`` (optional value), ``NAME ...``."""
+    mv = a.metavar if isinstance(a.metavar, str) else a.dest.upper()
+    if a.nargs == "?":
+        return f"[{mv}]"
+    if a.nargs in ("+", "*"):
+        return f"{mv} ..."
+    return mv
+
+
 def _arg_name(a: argparse.Action) -> str:
     if a.option_strings:
         name = ", ".join(a.option_strings)
-        if a.nargs != 0:
-            name += " " + (a.metavar if isinstance(a.metavar, str) else a.dest.upper())
-            if a.nargs in ("+", "*"):
-                name += " ..."
-        return name
+        return name if a.nargs == 0 else f"{name} {_metavar(a)}"
     name = a.metavar if isinstance(a.metavar, str) else a.dest
     return name + (" ..." if a.nargs in ("+", "*") else "")
 
@@ -266,9 +272,7 @@ def _arg_usage(a: argparse.Action) -> str:
     if a.option_strings:
         text = a.option_strings[-1] if a.option_strings[-1].startswith("--") else a.option_strings[0]
         if a.nargs != 0:
-            text += " " + (a.metavar if isinstance(a.metavar, str) else a.dest.upper())
-        if a.nargs in ("+", "*"):
-            text += " ..."
+            text += " " + _metavar(a)
         return text if a.required else f"[{text}]"
     name = _arg_name(a)
     return f"[{name}]" if a.nargs == "?" else name
