@@ -65,6 +65,10 @@ class GapDocument(Protocol):
 
     def markdown(self) -> str: ...
 
+    def proven_count(self) -> tuple[int, int]:
+        """``(graphs proven optimal, graphs)`` of this report."""
+        ...
+
 
 GapReportRunner = Callable[[Path, argparse.Namespace, Callable[[str], None]], GapDocument]
 """``run(path, args, progress)``: one input's report (``progress(line)`` prints as it goes)."""
@@ -340,7 +344,15 @@ def _gap_run(args: argparse.Namespace) -> int:
                 raise
             fail(f, f"internal error ({type(exc).__name__}: {exc}); rerun with --debug for the traceback")
     proven = sum(1 for r in rows if r.report.proven_optimal)
-    what = f"{len(rows)} graph(s)" + (f" and {len(docs)} scenario report(s)" if report_inputs else "")
+    if report_inputs:
+        counts = [d.proven_count() for _sfx, d in docs]
+        ranks = sum(n for _p, n in counts)
+        what = f"{len(docs)} scenario report(s) ({ranks} distinct rank(s))"
+        if rows:
+            what = f"{len(rows)} graph(s) and " + what
+        proven += sum(p for p, _n in counts)
+    else:
+        what = f"{len(rows)} graph(s)"
     what += f" from {total} input(s): {proven} proven optimal, {len(errors)} failed"
     print(what, file=term, flush=True)
     if args.json:

@@ -299,6 +299,10 @@ class ScenarioGap:
         """:func:`gap_markdown`."""
         return gap_markdown(self)
 
+    def proven_count(self) -> tuple[int, int]:
+        """``(distinct ranks proven optimal, distinct ranks)``."""
+        return sum(1 for r in self.ranks if r.proven_optimal), len(self.ranks)
+
 
 def _ratio(a: float, b: float) -> float:
     return a / b - 1.0 if b > 0 and math.isfinite(b) else math.inf
