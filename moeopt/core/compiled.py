@@ -12,7 +12,7 @@ worked out here, so the scheduler can never run into a group that has no legal s
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import networkx as nx
@@ -106,23 +106,29 @@ def longest_paths(
 
 
 def _sem_pairs(
-    ev: Event, what: str, sem_id: dict[str, int], sems: dict[str, int], used: set[int], problems: list[str]
+    name: str,
+    what: str,
+    amounts: Mapping[str, int],
+    sem_id: dict[str, int],
+    sems: dict[str, int],
+    used: set[int],
+    problems: list[str],
 ) -> tuple[tuple[int, int], ...]:
     """``(semaphore index, units)`` of one event's acquires or releases; undeclared semaphores and
     acquires above the capacity are reported in ``problems``."""
     pairs = []
-    for sem, amount in (ev.acquires if what == "acquires" else ev.releases).items():
+    for sem, amount in amounts.items():
         k = sem_id.get(sem)
         if k is None:
             problems.append(
-                f"event {ev.name!r} {what} undeclared semaphore {sem!r} "
+                f"event {name!r} {what} undeclared semaphore {sem!r} "
                 f"(declared: {sorted(sems) or 'none'}); declare it with a capacity"
             )
             continue
         used.add(k)
         if what == "acquires" and amount > sems[sem]:
             problems.append(
-                f"event {ev.name!r} acquires {amount} units of semaphore {sem!r} whose capacity "
+                f"event {name!r} acquires {amount} units of semaphore {sem!r} whose capacity "
                 f"is {sems[sem]}: it could never start"
             )
         pairs.append((k, amount))
@@ -176,8 +182,9 @@ def compile_graph(g: EventGraph) -> CompiledGraph:
         preds.append(pl)
         for p, lam in pl:
             succ_lists[p].append((i, lam))
-        acq.append(_sem_pairs(ev, "acquires", sem_id, sems, acquired, problems) if ev.acquires else no_pairs)
-        rel.append(_sem_pairs(ev, "releases", sem_id, sems, released, problems) if ev.releases else no_pairs)
+        nm, a_map, r_map = ev.name, ev.acquires, ev.releases
+        acq.append(_sem_pairs(nm, "acquires", a_map, sem_id, sems, acquired, problems) if a_map else no_pairs)
+        rel.append(_sem_pairs(nm, "releases", r_map, sem_id, sems, released, problems) if r_map else no_pairs)
         fx: list[int] = []
         ph: list[int] = []
         for r in ev.resources:

@@ -111,6 +111,8 @@ def validate_schedule(graph: EventGraph, schedule: Schedule, *, durations_exact:
                 parts = split_resource(r0)
                 sites_of[name] = {parts[0]} if parts is not None else set()
             continue
+        if not wanted and not got:
+            continue  # occupies nothing
         if not _binding_ok(name, wanted, list(got), pools, v):
             continue
         sites = set()
