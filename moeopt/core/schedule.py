@@ -5,14 +5,14 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Literal, NamedTuple
 
 WaitKind = Literal["none", "dependency", "resource", "semaphore"]
 
 
-@dataclass(frozen=True, slots=True)
-class Wait:
-    """Why an event started when it did.
+class Wait(NamedTuple):
+    """Why an event started when it did (an immutable record; a named tuple because a schedule
+    holds one per event and analyses read them all).
 
     The start is ``max(ready_us, resource free time, semaphore admission)``, taken in that order:
 
