@@ -87,6 +87,12 @@ def test_cpsat_optimum_never_decreases_when_a_duration_or_lambda_grows(
     assert all(v != "reservoir" for v in base.semaphore_models.values())
     assert base.status is SolveStatus.OPTIMAL
     assert base.best_us is not None
+    # growing a zero-length self-holder (its slot was taken and freed at one instant) can make
+    # it overlap a producer's held slot: then no schedule exists, the optimum is +inf and
+    # monotonicity holds trivially (hypothesis found e0 holding buf's only unit until e2, e1
+    # between them taking it for 0 -> 1 µs)
+    if solve_exact(longer, 10.0, 1, tick_us=1.0).status is SolveStatus.INFEASIBLE:
+        return
     assert _optimum(longer) >= base.best_us - 1e-9
 
 
