@@ -23,16 +23,14 @@ import json
 import math
 import sys
 from collections.abc import Callable, Mapping
-from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
-from moeopt.core.events import EventGraph
 from moeopt.errors import InputError
 from moeopt.megamoe import golden
 from moeopt.megamoe.errors import GuardrailError
 from moeopt.megamoe.scenario import load_scenario, parse_override_value
-from moeopt.megamoe.simulate import build_graphs, simulate
+from moeopt.megamoe.simulate import simulate
 
 Command = tuple[str, Callable[[argparse.ArgumentParser], None], Callable[[argparse.Namespace], int]]
 
@@ -217,15 +215,3 @@ GOLDEN: Command = (
 )
 
 COMMANDS: dict[str, Command] = {"simulate": SIMULATE, "golden": GOLDEN}
-
-
-def scenario_gap_graphs(path: Path) -> list[tuple[str, EventGraph]]:
-    """``moeopt gap`` input loader for scenario files: one event graph per distinct rank.
-
-    Names are ``<file stem>.rank<r>`` for the representative rank of each routing signature.
-    Wire it with ``register_gap_input(".toml", scenario_gap_graphs)``.
-    """
-    scenario = load_scenario(path)
-    return [
-        (f"{path.stem}.rank{rep}", rg.graph) for rep, (rg, _ranks) in sorted(build_graphs(scenario).items())
-    ]
