@@ -213,6 +213,45 @@ RESULT_IMPLEMENTATION: dict[str, str] = {
     "compile_point": "tile_m, tile_n, tile_k, l1_stages, quant, topo_urma, swizzle_n",
     "topology": "world, aic_num, aiv_num",
 }
+GAP_TOP: dict[str, str] = {
+    "scenario": "the input's label (the file path from the command line)",
+    "policy": "the scenario's own scheduling policy (what `simulate` uses)",
+    "policies": "every greedy policy that was run",
+    "time_limit_s": "CP-SAT seconds per distinct rank",
+    "workers": "CP-SAT worker threads",
+    "mode": "requested mode: `auto`, `exact` or `relaxed`",
+    "total_s": "wall seconds of the whole report",
+    "slowest_rank": "the rank with the longest greedy time (the kernel's time)",
+    "worst_rank": "the rank with the largest certified gap",
+    "ranks": "one entry per distinct rank (below)",
+}
+GAP_RANK: dict[str, str] = {
+    "rank": "the representative rank",
+    "ranks": "every rank sharing its routing signature (and graph)",
+    "num_events": "events in the rank graph",
+    "policy": "the scenario's policy",
+    "greedy_us": "greedy makespan with the scenario's policy (to the end of the unpermute tail)",
+    "greedy_by_policy_us": "policy -> greedy makespan (null when the policy failed)",
+    "greedy_errors": "policy -> why it could not schedule the graph",
+    "best_us": "makespan of the best valid schedule (CP-SAT's replay or a greedy one)",
+    "best_from": "`cpsat` or `greedy:<policy>`",
+    "lower_bound_us": "proven lower bound on every schedule of the graph",
+    "bound_from": "which bound it is: `cpsat`, `longest_path`, `resource:<r>`, `pool:<role>`, "
+    "`semaphore:<s>` or a physical limit",
+    "mode": "the mode used for this rank: `exact` or `relaxed`",
+    "status": "`optimal`, `feasible`, `unknown`, `infeasible` or `model_invalid`",
+    "proven_optimal": "the best schedule's makespan equals the lower bound",
+    "certified_gap": "greedy / lower bound − 1: no orchestration of this graph gains more",
+    "reachable_gap": "greedy / best − 1: gained by a schedule that was found and validated",
+    "bound_gap": "best / lower bound − 1: how far the certificate is from the best schedule",
+    "physical_bounds_kernel_us": "the kernel's compute / bandwidth (with channel) / dependency bounds, "
+    "to the last combine",
+    "tail_offset_us": "shortest distance from any combine's end to the graph's end",
+    "physical_limits_us": "the physical bounds plus the tail offset: makespan limits given to the solver",
+    "divergences": "where the best schedule departs from the greedy: compared_with, identical, "
+    "resources_reordered, events_rebound, events_moved_by_stage, first",
+    "exact": "the full `moeopt.ExactResult` of the solve (status, bounds_us, params_used, ...)",
+}
 
 
 def _check_prose(what: str, prose: Mapping[str, str], keys: Iterable[str]) -> None:
@@ -589,6 +628,26 @@ def result_section() -> list[str]:
     return lines
 
 
+def gap_section() -> list[str]:
+    from moeopt.megamoe import load_scenario
+    from moeopt.megamoe.gap import optimality_gap
+
+    d = optimality_gap(load_scenario(BASIC_SCENARIO.parent / "scenario_bs72.toml")).to_dict()
+    lines = [
+        "## The gap report",
+        "",
+        "`moeopt.optimality_gap(scenario, time_limit_s=30, workers=1, mode=\"auto\")` returns a report "
+        "whose `to_dict()` is one entry of `reports` in what `python -m moeopt gap SCENARIO.toml --json` "
+        "writes (PSPLIB inputs go to `results`, failed inputs to `errors`). Types as in a real report "
+        "of `examples/scenario_bs72.toml`:",
+        "",
+    ]
+    lines += _fields_table("gap report", GAP_TOP, d)
+    lines += ["### `ranks[i]`", ""]
+    lines += _fields_table("gap report rank", GAP_RANK, d["ranks"][0])
+    return lines
+
+
 # --------------------------------------------------------------------------- the document
 def generate_usage() -> str:
     """The complete text of ``docs/usage.md``."""
@@ -604,7 +663,8 @@ def generate_usage() -> str:
         "",
         "Contents: [command line](#command-line) · [scenario files](#scenario-files) · "
         "[profiles and constants](#profiles-and-constants) · [registered names](#registered-names) · "
-        "[study files](#study-files) · [the simulate result](#the-simulate-result)",
+        "[study files](#study-files) · [the simulate result](#the-simulate-result) · "
+        "[the gap report](#the-gap-report)",
         "",
     ]
     for part in (
@@ -614,6 +674,7 @@ def generate_usage() -> str:
         registry_section,
         study_section,
         result_section,
+        gap_section,
     ):
         lines += part()
     while lines and lines[-1] == "":
