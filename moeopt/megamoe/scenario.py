@@ -227,7 +227,7 @@ class Kernel:
         if self.l1_stages is not None:
             check_int(f"{k}.l1_stages", self.l1_stages, 1, 4)
         if self.quant is not None:
-            if self.quant in NOT_MODELLED_QUANTS:
+            if isinstance(self.quant, str) and self.quant in NOT_MODELLED_QUANTS:
                 raise NotModelledError(
                     f"{k}.quant = {self.quant!r}: not modelled ({NOT_MODELLED_QUANTS[self.quant]}); "
                     f"allowed: {', '.join(map(repr, QUANTS))}"
@@ -570,7 +570,9 @@ class Scenario:
         for name, v in self.calibration.items():
             if name not in CONSTANTS:
                 raise unknown_key("calibration", name, list(CONSTANTS))
-            lo_open = name not in ("b_reuse_load_factor",) and not name.endswith("_us")
+            # latencies (``*_us``) may be 0; rates (``*_per_us``), sizes and counts must be > 0
+            latency = name.endswith("_us") and not name.endswith("_per_us")
+            lo_open = name not in ("b_reuse_load_factor",) and not latency
             cal[name] = check_num(f"calibration.{name}", v, 0.0, None, lo_open=lo_open)
         object.__setattr__(self, "calibration", MappingProxyType(cal))
         object.__setattr__(self, "_config", resolve(self))
@@ -949,6 +951,18 @@ def _resolve_groups(raw: Any, roles: Mapping[str, str], aic: int, experts: int) 
         join = g.get("join")
         out[st] = CoreGroup(cores, g.get("role", base.role), join, int(g.get("join_from_expert", 0)))
     for st, g in out.items():
+        if g.join is None and g.join_from_expert:
+            raise ScenarioError(
+                f"options.core_groups.{st}.join_from_expert = {g.join_from_expert}: has no effect without "
+                f"options.core_groups.{st}.join; set join (the stage whose cores this group takes over) "
+                f"or leave join_from_expert at 0"
+            )
+        if g.join is not None and st in VECTOR_STAGES:
+            raise NotModelledError(
+                f"options.core_groups.{st}.join = {g.join!r}: joining another group's cores is modelled "
+                f"for the GMM stages only (the V1 kernel's GMM2 group taking over GMM1's cores); "
+                f"allowed for {st}: no join"
+            )
         if g.join is not None and (st in CUBE_STAGES) != (g.join in CUBE_STAGES):
             raise ScenarioError(
                 f"options.core_groups.{st}.join = {g.join!r}: a group can only join a stage on the same "

@@ -148,3 +148,25 @@ def test_integer_ranges_print_as_integers() -> None:
 
     with pytest.raises(m.MoeoptError, match=r"allowed: integers in \[1, 1048576\]"):
         m.Workload(tokens=0, topk=6, world=8, local_experts=3)
+
+
+def test_a_list_where_a_name_is_expected_is_a_clear_error(bs72):
+    # found by the knob audit: a list reached a dict lookup and raised "unhashable type"
+    with pytest.raises(mm.ScenarioError, match=r"kernel.quant = \[1\]: not allowed; allowed: 'w8a8', 'bf16'"):
+        bs72.with_overrides({"kernel.quant": [1]})
+
+
+def test_rates_must_be_positive_latencies_may_be_zero(bs72):
+    # a zero rate used to pass (its name ends in "_us", like a latency's) and divided by zero later
+    with pytest.raises(mm.ScenarioError, match=r"calibration.gm_l1_bytes_per_us = 0: out of range; allowed: > 0"):
+        bs72.with_overrides({"calibration.gm_l1_bytes_per_us": 0})
+    assert bs72.with_overrides({"calibration.flag_latency_us": 0}).config.c("flag_latency_us") == 0
+
+
+def test_core_group_join_is_refused_where_the_builders_ignore_it(bs72):
+    # the builders let only a GMM stage take over another group's cores: a vector stage's join, or
+    # a join_from_expert without a join, would otherwise be accepted and change nothing
+    with pytest.raises(mm.NotModelledError, match=r"options.core_groups.combine.join = 'dispatch'"):
+        bs72.with_overrides({"options.core_groups.combine.join": "dispatch"})
+    with pytest.raises(mm.ScenarioError, match=r"join_from_expert = 3: has no effect without"):
+        bs72.with_overrides({"options.core_groups.gmm1.join_from_expert": 3})
