@@ -8,10 +8,13 @@
   a time below the first two means a cost formula missed something.
 * Idle decomposition per stage pool: at each instant, the idle members that ready events could
   have occupied are avoidable (work was ready, with its dependencies and semaphores satisfied,
-  while a member that could run it idled); the rest is forced. An event is ready from
-  ``ready_us`` until its start, except at instants where a semaphore it acquires could not have
-  admitted it given everything else as scheduled; a late-bound event already tied to one core by
-  its colocation partner only counts against that core (see :func:`idle_decomposition`).
+  while a member that could run it idled); the rest is forced. An event is ready from the time
+  its data dependencies are met until its start, except at instants where a semaphore it
+  acquires could not have admitted it given everything else as scheduled; a late-bound event
+  already tied to one core by its colocation partner only counts against that core (see
+  :func:`idle_decomposition`). Program-order edges between events pinned to one core are not
+  data dependencies: they are how a pinned core queues its work, so an event waiting behind its
+  core's previous event is ready (that queueing is what late binding could recover).
 * Critical path: from the last event back, each step says what set its start: a dependency
   (``pred``), a resource held by the previous event on it, or semaphore capacity.
 """
@@ -232,6 +235,7 @@ def idle_decomposition(
         if st in rg.stage_members:
             by_stage[str(st)].append(i)
     levels = _SemaphoreLevels(rg, tab)  # built on first use: often no event ever waits
+    ready = _data_ready(rg, tab)
     index = {n: i for i, n in enumerate(tab.names)}
     pools: list[tuple[str, str, tuple[str, ...], list[int], bool]] = []
     for st, idxs in by_stage.items():
@@ -254,18 +258,18 @@ def idle_decomposition(
             for a, b in _merge(busy_iv.get(r, [])):
                 pts.append((a, 0, r, 1))
                 pts.append((b, 0, r, -1))
-        starts, waits = tab.start, tab.waits
+        starts = tab.start
         has_ready = False
         for i in idxs:
-            if starts[i] <= waits[i].ready_us + EPS:
+            if starts[i] <= ready[i] + EPS:
                 continue  # started as soon as it was ready: never waiting (see _ready_spans)
             ev = tab.events[i]
             bound = ""
             if late and ev.colocate_with is not None:
                 j = index.get(ev.colocate_with)
-                if j is not None and tab.start[j] <= tab.waits[i].ready_us + EPS:
+                if j is not None and tab.start[j] <= ready[i] + EPS:
                     bound = next((r for r in tab.res[i] if r in members), "")
-            for a, b in _ready_spans(i, tab, levels):
+            for a, b in _ready_spans(i, tab, levels, ready[i]):
                 pts.append((a, 1, bound, 1))
                 pts.append((b, 1, bound, -1))
                 has_ready = True
@@ -430,15 +434,37 @@ class _SemaphoreLevels:
         return got
 
 
-def _ready_spans(i: int, tab: Table, levels: _SemaphoreLevels) -> list[tuple[float, float]]:
-    """When event ``i`` could have started, everything else kept as scheduled: from ``ready_us``
-    (dependencies done) to its start, minus the instants ``τ`` at which some semaphore it acquires
-    would not have admitted it. Starting at ``τ`` instead of at ``start`` it holds ``take`` units
-    over ``[τ, min(τ + d, start))`` and, if it gives back only ``back < take`` itself, ``take -
-    back`` from ``τ + d`` until ``start`` (later the final schedule already counts its holding).
+def _data_ready(rg: RankGraph, tab: Table) -> list[float]:
+    """Per event, when its data dependencies were met (end + λ of its predecessors, program-order
+    edges of pinned cores left out): the scheduler's ``ready_us`` except where a chain edge set it."""
+    ready = [w.ready_us for w in tab.waits]
+    if not rg.chain_edges:
+        return ready
+    index = {n: i for i, n in enumerate(tab.names)}
+    chained: dict[int, set[str]] = defaultdict(set)
+    for a, b in rg.chain_edges:
+        chained[index[b]].add(a)
+    end = tab.end
+    for i, skip in chained.items():
+        best = 0.0
+        for p, lam in tab.events[i].deps.items():
+            if p not in skip:
+                v = end[index[p]] + lam
+                if v > best:
+                    best = v
+        ready[i] = best
+    return ready
+
+
+def _ready_spans(i: int, tab: Table, levels: _SemaphoreLevels, r: float) -> list[tuple[float, float]]:
+    """When event ``i`` could have started, everything else kept as scheduled: from ``r`` (its
+    data dependencies done, see :func:`_data_ready`) to its start, minus the instants ``τ`` at
+    which some semaphore it acquires would not have admitted it. Starting at ``τ`` instead of at
+    ``start`` it holds ``take`` units over ``[τ, min(τ + d, start))`` and, if it gives back only
+    ``back < take`` itself, ``take - back`` from ``τ + d`` until ``start`` (later the final
+    schedule already counts its holding).
     """
     ev = tab.events[i]
-    r = tab.waits[i].ready_us
     st = tab.start[i]
     if st <= r + EPS:
         return []
