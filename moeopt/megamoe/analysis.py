@@ -380,26 +380,44 @@ class _SemaphoreLevels:
         self._cache: dict[tuple[str, int], tuple[list[tuple[float, float]], list[float]]] = {}
         self.times: dict[str, list[float]] = {}
         self.levels: dict[str, list[int]] = {}
+        self._changes: dict[str, list[tuple[float, int]]] = {}
 
     def _build(self) -> None:
+        """Collect every semaphore's changes; each one's level curve is made when first asked for."""
         self._built = True
-        rg, tab = self._rg, self._tab
-        changes: dict[str, dict[float, int]] = defaultdict(lambda: defaultdict(int))
-        for i, ev in enumerate(tab.events):
-            for sem, a in ev.acquires.items():
-                changes[sem][tab.start[i]] -= a
-            for sem, r in ev.releases.items():
-                changes[sem][tab.end[i]] += r
-        self.cap = dict(rg.graph.semaphores)
-        for sem, ch in changes.items():
+        tab = self._tab
+        start, end = tab.start, tab.end
+        cg = self._rg.graph.compiled()  # the same events in the same order, semaphores by index
+        by_index: dict[int, list[tuple[float, int]]] = defaultdict(list)
+        for i, pairs in enumerate(cg.acq):
+            if pairs:
+                t = start[i]
+                for k, a in pairs:
+                    by_index[k].append((t, -a))
+        for i, pairs in enumerate(cg.rel):
+            if pairs:
+                t = end[i]
+                for k, r in pairs:
+                    by_index[k].append((t, r))
+        self._changes = {cg.sem_names[k]: ch for k, ch in by_index.items()}
+        self.cap = dict(self._rg.graph.semaphores)
+
+    def _curve(self, sem: str) -> tuple[list[float], list[int]]:
+        """Breakpoint times and the free units from each on (changes at one time merged)."""
+        if sem not in self.times:
             lvl = self.cap.get(sem, 0)
-            ts, ls = [], []
-            for t in sorted(ch):
-                lvl += ch[t]
-                ts.append(t)
-                ls.append(lvl)
+            ts: list[float] = []
+            ls: list[int] = []
+            for t, d in sorted(self._changes.get(sem, ())):
+                lvl += d
+                if ts and ts[-1] == t:
+                    ls[-1] = lvl
+                else:
+                    ts.append(t)
+                    ls.append(lvl)
             self.times[sem] = ts
             self.levels[sem] = ls
+        return self.times[sem], self.levels[sem]
 
     def below(self, sem: str, need: int, lo: float, hi: float) -> list[tuple[float, float]]:
         """Maximal spans (clipped to ``[lo, hi)``) where fewer than ``need`` units are free."""
@@ -418,7 +436,7 @@ class _SemaphoreLevels:
         if got is None:
             if not self._built:
                 self._build()
-            ts, ls = self.times.get(sem, []), self.levels.get(sem, [])
+            ts, ls = self._curve(sem)
             spans: list[tuple[float, float]] = []
             start: float | None = -math.inf if self.cap.get(sem, 0) < need else None
             for t, level in zip(ts, ls):
