@@ -1,0 +1,44 @@
+"""Several machines on one PostgreSQL storage (SPEC §8: any Optuna RDB URL).
+
+Needs a server: set ``MOEOPT_POSTGRES_URL`` to an SQLAlchemy URL of an empty database the test may
+write to, e.g. ``postgresql+psycopg2://user@127.0.0.1:5432/moeopt_test``, and install a driver
+(``pip install psycopg2-binary``). Without both, the test is skipped and says which is missing.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+import uuid
+from pathlib import Path
+
+import optuna
+import pytest
+
+from .conftest import write_study
+from .test_resume_workers import _slower, _start
+
+URL = os.environ.get("MOEOPT_POSTGRES_URL")
+
+
+@pytest.mark.skipif(not URL, reason="MOEOPT_POSTGRES_URL is not set (no PostgreSQL server to test against)")
+def test_two_processes_share_a_postgresql_storage(tiny, tmp_path: Path) -> None:
+    """Two separate `python -m moeopt.search` processes (as on two machines) on one RDB storage
+    finish the requested trials in total: every trial number once, both processes ran some."""
+    pytest.importorskip("psycopg2", reason="no PostgreSQL driver: pip install psycopg2-binary")
+    assert URL is not None
+    study = _slower(tiny, 12)
+    study["name"] = f"tiny_pg_{uuid.uuid4().hex[:8]}"  # a fresh study in a shared database
+    path = write_study(tmp_path / "s.yaml", study)
+    first = _start(path, "--storage", URL, "--out", str(tmp_path / "a"))
+    t0 = time.time()  # --resume joins a study that exists: wait until the first process made it
+    while study["name"] not in optuna.get_all_study_names(URL) and time.time() - t0 < 60:
+        time.sleep(0.1)
+    second = _start(path, "--storage", URL, "--out", str(tmp_path / "b"), "--resume")
+    for p in (first, second):
+        _, err = p.communicate(timeout=300)
+        assert p.returncode == 0, err
+    trials = optuna.load_study(study_name=study["name"], storage=URL).get_trials()
+    assert sorted(t.number for t in trials) == list(range(12))
+    assert all(t.state.is_finished() for t in trials)
+    assert len({t.user_attrs["worker"]["pid"] for t in trials}) == 2
