@@ -9,6 +9,7 @@ import textwrap
 import pytest
 
 import moeopt as m
+from moeopt import registry
 from moeopt.core.view import SchedulerView
 from moeopt.synthetic import layered_graph
 
@@ -20,7 +21,10 @@ def test_unknown_policy_suggests_the_closest_name() -> None:
         m.schedule(g, "earliest_strat")
 
 
-def test_a_user_policy_can_be_registered_by_name() -> None:
+def test_a_user_policy_can_be_registered_by_name(monkeypatch: pytest.MonkeyPatch) -> None:
+    # the registration is undone after the test: generated docs list the registered policies
+    monkeypatch.setitem(registry._TABLES, "policy", dict(registry._TABLES["policy"]))
+
     class LongestFirst(m.Policy):
         name = "test_longest_first"
         work_conserving = False
