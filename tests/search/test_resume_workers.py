@@ -202,16 +202,29 @@ def test_ctrl_c_in_a_tuning_script_raises_after_writing_the_outputs(tiny, tmp_pa
     # an interactive script has Python's default Ctrl-C handler; CI may start this process with
     # SIGINT ignored (a non-interactive background job), so install the default one here
     previous = signal.signal(signal.SIGINT, signal.default_int_handler)
-    timer = threading.Timer(0.5, os.kill, args=(os.getpid(), signal.SIGINT))
-    timer.start()
+    stop = threading.Event()
+
+    def press_ctrl_c_mid_study() -> None:
+        # once trials are being run (a slow machine may still be setting up after a fixed delay)
+        t0 = time.time()
+        while not stop.is_set() and time.time() - t0 < 60:
+            trials = _load(tmp_path / "int")
+            if trials is not None and sum(1 for t in trials if t.state.is_finished()) >= 2:
+                os.kill(os.getpid(), signal.SIGINT)
+                return
+            time.sleep(0.05)
+
+    presser = threading.Thread(target=press_ctrl_c_mid_study, daemon=True)
+    presser.start()
     try:
         with pytest.raises(StudyInterrupted) as info:
             run_study(tiny, out=tmp_path / "int")
     finally:
-        timer.cancel()
+        stop.set()
+        presser.join()
         signal.signal(signal.SIGINT, previous)
     r = info.value.result
-    assert 1 <= r.n_trials < 100_000
+    assert 2 <= r.n_trials < 100_000
     assert r.summary["run"]["interrupted"] is True
     assert (tmp_path / "int" / "summary.json").exists()
     assert r.summary["run"]["interrupted"] is True
