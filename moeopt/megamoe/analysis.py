@@ -253,11 +253,8 @@ def idle_decomposition(
     for key, st, pool_members, idxs, in_totals in pools:
         members = set(pool_members)
         late = st in rg.late_stages
+        merged = {r: _merge(busy_iv.get(r, [])) for r in members}
         pts: list[tuple[float, int, str, int]] = []  # (t, kind, member, delta); kinds below
-        for r in members:
-            for a, b in _merge(busy_iv.get(r, [])):
-                pts.append((a, 0, r, 1))
-                pts.append((b, 0, r, -1))
         starts = tab.start
         has_ready = False
         for i in idxs:
@@ -273,14 +270,19 @@ def idle_decomposition(
                 pts.append((a, 1, bound, 1))
                 pts.append((b, 1, bound, -1))
                 has_ready = True
-        pts.sort()
         n_mem = len(members)
         samples: list[dict[str, Any]] = []
         if not has_ready:
-            # no event of the pool ever waited: nothing is avoidable, the sweep only sums idle
-            # members (same arithmetic as the general sweep below, where it adds 0 avoidable)
-            forced, avoid = _idle_members_us(pts, n_mem, span), 0.0
+            # no event of the pool ever waited: nothing is avoidable and every idle member-µs
+            # before span is forced (each member's merged busy intervals are disjoint)
+            busy_us = sum(min(b, span) - a for iv in merged.values() for a, b in iv if a < span)
+            forced, avoid = n_mem * span - busy_us, 0.0
         else:
+            for r, iv in merged.items():
+                for a, b in iv:
+                    pts.append((a, 0, r, 1))
+                    pts.append((b, 0, r, -1))
+            pts.sort()
             busy: dict[str, int] = defaultdict(int)
             bound_ready: dict[str, int] = defaultdict(int)
             # bound_idle: idle members with a bound ready event
@@ -345,29 +347,6 @@ def idle_decomposition(
             out["avoidable_core_us"] += avoid
         out["samples"].extend(samples)
     return out
-
-
-def _idle_members_us(pts: list[tuple[float, int, str, int]], n_mem: int, span: float) -> float:
-    """Member-µs of idle before ``span``, from the sorted busy points of the members."""
-    busy: dict[str, int] = defaultdict(int)
-    busy_n = 0
-    prev = forced = 0.0
-    k, n = 0, len(pts)
-    while k < n and pts[k][0] < span:
-        t = pts[k][0]
-        if t > prev:
-            forced += max(0, n_mem - busy_n) * (t - prev)
-            prev = t
-        while k < n and pts[k][0] <= t:
-            m, d = pts[k][2], pts[k][3]
-            k += 1
-            was = busy[m]
-            now = busy[m] = was + d
-            if (was == 0) != (now == 0):
-                busy_n += 1 if was == 0 else -1
-    if span > prev:
-        forced += max(0, n_mem - busy_n) * (span - prev)
-    return forced
 
 
 class _SemaphoreLevels:
