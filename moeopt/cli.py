@@ -19,8 +19,10 @@ Commands (a registry, :data:`COMMANDS`; each has ``add_arguments(parser)`` and `
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import math
+import os
 import sys
 import traceback
 from collections.abc import Callable, Sequence
@@ -447,6 +449,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     _help, _add, run = COMMANDS[args.command]
     try:
         return run(args)
+    except BrokenPipeError:
+        # the reader went away (``... | head``): stop quietly, as a Unix filter does
+        with contextlib.suppress(OSError):
+            sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - replaces the closed pipe until exit
+        return 0
     except MoeoptError as exc:
         if getattr(args, "debug", False):
             traceback.print_exc()

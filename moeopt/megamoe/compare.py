@@ -341,7 +341,7 @@ def _changes(d: Mapping[str, float], limit: int = 3, tol: float = 0.05) -> str:
 
 def _util(u: Mapping[str, float]) -> str:
     return " ".join(
-        f"{role}{100 * v:.0f}%" for role, v in u.items() if role in ("AIC", "AIV0", "AIV1", "AIV")
+        f"{role}:{100 * v:.0f}%" for role, v in u.items() if role in ("AIC", "AIV0", "AIV1", "AIV")
     )
 
 

@@ -367,6 +367,7 @@ def write_page(path: str | Path, text: str, what: str = "page") -> Path:
     """Write an HTML page (UTF-8); an unwritable path is one :class:`InputError` naming it."""
     p = Path(path)
     try:
+        p.parent.mkdir(parents=True, exist_ok=True)  # like the other outputs: -o runs/x.html works
         p.write_text(text, encoding="utf-8")
     except OSError as exc:
         raise InputError(f"{p}: cannot write the {what}: {exc.strerror or exc}") from None
