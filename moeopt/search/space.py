@@ -82,7 +82,14 @@ def grid_search_space(cfg: StudyConfig) -> dict[str, list[Any]]:
 
 
 def grid_size(cfg: StudyConfig) -> int:
-    """Number of distinct points of a discrete space, following the conditions."""
+    """Number of distinct points of a discrete space, following the conditions (counting stops
+    once it passes a million)."""
+    return len(enumerate_points(cfg, limit=1_000_000))
+
+
+def enumerate_points(cfg: StudyConfig, limit: int | None = None) -> list[dict[str, Any]]:
+    """Every distinct point of a discrete space (conditions followed), in a fixed order; with
+    ``limit``, the expansion stops as soon as it holds more points than that."""
     points: list[dict[str, Any]] = [{}]
     for p in cfg.params:
         values = p.grid_values()
@@ -93,23 +100,8 @@ def grid_size(cfg: StudyConfig) -> int:
             else:
                 nxt.append(pt)
         points = nxt
-        if len(points) > 1_000_000:
-            return len(points)
-    return len(points)
-
-
-def enumerate_points(cfg: StudyConfig) -> list[dict[str, Any]]:
-    """Every distinct point of a discrete space (conditions followed), in a fixed order."""
-    points: list[dict[str, Any]] = [{}]
-    for p in cfg.params:
-        values = p.grid_values()
-        nxt: list[dict[str, Any]] = []
-        for pt in points:
-            if is_active(p, pt, cfg):
-                nxt.extend({**pt, p.name: v} for v in values)
-            else:
-                nxt.append(pt)
-        points = nxt
+        if limit is not None and len(points) > limit:
+            break
     return points
 
 
