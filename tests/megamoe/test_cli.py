@@ -17,18 +17,7 @@ from moeopt.megamoe import golden
 
 ROOT = Path(__file__).resolve().parents[2]
 
-BS72 = """
-profile = "megamoe-a8w8"
-h = 5120
-hidden_dim = 9216
-aic_num = 28
-[workload]
-tokens = 72
-topk = 6
-world = 8
-local_experts = 3
-routing = "uniform"
-"""
+BS72 = (Path(__file__).resolve().parents[2] / "examples" / "scenario_bs72.toml").read_text()
 
 
 def moeopt(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:

@@ -41,18 +41,7 @@ dispatch_lookahead = 2
 late_bind_pools = ["AIC"]
 """
 
-BS72_TOML = """\
-profile = "megamoe-a8w8"
-h = 5120
-hidden_dim = 9216
-aic_num = 28
-[workload]
-tokens = 72
-topk = 6
-world = 8
-local_experts = 3
-routing = "uniform"
-"""
+BS72_TOML = (Path(__file__).resolve().parents[2] / "examples" / "scenario_bs72.toml").read_text()
 
 
 def _check_report(sg: mm.ScenarioGap, time_limit_s: float) -> None:
