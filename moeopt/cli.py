@@ -34,7 +34,7 @@ from moeopt.core.events import EventGraph
 from moeopt.core.policies import BUILTIN_POLICIES, make_policy
 from moeopt.core.psplib import load_psplib, load_psplib_optima
 from moeopt.errors import InputError, MoeoptError
-from moeopt.megamoe.commands import GOLDEN, SIMULATE, parse_sets
+from moeopt.megamoe.commands import GOLDEN, SIMULATE, add_set_argument, parse_sets
 from moeopt.megamoe.gap import gap_html, scenario_gap_input
 from moeopt.megamoe.report import REPORT, TRACE, TRACE_COMPARE
 from moeopt.megamoe.trust_commands import AUDIT, COMPARE, DOMAIN
@@ -245,12 +245,7 @@ def _gap_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--html", metavar="FILE", help="scenario inputs: one HTML page with the greedy and best Gantt charts"
     )
-    p.add_argument(
-        "--set",
-        action="append",
-        metavar="PATH=VALUE",
-        help="scenario inputs: dotted-path override, e.g. --set workload.tokens=128 (repeatable)",
-    )
+    add_set_argument(p, "scenario inputs: ")
     p.add_argument(
         "--divergences",
         type=_positive_int,

@@ -128,14 +128,21 @@ def parse_sets(items: list[str] | None) -> dict[str, Any]:
     return out
 
 
-def _simulate_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("file", metavar="FILE", help="scenario TOML file")
+def add_set_argument(p: argparse.ArgumentParser, applies_to: str = "") -> None:
+    """The ``--set PATH=VALUE`` option every scenario command takes (read with :func:`parse_sets`);
+    ``applies_to`` prefixes the help when only some inputs take it."""
     p.add_argument(
         "--set",
         action="append",
         metavar="PATH=VALUE",
-        help="dotted-path override, e.g. --set kernel.tile_n=128 (repeatable; values are TOML literals)",
+        help=f"{applies_to}dotted-path override, e.g. --set kernel.tile_n=128 "
+        "(repeatable; values are TOML literals)",
     )
+
+
+def _simulate_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("file", metavar="FILE", help="scenario TOML file")
+    add_set_argument(p)
     p.add_argument("--json", action="store_true", help="print the result as JSON instead of the summary")
     p.add_argument(
         "--no-check-bounds",

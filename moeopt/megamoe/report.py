@@ -38,7 +38,7 @@ from typing import Any
 from moeopt.core.policies import make_policy
 from moeopt.core.scheduler import schedule as greedy_schedule
 from moeopt.errors import InputError
-from moeopt.megamoe.commands import Command, _out, format_summary, parse_sets
+from moeopt.megamoe.commands import Command, _out, add_set_argument, format_summary, parse_sets
 from moeopt.megamoe.errors import GuardrailError
 from moeopt.megamoe.scenario import Scenario, load_scenario
 from moeopt.megamoe.simulate import simulate
@@ -262,12 +262,7 @@ def write_report(path: str | Path, scenario: Scenario, **kwargs: Any) -> Path:
 # --------------------------------------------------------------------------- commands
 def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("file", metavar="FILE", help="scenario TOML file")
-    p.add_argument(
-        "--set",
-        action="append",
-        metavar="PATH=VALUE",
-        help="dotted-path override, e.g. --set kernel.tile_n=128 (repeatable; values are TOML literals)",
-    )
+    add_set_argument(p)
     p.add_argument("--rank", type=int, metavar="R", help="rank to show (default: the slowest)")
 
 

@@ -33,7 +33,7 @@ from typing import Any, TextIO
 import yaml
 
 from moeopt.errors import InputError
-from moeopt.megamoe.commands import Command, _out, _plain, parse_sets
+from moeopt.megamoe.commands import Command, _out, _plain, add_set_argument, parse_sets
 from moeopt.megamoe.errors import GuardrailError
 from moeopt.megamoe.scenario import Scenario, Workload, load_scenario
 
@@ -125,9 +125,7 @@ def _scenario_arg(p: argparse.ArgumentParser, optional: bool = False) -> None:
         )
     else:
         p.add_argument("scenario", metavar="SCENARIO", help="scenario TOML file")
-    p.add_argument(
-        "--set", action="append", metavar="PATH=VALUE", help="dotted-path override of the scenario"
-    )
+    add_set_argument(p)
 
 
 def _load(args: argparse.Namespace) -> Scenario:
