@@ -411,29 +411,13 @@ class _LazyWaits(_LazyByEvent[Wait]):
         cg = self._cg
         ready, rp, rb, rw, sb, sw = self._raw[i]
         return Wait(
-            ready_us=ready,
-            pred=cg.names[rp] if rp >= 0 else None,
-            resource=cg.res_names[rb] if rb >= 0 and rw > 0 else None,
-            resource_wait_us=rw if rw > 0 else 0.0,
-            semaphore=cg.sem_names[sb] if sb >= 0 and sw > 0 else None,
-            semaphore_wait_us=sw if sw > 0 else 0.0,
+            ready,
+            cg.names[rp] if rp >= 0 else None,
+            cg.res_names[rb] if rb >= 0 and rw > 0 else None,
+            rw if rw > 0 else 0.0,
+            cg.sem_names[sb] if sb >= 0 and sw > 0 else None,
+            sw if sw > 0 else 0.0,
         )
-
-    def _build_all(self) -> None:
-        cg = self._cg
-        names, res_names, sem_names = cg.names, cg.res_names, cg.sem_names
-        memo = self._memo
-        for name, (ready, rp, rb, rw, sb, sw) in zip(names, self._raw):
-            if name not in memo:
-                memo[name] = Wait(
-                    ready,
-                    names[rp] if rp >= 0 else None,
-                    res_names[rb] if rb >= 0 and rw > 0 else None,
-                    rw if rw > 0 else 0.0,
-                    sem_names[sb] if sb >= 0 and sw > 0 else None,
-                    sw if sw > 0 else 0.0,
-                )
-        self._all = True
 
 
 def schedule(
