@@ -235,8 +235,8 @@ def idle_decomposition(
         if st in rg.stage_members:
             by_stage[str(st)].append(i)
     levels = _SemaphoreLevels(rg, tab)  # built on first use: often no event ever waits
-    ready = _data_ready(rg, tab)
     index = {n: i for i, n in enumerate(tab.names)}
+    ready = _data_ready(rg, tab, index)
     pools: list[tuple[str, str, tuple[str, ...], list[int], bool]] = []
     for st, idxs in by_stage.items():
         stage_members = rg.stage_members[st]
@@ -431,13 +431,12 @@ class _SemaphoreLevels:
         return got
 
 
-def _data_ready(rg: RankGraph, tab: Table) -> list[float]:
+def _data_ready(rg: RankGraph, tab: Table, index: dict[str, int]) -> list[float]:
     """Per event, when its data dependencies were met (end + λ of its predecessors, program-order
     edges of pinned cores left out): the scheduler's ``ready_us`` except where a chain edge set it."""
     ready = [w.ready_us for w in tab.waits]
     if not rg.chain_edges:
         return ready
-    index = {n: i for i, n in enumerate(tab.names)}
     chained: dict[int, set[str]] = defaultdict(set)
     for a, b in rg.chain_edges:
         chained[index[b]].add(a)
