@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
-from moeopt.errors import did_you_mean
+from moeopt.errors import did_you_mean, range_text
 from moeopt.megamoe.config.profiles import (
     CONSTANTS,
     GLOBAL_DEFAULTS,
@@ -79,7 +79,7 @@ def _isnum(v: Any) -> bool:
 
 
 def check_int(where: str, v: Any, lo: int | None = None, hi: int | None = None, multiple: int = 1) -> int:
-    rng = _range_text(lo, hi)
+    rng = range_text(lo, hi)
     if not _isint(v):
         raise ScenarioError(f"{where} = {v!r}: must be an integer{rng}")
     if (lo is not None and v < lo) or (hi is not None and v > hi):
@@ -93,9 +93,9 @@ def check_num(
     where: str, v: Any, lo: float | None = None, hi: float | None = None, lo_open: bool = False
 ) -> float:
     if not _isnum(v):
-        raise ScenarioError(f"{where} = {v!r}: must be a finite number{_range_text(lo, hi, lo_open)}")
+        raise ScenarioError(f"{where} = {v!r}: must be a finite number{range_text(lo, hi, lo_open)}")
     if (lo is not None and (v < lo or (lo_open and v == lo))) or (hi is not None and v > hi):
-        raise ScenarioError(f"{where} = {v!r}: out of range; allowed: {_range_text(lo, hi, lo_open).strip()}")
+        raise ScenarioError(f"{where} = {v!r}: out of range; allowed: {range_text(lo, hi, lo_open).strip()}")
     return float(v)
 
 
@@ -110,20 +110,6 @@ def check_bool(where: str, v: Any) -> bool:
     if not isinstance(v, bool):
         raise ScenarioError(f"{where} = {v!r}: must be true or false")
     return v
-
-
-def _num_text(x: float) -> str:
-    return str(int(x)) if float(x).is_integer() and abs(x) < 1e15 else f"{x:g}"
-
-
-def _range_text(lo: float | None, hi: float | None, lo_open: bool = False) -> str:
-    if lo is not None and hi is not None:
-        return f" in {'(' if lo_open else '['}{_num_text(lo)}, {_num_text(hi)}]"
-    if lo is not None:
-        return f" {'>' if lo_open else '>='} {_num_text(lo)}"
-    if hi is not None:
-        return f" <= {_num_text(hi)}"
-    return ""
 
 
 def unknown_key(where: str, key: str, allowed: Sequence[str]) -> ScenarioError:

@@ -53,7 +53,7 @@ from typing import Any
 
 import yaml
 
-from moeopt.errors import MoeoptError, did_you_mean
+from moeopt.errors import MoeoptError, did_you_mean, range_text
 from moeopt.megamoe.scenario import Scenario, apply_overrides, scenario_from_dict
 from moeopt.search.errors import StudyError
 
@@ -911,7 +911,7 @@ def _choice(where: str, v: Any, allowed: Sequence[str]) -> str:
 
 def _int_field(where: str, name: str, v: Any, lo: int | None = None, hi: int | None = None) -> int:
     loc = f"{where}.{name}" if where else name
-    rng = _range(lo, hi)
+    rng = range_text(lo, hi)
     if not isinstance(v, int) or isinstance(v, bool):
         raise StudyError(f"{loc} = {v!r}: must be an integer{rng}")
     if (lo is not None and v < lo) or (hi is not None and v > hi):
@@ -923,22 +923,12 @@ def _num_field(
     where: str, name: str, v: Any, lo: float | None = None, hi: float | None = None, lo_open: bool = False
 ) -> float:
     loc = f"{where}.{name}" if where else name
-    rng = _range(lo, hi, lo_open)
+    rng = range_text(lo, hi, lo_open)
     if not isinstance(v, (int, float)) or isinstance(v, bool) or not math.isfinite(v):
         raise StudyError(f"{loc} = {v!r}: must be a finite number{rng}")
     if (lo is not None and (v < lo or (lo_open and v == lo))) or (hi is not None and v > hi):
         raise StudyError(f"{loc} = {v!r}: out of range; allowed:{rng}")
     return float(v) if isinstance(v, float) else v
-
-
-def _range(lo: float | None, hi: float | None, lo_open: bool = False) -> str:
-    if lo is not None and hi is not None:
-        return f" in {'(' if lo_open else '['}{lo:g}, {hi:g}]"
-    if lo is not None:
-        return f" {'>' if lo_open else '>='} {lo:g}"
-    if hi is not None:
-        return f" <= {hi:g}"
-    return ""
 
 
 def _plain(v: Any) -> Any:
