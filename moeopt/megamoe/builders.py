@@ -46,9 +46,11 @@ COMBINE_LANES = 2  # impl: kCombineLargeLanesPerRank = 2 (combine.h@2d9d4288 L27
 CUBE_M_ALIGN = 16  # spec: cube fractal M = 16 rows (int8 16x32x16, fp16 16x16x16)
 
 
-_Spec = Event
-"""Builders make the validated :class:`Event` at once (a few are revised later: late
-dependencies replace them, dropped semaphores are filtered out when the graph is assembled)."""
+_event = Event.trusted
+"""Builders make their events with :meth:`Event.trusted`: their names, resources, λ and units
+come from this module's own code (a test rebuilds every one with the checking constructor). A
+few are revised later: late dependencies replace them, dropped semaphores are filtered out
+when the graph is assembled."""
 
 
 @dataclass
@@ -107,9 +109,9 @@ class _Builder:
         self.n_shared = shared_experts
         # events by name in the order they were added; the EventGraph is built once, at the end
         # of build(), with the late-added dependencies (lookahead, barriers) already applied
-        self.g: dict[str, _Spec] = {}
+        self.g: dict[str, Event] = {}
         self.lookahead_targets: list[tuple[int, int]] = []
-        self.pending_replace: dict[str, _Spec] = {}
+        self.pending_replace: dict[str, Event] = {}
         self.stage_done_flag: dict[str, str] = {}
         self.dropped_semaphores: list[str] = []
         self.traffic: dict[str, float] = {
@@ -138,7 +140,7 @@ class _Builder:
     def c(self, name: str) -> float:
         return self.cfg.c(name)
 
-    def add(self, ev: _Spec, stage: str | None = None) -> str:
+    def add(self, ev: Event, stage: str | None = None) -> str:
         for p in self.chain_preds:
             if p in ev.deps:
                 self.chain_edges.add((p, ev.name))
@@ -152,7 +154,7 @@ class _Builder:
 
     def flag(self, name: str, deps: Sequence[str]) -> str:
         return self.add(
-            _Spec(name, deps=dict.fromkeys(deps, 0.0), labels={"stage": "flag", "rank": self.rank})
+            _event(name, deps=dict.fromkeys(deps, 0.0), labels={"stage": "flag", "rank": self.rank})
         )
 
     def bw(self, acq: dict[str, int], rel: dict[str, int], channel: str, nbytes: float, dur: float) -> None:
@@ -274,7 +276,7 @@ class _Builder:
         )
         self.traffic["hbm"] += front_bytes
         head = self.add(
-            _Spec(
+            _event(
                 "head", resources=aiv_all, duration_us=head_us, labels={"stage": "head", "rank": self.rank}
             ),
             "head",
@@ -300,7 +302,7 @@ class _Builder:
         for r in aiv_all:
             self.chain(r, deps)
         tail = self.add(
-            _Spec(
+            _event(
                 "tail",
                 resources=aiv_all,
                 deps=deps,
@@ -484,7 +486,7 @@ class _Builder:
             self.chain(pinned, deps)
         name = f"disp.w{w}.src{s}.e{pack[0][0]}" + (f"+{len(pack) - 1}" if len(pack) > 1 else "")
         self.add(
-            _Spec(
+            _event(
                 name,
                 resources=resources,
                 deps=deps,
@@ -532,7 +534,7 @@ class _Builder:
             deps: dict[str, float] = {head: self.c("cross_rank_flag_us")}
             self.chain(res, deps)
             self.add(
-                _Spec(
+                _event(
                     name,
                     resources=[res],
                     deps=deps,
@@ -617,7 +619,7 @@ class _Builder:
         old = self.pending_replace.get(name) or self.g[name]
         deps = dict(old.deps)
         deps.update(extra)
-        new = _Spec(
+        new = _event(
             old.name,
             resources=old.resources,
             deps=deps,
@@ -758,7 +760,7 @@ class _Builder:
                     if join_flag is not None and k in joined_cores:
                         deps[join_flag] = flag_lat
                 add(
-                    _Spec(
+                    _event(
                         ld,
                         resources=resources,
                         deps=deps,
@@ -781,7 +783,7 @@ class _Builder:
                 if onchip and c == chunks - 1:
                     macq["onchip_" + slot_key if late else f"c{k}.onchip_{slot_key}"] = 1
                 add(
-                    _Spec(
+                    _event(
                         mm,
                         resources=[aic_pool] if late else [f"c{k}.AIC"],
                         deps=mdeps,
@@ -844,7 +846,7 @@ class _Builder:
                     resources = [f"c{core}.{sub}"]
                 name = mm.replace(".mm", ".act")
                 self.add(
-                    _Spec(
+                    _event(
                         name,
                         resources=resources,
                         deps={mm: 0.0},
@@ -895,7 +897,7 @@ class _Builder:
                     self.chain(pinned, deps)
                 name = f"act.s{si}.p{p}"
                 self.add(
-                    _Spec(
+                    _event(
                         name,
                         resources=resources,
                         deps=deps,
@@ -1033,7 +1035,7 @@ class _Builder:
         if pinned is not None and self.program_order():
             self.chain(pinned, deps)
         self.add(
-            _Spec(
+            _event(
                 name,
                 resources=resources,
                 deps=deps,
@@ -1143,7 +1145,7 @@ class _Builder:
                     self.chain(res1, deps)
                     name = f"put.e{ex.index}.src{s}"
                     self.add(
-                        _Spec(
+                        _event(
                             name,
                             resources=[res1],
                             deps=deps,

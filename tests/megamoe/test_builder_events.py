@@ -1,0 +1,54 @@
+"""The MegaMoE builders make their events with ``Event.trusted``, which skips the constructor's
+per-field checks. This holds them to that contract: every event of every golden configuration
+(all builders, both communication back-ends, pinned and late-bound pools, V1 core groups)
+is rebuilt with the checking constructor, which must accept it and produce the same fields,
+with floats where the constructor would have converted."""
+
+from __future__ import annotations
+
+import pytest
+
+from moeopt.core.events import Event
+from moeopt.megamoe.golden import default_configs
+from moeopt.megamoe.simulate import build_graphs
+
+
+@pytest.mark.parametrize("cfg", default_configs(), ids=lambda c: c.name)
+def test_builder_events_pass_the_checking_constructor(cfg) -> None:  # type: ignore[no-untyped-def]
+    for rg, _ranks in build_graphs(cfg.scenario()).values():
+        for ev in rg.graph.events.values():
+            checked = Event(
+                ev.name,
+                resources=ev.resources,
+                deps=ev.deps,
+                acquires=ev.acquires,
+                releases=ev.releases,
+                colocate_with=ev.colocate_with,
+                duration_us=ev.duration_us,
+                labels=ev.labels,
+            )
+            assert type(ev.resources) is tuple
+            assert checked.resources == ev.resources
+            assert dict(checked.deps) == dict(ev.deps)
+            # the checking constructor turns an int λ into a float; the trusted path must get floats
+            assert all(type(lam) is float for lam in ev.deps.values()), ev.name
+            assert type(ev.duration_us) is float, ev.name
+            assert dict(checked.acquires) == dict(ev.acquires)
+            assert dict(checked.releases) == dict(ev.releases)
+            assert dict(checked.labels) == dict(ev.labels)
+
+
+def test_trusted_still_refuses_a_bad_duration() -> None:
+    # a cost formula can still produce a negative or NaN time: that stays a clear GraphError
+    from moeopt.errors import GraphError
+
+    for bad in (-1.0, float("nan"), float("inf")):
+        with pytest.raises(GraphError, match="duration_us"):
+            Event.trusted("e", duration_us=bad)
+
+
+def test_trusted_copies_the_callers_dicts() -> None:
+    deps = {"a": 0.5}
+    ev = Event.trusted("e", deps=deps)
+    deps["b"] = 1.0  # the caller reuses its dict: the event must not change
+    assert dict(ev.deps) == {"a": 0.5}
