@@ -253,7 +253,8 @@ def idle_decomposition(
     for key, st, pool_members, idxs, in_totals in pools:
         members = set(pool_members)
         late = st in rg.late_stages
-        merged = {r: _merge(busy_iv.get(r, [])) for r in members}
+        # in pool order, not set order: the sums below must not depend on the hash seed
+        merged = {r: _merge(busy_iv.get(r, [])) for r in pool_members}
         pts: list[tuple[float, int, str, int]] = []  # (t, kind, member, delta); kinds below
         starts = tab.start
         has_ready = False
