@@ -16,6 +16,7 @@ from __future__ import annotations
 import itertools
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
+from operator import itemgetter
 
 from moeopt.core.events import EventGraph, placeholder_role, split_resource
 from moeopt.core.schedule import Schedule
@@ -23,6 +24,8 @@ from moeopt.errors import ScheduleError
 
 ABS_TOL_US = 1e-6
 REL_TOL = 1e-9
+
+_by_time = itemgetter(0)
 
 
 def validate_schedule(graph: EventGraph, schedule: Schedule, *, durations_exact: bool = True) -> None:
@@ -38,14 +41,15 @@ def validate_schedule(graph: EventGraph, schedule: Schedule, *, durations_exact:
     end = schedule.end_us
     res = schedule.resources
 
-    names = set(events)
-    for name in sorted(names - set(start)):
-        v.append(f"event {name!r} has no start time")
-    for name in sorted(names - set(end)):
-        v.append(f"event {name!r} has no end time")
-    for name in sorted((set(start) | set(end)) - names):
-        v.append(f"schedule names {name!r}, which is not an event of the graph")
-    ok = [n for n in events if n in start and n in end]
+    names = events.keys()
+    if not (len(start) == len(end) == len(events) and names == start.keys() == end.keys()):
+        for name in sorted(names - set(start)):
+            v.append(f"event {name!r} has no start time")
+        for name in sorted(names - set(end)):
+            v.append(f"event {name!r} has no end time")
+        for name in sorted((set(start) | set(end)) - set(names)):
+            v.append(f"schedule names {name!r}, which is not an event of the graph")
+    ok = [(n, ev) for n, ev in events.items() if n in start and n in end]
 
     # one pass over the events: durations and time origin, precedence with λ, bindings (fixed
     # resources kept, placeholders bound to pool members). Each rule tests the exact inequality
@@ -57,19 +61,15 @@ def validate_schedule(graph: EventGraph, schedule: Schedule, *, durations_exact:
     sites_of: dict[str, set[str]] = {}
     changes: dict[str, list[tuple[float, int, str]]] = defaultdict(list)
     # sites are recorded only for events that take part in colocation
-    coloc: set[str] = set()
-    for name in ok:
-        partner = events[name].colocate_with
-        if partner is not None:
-            coloc.add(name)
-            coloc.add(partner)
-    for name in ok:
-        ev = events[name]
+    pairs = [(name, ev.colocate_with) for name, ev in ok if ev.colocate_with is not None]
+    coloc: set[str] = {a for a, _b in pairs} | {b for _a, b in pairs}
+    for name, ev in ok:
         s, e, d = start[name], end[name], ev.duration_us
         if s < 0.0 and s < -(A + R * abs(s)):
             v.append(f"event {name!r} starts at {s:g} µs, before t = 0")
-        length = e - s
-        if length != d:
+        if e != s + d:
+            # (e == s + d in floating point puts e - s within an ulp of d, far inside the tolerance)
+            length = e - s
             tol = A + R * max(abs(e), d)
             if durations_exact:
                 if abs(length - d) > tol:
@@ -125,7 +125,8 @@ def validate_schedule(graph: EventGraph, schedule: Schedule, *, durations_exact:
 
     # exclusive resources
     for r, spans in occupied.items():
-        spans = sorted(sp for sp in spans if sp[1] > sp[0])
+        spans = [sp for sp in spans if sp[1] > sp[0]]
+        spans.sort(key=_by_time)  # by start; equal starts overlap whatever their order
         for (s1, e1, n1), (s2, e2, n2) in itertools.pairwise(spans):
             if s2 < e1 and s2 < e1 - (A + R * abs(e1)):
                 v.append(
@@ -133,9 +134,8 @@ def validate_schedule(graph: EventGraph, schedule: Schedule, *, durations_exact:
                 )
 
     # colocation
-    for name in ok:
-        partner = events[name].colocate_with
-        if partner is None or name not in sites_of or partner not in sites_of:
+    for name, partner in pairs:
+        if name not in sites_of or partner not in sites_of:
             continue
         mine, theirs = sites_of[name], sites_of[partner]
         if len(mine) != 1 or mine != theirs:
@@ -148,7 +148,7 @@ def validate_schedule(graph: EventGraph, schedule: Schedule, *, durations_exact:
     # tolerance of an instant's first change are applied together)
     for sem, ch in changes.items():
         cap = graph.semaphores[sem]
-        ch.sort()  # by time first; the order inside one instant does not matter
+        ch.sort(key=_by_time)  # the order inside one instant does not matter
         level = cap
         k, n_ch = 0, len(ch)
         while k < n_ch:
