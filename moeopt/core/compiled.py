@@ -111,11 +111,10 @@ def _sem_pairs(
     amounts: Mapping[str, int],
     sem_id: dict[str, int],
     sems: dict[str, int],
-    used: set[int],
     problems: list[str],
 ) -> tuple[tuple[int, int], ...]:
-    """``(semaphore index, units)`` of one event's acquires or releases; undeclared semaphores and
-    acquires above the capacity are reported in ``problems``."""
+    """``(semaphore index, units)`` of one event's acquires or releases when some semaphore is
+    undeclared (reported in ``problems``; the declared ones are kept, for the later checks)."""
     pairs = []
     for sem, amount in amounts.items():
         k = sem_id.get(sem)
@@ -125,12 +124,6 @@ def _sem_pairs(
                 f"(declared: {sorted(sems) or 'none'}); declare it with a capacity"
             )
             continue
-        used.add(k)
-        if what == "acquires" and amount > sems[sem]:
-            problems.append(
-                f"event {name!r} acquires {amount} units of semaphore {sem!r} whose capacity "
-                f"is {sems[sem]}: it could never start"
-            )
         pairs.append((k, amount))
     return tuple(pairs)
 
@@ -169,8 +162,6 @@ def compile_graph(g: EventGraph) -> CompiledGraph:
     rel: list[tuple[tuple[int, int], ...]] = []
     fixed: list[tuple[int, ...]] = []
     placeholders: list[tuple[int, ...]] = []
-    acquired: set[int] = set()
-    released: set[int] = set()
     no_pairs: tuple[tuple[int, int], ...] = ()
     for i, ev in enumerate(events):
         try:
@@ -182,9 +173,16 @@ def compile_graph(g: EventGraph) -> CompiledGraph:
         preds.append(pl)
         for p, lam in pl:
             succ_lists[p].append((i, lam))
-        nm, a_map, r_map = ev.name, ev.acquires, ev.releases
-        acq.append(_sem_pairs(nm, "acquires", a_map, sem_id, sems, acquired, problems) if a_map else no_pairs)
-        rel.append(_sem_pairs(nm, "releases", r_map, sem_id, sems, released, problems) if r_map else no_pairs)
+        a_map, r_map = ev.acquires, ev.releases
+        # fast path: every semaphore declared (capacities and use are checked after the loop)
+        try:
+            acq.append(tuple([(sem_id[sm], u) for sm, u in a_map.items()]) if a_map else no_pairs)
+        except KeyError:
+            acq.append(_sem_pairs(ev.name, "acquires", a_map, sem_id, sems, problems))
+        try:
+            rel.append(tuple([(sem_id[sm], u) for sm, u in r_map.items()]) if r_map else no_pairs)
+        except KeyError:
+            rel.append(_sem_pairs(ev.name, "releases", r_map, sem_id, sems, problems))
         fx: list[int] = []
         ph: list[int] = []
         for r in ev.resources:
@@ -204,6 +202,14 @@ def compile_graph(g: EventGraph) -> CompiledGraph:
                 ph.append(pool_id[role])
         fixed.append(tuple(fx))
         placeholders.append(tuple(ph))
+    sem_cap = [sems[sm] for sm in sem_names]
+    acquired = {k for pairs in acq for k, _u in pairs}
+    released = {k for pairs in rel for k, _u in pairs}
+    for i, k, u in [(i, k, u) for i, pairs in enumerate(acq) for k, u in pairs if u > sem_cap[k]]:
+        problems.append(
+            f"event {names[i]!r} acquires {u} units of semaphore {sem_names[k]!r} whose capacity "
+            f"is {sem_cap[k]}: it could never start"
+        )
     for sem in sorted(sem_names[k] for k in released - acquired):
         who = [ev.name for ev in events if sem in ev.releases][:5]
         problems.append(f"semaphore {sem!r} is released (by {who}) but never acquired")
@@ -326,7 +332,7 @@ def compile_graph(g: EventGraph) -> CompiledGraph:
         acq=acq,
         rel=rel,
         sem_names=sem_names,
-        sem_cap=[sems[s] for s in sem_names],
+        sem_cap=sem_cap,
         group=group,
         group_sites=group_sites,
         events=events,
