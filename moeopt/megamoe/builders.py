@@ -135,22 +135,31 @@ class _Builder:
         self.chain_preds: list[str] = []
         self.chain_edges: set[tuple[str, str]] = set()
         self.stage_events: dict[str, list[str]] = {}
+        self._const = {name: const.value for name, const in cfg.constants.items()}
+        self._contention = cfg.bandwidth_contention
 
     # ------------------------------------------------------------ helpers
     def c(self, name: str) -> float:
-        return self.cfg.c(name)
+        return self._const[name]
 
     def add(self, ev: Event, stage: str | None = None) -> str:
-        for p in self.chain_preds:
-            if p in ev.deps:
-                self.chain_edges.add((p, ev.name))
-        self.chain_preds = []
-        if ev.name in self.g:
-            raise AssertionError(f"builder added event {ev.name!r} twice")
-        self.g[ev.name] = ev
+        name = ev.name
+        if self.chain_preds:
+            for p in self.chain_preds:
+                if p in ev.deps:
+                    self.chain_edges.add((p, name))
+            self.chain_preds = []
+        g = self.g
+        n = len(g)
+        g[name] = ev
+        if len(g) == n:
+            raise AssertionError(f"builder added event {name!r} twice")
         if stage is not None:
-            self.stage_events.setdefault(stage, []).append(ev.name)
-        return ev.name
+            names = self.stage_events.get(stage)
+            if names is None:
+                names = self.stage_events[stage] = []
+            names.append(name)
+        return name
 
     def flag(self, name: str, deps: Sequence[str]) -> str:
         return self.add(
@@ -159,11 +168,16 @@ class _Builder:
 
     def bw(self, acq: dict[str, int], rel: dict[str, int], channel: str, nbytes: float, dur: float) -> None:
         """Hold ``channel`` bandwidth units for the event's own duration (rate rounded up to units)."""
-        self.traffic[channel] = self.traffic.get(channel, 0.0) + nbytes
-        if not self.cfg.bandwidth_contention or nbytes <= 0 or dur <= 0:
+        traffic = self.traffic
+        traffic[channel] = traffic.get(channel, 0.0) + nbytes
+        if not self._contention or nbytes <= 0 or dur <= 0:
             return
         cap = self.sems[channel]
-        u = min(cap, max(1, math.ceil(nbytes / dur / self.unit - 1e-9)))
+        u = math.ceil(nbytes / dur / self.unit - 1e-9)
+        if u < 1:
+            u = 1
+        if u > cap:
+            u = cap
         acq[channel] = acq.get(channel, 0) + u
         rel[channel] = rel.get(channel, 0) + u
 
@@ -702,6 +716,10 @@ class _Builder:
         flag_lat = self.c("flag_latency_us") if join_flag is not None else 0.0
         traffic = self.traffic
         add = self.add
+        l1_late = self.l1_late
+        # ``deps_of`` is a function of (wave, expert) alone: one dict per pair, copied per tile
+        wave_deps: dict[tuple[int, int], dict[str, float]] = {}
+        macs_total = self.macs  # accumulated locally, in the same order
         for idx, item in enumerate(order):
             w, e, t = item
             ex = experts[e]
@@ -744,9 +762,12 @@ class _Builder:
                 traffic["gm_to_l1"] += load_bytes
                 if hbm_bytes:
                     self.bw(acq, rel, "hbm", hbm_bytes, load_us)
-                l1 = "l1" if self.l1_late else f"c{k}.l1"
+                l1 = "l1" if l1_late else f"c{k}.l1"
                 acq[l1] = 1
-                deps = dict(deps_of(w, e))
+                shared_deps = wave_deps.get((w, e))
+                if shared_deps is None:
+                    shared_deps = wave_deps[(w, e)] = dict(deps_of(w, e))
+                deps = dict(shared_deps)
                 if chunk_deps is not None:
                     deps.update(chunk_deps(w, e, t, c))
                 sfx = f".k{c}" if chunks > 1 else ""
@@ -774,7 +795,7 @@ class _Builder:
                 if not late:
                     self.chain_last[f"c{k}.MTE2"] = ld
                 macs = rows_al * t.cols * k_dim * frac
-                self.macs += t.rows * t.cols * k_dim * frac
+                macs_total += t.rows * t.cols * k_dim * frac
                 mm = f"{base}{sfx}.mm"
                 mdeps = {ld: 0.0}
                 if prev_mm is not None:
@@ -799,6 +820,7 @@ class _Builder:
                 last_ld = ld
             assert prev_mm is not None
             out[item] = (last_ld, prev_mm)
+        self.macs = macs_total
         return out
 
     # ---- activation
