@@ -67,12 +67,15 @@ class _State:
         self.profiles = [SemaphoreProfile(c) for c in cg.sem_cap]
         # acquire triples (semaphore, take, give back by the same event)
         self.acq3: list[tuple[tuple[int, int, int], ...]] = []
+        acq3 = self.acq3
         for acq, rel in zip(cg.acq, cg.rel):
             if not acq:
-                self.acq3.append(())
-                continue
-            own = dict(rel)
-            self.acq3.append(tuple([(s, a, own.get(s, 0)) for s, a in acq]))
+                acq3.append(())
+            elif not rel:
+                acq3.append(tuple([(s, a, 0) for s, a in acq]))
+            else:
+                own = dict(rel)
+                acq3.append(tuple([(s, a, own.get(s, 0)) for s, a in acq]))
         # colocation: the site of each group, -1 while undecided
         self.group_site = [
             sites[0] if sites is not None and len(sites) == 1 else -1 for sites in cg.group_sites
@@ -82,8 +85,9 @@ class _State:
         # for a colocated event with one placeholder whose pool has one member per allowed site,
         # those members (choosing the member then chooses the site)
         self.single = [(r,) for r in range(len(cg.res_names))]
+        pool_members = cg.pool_members
         self.ph_lists: list[tuple[tuple[int, ...], ...]] = [
-            tuple(cg.pool_members[p] for p in phs) for phs in cg.placeholders
+            tuple([pool_members[p] for p in phs]) if phs else () for phs in cg.placeholders
         ]
         self.site_members: list[tuple[int, ...] | None] = [None] * n
         interned: dict[tuple[int, ...], tuple[int, ...]] = {}
