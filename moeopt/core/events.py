@@ -327,8 +327,20 @@ class EventGraph:
         return event
 
     def add_all(self, events: Iterable[Event]) -> None:
-        for ev in events:
-            self.add(ev)
+        """Add many events (names unique); all or nothing: on an error none of them is added."""
+        evs = list(events)
+        own = self._events
+        batch: dict[str, Event] = {}
+        for ev in evs:
+            if not isinstance(ev, Event):
+                raise GraphError(f"EventGraph.add takes an Event, got {type(ev).__name__}")
+            name = ev.name
+            if name in own or name in batch:
+                raise GraphError(f"event {name!r} is added twice")
+            batch[name] = ev
+        own.update(batch)
+        self._g = None
+        self._compiled = None
 
     # ------------------------------------------------------------------ reading
     @property
