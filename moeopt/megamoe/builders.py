@@ -26,7 +26,6 @@ the consumer edge (λ), not inside durations.
 
 from __future__ import annotations
 
-import dataclasses
 import itertools
 import math
 from collections.abc import Sequence
@@ -372,7 +371,8 @@ class _Builder:
         without it (SPEC §4's normalisation criterion, its special case that needs no graph walk),
         and the scheduler is spared the cost of tracking it.
         """
-        specs = [self.pending_replace.get(name, ev) for name, ev in self.g.items()]
+        pending = self.pending_replace
+        specs = [pending.get(name, ev) for name, ev in self.g.items()] if pending else list(self.g.values())
         demand: dict[str, int] = dict.fromkeys(self.sems, 0)
         for sp in specs:
             for sem, a in sp.acquires.items():
@@ -390,10 +390,15 @@ class _Builder:
                     events.append(sp)
                     continue
                 events.append(
-                    dataclasses.replace(
-                        sp,
+                    _event(
+                        sp.name,
+                        resources=sp.resources,
+                        deps=sp.deps,
                         acquires={k: v for k, v in acq.items() if k not in dropped},
                         releases={k: v for k, v in rel.items() if k not in dropped},
+                        colocate_with=sp.colocate_with,
+                        duration_us=sp.duration_us,
+                        labels=sp.labels,
                     )
                 )
         graph.add_all(events)
