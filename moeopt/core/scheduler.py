@@ -30,6 +30,7 @@ from typing import Any, TypeVar
 
 from moeopt.core.compiled import CompiledGraph
 from moeopt.core.events import EventGraph
+from moeopt.core.gcpause import gc_paused
 from moeopt.core.normalize import drop_nonbinding_semaphores
 from moeopt.core.policies import Policy, make_policy
 from moeopt.core.schedule import Schedule, Wait
@@ -443,20 +444,24 @@ def schedule(
             given back) or a release lifts a semaphore above its capacity.
     """
     pol = make_policy(policy)
-    graph.validate()
-    cg = drop_nonbinding_semaphores(graph) if normalize else graph.compiled()
-    state = _State(cg)
-    try:
-        pol.prepare(cg)
-        if pol.wants_view:
-            _run_view(state, pol)
-        else:
-            _run_keyed(state, pol)
-        return state.to_schedule(pol.name)
-    finally:
-        # the state's evaluate / admit_all closures refer back to the state: without this the
-        # whole scheduling state (tens of thousands of objects) waits for the cycle collector
-        state.evaluate = state.admit_all = state.commit = None  # type: ignore[assignment]
+    # the cycle collector is paused: scheduling allocates an object or more per event and
+    # frees them by reference counting; with the collector on, the first schedule of a freshly
+    # built 100k-event graph paid a full collection of it (2.15 s instead of 1.75 s here)
+    with gc_paused():
+        graph.validate()
+        cg = drop_nonbinding_semaphores(graph) if normalize else graph.compiled()
+        state = _State(cg)
+        try:
+            pol.prepare(cg)
+            if pol.wants_view:
+                _run_view(state, pol)
+            else:
+                _run_keyed(state, pol)
+            return state.to_schedule(pol.name)
+        finally:
+            # the state's evaluate / admit_all closures refer back to the state: without this the
+            # whole scheduling state (tens of thousands of objects) waits for the cycle collector
+            state.evaluate = state.admit_all = state.commit = None  # type: ignore[assignment]
 
 
 def _run_keyed(state: _State, pol: Policy) -> None:
