@@ -136,6 +136,8 @@ class _Builder:
         self.stage_events: dict[str, list[str]] = {}
         self._const = {name: const.value for name, const in cfg.constants.items()}
         self._contention = cfg.bandwidth_contention
+        self._src_rows_memo: dict[tuple[tuple[int, ...], int, int], tuple[tuple[int, int], ...]] = {}
+        self._write_memo: dict[tuple[tuple[tuple[int, int], ...], int], tuple[int, float, float, float]] = {}
 
     # ------------------------------------------------------------ helpers
     def c(self, name: str) -> float:
@@ -616,15 +618,19 @@ class _Builder:
         events = self.gmm_tiles(stage, experts, order, lambda w, e: self.g1_deps(w, e, d2c, lag, head))
         self.g1_events = events
         # lookahead: dispatch of wave w waits until GMM1 of wave w - L has loaded its rows
+        loads_of_wave: dict[int, list[str]] = {}
+        for (ww, _e, _t), (ld, _mm) in events.items():
+            loads_of_wave.setdefault(ww, []).append(ld)
+        dispatch_of_wave: dict[Any, list[str]] = {}
+        for name in self.stage_events.get("dispatch", []):
+            dispatch_of_wave.setdefault(self.g[name].labels.get("wave"), []).append(name)
         for w, w_prev in self.lookahead_targets:
-            loads = [ld for (ww, _e, _t), (ld, _mm) in events.items() if ww == w_prev]
+            loads = loads_of_wave.get(w_prev, [])
             if not loads:
                 continue
             fl = self.flag(f"g1loaded.w{w_prev}", loads)
-            for name in self.stage_events.get("dispatch", []):
-                ev = self.g[name]
-                if ev.labels.get("wave") == w:
-                    self.replace_deps(name, {fl: self.c("flag_latency_us")})
+            for name in dispatch_of_wave.get(w, []):
+                self.replace_deps(name, {fl: self.c("flag_latency_us")})
         return events
 
     def g1_deps(self, w: int, e: int, d2c: list[str], lag: int, head: str) -> dict[str, float]:
@@ -1010,18 +1016,24 @@ class _Builder:
             return "per_tile" if small else "per_expert"
         return cfg.combine_granularity
 
-    def src_rows_in(self, ex: ExpertPlan, m0: int, m1: int) -> list[tuple[int, int]]:
-        """(source rank, rows) of the expert's compact rows [m0, m1) (rows are ordered by source)."""
-        out = []
-        off = 0
-        for s, n in enumerate(ex.rows_by_src):
-            lo, hi = max(off, m0), min(off + n, m1)
-            if hi > lo:
-                out.append((s, hi - lo))
-            off += n
-        return out
+    def src_rows_in(self, ex: ExpertPlan, m0: int, m1: int) -> tuple[tuple[int, int], ...]:
+        """(source rank, rows) of the expert's compact rows [m0, m1) (rows are ordered by source).
 
-    def write_cost(self, rows_by_src: list[tuple[int, int]], cols: int) -> tuple[float, float, float]:
+        Memoised: every N-tile of an M-block asks for the same rows."""
+        key = (ex.rows_by_src, m0, m1)
+        got = self._src_rows_memo.get(key)
+        if got is None:
+            out = []
+            off = 0
+            for s, n in enumerate(ex.rows_by_src):
+                lo, hi = max(off, m0), min(off + n, m1)
+                if hi > lo:
+                    out.append((s, hi - lo))
+                off += n
+            got = self._src_rows_memo[key] = tuple(out)
+        return got
+
+    def write_cost(self, rows_by_src: Sequence[tuple[int, int]], cols: int) -> tuple[float, float, float]:
         """(µs, local bytes, remote bytes) of writing rows back to their source ranks."""
         us = loc = rem = 0.0
         for s, r in rows_by_src:
@@ -1040,16 +1052,20 @@ class _Builder:
         resources: list[str],
         pinned: str | None,
         deps: dict[str, float],
-        rows_by_src: list[tuple[int, int]],
+        rows_by_src: Sequence[tuple[int, int]],
         cols: int,
         readback: bool,
         labels: dict[str, Any],
         colocate: str | None = None,
         release: str | None = None,
     ) -> str:
-        rows = sum(r for _s, r in rows_by_src)
+        key = (tuple(rows_by_src), cols)
+        memo = self._write_memo.get(key)
+        if memo is None:  # every N-tile of an M-block writes the same rows
+            rows_all = sum(r for _s, r in rows_by_src)
+            memo = self._write_memo[key] = (rows_all, *self.write_cost(rows_by_src, cols))
+        rows, w_us, loc, rem = memo
         rb_bytes = rows * cols * 2 if readback else 0
-        w_us, loc, rem = self.write_cost(rows_by_src, cols)
         dur = self.c("dispatch_call_us") + rb_bytes / self.c("aiv_local_bytes_per_us") + w_us
         acq: dict[str, int] = {}
         rel: dict[str, int] = {}
