@@ -363,7 +363,7 @@ class _LazyByEvent(Mapping[str, _V]):
 
     __slots__ = ("_all", "_cg", "_memo")
 
-    BULK_AFTER = 64
+    BULK_AFTER = 1024
 
     def __init__(self, cg: CompiledGraph) -> None:
         self._cg = cg

@@ -26,6 +26,7 @@ from bisect import bisect_right
 from collections import defaultdict
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any, overload
 
 from moeopt.core.events import Event
@@ -49,21 +50,27 @@ class Table:
     start: list[float]
     end: list[float]
     res: list[tuple[str, ...]]
-    waits: list[Wait]
+    schedule: Schedule
 
     @classmethod
     def of(cls, rg: RankGraph, s: Schedule) -> Table:
         events = list(rg.graph)
         names = [ev.name for ev in events]
-        st, en, rs, wt = s.start_us, s.end_us, s.resources, s.waits
+        st, en, rs = s.start_us, s.end_us, s.resources
         return cls(
             names=names,
             events=events,
             start=[st[n] for n in names],
             end=[en[n] for n in names],
             res=[rs[n] for n in names],
-            waits=[wt[n] for n in names],
+            schedule=s,
         )
+
+    @cached_property
+    def waits(self) -> list[Wait]:
+        """Per event, what it waited for (read when first needed: only the event rows do)."""
+        wt = self.schedule.waits
+        return [wt[n] for n in self.names]
 
 
 class EventRows(Sequence[dict[str, Any]]):
@@ -433,22 +440,26 @@ class _SemaphoreLevels:
 
 
 def _data_ready(rg: RankGraph, tab: Table, index: dict[str, int]) -> list[float]:
-    """Per event, when its data dependencies were met (end + λ of its predecessors, program-order
-    edges of pinned cores left out): the scheduler's ``ready_us`` except where a chain edge set it."""
-    ready = [w.ready_us for w in tab.waits]
-    if not rg.chain_edges:
-        return ready
+    """Per event, when its data dependencies were met: the latest end + λ of its predecessors,
+    program-order edges of pinned cores left out (0 for a source). Without chain edges that is
+    the scheduler's ``ready_us``; it is computed here from the schedule's end times alone."""
     chained: dict[int, set[str]] = defaultdict(set)
     for a, b in rg.chain_edges:
         chained[index[b]].add(a)
     end = tab.end
-    for i, skip in chained.items():
+    ready = [0.0] * len(tab.names)
+    for i, ev in enumerate(tab.events):
+        deps = ev.deps
+        if not deps:
+            continue
+        skip = chained.get(i)
         best = 0.0
-        for p, lam in tab.events[i].deps.items():
-            if p not in skip:
-                v = end[index[p]] + lam
-                if v > best:
-                    best = v
+        for p, lam in deps.items():
+            if skip is not None and p in skip:
+                continue
+            v = end[index[p]] + lam
+            if v > best:
+                best = v
         ready[i] = best
     return ready
 
@@ -510,12 +521,22 @@ def critical_path(
     t = table or Table.of(rg, s)
     ends_on: dict[str, list[tuple[float, str]]] = defaultdict(list)
     releasers: dict[str, list[tuple[float, str]]] = defaultdict(list)
-    for i, ev in enumerate(t.events):
-        item = (t.end[i], t.names[i])
-        for r in t.res[i]:
-            ends_on[r].append(item)
-        for sem in ev.releases:
-            releasers[sem].append(item)
+
+    indexed: list[bool] = []
+
+    def index_ends() -> None:
+        # who ended on each resource / released each semaphore, when: built on the first step
+        # that waited for a resource or a semaphore (a path of dependencies alone needs neither)
+        if indexed:
+            return
+        indexed.append(True)
+        for i, ev in enumerate(t.events):
+            item = (t.end[i], t.names[i])
+            for r in t.res[i]:
+                ends_on[r].append(item)
+            for sem in ev.releases:
+                releasers[sem].append(item)
+
     path: list[dict[str, Any]] = []
     cur: str | None = last
     seen = set()
@@ -545,9 +566,11 @@ def critical_path(
         }
         nxt: str | None = None
         if kind == "semaphore" and w.semaphore is not None:
+            index_ends()
             nxt = _ended_at(releasers[w.semaphore], s.start_us[cur], cur)
             step["semaphore"] = w.semaphore
         elif kind == "resource" and w.resource is not None:
+            index_ends()
             nxt = _ended_at(ends_on[w.resource], w.ready_us + w.resource_wait_us, cur)
             step["resource"] = w.resource
         if nxt is None:
