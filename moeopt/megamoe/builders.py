@@ -218,15 +218,22 @@ class _Builder:
             col = tuple(self.tokens if s == self.rank else 0 for s in range(self.world))
             experts.append(ExpertPlan(E + j, f"s{j}", self.tokens, col, True))
         grid = lookup("tile_grid", cfg.tile_grid)()
+        # a tile grid is a function of (rows, cols, tile_m, tile_n): experts with the same row
+        # count share one checked, swizzled walk (under uniform routing that is every expert)
+        walks: dict[tuple[int, str], list[Tile]] = {}
         for ex in experts:
             if ex.rows == 0:
                 continue
-            t1 = grid(ex.rows, cfg.hidden_dim, cfg.tile_m, cfg.tile_n)
-            check_grid(t1, ex.rows, cfg.hidden_dim, f"tile grid {cfg.tile_grid!r} (gmm1, {ex.name})")
-            t2 = grid(ex.rows, cfg.h, cfg.tile_m, cfg.tile_n)
-            check_grid(t2, ex.rows, cfg.h, f"tile grid {cfg.tile_grid!r} (gmm2, {ex.name})")
-            ex.g1_tiles = swizzle_order(t1, cfg.swizzle_n)
-            ex.g2_tiles = swizzle_order(t2, cfg.swizzle_n)
+            for stage, cols in (("gmm1", cfg.hidden_dim), ("gmm2", cfg.h)):
+                walk = walks.get((ex.rows, stage))
+                if walk is None:
+                    tiles = grid(ex.rows, cols, cfg.tile_m, cfg.tile_n)
+                    check_grid(tiles, ex.rows, cols, f"tile grid {cfg.tile_grid!r} ({stage}, {ex.name})")
+                    walk = walks[(ex.rows, stage)] = swizzle_order(tiles, cfg.swizzle_n)
+                if stage == "gmm1":
+                    ex.g1_tiles = list(walk)
+                else:
+                    ex.g2_tiles = list(walk)
         return experts
 
     def waves(self, experts: list[ExpertPlan], per_wave: int) -> list[list[MGroup]]:
