@@ -368,13 +368,30 @@ class _SemaphoreLevels:
         self.times: dict[str, list[float]] = {}
         self.levels: dict[str, list[int]] = {}
         self._changes: dict[str, list[tuple[float, int]]] = {}
+        self._scanned = 0
 
     def _build(self) -> None:
-        """Collect every semaphore's changes; each one's level curve is made when first asked for."""
         self._built = True
+        self.cap = dict(self._rg.graph.semaphores)
+
+    SCAN_FIRST = 3  # semaphores whose changes are collected one by one before indexing them all
+
+    def _changes_of(self, sem: str) -> list[tuple[float, int]]:
+        """The (time, delta) changes of ``sem``, in no particular order: the first few semaphores
+        asked for are collected by a scan each (usually only a couple are ever asked for); after
+        that, every semaphore's changes in one pass."""
+        if sem in self._changes:
+            return self._changes[sem]
         tab = self._tab
         start, end = tab.start, tab.end
         cg = self._rg.graph.compiled()  # the same events in the same order, semaphores by index
+        if self._scanned < self.SCAN_FIRST:
+            self._scanned += 1
+            k = cg.sem_names.index(sem) if sem in self.cap else -1
+            ch = [(start[i], -a) for i, pairs in enumerate(cg.acq) if pairs for s, a in pairs if s == k]
+            ch += [(end[i], r) for i, pairs in enumerate(cg.rel) if pairs for s, r in pairs if s == k]
+            self._changes[sem] = ch
+            return ch
         by_index: dict[int, list[tuple[float, int]]] = defaultdict(list)
         for i, pairs in enumerate(cg.acq):
             if pairs:
@@ -386,8 +403,9 @@ class _SemaphoreLevels:
                 t = end[i]
                 for k, r in pairs:
                     by_index[k].append((t, r))
-        self._changes = {cg.sem_names[k]: ch for k, ch in by_index.items()}
-        self.cap = dict(self._rg.graph.semaphores)
+        for k, name in enumerate(cg.sem_names):
+            self._changes.setdefault(name, by_index.get(k, []))
+        return self._changes.setdefault(sem, [])
 
     def _curve(self, sem: str) -> tuple[list[float], list[int]]:
         """Breakpoint times and the free units from each on (changes at one time merged)."""
@@ -395,7 +413,7 @@ class _SemaphoreLevels:
             lvl = self.cap.get(sem, 0)
             ts: list[float] = []
             ls: list[int] = []
-            for t, d in sorted(self._changes.get(sem, ())):
+            for t, d in sorted(self._changes_of(sem)):
                 lvl += d
                 if ts and ts[-1] == t:
                     ls[-1] = lvl
