@@ -67,6 +67,11 @@ class Table:
         )
 
     @cached_property
+    def stage(self) -> list[Any]:
+        """Per event, its ``stage`` label (None without one)."""
+        return [ev.labels.get("stage") for ev in self.events]
+
+    @cached_property
     def waits(self) -> list[Wait]:
         """Per event, what it waited for (read when first needed: only the event rows do)."""
         wt = self.schedule.waits
@@ -186,14 +191,14 @@ def busy(rg: RankGraph, s: Schedule, span: float, table: Table | None = None) ->
     t = table or Table.of(rg, s)
     res_busy: dict[str, float] = defaultdict(float)
     stage_busy: dict[str, float] = defaultdict(float)
-    start, end = t.start, t.end
+    start, end, stage = t.start, t.end, t.stage
     for i, rs in enumerate(t.res):
         if not rs:
             continue
         d = end[i] - start[i]
         for r in rs:
             res_busy[r] += d
-        stage_busy[str(t.events[i].labels.get("stage"))] += d * len(rs)
+        stage_busy[str(stage[i])] += d * len(rs)
     all_res = sorted(set(rg.graph.resources()))
     rb = {r: res_busy.get(r, 0.0) for r in all_res}
     idle = {r: max(0.0, span - v) for r, v in rb.items()}
@@ -232,13 +237,13 @@ def idle_decomposition(
     out: dict[str, Any] = {"forced_core_us": 0.0, "avoidable_core_us": 0.0, "by_stage": {}, "samples": []}
     by_stage: dict[str, list[int]] = defaultdict(list)
     busy_iv: dict[str, list[tuple[float, float]]] = defaultdict(list)
-    for i, ev in enumerate(tab.events):
-        rs = tab.res[i]
+    stage = tab.stage
+    for i, rs in enumerate(tab.res):
         if not rs:
             continue
         for r in rs:
             busy_iv[r].append((tab.start[i], tab.end[i]))
-        st = ev.labels.get("stage")
+        st = stage[i]
         if st in rg.stage_members:
             by_stage[str(st)].append(i)
     levels = _SemaphoreLevels(rg, tab)  # built on first use: often no event ever waits
