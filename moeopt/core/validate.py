@@ -26,6 +26,7 @@ ABS_TOL_US = 1e-6
 REL_TOL = 1e-9
 
 _by_time = itemgetter(0)
+_INF = float("inf")
 
 
 def validate_schedule(graph: EventGraph, schedule: Schedule, *, durations_exact: bool = True) -> None:
@@ -150,28 +151,36 @@ def validate_schedule(graph: EventGraph, schedule: Schedule, *, durations_exact:
         cap = graph.semaphores[sem]
         ch.sort(key=_by_time)  # the order inside one instant does not matter
         level = cap
-        k, n_ch = 0, len(ch)
-        while k < n_ch:
-            k0 = k
-            t0 = ch[k][0]
-            lim = t0 + A + R * abs(t0)
-            while k < n_ch and ch[k][0] <= lim:
-                level += ch[k][1]
-                k += 1
-            if level < 0 or level > cap:
-                who = [c[2] for c in ch[k0:k]][:5]
-                if level < 0:
-                    v.append(
-                        f"semaphore {sem!r} has {level} free units at t = {t0:g} µs (capacity {cap}), "
-                        f"when {who} start/end"
-                    )
-                else:
-                    v.append(
-                        f"semaphore {sem!r} has {level} free units at t = {t0:g} µs, above its capacity "
-                        f"{cap}, when {who} start/end"
-                    )
+        k0 = 0
+        t0 = lim = -_INF
+        for k, (t, d, _who) in enumerate(ch):
+            if t > lim:
+                # a new instant: judge the level the previous one left
+                if level < 0 or level > cap:
+                    _semaphore_problem(v, sem, cap, level, t0, ch[k0:k])
+                k0, t0 = k, t
+                lim = t + A + R * abs(t)
+            level += d
+        if level < 0 or level > cap:
+            _semaphore_problem(v, sem, cap, level, t0, ch[k0:])
     if v:
         raise ScheduleError(v)
+
+
+def _semaphore_problem(
+    v: list[str], sem: str, cap: int, level: int, t0: float, group: list[tuple[float, int, str]]
+) -> None:
+    who = [c[2] for c in group][:5]
+    if level < 0:
+        v.append(
+            f"semaphore {sem!r} has {level} free units at t = {t0:g} µs (capacity {cap}), "
+            f"when {who} start/end"
+        )
+    else:
+        v.append(
+            f"semaphore {sem!r} has {level} free units at t = {t0:g} µs, above its capacity "
+            f"{cap}, when {who} start/end"
+        )
 
 
 def _binding_ok(
