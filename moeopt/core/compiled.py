@@ -142,12 +142,15 @@ def compile_graph(g: EventGraph) -> CompiledGraph:
     res_names: list[str] = []
     res_index: dict[str, int] = {}
 
+    one_res: list[tuple[int]] = []
+
     def rid(name: str) -> int:
         i = res_index.get(name)
         if i is None:
             i = len(res_names)
             res_index[name] = i
             res_names.append(name)
+            one_res.append((i,))
         return i
 
     pool_names = list(pools)
@@ -183,9 +186,17 @@ def compile_graph(g: EventGraph) -> CompiledGraph:
             rel.append(tuple([(sem_id[sm], u) for sm, u in r_map.items()]) if r_map else no_pairs)
         except KeyError:
             rel.append(_sem_pairs(ev.name, "releases", r_map, sem_id, sems, problems))
+        rs = ev.resources
+        if len(rs) == 1:
+            # the common case: one resource already seen (one shared tuple per resource)
+            j = res_index.get(rs[0])
+            if j is not None:
+                fixed.append(one_res[j])
+                placeholders.append(())
+                continue
         fx: list[int] = []
         ph: list[int] = []
-        for r in ev.resources:
+        for r in rs:
             j = res_index.get(r)
             if j is not None:
                 fx.append(j)
@@ -291,15 +302,16 @@ def compile_graph(g: EventGraph) -> CompiledGraph:
     # --- successors and a topological order
     succs = [tuple(s) for s in succ_lists]
     indeg = [len(p) for p in preds]
-    queue = deque(i for i in range(n) if indeg[i] == 0)
+    queue = deque([i for i in range(n) if indeg[i] == 0])
     topo: list[int] = []
+    popleft, put, visit = queue.popleft, queue.append, topo.append
     while queue:
-        i = queue.popleft()
-        topo.append(i)
+        i = popleft()
+        visit(i)
         for j, _ in succs[i]:
             indeg[j] -= 1
             if indeg[j] == 0:
-                queue.append(j)
+                put(j)
     if len(topo) < n:
         done = set(topo)
         rest = [names[i] for i in range(n) if i not in done]
