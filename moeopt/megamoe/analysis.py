@@ -57,13 +57,15 @@ class Table:
         events = list(rg.graph)
         names = [ev.name for ev in events]
         st, en, rs = s.start_us, s.end_us, s.resources
+
+        def in_order(m: Any) -> list[Any]:
+            # a schedule from the greedy scheduler lists the events in graph order already
+            if type(m) is dict and list(m) == names:
+                return list(m.values())
+            return [m[n] for n in names]
+
         return cls(
-            names=names,
-            events=events,
-            start=[st[n] for n in names],
-            end=[en[n] for n in names],
-            res=[rs[n] for n in names],
-            schedule=s,
+            names=names, events=events, start=in_order(st), end=in_order(en), res=in_order(rs), schedule=s
         )
 
     @cached_property
@@ -466,21 +468,21 @@ def _data_ready(rg: RankGraph, tab: Table, index: dict[str, int]) -> list[float]
     """Per event, when its data dependencies were met: the latest end + λ of its predecessors,
     program-order edges of pinned cores left out (0 for a source). Without chain edges that is
     the scheduler's ``ready_us``; it is computed here from the schedule's end times alone."""
-    chained: dict[int, set[str]] = defaultdict(set)
+    cg = rg.graph.compiled()  # the same events in the same order, predecessors by index
+    chained: dict[int, set[int]] = defaultdict(set)
     for a, b in rg.chain_edges:
-        chained[index[b]].add(a)
+        chained[index[b]].add(index[a])
     end = tab.end
     ready = [0.0] * len(tab.names)
-    for i, ev in enumerate(tab.events):
-        deps = ev.deps
-        if not deps:
+    for i, preds in enumerate(cg.preds):
+        if not preds:
             continue
         skip = chained.get(i)
         best = 0.0
-        for p, lam in deps.items():
+        for p, lam in preds:
             if skip is not None and p in skip:
                 continue
-            v = end[index[p]] + lam
+            v = end[p] + lam
             if v > best:
                 best = v
         ready[i] = best
