@@ -738,6 +738,10 @@ class _Builder:
         # ``deps_of`` is a function of (wave, expert) alone: one dict per pair, copied per tile
         wave_deps: dict[tuple[int, int], dict[str, float]] = {}
         macs_total = self.macs  # accumulated locally, in the same order
+        # per core: its L1 slot semaphore, MTE2 pipe, cube and on-chip slot names
+        core_names: dict[int, tuple[str, str, str, str]] = {}
+        rank = self.rank
+        chain_last = self.chain_last
         for idx, item in enumerate(order):
             w, e, t = item
             ex = experts[e]
@@ -758,9 +762,12 @@ class _Builder:
             first_b.add((e, t.nb))
             first_a.add((e, t.mb))
             base = f"{pre}.e{e}.m{t.mb}.n{t.nb}"
+            cn = core_names.get(k)
+            if cn is None:
+                cn = core_names[k] = (f"c{k}.l1", f"c{k}.MTE2", f"c{k}.AIC", f"c{k}.onchip_{slot_key}")
             labels = {
                 "stage": stage,
-                "rank": self.rank,
+                "rank": rank,
                 "wave": w,
                 "expert": e,
                 "tile": idx,
@@ -780,7 +787,7 @@ class _Builder:
                 traffic["gm_to_l1"] += load_bytes
                 if hbm_bytes:
                     self.bw(acq, rel, "hbm", hbm_bytes, load_us)
-                l1 = "l1" if l1_late else f"c{k}.l1"
+                l1 = "l1" if l1_late else cn[0]
                 acq[l1] = 1
                 shared_deps = wave_deps.get((w, e))
                 if shared_deps is None:
@@ -793,7 +800,7 @@ class _Builder:
                 if late:
                     resources = [mte_pool]
                 else:
-                    mres = f"c{k}.MTE2"
+                    mres = cn[1]
                     resources = [mres]
                     self.chain(mres, deps)
                     if join_flag is not None and k in joined_cores:
@@ -811,7 +818,7 @@ class _Builder:
                     stage,
                 )
                 if not late:
-                    self.chain_last[f"c{k}.MTE2"] = ld
+                    chain_last[cn[1]] = ld
                 macs = rows_al * t.cols * k_dim * frac
                 macs_total += t.rows * t.cols * k_dim * frac
                 mm = f"{base}{sfx}.mm"
@@ -820,11 +827,11 @@ class _Builder:
                     mdeps[prev_mm] = 0.0
                 macq: dict[str, int] = {}
                 if onchip and c == chunks - 1:
-                    macq["onchip_" + slot_key if late else f"c{k}.onchip_{slot_key}"] = 1
+                    macq["onchip_" + slot_key if late else cn[3]] = 1
                 add(
                     _event(
                         mm,
-                        resources=[aic_pool] if late else [f"c{k}.AIC"],
+                        resources=[aic_pool] if late else [cn[2]],
                         deps=mdeps,
                         acquires=macq,
                         releases={l1: 1},
