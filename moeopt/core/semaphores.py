@@ -20,12 +20,15 @@ INF = math.inf
 
 
 class SemaphoreProfile:
-    __slots__ = ("cap", "levels", "times")
+    __slots__ = ("cap", "levels", "low", "times")
 
     def __init__(self, cap: int) -> None:
         self.cap = cap
         self.times: list[float] = []
         self.levels: list[int] = []  # level in force from times[k] until times[k+1]
+        # a lower bound of every level (the capacity included): the lowest level any change
+        # has produced so far (a release raising the lowest levels leaves it low, still a bound)
+        self.low = cap
 
     def level_at(self, t: float) -> int:
         k = bisect_right(self.times, t) - 1
@@ -42,6 +45,10 @@ class SemaphoreProfile:
         release committed later at a time ``r`` can make the answer earlier only if ``r`` is
         before it (the scheduler uses this to re-examine only the waiters a release can help).
         """
+        if self.low >= take:
+            # never fewer than ``take`` units free at any time: admitted at once (``take`` is
+            # the most the event needs at any instant)
+            return t
         times = self.times
         levels = self.levels
         after = take - give_back
@@ -93,6 +100,8 @@ class SemaphoreProfile:
             v = (levels[-1] if times else self.cap) + delta
             times.append(t)
             levels.append(v)
+            if v < self.low:
+                self.low = v
             return v
         pos = bisect_right(times, t)
         if pos > 0 and times[pos - 1] == t:
@@ -102,11 +111,15 @@ class SemaphoreProfile:
             levels.insert(pos, self.cap if pos == 0 else levels[pos - 1])
             start = pos
         hi = -1
+        lo = self.low
         for k in range(start, len(levels)):
             v = levels[k] + delta
             levels[k] = v
             if v > hi:
                 hi = v
+            if v < lo:
+                lo = v
+        self.low = lo
         return hi
 
     def __repr__(self) -> str:
