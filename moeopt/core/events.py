@@ -219,15 +219,17 @@ class Event:
                 f"event {name!r}: duration_us must be a finite float >= 0, got {duration_us!r}"
             )
         ev = object.__new__(cls)
-        setattr_ = object.__setattr__
-        setattr_(ev, "name", name)
-        setattr_(ev, "resources", tuple(resources))
-        setattr_(ev, "deps", MappingProxyType(dict(deps)) if deps else _NO_DEPS)
-        setattr_(ev, "acquires", MappingProxyType(dict(acquires)) if acquires else _NO_AMOUNTS)
-        setattr_(ev, "releases", MappingProxyType(dict(releases)) if releases else _NO_AMOUNTS)
-        setattr_(ev, "colocate_with", colocate_with)
-        setattr_(ev, "duration_us", duration_us)
-        setattr_(ev, "labels", MappingProxyType(dict(labels)) if labels else _NO_LABELS)
+        # the slots' own setters: the frozen class's __setattr__ refuses, object.__setattr__
+        # looks each name up again
+        s_name, s_res, s_deps, s_acq, s_rel, s_coloc, s_dur, s_labels = _SLOT_SETTERS
+        s_name(ev, name)
+        s_res(ev, tuple(resources))
+        s_deps(ev, MappingProxyType(dict(deps)) if deps else _NO_DEPS)
+        s_acq(ev, MappingProxyType(dict(acquires)) if acquires else _NO_AMOUNTS)
+        s_rel(ev, MappingProxyType(dict(releases)) if releases else _NO_AMOUNTS)
+        s_coloc(ev, colocate_with)
+        s_dur(ev, duration_us)
+        s_labels(ev, MappingProxyType(dict(labels)) if labels else _NO_LABELS)
         return ev
 
     def __repr__(self) -> str:
@@ -244,6 +246,12 @@ class Event:
             parts.append(f"colocate_with={self.colocate_with!r}")
         parts.append(f"duration_us={self.duration_us!r}")
         return "Event(" + ", ".join(parts) + ")"
+
+
+_SLOT_SETTERS = tuple(
+    Event.__dict__[f].__set__
+    for f in ("name", "resources", "deps", "acquires", "releases", "colocate_with", "duration_us", "labels")
+)
 
 
 class EventGraph:

@@ -52,3 +52,13 @@ def test_trusted_copies_the_callers_dicts() -> None:
     ev = Event.trusted("e", deps=deps)
     deps["b"] = 1.0  # the caller reuses its dict: the event must not change
     assert dict(ev.deps) == {"a": 0.5}
+
+
+def test_trusted_events_are_frozen_dataclass_events() -> None:
+    import dataclasses
+
+    ev = Event.trusted("e", resources=["c0.AIC"], deps={"a": 0.5}, duration_us=1.0)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        ev.name = "f"  # type: ignore[misc]
+    other = dataclasses.replace(ev, duration_us=2.0)  # goes through the checking constructor
+    assert (other.name, other.resources, dict(other.deps), other.duration_us) == ("e", ("c0.AIC",), {"a": 0.5}, 2.0)
