@@ -180,15 +180,15 @@ class Event:
             )
         if colocate_with == name:
             raise GraphError(f"event {name!r}: colocate_with names the event itself")
-        setattr_ = object.__setattr__
-        setattr_(self, "name", name)
-        setattr_(self, "resources", res)
-        setattr_(self, "deps", MappingProxyType(dd))
-        setattr_(self, "acquires", _amounts(name, "acquires", acquires))
-        setattr_(self, "releases", _amounts(name, "releases", releases))
-        setattr_(self, "colocate_with", colocate_with)
-        setattr_(self, "duration_us", dur if type(dur) is float else float(dur))
-        setattr_(self, "labels", MappingProxyType(dict(labels)) if labels else _NO_LABELS)
+        s_name, s_res, s_deps, s_acq, s_rel, s_coloc, s_dur, s_labels = _SLOT_SETTERS
+        s_name(self, name)
+        s_res(self, res)
+        s_deps(self, MappingProxyType(dd))
+        s_acq(self, _amounts(name, "acquires", acquires))
+        s_rel(self, _amounts(name, "releases", releases))
+        s_coloc(self, colocate_with)
+        s_dur(self, dur if type(dur) is float else float(dur))
+        s_labels(self, MappingProxyType(dict(labels)) if labels else _NO_LABELS)
 
     @classmethod
     def trusted(
