@@ -103,6 +103,12 @@ class SemaphoreProfile:
             if v < self.low:
                 self.low = v
             return v
+        if t == times[-1]:  # the next most common: a change at the latest breakpoint
+            v = levels[-1] + delta
+            levels[-1] = v
+            if v < self.low:
+                self.low = v
+            return v
         pos = bisect_right(times, t)
         if pos > 0 and times[pos - 1] == t:
             start = pos - 1
