@@ -498,10 +498,14 @@ def _run_keyed(state: _State, pol: Policy) -> None:
     """
     cg = state.cg
     n = cg.n
-    ranks = [pol.rank(i) for i in range(n)]
-    before = [float(r[0]) for r in ranks]
-    after = [float(r[1]) for r in ranks]
-    del ranks
+    if type(pol).rank is Policy.rank:
+        # the base rank, (0, 0) for every event (earliest_start): the start alone orders
+        before = after = [0.0] * n
+    else:
+        ranks = [pol.rank(i) for i in range(n)]
+        before = [float(r[0]) for r in ranks]
+        after = [float(r[1]) for r in ranks]
+        del ranks
     evaluate = state.evaluate
     admit_all = state.admit_all
     commit = state.commit
