@@ -733,7 +733,6 @@ class _Builder:
         l1_bytes = self.c("l1_bytes")
         flag_lat = self.c("flag_latency_us") if join_flag is not None else 0.0
         traffic = self.traffic
-        add = self.add
         l1_late = self.l1_late
         # ``deps_of`` is a function of (wave, expert) alone: one dict per pair, copied per tile
         wave_deps: dict[tuple[int, int], dict[str, float]] = {}
@@ -742,6 +741,18 @@ class _Builder:
         core_names: dict[int, tuple[str, str, str, str]] = {}
         rank = self.rank
         chain_last = self.chain_last
+        chain_edges = self.chain_edges
+        graph = self.g
+        stage_names = self.stage_events.setdefault(stage, [])
+
+        def put(ev: Event) -> None:
+            # add() for this loop's events: the load's program-order edge is recorded below
+            n_before = len(graph)
+            graph[ev.name] = ev
+            if len(graph) == n_before:
+                raise AssertionError(f"builder added event {ev.name!r} twice")
+            stage_names.append(ev.name)
+
         for idx, item in enumerate(order):
             w, e, t = item
             ex = experts[e]
@@ -802,10 +813,14 @@ class _Builder:
                 else:
                     mres = cn[1]
                     resources = [mres]
-                    self.chain(mres, deps)
+                    # program order on the core's MTE2 pipe (chain(), inlined)
+                    prev = chain_last.get(mres)
+                    if prev is not None and prev not in deps:
+                        deps[prev] = 0.0
+                        chain_edges.add((prev, ld))
                     if join_flag is not None and k in joined_cores:
                         deps[join_flag] = flag_lat
-                add(
+                put(
                     _event(
                         ld,
                         resources=resources,
@@ -814,8 +829,7 @@ class _Builder:
                         releases=rel,
                         duration_us=load_us,
                         labels={**labels, "phase": "load", "chunk": c},
-                    ),
-                    stage,
+                    )
                 )
                 if not late:
                     chain_last[cn[1]] = ld
@@ -828,7 +842,7 @@ class _Builder:
                 macq: dict[str, int] = {}
                 if onchip and c == chunks - 1:
                     macq["onchip_" + slot_key if late else cn[3]] = 1
-                add(
+                put(
                     _event(
                         mm,
                         resources=[aic_pool] if late else [cn[2]],
@@ -838,8 +852,7 @@ class _Builder:
                         colocate_with=ld if late else None,
                         duration_us=macs / rate,
                         labels={**labels, "phase": "compute", "chunk": c, "core": k},
-                    ),
-                    stage,
+                    )
                 )
                 prev_mm = mm
                 last_ld = ld
