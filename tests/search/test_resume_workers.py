@@ -113,7 +113,7 @@ def test_killed_study_resumes_with_no_trial_lost_or_duplicated(tiny, tmp_path):
     proc = _start(study)
     _wait_mid_trial(out, 3, proc)
     proc.kill()  # SIGKILL: no chance to clean up; the running trial stays RUNNING in the journal
-    proc.wait(timeout=30)
+    proc.communicate(timeout=30)  # reaps it and closes its pipes
     before = _load(out)
     assert before is not None
     # almost always one trial was running (the kill is sent while one is); it may just have ended
