@@ -148,10 +148,7 @@ def bounds(rg: RankGraph, cfg: Config) -> dict[str, Any]:
     # longest path over data dependencies only: program-order chains on a pinned resource are
     # resource constraints, so they are left out (else the bound would absorb the queueing)
     heads = [0.0] * cg.n
-    index = cg.index
-    chain_preds: dict[int, set[int]] = defaultdict(set)
-    for a, b in rg.chain_edges:
-        chain_preds[index[b]].add(index[a])
+    chain_preds = rg.chain_preds()
     dur = cg.dur
     preds = cg.preds
     for i in cg.topo:
@@ -249,8 +246,8 @@ def idle_decomposition(
         if st in rg.stage_members:
             by_stage[str(st)].append(i)
     levels = _SemaphoreLevels(rg, tab)  # built on first use: often no event ever waits
-    index = {n: i for i, n in enumerate(tab.names)}
-    ready = _data_ready(rg, tab, index)
+    index = rg.graph.compiled().index  # event name -> position in graph order (the table's order)
+    ready = _data_ready(rg, tab)
     pools: list[tuple[str, str, tuple[str, ...], list[int], bool]] = []
     for st, idxs in by_stage.items():
         stage_members = rg.stage_members[st]
@@ -464,14 +461,12 @@ class _SemaphoreLevels:
         return got
 
 
-def _data_ready(rg: RankGraph, tab: Table, index: dict[str, int]) -> list[float]:
+def _data_ready(rg: RankGraph, tab: Table) -> list[float]:
     """Per event, when its data dependencies were met: the latest end + λ of its predecessors,
     program-order edges of pinned cores left out (0 for a source). Without chain edges that is
     the scheduler's ``ready_us``; it is computed here from the schedule's end times alone."""
     cg = rg.graph.compiled()  # the same events in the same order, predecessors by index
-    chained: dict[int, set[int]] = defaultdict(set)
-    for a, b in rg.chain_edges:
-        chained[index[b]].add(index[a])
+    chained = rg.chain_preds()
     end = tab.end
     ready = [0.0] * len(tab.names)
     for i, preds in enumerate(cg.preds):

@@ -86,6 +86,18 @@ class RankGraph:
     waves_gmm1: int
     waves_gmm2: int
     dropped_semaphores: list[str] = field(default_factory=list)  # could never bind; not declared
+    _chain_preds: dict[int, set[int]] | None = field(default=None, init=False, repr=False, compare=False)
+
+    def chain_preds(self) -> dict[int, set[int]]:
+        """Per event index (graph order), the indices of the predecessors it is chained to by
+        program order on a pinned resource (the chain edges, by index; built once)."""
+        if self._chain_preds is None:
+            index = self.graph.compiled().index
+            out: dict[int, set[int]] = {}
+            for a, b in self.chain_edges:
+                out.setdefault(index[b], set()).add(index[a])
+            self._chain_preds = out
+        return self._chain_preds
 
 
 class _Builder:
