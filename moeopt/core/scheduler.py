@@ -63,7 +63,10 @@ class _State:
         self.start = [0.0] * n
         self.end = [0.0] * n
         self.bound: list[tuple[int, ...]] = [()] * n
-        self.waits: list[tuple[float, int, int, float, int, float]] = [(0.0, -1, -1, 0.0, -1, 0.0)] * n
+        # per committed event: (predecessor that set its ready time, resource that set t_base,
+        # t_base, semaphore that moved the start); the waits are derived from these, the ready
+        # times and the starts when read
+        self.waits: list[tuple[int, int, float, int]] = [(-1, -1, 0.0, -1)] * n
         self.order: list[int] = []
         self.profiles = [SemaphoreProfile(c) for c in cg.sem_cap]
         # acquire triples (semaphore, take, give back by the same event)
@@ -302,8 +305,7 @@ class _State:
             g = group_of[i]
             if g >= 0 and group_site[g] < 0:
                 group_site[g] = res_site[rs[0]]
-            ready = readyl[i]
-            waits[i] = (ready, rpred[i], rb, tb - ready, sb, start - tb)
+            waits[i] = (rpred[i], rb, tb, sb)
             for s, a, _back in acq3[i]:
                 profiles[s].add(start, -a)
             for s, r in rel_of[i]:
@@ -335,7 +337,7 @@ class _State:
             start_us=dict(zip(names, self.start)),
             end_us=dict(zip(names, self.end)),
             resources=_bound_names(cg, self.bound),
-            waits=_LazyWaits(cg, self.waits),
+            waits=_LazyWaits(cg, self.waits, self.ready, self.start),
             policy=policy_name,
             order=tuple(names[i] for i in self.order),
         )
@@ -414,15 +416,24 @@ class _LazyByEvent(Mapping[str, _V]):
 class _LazyWaits(_LazyByEvent[Wait]):
     """``event -> Wait``."""
 
-    __slots__ = ("_raw",)
+    __slots__ = ("_raw", "_ready", "_start")
 
-    def __init__(self, cg: CompiledGraph, raw: list[tuple[float, int, int, float, int, float]]) -> None:
+    def __init__(
+        self,
+        cg: CompiledGraph,
+        raw: list[tuple[int, int, float, int]],
+        ready: list[float],
+        start: list[float],
+    ) -> None:
         super().__init__(cg)
-        self._raw = raw
+        self._raw, self._ready, self._start = raw, ready, start
 
     def _build(self, i: int) -> Wait:
         cg = self._cg
-        ready, rp, rb, rw, sb, sw = self._raw[i]
+        rp, rb, tb, sb = self._raw[i]
+        ready = self._ready[i]
+        rw = tb - ready
+        sw = self._start[i] - tb
         return Wait(
             ready,
             cg.names[rp] if rp >= 0 else None,
