@@ -208,11 +208,12 @@ class Event:
         For generators that make events by the ten thousand from their own code, not for user
         input. The caller guarantees what the constructor would check: a non-empty name; resource
         names that are ``<site>.<role>`` or ``<role>:*``, none twice; dependency names other than
-        the event's own with float λ >= 0; positive integer units; float durations. The duration
-        is still checked (a cost formula can still produce a negative or NaN time), the mappings
-        are copied (the caller may reuse its dicts), and every cross-event rule is still checked
-        by :meth:`EventGraph.validate`. ``tests/megamoe`` rebuilds every builder event with the
-        checking constructor to hold the MegaMoE builders to this contract.
+        the event's own with float λ >= 0; positive integer units; float durations. It also hands
+        the mappings over: they are wrapped read-only, not copied, so the caller must not change
+        them afterwards (the MegaMoE builders pass a fresh dict each time). The duration is still
+        checked (a cost formula can still produce a negative or NaN time), and every cross-event
+        rule is still checked by :meth:`EventGraph.validate`. ``tests/megamoe`` rebuilds every
+        builder event with the checking constructor to hold the MegaMoE builders to this contract.
         """
         if not (type(duration_us) is float and 0.0 <= duration_us < _INF):
             raise GraphError(
@@ -224,12 +225,12 @@ class Event:
         s_name, s_res, s_deps, s_acq, s_rel, s_coloc, s_dur, s_labels = _SLOT_SETTERS
         s_name(ev, name)
         s_res(ev, tuple(resources))
-        s_deps(ev, MappingProxyType(dict(deps)) if deps else _NO_DEPS)
-        s_acq(ev, MappingProxyType(dict(acquires)) if acquires else _NO_AMOUNTS)
-        s_rel(ev, MappingProxyType(dict(releases)) if releases else _NO_AMOUNTS)
+        s_deps(ev, MappingProxyType(deps) if deps else _NO_DEPS)
+        s_acq(ev, MappingProxyType(acquires) if acquires else _NO_AMOUNTS)
+        s_rel(ev, MappingProxyType(releases) if releases else _NO_AMOUNTS)
         s_coloc(ev, colocate_with)
         s_dur(ev, duration_us)
-        s_labels(ev, MappingProxyType(dict(labels)) if labels else _NO_LABELS)
+        s_labels(ev, MappingProxyType(labels) if labels else _NO_LABELS)
         return ev
 
     def __repr__(self) -> str:
