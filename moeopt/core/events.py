@@ -339,14 +339,16 @@ class EventGraph:
         """Add many events (names unique); all or nothing: on an error none of them is added."""
         evs = list(events)
         own = self._events
-        batch: dict[str, Event] = {}
-        for ev in evs:
-            if not isinstance(ev, Event):
-                raise GraphError(f"EventGraph.add takes an Event, got {type(ev).__name__}")
-            name = ev.name
-            if name in own or name in batch:
-                raise GraphError(f"event {name!r} is added twice")
-            batch[name] = ev
+        bad = next((ev for ev in evs if not isinstance(ev, Event)), None)
+        if bad is not None:
+            raise GraphError(f"EventGraph.add takes an Event, got {type(bad).__name__}")
+        batch = {ev.name: ev for ev in evs}
+        if len(batch) != len(evs) or not own.keys().isdisjoint(batch):
+            seen: set[str] = set(own)
+            for ev in evs:
+                if ev.name in seen:
+                    raise GraphError(f"event {ev.name!r} is added twice")
+                seen.add(ev.name)
         own.update(batch)
         self._g = None
         self._compiled = None

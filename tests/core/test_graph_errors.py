@@ -108,6 +108,23 @@ def test_duplicate_event_and_bad_pool_member() -> None:
         m.EventGraph(pools={"AIC": ["core0"]})
 
 
+def test_add_all_is_all_or_nothing() -> None:
+    g = m.EventGraph()
+    g.add(m.Event("a"))
+    # a name already in the graph, a name twice in the batch, something that is not an Event:
+    # each is refused and none of the batch is added
+    for batch, msg in (
+        ([m.Event("b"), m.Event("a")], "'a' is added twice"),
+        ([m.Event("b"), m.Event("c"), m.Event("b")], "'b' is added twice"),
+        ([m.Event("b"), "c"], "takes an Event, got str"),
+    ):
+        with pytest.raises(m.GraphError, match=msg):
+            g.add_all(batch)  # type: ignore[arg-type]
+        assert list(g.events) == ["a"]
+    g.add_all([m.Event("b"), m.Event("c")])
+    assert list(g.events) == ["a", "b", "c"]
+
+
 def test_all_problems_are_listed_together() -> None:
     g = m.EventGraph()
     g.add(m.Event("a", deps={"x": 0.0}))
