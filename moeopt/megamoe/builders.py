@@ -605,7 +605,8 @@ class _Builder:
 
     def tile_costs(self, stage: str, expert: ExpertPlan, tiles: Sequence[Tile]) -> list[float]:
         k = self.cfg.h if stage == "gmm1" else self.cfg.hidden_dim // 2
-        return [t.rows * t.cols * k / self.cube_rate() for t in tiles]
+        rate = self.cube_rate()
+        return [(t.m1 - t.m0) * (t.n1 - t.n0) * k / rate for t in tiles]
 
     def cube_rate(self) -> float:
         return self.c("cube_mac_per_us_int8") if self.cfg.quant == "w8a8" else self.c("cube_mac_per_us_fp16")
@@ -769,9 +770,10 @@ class _Builder:
             w, e, t = item
             ex = experts[e]
             k = cores_of.get(item, -1)
-            rows_al = -(-t.rows // CUBE_M_ALIGN) * CUBE_M_ALIGN
-            a_full = t.rows * k_dim * bpe
-            b_full = t.cols * k_dim * bpe + t.cols * scale_bytes
+            t_rows, t_cols = t.m1 - t.m0, t.n1 - t.n0  # t.rows, t.cols
+            rows_al = -(-t_rows // CUBE_M_ALIGN) * CUBE_M_ALIGN
+            a_full = t_rows * k_dim * bpe
+            b_full = t_cols * k_dim * bpe + t_cols * scale_bytes
             a_res = b_res = False
             if k >= 0 and k in last_on_core:
                 pe, pmb, pnb = last_on_core[k]
@@ -845,8 +847,8 @@ class _Builder:
                 )
                 if not late:
                     chain_last[cn[1]] = ld
-                macs = rows_al * t.cols * k_dim * frac
-                macs_total += t.rows * t.cols * k_dim * frac
+                macs = rows_al * t_cols * k_dim * frac
+                macs_total += t_rows * t_cols * k_dim * frac
                 mm = f"{base}{sfx}.mm"
                 mdeps = {ld: 0.0}
                 if prev_mm is not None:
