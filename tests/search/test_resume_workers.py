@@ -24,7 +24,9 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def _slower(tiny: dict[str, Any], trials: int) -> dict[str, Any]:
-    # 64 x 128 tiles make a bs=72 trial take ~0.1-0.3 s, so a kill usually lands inside a trial
+    # 576 tokens per rank and 64 / 128-row tiles make a trial take ~0.1-0.4 s (measured
+    # 2026-11-29), so a kill usually lands inside a trial and a second process has time to join
+    tiny["scenario"] = {**tiny["scenario"], "workload": {**tiny["scenario"]["workload"], "tokens": 576}}
     tiny.update(
         space={
             "kernel.tile_m": {"choices": [64, 128]},
@@ -174,7 +176,7 @@ def test_two_workers_finish_the_requested_trials_in_total(tiny, tmp_path):
 
 @pytest.mark.slow
 def test_two_separate_processes_share_one_storage(tiny, tmp_path):
-    study = write_study(tmp_path / "s.yaml", _slower(tiny, 12))
+    study = write_study(tmp_path / "s.yaml", _slower(tiny, 20))
     out = tmp_path / "run"
     first = _start(study)
     t0 = time.time()
@@ -186,7 +188,7 @@ def test_two_separate_processes_share_one_storage(tiny, tmp_path):
         assert p.returncode == 0, err
     trials = _load(out)
     assert trials is not None
-    assert len(trials) == 12
+    assert len(trials) == 20
     assert all(t.state.is_finished() for t in trials)
     assert len({t.user_attrs["worker"]["pid"] for t in trials}) == 2
 
