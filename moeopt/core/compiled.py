@@ -131,8 +131,8 @@ def _sem_pairs(
 def compile_graph(g: EventGraph) -> CompiledGraph:
     """Validate ``g`` and build its :class:`CompiledGraph`; raise :class:`GraphError` on any problem."""
     events = list(g.events.values())
-    names = [e.name for e in events]
-    index = {nm: i for i, nm in enumerate(names)}
+    names = list(g.events)  # the keys are the events' names, in the same order
+    index = dict(zip(names, range(len(names))))
     sems = dict(g.semaphores)
     pools = dict(g.pools)
     problems: list[str] = []

@@ -72,14 +72,14 @@ class _State:
         # acquire triples (semaphore, take, give back by the same event)
         self.acq3: list[tuple[tuple[int, int, int], ...]] = []
         acq3 = self.acq3
-        for acq, rel in zip(cg.acq, cg.rel):
-            if not acq:
-                acq3.append(())
-            elif not rel:
-                acq3.append(tuple([(s, a, 0) for s, a in acq]))
-            else:
+        seen: dict[tuple[Any, Any], tuple[tuple[int, int, int], ...]] = {}  # few distinct pairs
+        for pair in zip(cg.acq, cg.rel):
+            got = seen.get(pair)
+            if got is None:
+                acq, rel = pair
                 own = dict(rel)
-                acq3.append(tuple([(s, a, own.get(s, 0)) for s, a in acq]))
+                got = seen[pair] = tuple([(s, a, own.get(s, 0)) for s, a in acq])
+            acq3.append(got)
         # colocation: the site of each group, -1 while undecided
         self.group_site = [
             sites[0] if sites is not None and len(sites) == 1 else -1 for sites in cg.group_sites
@@ -339,7 +339,7 @@ class _State:
             resources=_bound_names(cg, self.bound),
             waits=_LazyWaits(cg, self.waits, self.ready, self.start),
             policy=policy_name,
-            order=tuple(names[i] for i in self.order),
+            order=tuple(map(names.__getitem__, self.order)),
         )
 
     def blocked_report(self, blocked: list[int]) -> str:
