@@ -259,19 +259,11 @@ class _State:
             movers: tuple[tuple[int, int, int], ...] = ()
             acq = acq3[i]
             if acq:
-                # a semaphore that never had fewer units free than the acquire takes admits it
-                # at once (SemaphoreProfile.admit's first test, made here without the calls)
-                if len(acq) == 1:
-                    sm, take, _b = acq[0]
-                    at_once = profiles[sm].low >= take
-                else:
-                    at_once = all(profiles[sm].low >= take for sm, take, _b in acq)
-                if not at_once:
-                    t, sb, movers = admit_all(acq, t, dur[i])
-                    if t > tb and phs and t < INF:
-                        # semaphores moved the start: every member free by then gives that
-                        # same start, so the binding goes to the first of them in pool order
-                        chosen = tuple(next(m for m in members if free[m] <= t) for members in lists)
+                t, sb, movers = admit_all(acq, t, dur[i])
+                if t > tb and phs and t < INF:
+                    # semaphores moved the start: every member free by then gives that same
+                    # start, so the binding goes to the first of them in pool order
+                    chosen = tuple(next(m for m in members if free[m] <= t) for members in lists)
             return (t, tb, chosen, rb, sb, blk, movers)
 
         return evaluate
