@@ -754,17 +754,7 @@ class _Builder:
         core_names: dict[int, tuple[str, str, str, str]] = {}
         rank = self.rank
         chain_last = self.chain_last
-        chain_edges = self.chain_edges
-        graph = self.g
-        stage_names = self.stage_events.setdefault(stage, [])
-
-        def put(ev: Event) -> None:
-            # add() for this loop's events: the load's program-order edge is recorded below
-            n_before = len(graph)
-            graph[ev.name] = ev
-            if len(graph) == n_before:
-                raise AssertionError(f"builder added event {ev.name!r} twice")
-            stage_names.append(ev.name)
+        add = self.add
 
         for idx, item in enumerate(order):
             w, e, t = item
@@ -827,14 +817,10 @@ class _Builder:
                 else:
                     mres = cn[1]
                     resources = [mres]
-                    # program order on the core's MTE2 pipe (chain(), inlined)
-                    prev = chain_last.get(mres)
-                    if prev is not None and prev not in deps:
-                        deps[prev] = 0.0
-                        chain_edges.add((prev, ld))
+                    self.chain(mres, deps)
                     if join_flag is not None and k in joined_cores:
                         deps[join_flag] = flag_lat
-                put(
+                add(
                     _event(
                         ld,
                         resources=resources,
@@ -843,7 +829,8 @@ class _Builder:
                         releases=rel,
                         duration_us=load_us,
                         labels={**labels, "phase": "load", "chunk": c},
-                    )
+                    ),
+                    stage,
                 )
                 if not late:
                     chain_last[cn[1]] = ld
@@ -856,7 +843,7 @@ class _Builder:
                 macq: dict[str, int] = {}
                 if onchip and c == chunks - 1:
                     macq["onchip_" + slot_key if late else cn[3]] = 1
-                put(
+                add(
                     _event(
                         mm,
                         resources=[aic_pool] if late else [cn[2]],
@@ -866,7 +853,8 @@ class _Builder:
                         colocate_with=ld if late else None,
                         duration_us=macs / rate,
                         labels={**labels, "phase": "compute", "chunk": c, "core": k},
-                    )
+                    ),
+                    stage,
                 )
                 prev_mm = mm
                 last_ld = ld
