@@ -23,6 +23,7 @@ EventGraph.add, compile, schedule with and without normalisation, validate_sched
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import statistics
 import time
@@ -97,19 +98,8 @@ def core_costs(s: mm.Scenario) -> str:
     evs = list(g)
 
     def remake() -> list[Event]:
-        return [
-            Event(
-                e.name,
-                resources=e.resources,
-                deps=e.deps,
-                acquires=e.acquires,
-                releases=e.releases,
-                colocate_with=e.colocate_with,
-                duration_us=e.duration_us,
-                labels=e.labels,
-            )
-            for e in evs
-        ]
+        # every event again through the checking constructor
+        return [dataclasses.replace(e) for e in evs]
 
     def add() -> EventGraph:
         out = EventGraph(semaphores=dict(g.semaphores), pools=dict(g.pools))

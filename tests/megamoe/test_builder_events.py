@@ -6,6 +6,8 @@ with floats where the constructor would have converted."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from moeopt.core.events import Event
@@ -17,16 +19,7 @@ from moeopt.megamoe.simulate import build_graphs
 def test_builder_events_pass_the_checking_constructor(cfg) -> None:  # type: ignore[no-untyped-def]
     for rg, _ranks in build_graphs(cfg.scenario()).values():
         for ev in rg.graph.events.values():
-            checked = Event(
-                ev.name,
-                resources=ev.resources,
-                deps=ev.deps,
-                acquires=ev.acquires,
-                releases=ev.releases,
-                colocate_with=ev.colocate_with,
-                duration_us=ev.duration_us,
-                labels=ev.labels,
-            )
+            checked = dataclasses.replace(ev)  # every field again, through the checking constructor
             assert type(ev.resources) is tuple
             assert checked.resources == ev.resources
             assert dict(checked.deps) == dict(ev.deps)
@@ -57,8 +50,6 @@ def test_trusted_mappings_are_read_only_views() -> None:
 
 
 def test_trusted_events_are_frozen_dataclass_events() -> None:
-    import dataclasses
-
     ev = Event.trusted("e", resources=["c0.AIC"], deps={"a": 0.5}, duration_us=1.0)
     with pytest.raises(dataclasses.FrozenInstanceError):
         ev.name = "f"  # type: ignore[misc]
