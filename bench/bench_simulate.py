@@ -38,6 +38,7 @@ from moeopt.megamoe.simulate import _rank_result, build_graphs
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 BASIC = os.path.join(HERE, "..", "examples", "scenario_basic.toml")
+BS72 = os.path.join(HERE, "..", "examples", "scenario_bs72.toml")
 
 
 def pto(m: int) -> mm.Scenario:
@@ -50,15 +51,8 @@ def pto(m: int) -> mm.Scenario:
 
 
 def cases() -> list[tuple[str, Callable[[], mm.Scenario], float]]:
-    bs72 = mm.Scenario(
-        workload=mm.Workload(tokens=72, topk=6, world=8, local_experts=3, routing="uniform"),
-        h=5120,
-        hidden_dim=9216,
-        aic_num=28,
-        profile="megamoe-a8w8",
-    )
     out: list[tuple[str, Callable[[], mm.Scenario], float]] = [
-        ("bs72", lambda: bs72, 0.2),
+        ("bs72", lambda: mm.load_scenario(BS72), 0.2),
         ("scenario_basic", lambda: mm.load_scenario(BASIC), 0.2),
     ]
     for m in (16, 128, 512, 2048):
