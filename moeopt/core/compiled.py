@@ -166,26 +166,55 @@ def compile_graph(g: EventGraph) -> CompiledGraph:
     fixed: list[tuple[int, ...]] = []
     placeholders: list[tuple[int, ...]] = []
     no_pairs: tuple[tuple[int, int], ...] = ()
+    # events with equal acquire / release maps share one mapping object (see Event): its index
+    # pairs are made once per distinct map, keyed by the mapping's identity (every mapping stays
+    # alive in its event until the end of this function)
+    acq_of: dict[int, tuple[tuple[int, int], ...]] = {}
+    rel_of: dict[int, tuple[tuple[int, int], ...]] = {}
+    odd_acq: list[tuple[tuple[int, int], ...]] = []  # pairs of maps naming undeclared semaphores
+    odd_rel: list[tuple[tuple[int, int], ...]] = []
+    pl: tuple[tuple[int, float], ...]
     for i, ev in enumerate(events):
+        d = ev.deps
         try:
-            pl = tuple([(index[p], lam) for p, lam in ev.deps.items()])
+            if len(d) == 1:  # the common case, without a comprehension
+                for pn, lam in d.items():
+                    pl = ((index[pn], lam),)
+            else:
+                pl = tuple([(index[pn], lam) for pn, lam in d.items()])
         except KeyError:
-            missing = [p for p in ev.deps if p not in index]
+            missing = [pn for pn in d if pn not in index]
             problems.append(f"event {ev.name!r} depends on missing event(s) {missing}")
-            pl = tuple([(index[p], lam) for p, lam in ev.deps.items() if p in index])
+            pl = tuple([(index[pn], lam) for pn, lam in d.items() if pn in index])
         preds.append(pl)
         for p, lam in pl:
             succ_lists[p].append((i, lam))
-        a_map, r_map = ev.acquires, ev.releases
-        # fast path: every semaphore declared (capacities and use are checked after the loop)
-        try:
-            acq.append(tuple([(sem_id[sm], u) for sm, u in a_map.items()]) if a_map else no_pairs)
-        except KeyError:
-            acq.append(_sem_pairs(ev.name, "acquires", a_map, sem_id, sems, problems))
-        try:
-            rel.append(tuple([(sem_id[sm], u) for sm, u in r_map.items()]) if r_map else no_pairs)
-        except KeyError:
-            rel.append(_sem_pairs(ev.name, "releases", r_map, sem_id, sems, problems))
+        # capacities and use are checked after the loop; an undeclared semaphore is reported for
+        # every event that names it (its pairs are not kept in ``acq_of`` / ``rel_of``)
+        a_map = ev.acquires
+        if not a_map:
+            acq.append(no_pairs)
+        else:
+            pairs = acq_of.get(id(a_map))
+            if pairs is None:
+                try:
+                    pairs = acq_of[id(a_map)] = tuple([(sem_id[sm], u) for sm, u in a_map.items()])
+                except KeyError:
+                    pairs = _sem_pairs(ev.name, "acquires", a_map, sem_id, sems, problems)
+                    odd_acq.append(pairs)
+            acq.append(pairs)
+        r_map = ev.releases
+        if not r_map:
+            rel.append(no_pairs)
+        else:
+            pairs = rel_of.get(id(r_map))
+            if pairs is None:
+                try:
+                    pairs = rel_of[id(r_map)] = tuple([(sem_id[sm], u) for sm, u in r_map.items()])
+                except KeyError:
+                    pairs = _sem_pairs(ev.name, "releases", r_map, sem_id, sems, problems)
+                    odd_rel.append(pairs)
+            rel.append(pairs)
         rs = ev.resources
         if len(rs) == 1:
             # the common case: one resource already seen (one shared tuple per resource)
@@ -214,13 +243,16 @@ def compile_graph(g: EventGraph) -> CompiledGraph:
         fixed.append(tuple(fx))
         placeholders.append(tuple(ph))
     sem_cap = [sems[sm] for sm in sem_names]
-    acquired = {k for pairs in acq for k, _u in pairs}
-    released = {k for pairs in rel for k, _u in pairs}
-    for i, k, u in [(i, k, u) for i, pairs in enumerate(acq) for k, u in pairs if u > sem_cap[k]]:
-        problems.append(
-            f"event {names[i]!r} acquires {u} units of semaphore {sem_names[k]!r} whose capacity "
-            f"is {sem_cap[k]}: it could never start"
-        )
+    # the distinct pair tuples stand for all the events that share them
+    acq_kinds = [*acq_of.values(), *odd_acq]
+    acquired = {k for pairs in acq_kinds for k, _u in pairs}
+    released = {k for pairs in [*rel_of.values(), *odd_rel] for k, _u in pairs}
+    if any(u > sem_cap[k] for pairs in acq_kinds for k, u in pairs):
+        for i, k, u in [(i, k, u) for i, pairs in enumerate(acq) for k, u in pairs if u > sem_cap[k]]:
+            problems.append(
+                f"event {names[i]!r} acquires {u} units of semaphore {sem_names[k]!r} whose "
+                f"capacity is {sem_cap[k]}: it could never start"
+            )
     for sem in sorted(sem_names[k] for k in released - acquired):
         who = [ev.name for ev in events if sem in ev.releases][:5]
         problems.append(f"semaphore {sem!r} is released (by {who}) but never acquired")

@@ -79,6 +79,22 @@ _NO_LABELS: Mapping[str, Any] = MappingProxyType({})
 _NO_DEPS: Mapping[str, float] = MappingProxyType({})
 
 
+# one read-only mapping per distinct acquire / release map (in insertion order): graphs repeat a
+# few dozen of them over thousands of events, and consumers can key per-map work on its identity
+_AMOUNTS_MEMO: dict[tuple[tuple[str, int], ...], Mapping[str, int]] = {}
+
+
+def _shared_amounts(checked: Mapping[str, int]) -> Mapping[str, int]:
+    """The shared read-only copy of an already checked, non-empty acquire / release map."""
+    key = tuple(checked.items())
+    out = _AMOUNTS_MEMO.get(key)
+    if out is None:
+        out = MappingProxyType(dict(checked))
+        if len(_AMOUNTS_MEMO) < 100_000:
+            _AMOUNTS_MEMO[key] = out
+    return out
+
+
 def _amounts(owner: str, what: str, raw: Mapping[str, int] | None) -> Mapping[str, int]:
     if not raw:
         return _NO_AMOUNTS
@@ -94,7 +110,7 @@ def _amounts(owner: str, what: str, raw: Mapping[str, int] | None) -> Mapping[st
                 f"event {owner!r}: {what}[{sem!r}] must be a positive integer number of units, "
                 f"got {amount!r}"
             )
-    return MappingProxyType(out)
+    return _shared_amounts(out)
 
 
 @dataclass(frozen=True, slots=True, eq=False, init=False)
@@ -209,8 +225,10 @@ class Event:
         input. The caller guarantees what the constructor would check: a non-empty name; resource
         names that are ``<site>.<role>`` or ``<role>:*``, none twice; dependency names other than
         the event's own with float λ >= 0; positive integer units; float durations. It also hands
-        the mappings over: they are wrapped read-only, not copied, so the caller must not change
-        them afterwards (the MegaMoE builders pass a fresh dict each time). The duration is still
+        the ``deps`` and ``labels`` mappings over: they are wrapped read-only, not copied, so the
+        caller must not change them afterwards (the MegaMoE builders pass a fresh dict each time).
+        Acquire and release maps are copied, once per distinct map: events with equal maps share
+        one read-only copy, as with the checking constructor. The duration is still
         checked (a cost formula can still produce a negative or NaN time), and every cross-event
         rule is still checked by :meth:`EventGraph.validate`. ``tests/megamoe`` rebuilds every
         builder event with the checking constructor to hold the MegaMoE builders to this contract.
@@ -226,8 +244,17 @@ class Event:
         s_name(ev, name)
         s_res(ev, tuple(resources))
         s_deps(ev, MappingProxyType(deps) if deps else _NO_DEPS)
-        s_acq(ev, MappingProxyType(acquires) if acquires else _NO_AMOUNTS)
-        s_rel(ev, MappingProxyType(releases) if releases else _NO_AMOUNTS)
+        memo = _AMOUNTS_MEMO
+        if acquires:
+            a = memo.get(tuple(acquires.items()))
+            s_acq(ev, a if a is not None else _shared_amounts(acquires))
+        else:
+            s_acq(ev, _NO_AMOUNTS)
+        if releases:
+            r = memo.get(tuple(releases.items()))
+            s_rel(ev, r if r is not None else _shared_amounts(releases))
+        else:
+            s_rel(ev, _NO_AMOUNTS)
         s_coloc(ev, colocate_with)
         s_dur(ev, duration_us)
         s_labels(ev, MappingProxyType(labels) if labels else _NO_LABELS)

@@ -38,6 +38,25 @@ def test_undeclared_semaphore() -> None:
         g.validate()
 
 
+def test_events_with_equal_semaphore_maps_are_each_reported() -> None:
+    # equal acquire / release maps are shared between events (one read-only copy per distinct
+    # map): a problem in such a map is still reported once per event that has it
+    g = m.EventGraph(semaphores={"slot": 2})
+    for name in ("a", "b"):
+        g.add(m.Event(name, acquires={"slto": 1}, releases={"slto": 1}))
+    for name in ("c", "d"):
+        g.add(m.Event(name, acquires={"slot": 3}))
+    with pytest.raises(m.GraphError) as info:
+        g.validate()
+    text = str(info.value)
+    for name in ("a", "b"):
+        assert f"event {name!r} acquires undeclared semaphore 'slto'" in text
+        assert f"event {name!r} releases undeclared semaphore 'slto'" in text
+    for name in ("c", "d"):
+        assert f"event {name!r} acquires 3 units of semaphore 'slot' whose capacity is 2" in text
+    assert m.Event("e", acquires={"slot": 1}).acquires is m.Event("f", acquires={"slot": 1}).acquires
+
+
 def test_release_without_acquire() -> None:
     g = m.EventGraph(semaphores={"slot": 1})
     g.add(m.Event("a", releases={"slot": 1}))
