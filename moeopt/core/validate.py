@@ -15,10 +15,10 @@ from __future__ import annotations
 
 import itertools
 from collections import defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from operator import itemgetter
 
-from moeopt.core.events import EventGraph, placeholder_role, split_resource
+from moeopt.core.events import Event, EventGraph, placeholder_role, split_resource
 from moeopt.core.schedule import Schedule
 from moeopt.errors import ScheduleError
 
@@ -43,6 +43,7 @@ def validate_schedule(graph: EventGraph, schedule: Schedule, *, durations_exact:
     res = schedule.resources
 
     names = events.keys()
+    ok: Iterable[tuple[str, Event]] = events.items()
     if not (len(start) == len(end) == len(events) and names == start.keys() == end.keys()):
         for name in sorted(names - set(start)):
             v.append(f"event {name!r} has no start time")
@@ -50,7 +51,7 @@ def validate_schedule(graph: EventGraph, schedule: Schedule, *, durations_exact:
             v.append(f"event {name!r} has no end time")
         for name in sorted((set(start) | set(end)) - set(names)):
             v.append(f"schedule names {name!r}, which is not an event of the graph")
-    ok = [(n, ev) for n, ev in events.items() if n in start and n in end]
+        ok = [(n, ev) for n, ev in ok if n in start and n in end]
 
     # one pass over the events: durations and time origin, precedence with λ, bindings (fixed
     # resources kept, placeholders bound to pool members). Each rule tests the exact inequality
@@ -60,7 +61,7 @@ def validate_schedule(graph: EventGraph, schedule: Schedule, *, durations_exact:
     pool_sets = {role: frozenset(members) for role, members in pools.items()}
     occupied: dict[str, list[tuple[float, float, str]]] = defaultdict(list)
     sites_of: dict[str, set[str]] = {}
-    changes: dict[str, list[tuple[float, int, str]]] = defaultdict(list)
+    changes: dict[str, list[tuple[float, int]]] = defaultdict(list)
     # sites are recorded only for events that take part in colocation
     pairs = [(name, ev.colocate_with) for name, ev in ok if ev.colocate_with is not None]
     coloc: set[str] = {a for a, _b in pairs} | {b for _a, b in pairs}
@@ -88,10 +89,10 @@ def validate_schedule(graph: EventGraph, schedule: Schedule, *, durations_exact:
                     f"ends ({e_pred:g}) plus λ {lam:g} = {need:g}"
                 )
         for sem, a in ev.acquires.items():
-            changes[sem].append((s, -a, name))
+            changes[sem].append((s, -a))
         for sem, units in ev.releases.items():
-            changes[sem].append((e, units, name))
-        got = tuple(res.get(name, ()))
+            changes[sem].append((e, units))
+        got = res.get(name, ())
         wanted = ev.resources
         if len(wanted) == 1 and len(got) == 1:
             # the common case: one resource, fixed or one placeholder
@@ -151,26 +152,44 @@ def validate_schedule(graph: EventGraph, schedule: Schedule, *, durations_exact:
         cap = graph.semaphores[sem]
         ch.sort(key=_by_time)  # the order inside one instant does not matter
         level = cap
-        k0 = 0
         t0 = lim = -_INF
-        for k, (t, d, _who) in enumerate(ch):
+        for t, d in ch:
             if t > lim:
                 # a new instant: judge the level the previous one left
                 if level < 0 or level > cap:
-                    _semaphore_problem(v, sem, cap, level, t0, ch[k0:k])
-                k0, t0 = k, t
+                    _semaphore_problem(v, graph, start, end, sem, cap, level, t0, lim)
+                t0 = t
                 lim = t + A + R * abs(t)
             level += d
         if level < 0 or level > cap:
-            _semaphore_problem(v, sem, cap, level, t0, ch[k0:])
+            _semaphore_problem(v, graph, start, end, sem, cap, level, t0, lim)
     if v:
         raise ScheduleError(v)
 
 
 def _semaphore_problem(
-    v: list[str], sem: str, cap: int, level: int, t0: float, group: list[tuple[float, int, str]]
+    v: list[str],
+    graph: EventGraph,
+    start: Mapping[str, float],
+    end: Mapping[str, float],
+    sem: str,
+    cap: int,
+    level: int,
+    t0: float,
+    lim: float,
 ) -> None:
-    who = [c[2] for c in group][:5]
+    # the changes of the instant [t0, lim] in time order, named (looked up only when there is a
+    # problem to report)
+    group = []
+    for name, ev in graph.events.items():
+        if name not in start or name not in end:
+            continue
+        if sem in ev.acquires and t0 <= start[name] <= lim:
+            group.append((start[name], name))
+        if sem in ev.releases and t0 <= end[name] <= lim:
+            group.append((end[name], name))
+    group.sort(key=_by_time)
+    who = [name for _t, name in group][:5]
     if level < 0:
         v.append(
             f"semaphore {sem!r} has {level} free units at t = {t0:g} µs (capacity {cap}), "

@@ -84,7 +84,13 @@ def test_semaphore_capacity_at_every_instant() -> None:
     g.add(m.Event("c2", resources=["c1.b"], deps={"p2": 0.0}, releases={"slot": 1}, duration_us=1.0))
     s = m.schedule(g)
     bad = _edit(s, start_us={"p2": 0.5, "c2": 1.5}, end_us={"p2": 1.5, "c2": 2.5})
-    with pytest.raises(m.ScheduleError, match=r"semaphore 'slot' has -1 free units at t = 0.5 µs \(capacity 1\)"):
+    with pytest.raises(
+        m.ScheduleError, match=r"semaphore 'slot' has -1 free units at t = 0.5 µs \(capacity 1\), when \['p2'\] start"
+    ):
+        m.validate_schedule(g, bad)
+    # both loads at t = 0: the message names every event that changed the semaphore at that instant
+    bad = _edit(s, start_us={"p2": 0.0, "c2": 1.0}, end_us={"p2": 1.0, "c2": 2.0})
+    with pytest.raises(m.ScheduleError, match=r"-1 free units at t = 0 µs \(capacity 1\), when \['p1', 'p2'\]"):
         m.validate_schedule(g, bad)
 
 
