@@ -228,7 +228,10 @@ class Event:
         the ``deps`` and ``labels`` mappings over: they are wrapped read-only, not copied, so the
         caller must not change them afterwards (the MegaMoE builders pass a fresh dict each time).
         Acquire and release maps are copied, once per distinct map: events with equal maps share
-        one read-only copy, as with the checking constructor. The duration is still
+        one read-only copy, as with the checking constructor; a read-only map
+        (``MappingProxyType``) is kept as it is, for callers that share one map between many
+        events themselves (consumers such as ``compile_graph`` work once per shared map). The
+        duration is still
         checked (a cost formula can still produce a negative or NaN time), and every cross-event
         rule is still checked by :meth:`EventGraph.validate`. ``tests/megamoe`` rebuilds every
         builder event with the checking constructor to hold the MegaMoE builders to this contract.
@@ -245,16 +248,20 @@ class Event:
         s_res(ev, tuple(resources))
         s_deps(ev, MappingProxyType(deps) if deps else _NO_DEPS)
         memo = _AMOUNTS_MEMO
-        if acquires:
+        if not acquires:
+            s_acq(ev, _NO_AMOUNTS)
+        elif type(acquires) is MappingProxyType:
+            s_acq(ev, acquires)  # already read-only: the caller shares it on purpose
+        else:
             a = memo.get(tuple(acquires.items()))
             s_acq(ev, a if a is not None else _shared_amounts(acquires))
+        if not releases:
+            s_rel(ev, _NO_AMOUNTS)
+        elif type(releases) is MappingProxyType:
+            s_rel(ev, releases)
         else:
-            s_acq(ev, _NO_AMOUNTS)
-        if releases:
             r = memo.get(tuple(releases.items()))
             s_rel(ev, r if r is not None else _shared_amounts(releases))
-        else:
-            s_rel(ev, _NO_AMOUNTS)
         s_coloc(ev, colocate_with)
         s_dur(ev, duration_us)
         s_labels(ev, MappingProxyType(labels) if labels else _NO_LABELS)

@@ -28,8 +28,10 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Sequence
+from collections import Counter
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any
 
 import numpy as np
@@ -149,7 +151,12 @@ class _Builder:
         self._const = {name: const.value for name, const in cfg.constants.items()}
         self._contention = cfg.bandwidth_contention
         self._src_rows_memo: dict[tuple[tuple[int, ...], int, int], tuple[tuple[int, int], ...]] = {}
-        self._write_memo: dict[tuple[tuple[tuple[int, int], ...], int], tuple[int, float, float, float]] = {}
+        # combine writes: (rows, cols, readback, release) -> (µs, readback bytes, HBM bytes,
+        # remote bytes, acquires, releases)
+        self._write_memo: dict[Any, tuple[float, int, float, float, Mapping[str, int], Mapping[str, int]]]
+        self._write_memo = {}
+        # the baseline kernel runs every vector stage in program order on each AIV
+        self.in_program_order = cfg.profile == "pto-a2a3" or cfg.barriers == "staged"
 
     # ------------------------------------------------------------ helpers
     def c(self, name: str) -> float:
@@ -179,10 +186,16 @@ class _Builder:
             _event(name, deps=dict.fromkeys(deps, 0.0), labels={"stage": "flag", "rank": self.rank})
         )
 
-    def bw(self, acq: dict[str, int], rel: dict[str, int], channel: str, nbytes: float, dur: float) -> None:
-        """Hold ``channel`` bandwidth units for the event's own duration (rate rounded up to units)."""
-        traffic = self.traffic
-        traffic[channel] = traffic.get(channel, 0.0) + nbytes
+    def bw(
+        self, acq: dict[str, int], rel: dict[str, int], channel: str, nbytes: float, dur: float,
+        count: bool = True,
+    ) -> None:
+        """Hold ``channel`` bandwidth units for the event's own duration (rate rounded up to units);
+        ``count``: add ``nbytes`` to the channel's traffic (callers that reuse the units of an
+        earlier event count each event's traffic themselves)."""
+        if count:
+            traffic = self.traffic
+            traffic[channel] = traffic.get(channel, 0.0) + nbytes
         if not self._contention or nbytes <= 0 or dur <= 0:
             return
         cap = self.sems[channel]
@@ -394,20 +407,27 @@ class _Builder:
         """
         pending = self.pending_replace
         specs = [pending.get(name, ev) for name, ev in self.g.items()] if pending else list(self.g.values())
+        # events with equal acquire / release maps share one mapping object (see Event.trusted):
+        # the demand and the dropped-semaphore test are worked out once per distinct map
+        acqs = [sp.acquires for sp in specs]
+        acq_maps = dict(zip(map(id, acqs), acqs))
         demand: dict[str, int] = dict.fromkeys(self.sems, 0)
-        for sp in specs:
-            for sem, a in sp.acquires.items():
-                demand[sem] += a
+        for key, uses in Counter(map(id, acqs)).items():
+            for sem, a in acq_maps[key].items():
+                demand[sem] += a * uses
         sems = {name: cap for name, cap in self.sems.items() if cap < demand[name]}
         dropped = set(self.sems) - set(sems)
         self.dropped_semaphores = sorted(dropped)
         graph = EventGraph(semaphores=sems, pools=self.pools)
         events = specs
-        if dropped:
+        rels = [sp.releases for sp in specs]
+        touched = {key for key, m in acq_maps.items() if not dropped.isdisjoint(m)}
+        touched.update(id(m) for m in dict(zip(map(id, rels), rels)).values() if not dropped.isdisjoint(m))
+        if touched:
             events = []
             for sp in specs:
                 acq, rel = sp.acquires, sp.releases
-                if dropped.isdisjoint(acq) and dropped.isdisjoint(rel):
+                if id(acq) not in touched and id(rel) not in touched:
                     events.append(sp)
                     continue
                 events.append(
@@ -437,9 +457,6 @@ class _Builder:
         r = self.vector_slot(stage, slot)
         return [r], r
 
-    def program_order(self) -> bool:
-        # the baseline kernel runs every vector stage in program order on each AIV
-        return self.cfg.profile == "pto-a2a3" or self.cfg.barriers == "staged"
 
     def build_dispatch(self, experts: list[ExpertPlan], waves: list[list[MGroup]], head: str) -> list[str]:
         cfg = self.cfg
@@ -517,7 +534,7 @@ class _Builder:
         self.traffic["ub_to_gm"] += nbytes
         resources, pinned = self.vector_res("dispatch", s)
         deps: dict[str, float] = {head: self.c("cross_rank_flag_us")}
-        if pinned is not None and self.program_order():
+        if pinned is not None and self.in_program_order:
             # program order on the AIV; the next expert group starts after the SYNCALL of the last
             self.chain(pinned, deps)
             if prev_flag is not None:
@@ -752,6 +769,10 @@ class _Builder:
         macs_total = self.macs  # accumulated locally, in the same order
         # per core: its L1 slot semaphore, MTE2 pipe, cube and on-chip slot names
         core_names: dict[int, tuple[str, str, str, str]] = {}
+        # per core: the compute phase's releases (its L1 slot) and acquires (the on-chip slot,
+        # last chunk only), one read-only map shared by the core's tiles
+        mm_maps: dict[int, tuple[Mapping[str, int], Mapping[str, int]]] = {}
+        no_units: Mapping[str, int] = MappingProxyType({})
         rank = self.rank
         chain_last = self.chain_last
         add = self.add
@@ -840,16 +861,17 @@ class _Builder:
                 mdeps = {ld: 0.0}
                 if prev_mm is not None:
                     mdeps[prev_mm] = 0.0
-                macq: dict[str, int] = {}
-                if onchip and c == chunks - 1:
-                    macq["onchip_" + slot_key if late else cn[3]] = 1
+                maps = mm_maps.get(k)
+                if maps is None:
+                    slot_acq = {"onchip_" + slot_key if late else cn[3]: 1} if onchip else {}
+                    maps = mm_maps[k] = (MappingProxyType({l1: 1}), MappingProxyType(slot_acq))
                 add(
                     _event(
                         mm,
                         resources=[aic_pool] if late else [cn[2]],
                         deps=mdeps,
-                        acquires=macq,
-                        releases={l1: 1},
+                        acquires=maps[1] if c == chunks - 1 else no_units,
+                        releases=maps[0],
                         colocate_with=ld if late else None,
                         duration_us=macs / rate,
                         labels={**labels, "phase": "compute", "chunk": c, "core": k},
@@ -955,7 +977,7 @@ class _Builder:
                 self.traffic["ub_to_gm"] += out_bytes
                 resources, pinned = self.vector_res("activation", p)
                 deps = {c2v: lam + self.c("syncall_us")}
-                if pinned is not None and self.program_order():
+                if pinned is not None and self.in_program_order:
                     self.chain(pinned, deps)
                 name = f"act.s{si}.p{p}"
                 self.add(
@@ -970,7 +992,7 @@ class _Builder:
                     ),
                     "activation",
                 )
-                if pinned is not None and self.program_order():
+                if pinned is not None and self.in_program_order:
                     self.chain_last[pinned] = name
                 names.append(name)
             v2c = self.flag(f"v2c.s{si}", names)
@@ -1088,23 +1110,32 @@ class _Builder:
         colocate: str | None = None,
         release: str | None = None,
     ) -> str:
-        key = (tuple(rows_by_src), cols)
+        key = (tuple(rows_by_src), cols, readback, release)
         memo = self._write_memo.get(key)
-        if memo is None:  # every N-tile of an M-block writes the same rows
-            rows_all = sum(r for _s, r in rows_by_src)
-            memo = self._write_memo[key] = (rows_all, *self.write_cost(rows_by_src, cols))
-        rows, w_us, loc, rem = memo
-        rb_bytes = rows * cols * 2 if readback else 0
-        dur = self.c("dispatch_call_us") + rb_bytes / self.c("aiv_local_bytes_per_us") + w_us
-        acq: dict[str, int] = {}
-        rel: dict[str, int] = {}
-        self.bw(acq, rel, "hbm", rb_bytes + loc, dur)
+        if memo is None:
+            # every N-tile of an M-block writes the same rows: the same duration, bytes and
+            # bandwidth shares (the traffic is still counted per event, below)
+            rows = sum(r for _s, r in rows_by_src)
+            w_us, loc, rem = self.write_cost(rows_by_src, cols)
+            rb_bytes = rows * cols * 2 if readback else 0
+            dur = self.c("dispatch_call_us") + rb_bytes / self.c("aiv_local_bytes_per_us") + w_us
+            take: dict[str, int] = {}
+            give: dict[str, int] = {}
+            self.bw(take, give, "hbm", rb_bytes + loc, dur, count=False)
+            if rem:
+                self.bw(take, give, "remote_out", rem, dur, count=False)
+            if release:
+                give[release] = give.get(release, 0) + 1
+            memo = self._write_memo[key] = (
+                dur, rb_bytes, rb_bytes + loc, rem, MappingProxyType(take), MappingProxyType(give)
+            )
+        dur, rb_bytes, hbm_bytes, rem, acq, rel = memo
+        traffic = self.traffic
+        traffic["hbm"] += hbm_bytes
         if rem:
-            self.bw(acq, rel, "remote_out", rem, dur)
-        self.traffic["gm_to_ub"] += rb_bytes
-        if release:
-            rel[release] = rel.get(release, 0) + 1
-        if pinned is not None and self.program_order():
+            traffic["remote_out"] += rem
+        traffic["gm_to_ub"] += rb_bytes
+        if pinned is not None and self.in_program_order:
             self.chain(pinned, deps)
         self.add(
             _event(
@@ -1119,7 +1150,7 @@ class _Builder:
             ),
             "combine",
         )
-        if pinned is not None and self.program_order():
+        if pinned is not None and self.in_program_order:
             self.chain_last[pinned] = name
         return name
 
