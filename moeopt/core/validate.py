@@ -44,7 +44,8 @@ def validate_schedule(graph: EventGraph, schedule: Schedule, *, durations_exact:
 
     names = events.keys()
     ok: Iterable[tuple[str, Event]] = events.items()
-    if not (len(start) == len(end) == len(events) and names == start.keys() == end.keys()):
+    complete = len(start) == len(end) == len(events) and names == start.keys() == end.keys()
+    if not complete:
         for name in sorted(names - set(start)):
             v.append(f"event {name!r} has no start time")
         for name in sorted(names - set(end)):
@@ -65,8 +66,18 @@ def validate_schedule(graph: EventGraph, schedule: Schedule, *, durations_exact:
     # sites are recorded only for events that take part in colocation
     pairs = [(name, ev.colocate_with) for name, ev in ok if ev.colocate_with is not None]
     coloc: set[str] = {a for a, _b in pairs} | {b for _a, b in pairs}
-    for name, ev in ok:
-        s, e, d = start[name], end[name], ev.duration_us
+    # each event with its start and end (read in step when the schedule lists the events in graph
+    # order, as the schedulers do)
+    order = list(names)
+    rows: Iterable[tuple[tuple[str, Event], float, float]]
+    if complete and list(start) == order and list(end) == order:
+        rows = zip(events.items(), start.values(), end.values())
+    else:
+        rows = [((n, ev), start[n], end[n]) for n, ev in ok]
+    # a predecessor without an end time (reported above) ends at -inf: it never binds
+    end_of = end if complete else {n: end.get(n, -_INF) for n in names}
+    for (name, ev), s, e in rows:
+        d = ev.duration_us
         if s < 0.0 and s < -(A + R * abs(s)):
             v.append(f"event {name!r} starts at {s:g} µs, before t = 0")
         if e != s + d:
@@ -79,14 +90,11 @@ def validate_schedule(graph: EventGraph, schedule: Schedule, *, durations_exact:
             elif length < d - tol:
                 v.append(f"event {name!r} lasts {length:g} µs, shorter than its duration {d:g} µs")
         for pred, lam in ev.deps.items():
-            e_pred = end.get(pred)
-            if e_pred is None:
-                continue
-            need = e_pred + lam
+            need = end_of[pred] + lam
             if s < need and s < need - (A + R * abs(need)):
                 v.append(
                     f"event {name!r} starts at {s:g} µs, before its predecessor {pred!r} "
-                    f"ends ({e_pred:g}) plus λ {lam:g} = {need:g}"
+                    f"ends ({end_of[pred]:g}) plus λ {lam:g} = {need:g}"
                 )
         for sem, a in ev.acquires.items():
             changes[sem].append((s, -a))
