@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal, NamedTuple
 
@@ -70,6 +70,21 @@ class _Joined(Mapping[str, str]):
         return len(self._res)
 
 
+@dataclass(frozen=True, eq=False)
+class SemaphoreLevels:
+    """The free units of each semaphore over time, recorded by the scheduler that produced a
+    schedule: ``curves[sem] = (times, levels)``, ``levels[k]`` in force from ``times[k]`` until
+    ``times[k + 1]`` (the capacity before ``times[0]``; the changes at one instant merged).
+
+    They hold for the start and end times they were recorded with (``for_start`` /
+    ``for_end``, the schedule's own mappings): see :meth:`Schedule.semaphore_levels`.
+    """
+
+    for_start: Mapping[str, float]
+    for_end: Mapping[str, float]
+    curves: Mapping[str, tuple[Sequence[float], Sequence[int]]]
+
+
 @dataclass(frozen=True)
 class Schedule:
     """Start, end and bound resources of every event of one graph (times in µs).
@@ -86,6 +101,16 @@ class Schedule:
     waits: Mapping[str, Wait] = field(default_factory=dict)
     policy: str = ""
     order: tuple[str, ...] = ()
+    recorded_levels: SemaphoreLevels | None = field(default=None, compare=False, repr=False)
+
+    def semaphore_levels(self, sem: str) -> tuple[Sequence[float], Sequence[int]] | None:
+        """``(times, levels)`` of ``sem`` as the scheduler recorded them (see
+        :class:`SemaphoreLevels`); ``None`` when not recorded, or recorded for other start / end
+        times (a copy made with ``dataclasses.replace`` and new times)."""
+        rec = self.recorded_levels
+        if rec is None or rec.for_start is not self.start_us or rec.for_end is not self.end_us:
+            return None
+        return rec.curves.get(sem)
 
     @property
     def makespan_us(self) -> float:

@@ -33,7 +33,7 @@ from moeopt.core.events import EventGraph
 from moeopt.core.gcpause import gc_paused
 from moeopt.core.normalize import drop_nonbinding_semaphores
 from moeopt.core.policies import Policy, make_policy
-from moeopt.core.schedule import Schedule, Wait
+from moeopt.core.schedule import Schedule, SemaphoreLevels, Wait
 from moeopt.core.semaphores import SemaphoreProfile
 from moeopt.errors import SchedulingError
 
@@ -72,13 +72,15 @@ class _State:
         # acquire triples (semaphore, take, give back by the same event)
         self.acq3: list[tuple[tuple[int, int, int], ...]] = []
         acq3 = self.acq3
-        seen: dict[tuple[Any, Any], tuple[tuple[int, int, int], ...]] = {}  # few distinct pairs
-        for pair in zip(cg.acq, cg.rel):
-            got = seen.get(pair)
+        # few distinct pairs, and events with equal maps share the compiled tuples (see
+        # compile_graph): keyed by identity, which the compiled graph keeps alive
+        seen: dict[tuple[int, int], tuple[tuple[int, int, int], ...]] = {}
+        for acq, rel in zip(cg.acq, cg.rel):
+            key = (id(acq), id(rel))
+            got = seen.get(key)
             if got is None:
-                acq, rel = pair
                 own = dict(rel)
-                got = seen[pair] = tuple([(s, a, own.get(s, 0)) for s, a in acq])
+                got = seen[key] = tuple([(s, a, own.get(s, 0)) for s, a in acq])
             acq3.append(got)
         # colocation: the site of each group, -1 while undecided
         self.group_site = [
@@ -351,16 +353,27 @@ class _State:
 
         return commit
 
-    def to_schedule(self, policy_name: str) -> Schedule:
+    def to_schedule(self, policy_name: str, record_levels: bool = True) -> Schedule:
+        """The schedule of the committed state; ``record_levels``: every semaphore use of the
+        graph was scheduled (none dropped by normalisation), so that each profile is its
+        semaphore's level curve in the schedule."""
         cg = self.cg
         names = cg.names
+        start_us = dict(zip(names, self.start))
+        end_us = dict(zip(names, self.end))
+        levels = None
+        if record_levels:
+            # every event is committed: each profile is its semaphore's final level curve
+            curves = {sem: (p.times, p.levels) for sem, p in zip(cg.sem_names, self.profiles)}
+            levels = SemaphoreLevels(start_us, end_us, curves)
         return Schedule(
-            start_us=dict(zip(names, self.start)),
-            end_us=dict(zip(names, self.end)),
+            start_us=start_us,
+            end_us=end_us,
             resources=_bound_names(cg, self.bound),
             waits=_LazyWaits(cg, self.waits, self.ready, self.start),
             policy=policy_name,
             order=tuple(map(names.__getitem__, self.order)),
+            recorded_levels=levels,
         )
 
     def blocked_report(self, blocked: list[int]) -> str:
@@ -489,7 +502,8 @@ def schedule(
     # built 100k-event graph paid a full collection of it (2.15 s instead of 1.75 s here)
     with gc_paused():
         graph.validate()
-        cg = drop_nonbinding_semaphores(graph) if normalize else graph.compiled()
+        full = graph.compiled()
+        cg = drop_nonbinding_semaphores(graph) if normalize else full
         state = _State(cg)
         try:
             pol.prepare(cg)
@@ -497,7 +511,8 @@ def schedule(
                 _run_view(state, pol)
             else:
                 _run_keyed(state, pol)
-            return state.to_schedule(pol.name)
+            # a semaphore whose uses normalisation dropped was never tracked: no levels then
+            return state.to_schedule(pol.name, record_levels=cg is full)
         finally:
             # the state's evaluate / admit_all closures refer back to the state: without this the
             # whole scheduling state (tens of thousands of objects) waits for the cycle collector

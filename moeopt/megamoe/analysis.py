@@ -369,8 +369,8 @@ class _SemaphoreLevels:
         self._built = False
         self.cap: dict[str, int] = {}
         self._cache: dict[tuple[str, int], tuple[list[tuple[float, float]], list[float]]] = {}
-        self.times: dict[str, list[float]] = {}
-        self.levels: dict[str, list[int]] = {}
+        self.times: dict[str, Sequence[float]] = {}
+        self.levels: dict[str, Sequence[int]] = {}
         self._changes: dict[str, list[tuple[float, int]]] = {}
         self._scanned = 0
 
@@ -411,9 +411,14 @@ class _SemaphoreLevels:
             self._changes.setdefault(name, by_index.get(k, []))
         return self._changes.setdefault(sem, [])
 
-    def _curve(self, sem: str) -> tuple[list[float], list[int]]:
+    def _curve(self, sem: str) -> tuple[Sequence[float], Sequence[int]]:
         """Breakpoint times and the free units from each on (changes at one time merged)."""
         if sem not in self.times:
+            recorded = self._tab.schedule.semaphore_levels(sem)
+            if recorded is not None:
+                # the scheduler's own record of these start and end times: the same curve
+                self.times[sem], self.levels[sem] = recorded
+                return recorded
             lvl = self.cap.get(sem, 0)
             ts: list[float] = []
             ls: list[int] = []

@@ -4,6 +4,7 @@ the greedy rule, and unchanged by semaphore normalisation."""
 
 from __future__ import annotations
 
+import dataclasses
 from collections import defaultdict
 
 import pytest
@@ -123,3 +124,44 @@ def test_scheduler_matches_naive_on_small_megamoe_shaped_graphs(late: bool, seed
             assert s.start_us[name] == pytest.approx(start, abs=1e-9), (policy, name)
             assert s.end_us[name] == pytest.approx(end, abs=1e-9), (policy, name)
             assert s.resources[name] == bound, (policy, name)
+
+
+def _levels_from_times(g: m.EventGraph, s: m.Schedule, sem: str) -> tuple[list[float], list[int]]:
+    # the semaphore's free units rebuilt from the events and the schedule's times alone: every
+    # acquire at its event's start, every release at its end, the changes at one time summed
+    delta: dict[float, int] = defaultdict(int)
+    for ev in g:
+        if sem in ev.acquires:
+            delta[s.start_us[ev.name]] -= ev.acquires[sem]
+        if sem in ev.releases:
+            delta[s.end_us[ev.name]] += ev.releases[sem]
+    level = g.semaphores[sem]
+    times, levels = [], []
+    for t in sorted(delta):
+        level += delta[t]
+        times.append(t)
+        levels.append(level)
+    return times, levels
+
+
+@SETTINGS
+@given(event_graphs())
+def test_recorded_semaphore_levels_match_the_schedule(g: m.EventGraph) -> None:
+    # the analyses read the levels the scheduler recorded instead of rebuilding them; they must
+    # be exactly the curve that the schedule's own start and end times give
+    for policy, normalize in (("earliest_start", False), ("lookahead_one_step", False), ("earliest_start", True)):
+        try:
+            s = m.schedule(g, policy, normalize=normalize)
+        except m.SchedulingError:
+            continue
+        for sem in g.semaphores:
+            got = s.semaphore_levels(sem)
+            if got is None:
+                # only when normalisation left some semaphore's uses out of the scheduling
+                assert normalize
+                continue
+            assert (list(got[0]), list(got[1])) == _levels_from_times(g, s, sem)
+        if g.semaphores and s.start_us:
+            # a copy with other times no longer claims them
+            moved = {name: t + 1.0 for name, t in s.start_us.items()}
+            assert dataclasses.replace(s, start_us=moved).semaphore_levels(next(iter(g.semaphores))) is None
