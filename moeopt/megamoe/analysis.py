@@ -148,15 +148,11 @@ def bounds(rg: RankGraph, cfg: Config) -> dict[str, Any]:
     # longest path over data dependencies only: program-order chains on a pinned resource are
     # resource constraints, so they are left out (else the bound would absorb the queueing)
     heads = [0.0] * cg.n
-    chain_preds = rg.chain_preds()
     dur = cg.dur
-    preds = cg.preds
+    preds = rg.data_preds()
     for i in cg.topo:
         best = 0.0
-        skip = chain_preds.get(i)
         for p, lam in preds[i]:
-            if skip is not None and p in skip:
-                continue
             v = heads[p] + dur[p] + lam
             if v > best:
                 best = v
@@ -470,18 +466,14 @@ def _data_ready(rg: RankGraph, tab: Table) -> list[float]:
     """Per event, when its data dependencies were met: the latest end + λ of its predecessors,
     program-order edges of pinned cores left out (0 for a source). Without chain edges that is
     the scheduler's ``ready_us``; it is computed here from the schedule's end times alone."""
-    cg = rg.graph.compiled()  # the same events in the same order, predecessors by index
-    chained = rg.chain_preds()
     end = tab.end
     ready = [0.0] * len(tab.names)
-    for i, preds in enumerate(cg.preds):
+    # the graph's events in the same order, predecessors by index
+    for i, preds in enumerate(rg.data_preds()):
         if not preds:
             continue
-        skip = chained.get(i)
         best = 0.0
         for p, lam in preds:
-            if skip is not None and p in skip:
-                continue
             v = end[p] + lam
             if v > best:
                 best = v

@@ -88,18 +88,24 @@ class RankGraph:
     waves_gmm1: int
     waves_gmm2: int
     dropped_semaphores: list[str] = field(default_factory=list)  # could never bind; not declared
-    _chain_preds: dict[int, set[int]] | None = field(default=None, init=False, repr=False, compare=False)
+    _data_preds: list[tuple[tuple[int, float], ...]] | None = field(
+        default=None, init=False, repr=False, compare=False
+    )
 
-    def chain_preds(self) -> dict[int, set[int]]:
-        """Per event index (graph order), the indices of the predecessors it is chained to by
-        program order on a pinned resource (the chain edges, by index; built once)."""
-        if self._chain_preds is None:
-            index = self.graph.compiled().index
-            out: dict[int, set[int]] = {}
+    def data_preds(self) -> list[tuple[tuple[int, float], ...]]:
+        """Per event index (graph order), its predecessors ``(index, λ)`` without the edges that
+        only chain it in program order on a pinned resource (data dependencies; built once)."""
+        if self._data_preds is None:
+            cg = self.graph.compiled()
+            index = cg.index
+            chained: dict[int, set[int]] = {}
             for a, b in self.chain_edges:
-                out.setdefault(index[b], set()).add(index[a])
-            self._chain_preds = out
-        return self._chain_preds
+                chained.setdefault(index[b], set()).add(index[a])
+            preds = list(cg.preds)
+            for i, skip in chained.items():
+                preds[i] = tuple([pl for pl in preds[i] if pl[0] not in skip])
+            self._data_preds = preds
+        return self._data_preds
 
 
 class _Builder:
