@@ -48,6 +48,7 @@ CUBE_M_ALIGN = 16  # spec: cube fractal M = 16 rows (int8 16x32x16, fp16 16x16x1
 
 
 _event = Event.trusted
+_Units = Mapping[str, int]  # an event's acquires or releases: semaphore -> units
 """Builders make their events with :meth:`Event.trusted`: their names, resources, λ and units
 come from this module's own code (a test rebuilds every one with the checking constructor). A
 few are revised later: late dependencies replace them, dropped semaphores are filtered out
@@ -161,6 +162,7 @@ class _Builder:
         # remote bytes, acquires, releases)
         self._write_memo: dict[Any, tuple[float, int, float, float, Mapping[str, int], Mapping[str, int]]]
         self._write_memo = {}
+        self._hold_memo: dict[tuple[str, int, str | None, str | None], tuple[_Units, _Units]] = {}
         # the baseline kernel runs every vector stage in program order on each AIV
         self.in_program_order = cfg.profile == "pto-a2a3" or cfg.barriers == "staged"
 
@@ -192,26 +194,45 @@ class _Builder:
             _event(name, deps=dict.fromkeys(deps, 0.0), labels={"stage": "flag", "rank": self.rank})
         )
 
-    def bw(
-        self, acq: dict[str, int], rel: dict[str, int], channel: str, nbytes: float, dur: float,
-        count: bool = True,
-    ) -> None:
-        """Hold ``channel`` bandwidth units for the event's own duration (rate rounded up to units);
-        ``count``: add ``nbytes`` to the channel's traffic (callers that reuse the units of an
-        earlier event count each event's traffic themselves)."""
+    def units(self, channel: str, nbytes: float, dur: float, count: bool = True) -> int:
+        """Bandwidth units of ``channel`` that moving ``nbytes`` in ``dur`` µs holds (the rate
+        rounded up to units; 0 when nothing is held); ``count``: add ``nbytes`` to the channel's
+        traffic (callers that reuse an earlier event's units count each event's traffic)."""
         if count:
             traffic = self.traffic
             traffic[channel] = traffic.get(channel, 0.0) + nbytes
         if not self._contention or nbytes <= 0 or dur <= 0:
-            return
-        cap = self.sems[channel]
+            return 0
         u = math.ceil(nbytes / dur / self.unit - 1e-9)
-        if u < 1:
-            u = 1
-        if u > cap:
-            u = cap
-        acq[channel] = acq.get(channel, 0) + u
-        rel[channel] = rel.get(channel, 0) + u
+        return min(max(u, 1), self.sems[channel])
+
+    def bw(
+        self, acq: dict[str, int], rel: dict[str, int], channel: str, nbytes: float, dur: float,
+        count: bool = True,
+    ) -> None:
+        """Hold ``channel`` bandwidth units for the event's own duration (see :meth:`units`)."""
+        u = self.units(channel, nbytes, dur, count)
+        if u:
+            acq[channel] = acq.get(channel, 0) + u
+            rel[channel] = rel.get(channel, 0) + u
+
+    def hold_maps(
+        self, channel: str, units: int, take: str | None = None, give: str | None = None
+    ) -> tuple[_Units, _Units]:
+        """(acquires, releases) of an event that holds ``units`` of ``channel`` for its own
+        duration, takes one unit of ``take`` and gives one of ``give``: read-only maps shared by
+        every event with the same arguments (thousands of tiles have a few distinct ones)."""
+        key = (channel, units, take, give)
+        got = self._hold_memo.get(key)
+        if got is None:
+            acq = {channel: units} if units else {}
+            rel = dict(acq)
+            if take is not None:
+                acq[take] = 1
+            if give is not None:
+                rel[give] = 1
+            got = self._hold_memo[key] = (MappingProxyType(acq), MappingProxyType(rel))
+        return got
 
     def group_resources(self, grp: CoreGroup) -> list[str]:
         if grp.role == "AIV":
@@ -824,13 +845,10 @@ class _Builder:
                 load_bytes = a_b + b_b
                 load_us = (a_b + (b_b * reuse if b_seen else b_b)) / gm_l1
                 hbm_bytes = (0.0 if a_seen else a_b) + (0.0 if b_seen else b_b)
-                acq: dict[str, int] = {}
-                rel: dict[str, int] = {}
                 traffic["gm_to_l1"] += load_bytes
-                if hbm_bytes:
-                    self.bw(acq, rel, "hbm", hbm_bytes, load_us)
+                u = self.units("hbm", hbm_bytes, load_us) if hbm_bytes else 0
                 l1 = "l1" if l1_late else cn[0]
-                acq[l1] = 1
+                acq, rel = self.hold_maps("hbm", u, take=l1)
                 shared_deps = wave_deps.get((w, e))
                 if shared_deps is None:
                     shared_deps = wave_deps[(w, e)] = dict(deps_of(w, e))
@@ -920,15 +938,13 @@ class _Builder:
                 in_bytes = rows * t.cols * 2  # GMM1 output tile in half precision, via L0C->UB
                 out_bytes = rows * (t.cols // 2) * self.bpe
                 dur = start + in_bytes / act_rate
-                acq: dict[str, int] = {}
-                rel: dict[str, int] = {}
-                self.bw(acq, rel, "hbm", out_bytes, dur)
+                u = self.units("hbm", out_bytes, dur)
                 self.traffic["ub_to_gm"] += out_bytes
                 slot = "onchip_act" if late_aic else None
                 core = self.g[mm].labels["core"]
                 if slot is None:
                     slot = f"c{core}.onchip_act"
-                rel[slot] = rel.get(slot, 0) + 1
+                acq, rel = self.hold_maps("hbm", u, give=slot)
                 if "activation" in self.late_stages or late_aic:
                     resources = [self.pool("AIV-activation", self.stage_members["activation"])]
                 else:
