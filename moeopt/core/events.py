@@ -19,6 +19,7 @@ import math
 import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from operator import attrgetter
 from types import MappingProxyType
 from typing import Any
 
@@ -283,6 +284,8 @@ class Event:
         return "Event(" + ", ".join(parts) + ")"
 
 
+_name_of = attrgetter("name")
+
 _SLOT_SETTERS = tuple(
     Event.__dict__[f].__set__
     for f in ("name", "resources", "deps", "acquires", "releases", "colocate_with", "duration_us", "labels")
@@ -373,10 +376,11 @@ class EventGraph:
         """Add many events (names unique); all or nothing: on an error none of them is added."""
         evs = list(events)
         own = self._events
-        bad = next((ev for ev in evs if not isinstance(ev, Event)), None)
-        if bad is not None:
-            raise GraphError(f"EventGraph.add takes an Event, got {type(bad).__name__}")
-        batch = {ev.name: ev for ev in evs}
+        if not set(map(type, evs)) <= {Event}:  # the common case, checked in bulk
+            bad = next((ev for ev in evs if not isinstance(ev, Event)), None)
+            if bad is not None:
+                raise GraphError(f"EventGraph.add takes an Event, got {type(bad).__name__}")
+        batch = dict(zip(map(_name_of, evs), evs))
         if len(batch) != len(evs) or not own.keys().isdisjoint(batch):
             seen: set[str] = set(own)
             for ev in evs:
