@@ -163,6 +163,7 @@ class _Builder:
         self._write_memo: dict[Any, tuple[float, int, float, float, Mapping[str, int], Mapping[str, int]]]
         self._write_memo = {}
         self._hold_memo: dict[tuple[str, int, str | None, str | None], tuple[_Units, _Units]] = {}
+        self._core_res: dict[tuple[int, str], tuple[str, tuple[str]]] = {}
         # the baseline kernel runs every vector stage in program order on each AIV
         self.in_program_order = cfg.profile == "pto-a2a3" or cfg.barriers == "staged"
 
@@ -215,6 +216,16 @@ class _Builder:
         if u:
             acq[channel] = acq.get(channel, 0) + u
             rel[channel] = rel.get(channel, 0) + u
+
+    def core_res(self, core: int, sub: str) -> tuple[str, tuple[str]]:
+        """``("c3.AIV0", ("c3.AIV0",))``: a pinned resource's name and the one-resource list of
+        it, one shared copy per (core, sub-core) (events by the thousand name the same few)."""
+        key = (core, sub)
+        got = self._core_res.get(key)
+        if got is None:
+            name = f"c{core}.{sub}"
+            got = self._core_res[key] = (name, (name,))
+        return got
 
     def hold_maps(
         self, channel: str, units: int, take: str | None = None, give: str | None = None
@@ -795,7 +806,7 @@ class _Builder:
         wave_deps: dict[tuple[int, int], dict[str, float]] = {}
         macs_total = self.macs  # accumulated locally, in the same order
         # per core: its L1 slot semaphore, MTE2 pipe, cube and on-chip slot names
-        core_names: dict[int, tuple[str, str, str, str]] = {}
+        core_names: dict[int, tuple[str, str, str, str, tuple[str], tuple[str]]] = {}
         # per core: the compute phase's releases (its L1 slot) and acquires (the on-chip slot,
         # last chunk only), one read-only map shared by the core's tiles
         mm_maps: dict[int, tuple[Mapping[str, int], Mapping[str, int]]] = {}
@@ -827,7 +838,9 @@ class _Builder:
             base = f"{pre}.e{e}.m{t.mb}.n{t.nb}"
             cn = core_names.get(k)
             if cn is None:
-                cn = core_names[k] = (f"c{k}.l1", f"c{k}.MTE2", f"c{k}.AIC", f"c{k}.onchip_{slot_key}")
+                mte2, cube = self.core_res(k, "MTE2"), self.core_res(k, "AIC")
+                onchip_slot = f"c{k}.onchip_{slot_key}"
+                cn = core_names[k] = (f"c{k}.l1", mte2[0], cube[0], onchip_slot, mte2[1], cube[1])
             labels = {
                 "stage": stage,
                 "rank": rank,
@@ -857,11 +870,12 @@ class _Builder:
                     deps.update(chunk_deps(w, e, t, c))
                 sfx = f".k{c}" if chunks > 1 else ""
                 ld = f"{base}{sfx}.ld"
+                resources: Sequence[str]
                 if late:
                     resources = [mte_pool]
                 else:
                     mres = cn[1]
-                    resources = [mres]
+                    resources = cn[4]
                     self.chain(mres, deps)
                     if join_flag is not None and k in joined_cores:
                         deps[join_flag] = flag_lat
@@ -892,7 +906,7 @@ class _Builder:
                 add(
                     _event(
                         mm,
-                        resources=[aic_pool] if late else [cn[2]],
+                        resources=[aic_pool] if late else cn[5],
                         deps=mdeps,
                         acquires=maps[1] if c == chunks - 1 else no_units,
                         releases=maps[0],
@@ -933,6 +947,7 @@ class _Builder:
                 if cfg.link("activation", "gmm2").readiness == "per_chunk"
                 else 1
             )
+            aiv_subs = [f"AIV{j}" for j in range(cfg.aiv_per_core)]
             for (w, e, t), (_ld, mm) in g1.items():
                 rows = t.rows
                 in_bytes = rows * t.cols * 2  # GMM1 output tile in half precision, via L0C->UB
@@ -945,11 +960,12 @@ class _Builder:
                 if slot is None:
                     slot = f"c{core}.onchip_act"
                 acq, rel = self.hold_maps("hbm", u, give=slot)
+                resources: Sequence[str]
                 if "activation" in self.late_stages or late_aic:
                     resources = [self.pool("AIV-activation", self.stage_members["activation"])]
                 else:
-                    sub = role if role != "AIV" else f"AIV{t.nb % cfg.aiv_per_core}"
-                    resources = [f"c{core}.{sub}"]
+                    sub = role if role != "AIV" else aiv_subs[t.nb % cfg.aiv_per_core]
+                    resources = self.core_res(core, sub)[1]
                 name = mm.replace(".mm", ".act")
                 self.add(
                     _event(
@@ -1122,7 +1138,7 @@ class _Builder:
     def combine_event(
         self,
         name: str,
-        resources: list[str],
+        resources: Sequence[str],
         pinned: str | None,
         deps: dict[str, float],
         rows_by_src: Sequence[tuple[int, int]],
@@ -1190,20 +1206,24 @@ class _Builder:
                 self.colocated_stages.add("combine")
             role = cfg.core_groups["combine"].role
             late = "combine" in self.late_stages or (onchip and "gmm2" in self.late_stages)
+            subs = [f"AIV{j}" for j in range(cfg.aiv_per_core)] if role == "AIV" else [role]
+            splits: dict[tuple[int, int], list[tuple[int, int]]] = {}
             for (w, e, t), (_ld, mm) in g2["tiles"].items():
                 ex = experts[e]
                 if ex.shared:
                     continue
                 core = self.g[mm].labels["core"]
-                subs = [f"AIV{j}" for j in range(cfg.aiv_per_core)] if role == "AIV" else [role]
-                rows_split = [
-                    (t.m0 + (t.rows * i) // len(subs), t.m0 + (t.rows * (i + 1)) // len(subs))
-                    for i in range(len(subs))
-                ]
+                rows_split = splits.get((t.m0, t.rows))
+                if rows_split is None:  # the tile's rows split evenly over the sub-cores
+                    rows_split = splits[(t.m0, t.rows)] = [
+                        (t.m0 + (t.rows * i) // len(subs), t.m0 + (t.rows * (i + 1)) // len(subs))
+                        for i in range(len(subs))
+                    ]
                 for i, (sub, (m0, m1)) in enumerate(zip(subs, rows_split, strict=False)):
                     if m1 <= m0:
                         continue
                     colocate = mm if onchip else None
+                    resources: Sequence[str]
                     if late:
                         resources, pinned = [self.pool("AIV-combine", self.stage_members["combine"])], None
                     elif "gmm2" in self.late_stages:
@@ -1213,8 +1233,7 @@ class _Builder:
                         resources, pinned = [self.pool(f"{sub}-paired-combine", every)], None
                         colocate = mm
                     else:
-                        pinned = f"c{core}.{sub}"
-                        resources = [pinned]
+                        pinned, resources = self.core_res(core, sub)
                     release = None
                     if onchip and i == len(subs) - 1:
                         release = "onchip_comb" if "gmm2" in self.late_stages else f"c{core}.onchip_comb"
