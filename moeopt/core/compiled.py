@@ -333,7 +333,7 @@ def compile_graph(g: EventGraph) -> CompiledGraph:
 
     # --- successors and a topological order
     succs = [tuple(s) for s in succ_lists]
-    indeg = [len(p) for p in preds]
+    indeg = list(map(len, preds))
     queue = deque([i for i in range(n) if indeg[i] == 0])
     topo: list[int] = []
     popleft, put, visit = queue.popleft, queue.append, topo.append

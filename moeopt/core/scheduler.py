@@ -58,7 +58,7 @@ class _State:
         self.free = [0.0] * len(cg.res_names)
         self.ready = [0.0] * n
         self.ready_pred = [-1] * n
-        self.indeg = [len(p) for p in cg.preds]
+        self.indeg = list(map(len, cg.preds))
         self.done = [False] * n
         self.start = [0.0] * n
         self.end = [0.0] * n
@@ -98,10 +98,9 @@ class _State:
         self.site_members: list[tuple[int, ...] | None] = [None] * n
         interned: dict[tuple[int, ...], tuple[int, ...]] = {}
         if cg.group_sites:
-            for i in range(n):
-                g = cg.group[i]
-                if g < 0:
-                    continue
+            for i, g in enumerate(cg.group):
+                if g < 0 or not cg.placeholders[i]:
+                    continue  # no placeholder: its site follows from its fixed resources
                 allowed = cg.group_sites[g] or ()
                 for p in cg.placeholders[i]:
                     for site in allowed:
