@@ -232,10 +232,10 @@ class Event:
         one read-only copy, as with the checking constructor; a read-only map
         (``MappingProxyType``) is kept as it is, for callers that share one map between many
         events themselves (consumers such as ``compile_graph`` work once per shared map). The
-        duration is still
-        checked (a cost formula can still produce a negative or NaN time), and every cross-event
-        rule is still checked by :meth:`EventGraph.validate`. ``tests/megamoe`` rebuilds every
-        builder event with the checking constructor to hold the MegaMoE builders to this contract.
+        duration is still checked (a cost formula can still produce a negative or NaN time), and
+        every cross-event rule is still checked by :meth:`EventGraph.validate`. ``tests/megamoe``
+        rebuilds every builder event with the checking constructor to hold the MegaMoE builders to
+        this contract.
         """
         if not (type(duration_us) is float and 0.0 <= duration_us < _INF):
             raise GraphError(

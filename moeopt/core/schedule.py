@@ -93,6 +93,8 @@ class Schedule:
     ``binding[e]`` is the same joined with ``"+"`` (``"core0.AIC"`` for a one-resource event,
     ``""`` for an event without resources). ``waits[e]`` says what it waited for. ``order`` is
     the commit order of the scheduler that produced it (empty for a schedule from elsewhere).
+    ``recorded_levels``: the semaphore level curves that scheduler built, if any (read them with
+    :meth:`semaphore_levels`).
     """
 
     start_us: Mapping[str, float]
