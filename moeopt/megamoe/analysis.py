@@ -232,15 +232,16 @@ def idle_decomposition(
     out: dict[str, Any] = {"forced_core_us": 0.0, "avoidable_core_us": 0.0, "by_stage": {}, "samples": []}
     by_stage: dict[str, list[int]] = defaultdict(list)
     busy_iv: dict[str, list[tuple[float, float]]] = defaultdict(list)
-    stage = tab.stage
-    for i, rs in enumerate(tab.res):
+    start, end, events = tab.start, tab.end, tab.events
+    stage_members_of = rg.stage_members
+    for i, (rs, st) in enumerate(zip(tab.res, tab.stage)):
         if not rs:
             continue
+        span_i = (start[i], end[i])
         for r in rs:
-            busy_iv[r].append((tab.start[i], tab.end[i]))
-        st = stage[i]
-        if st in rg.stage_members:
-            by_stage[str(st)].append(i)
+            busy_iv[r].append(span_i)
+        if st in stage_members_of:  # a stage name, so a string
+            by_stage[st].append(i)
     levels = _SemaphoreLevels(rg, tab)  # built on first use: often no event ever waits
     index = rg.graph.compiled().index  # event name -> position in graph order (the table's order)
     ready = _data_ready(rg, tab)
@@ -249,10 +250,10 @@ def idle_decomposition(
         stage_members = rg.stage_members[st]
         if st in ("gmm1", "gmm2"):
             # the cube is judged on compute phases; late-bound loads on the MTE2 pipes
-            comp = [i for i in idxs if tab.events[i].labels.get("phase") == "compute"]
+            comp = [i for i in idxs if events[i].labels.get("phase") == "compute"]
             pools.append((st, st, stage_members, comp, True))
             if st in rg.late_stages:
-                loads = [i for i in idxs if tab.events[i].labels.get("phase") == "load"]
+                loads = [i for i in idxs if events[i].labels.get("phase") == "load"]
                 mte = tuple(m.replace(".AIC", ".MTE2") for m in stage_members)
                 pools.append((f"{st}:load", st, mte, loads, False))
         else:
