@@ -116,7 +116,8 @@ def validate_schedule(graph: EventGraph, schedule: Schedule, *, durations_exact:
                         f"which are not members of those pools"
                     )
                     continue
-            occupied[r0].append((s, e, name))
+            if e > s:  # a zero-length event occupies nothing
+                occupied[r0].append((s, e, name))
             if name in coloc:
                 parts = split_resource(r0)
                 sites_of[name] = {parts[0]} if parts is not None else set()
@@ -127,15 +128,15 @@ def validate_schedule(graph: EventGraph, schedule: Schedule, *, durations_exact:
             continue
         sites = set()
         for r in got:
-            occupied[r].append((s, e, name))
+            if e > s:
+                occupied[r].append((s, e, name))
             parts = split_resource(r)
             if parts is not None:
                 sites.add(parts[0])
         sites_of[name] = sites
 
-    # exclusive resources
+    # exclusive resources (the spans of positive length)
     for r, spans in occupied.items():
-        spans = [sp for sp in spans if sp[1] > sp[0]]
         spans.sort(key=_by_time)  # by start; equal starts overlap whatever their order
         for (s1, e1, n1), (s2, e2, n2) in itertools.pairwise(spans):
             if s2 < e1 and s2 < e1 - (A + R * abs(e1)):
