@@ -841,14 +841,7 @@ class _Builder:
                 mte2, cube = self.core_res(k, "MTE2"), self.core_res(k, "AIC")
                 onchip_slot = f"c{k}.onchip_{slot_key}"
                 cn = core_names[k] = (f"c{k}.l1", mte2[0], cube[0], onchip_slot, mte2[1], cube[1])
-            labels = {
-                "stage": stage,
-                "rank": rank,
-                "wave": w,
-                "expert": e,
-                "tile": idx,
-                "shared": ex.shared,
-            }
+            shared = ex.shared
             prev_mm: str | None = None
             last_ld = ""
             for c in range(chunks):
@@ -887,7 +880,10 @@ class _Builder:
                         acquires=acq,
                         releases=rel,
                         duration_us=load_us,
-                        labels={**labels, "phase": "load", "chunk": c},
+                        labels={
+                            "stage": stage, "rank": rank, "wave": w, "expert": e, "tile": idx,
+                            "shared": shared, "phase": "load", "chunk": c,
+                        },
                     ),
                     stage,
                 )
@@ -912,7 +908,10 @@ class _Builder:
                         releases=maps[0],
                         colocate_with=ld if late else None,
                         duration_us=macs / rate,
-                        labels={**labels, "phase": "compute", "chunk": c, "core": k},
+                        labels={
+                            "stage": stage, "rank": rank, "wave": w, "expert": e, "tile": idx,
+                            "shared": shared, "phase": "compute", "chunk": c, "core": k,
+                        },
                     ),
                     stage,
                 )
