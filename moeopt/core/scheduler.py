@@ -147,35 +147,6 @@ class _State:
                 s, a, back = acq[0]
                 t2 = profiles[s].admit(t, a, back, d)
                 return (t2, s, acq) if t2 > t else (t, -1, ())
-            if len(acq) == 2:
-                # the same alternation as below, unrolled for the common pair (a bandwidth
-                # share and a buffer slot): stop once both admit the same start
-                e0, e1 = acq
-                admit0 = profiles[e0[0]].admit
-                admit1 = profiles[e1[0]].admit
-                first = None  # the entry that moved the start first
-                moved0 = moved1 = False
-                t2 = admit0(t, e0[1], e0[2], d)
-                if t2 > t:
-                    t, sb, moved0, first = t2, e0[0], True, e0
-                while t < INF:
-                    t2 = admit1(t, e1[1], e1[2], d)
-                    if t2 <= t:
-                        break
-                    t, sb, moved1 = t2, e1[0], True
-                    if first is None:
-                        first = e1
-                    if t == INF:
-                        break
-                    t2 = admit0(t, e0[1], e0[2], d)
-                    if t2 <= t:
-                        break
-                    t, sb, moved0 = t2, e0[0], True
-                if first is None:
-                    return (t, sb, ())
-                if moved0 and moved1:
-                    return (t, sb, (first, e1 if first is e0 else e0))
-                return (t, sb, (first,))
             movers: list[tuple[int, int, int]] = []
             # cycle through the semaphores until each has admitted the same start in turn
             m = len(acq)
