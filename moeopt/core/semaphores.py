@@ -117,14 +117,6 @@ class SemaphoreProfile:
             levels.insert(pos, self.cap if pos == 0 else levels[pos - 1])
             start = pos
         hi = -1
-        if delta >= 0:
-            # a release: only the highest level can matter (the lowest does not go down)
-            for k in range(start, len(levels)):
-                v = levels[k] + delta
-                levels[k] = v
-                if v > hi:
-                    hi = v
-            return hi
         lo = self.low
         for k in range(start, len(levels)):
             v = levels[k] + delta
