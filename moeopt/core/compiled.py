@@ -174,6 +174,23 @@ def compile_graph(g: EventGraph) -> CompiledGraph:
     odd_acq: list[tuple[tuple[int, int], ...]] = []  # pairs of maps naming undeclared semaphores
     odd_rel: list[tuple[tuple[int, int], ...]] = []
     pl: tuple[tuple[int, float], ...]
+
+    def first_pairs(
+        amounts: Mapping[str, int],
+        memo: dict[int, tuple[tuple[int, int], ...]],
+        odd: list[tuple[tuple[int, int], ...]],
+        name: str,
+        what: str,
+    ) -> tuple[tuple[int, int], ...]:
+        # the index pairs of a map not seen yet; a map naming an undeclared semaphore is reported
+        # and not memoised, so that every event naming it is reported
+        try:
+            pairs = memo[id(amounts)] = tuple([(sem_id[sm], u) for sm, u in amounts.items()])
+        except KeyError:
+            pairs = _sem_pairs(name, what, amounts, sem_id, sems, problems)
+            odd.append(pairs)
+        return pairs
+
     for i, ev in enumerate(events):
         d = ev.deps
         try:
@@ -189,32 +206,19 @@ def compile_graph(g: EventGraph) -> CompiledGraph:
         preds.append(pl)
         for p, lam in pl:
             succ_lists[p].append((i, lam))
-        # capacities and use are checked after the loop; an undeclared semaphore is reported for
-        # every event that names it (its pairs are not kept in ``acq_of`` / ``rel_of``)
-        a_map = ev.acquires
-        if not a_map:
-            acq.append(no_pairs)
-        else:
-            pairs = acq_of.get(id(a_map))
-            if pairs is None:
-                try:
-                    pairs = acq_of[id(a_map)] = tuple([(sem_id[sm], u) for sm, u in a_map.items()])
-                except KeyError:
-                    pairs = _sem_pairs(ev.name, "acquires", a_map, sem_id, sems, problems)
-                    odd_acq.append(pairs)
-            acq.append(pairs)
-        r_map = ev.releases
-        if not r_map:
-            rel.append(no_pairs)
-        else:
-            pairs = rel_of.get(id(r_map))
-            if pairs is None:
-                try:
-                    pairs = rel_of[id(r_map)] = tuple([(sem_id[sm], u) for sm, u in r_map.items()])
-                except KeyError:
-                    pairs = _sem_pairs(ev.name, "releases", r_map, sem_id, sems, problems)
-                    odd_rel.append(pairs)
-            rel.append(pairs)
+        # capacities and use are checked after the loop (the pairs of a non-empty map are never
+        # empty unless all its semaphores are undeclared, and then they are not memoised)
+        a_map, r_map = ev.acquires, ev.releases
+        acq.append(
+            (acq_of.get(id(a_map)) or first_pairs(a_map, acq_of, odd_acq, ev.name, "acquires"))
+            if a_map
+            else no_pairs
+        )
+        rel.append(
+            (rel_of.get(id(r_map)) or first_pairs(r_map, rel_of, odd_rel, ev.name, "releases"))
+            if r_map
+            else no_pairs
+        )
         rs = ev.resources
         if len(rs) == 1:
             # the common case: one resource already seen (one shared tuple per resource)
