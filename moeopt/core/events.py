@@ -85,8 +85,13 @@ _NO_DEPS: Mapping[str, float] = MappingProxyType({})
 _AMOUNTS_MEMO: dict[tuple[tuple[str, int], ...], Mapping[str, int]] = {}
 
 
-def _shared_amounts(checked: Mapping[str, int]) -> Mapping[str, int]:
-    """The shared read-only copy of an already checked, non-empty acquire / release map."""
+def _shared_amounts(checked: Mapping[str, int] | None) -> Mapping[str, int]:
+    """The shared read-only copy of an already checked acquire / release map (a read-only map
+    is kept as it is: its caller shares it between events on purpose)."""
+    if not checked:
+        return _NO_AMOUNTS
+    if type(checked) is MappingProxyType:
+        return checked
     key = tuple(checked.items())
     out = _AMOUNTS_MEMO.get(key)
     if out is None:
@@ -248,21 +253,8 @@ class Event:
         s_name(ev, name)
         s_res(ev, tuple(resources))
         s_deps(ev, MappingProxyType(deps) if deps else _NO_DEPS)
-        memo = _AMOUNTS_MEMO
-        if not acquires:
-            s_acq(ev, _NO_AMOUNTS)
-        elif type(acquires) is MappingProxyType:
-            s_acq(ev, acquires)  # already read-only: the caller shares it on purpose
-        else:
-            a = memo.get(tuple(acquires.items()))
-            s_acq(ev, a if a is not None else _shared_amounts(acquires))
-        if not releases:
-            s_rel(ev, _NO_AMOUNTS)
-        elif type(releases) is MappingProxyType:
-            s_rel(ev, releases)
-        else:
-            r = memo.get(tuple(releases.items()))
-            s_rel(ev, r if r is not None else _shared_amounts(releases))
+        s_acq(ev, _shared_amounts(acquires))
+        s_rel(ev, _shared_amounts(releases))
         s_coloc(ev, colocate_with)
         s_dur(ev, duration_us)
         s_labels(ev, MappingProxyType(labels) if labels else _NO_LABELS)
