@@ -48,11 +48,12 @@ CUBE_M_ALIGN = 16  # spec: cube fractal M = 16 rows (int8 16x32x16, fp16 16x16x1
 
 
 _event = Event.trusted
-_Units = Mapping[str, int]  # an event's acquires or releases: semaphore -> units
 """Builders make their events with :meth:`Event.trusted`: their names, resources, λ and units
 come from this module's own code (a test rebuilds every one with the checking constructor). A
 few are revised later: late dependencies replace them, dropped semaphores are filtered out
 when the graph is assembled."""
+
+_Units = Mapping[str, int]  # an event's acquires or releases: semaphore -> units
 
 
 @dataclass
@@ -160,7 +161,7 @@ class _Builder:
         self._src_rows_memo: dict[tuple[tuple[int, ...], int, int], tuple[tuple[int, int], ...]] = {}
         # combine writes: (rows, cols, readback, release) -> (µs, readback bytes, HBM bytes,
         # remote bytes, acquires, releases)
-        self._write_memo: dict[Any, tuple[float, int, float, float, Mapping[str, int], Mapping[str, int]]]
+        self._write_memo: dict[Any, tuple[float, int, float, float, _Units, _Units]]
         self._write_memo = {}
         self._hold_memo: dict[tuple[str, int, str | None, str | None], tuple[_Units, _Units]] = {}
         self._core_res: dict[tuple[int, str], tuple[str, tuple[str]]] = {}
@@ -231,8 +232,9 @@ class _Builder:
         self, channel: str, units: int, take: str | None = None, give: str | None = None
     ) -> tuple[_Units, _Units]:
         """(acquires, releases) of an event that holds ``units`` of ``channel`` for its own
-        duration, takes one unit of ``take`` and gives one of ``give``: read-only maps shared by
-        every event with the same arguments (thousands of tiles have a few distinct ones)."""
+        duration (0: none), takes one unit of ``take`` and gives one of ``give``: read-only maps
+        shared by every event with the same arguments (thousands of tiles have a few distinct
+        ones)."""
         key = (channel, units, take, give)
         got = self._hold_memo.get(key)
         if got is None:
@@ -807,10 +809,6 @@ class _Builder:
         macs_total = self.macs  # accumulated locally, in the same order
         # per core: its L1 slot semaphore, MTE2 pipe, cube and on-chip slot names
         core_names: dict[int, tuple[str, str, str, str, tuple[str], tuple[str]]] = {}
-        # per core: the compute phase's releases (its L1 slot) and acquires (the on-chip slot,
-        # last chunk only), one read-only map shared by the core's tiles
-        mm_maps: dict[int, tuple[Mapping[str, int], Mapping[str, int]]] = {}
-        no_units: Mapping[str, int] = MappingProxyType({})
         rank = self.rank
         chain_last = self.chain_last
         add = self.add
@@ -895,17 +893,17 @@ class _Builder:
                 mdeps = {ld: 0.0}
                 if prev_mm is not None:
                     mdeps[prev_mm] = 0.0
-                maps = mm_maps.get(k)
-                if maps is None:
-                    slot_acq = {"onchip_" + slot_key if late else cn[3]: 1} if onchip else {}
-                    maps = mm_maps[k] = (MappingProxyType({l1: 1}), MappingProxyType(slot_acq))
+                # the compute phase frees the load's L1 slot and, on the last chunk, takes an
+                # on-chip slot of the link to the consumer (no bandwidth held)
+                slot = ("onchip_" + slot_key if late else cn[3]) if onchip and c == chunks - 1 else None
+                macq, mrel = self.hold_maps("hbm", 0, take=slot, give=l1)
                 add(
                     _event(
                         mm,
                         resources=[aic_pool] if late else cn[5],
                         deps=mdeps,
-                        acquires=maps[1] if c == chunks - 1 else no_units,
-                        releases=maps[0],
+                        acquires=macq,
+                        releases=mrel,
                         colocate_with=ld if late else None,
                         duration_us=macs / rate,
                         labels={
