@@ -369,44 +369,31 @@ class _SemaphoreLevels:
         self.times: dict[str, Sequence[float]] = {}
         self.levels: dict[str, Sequence[int]] = {}
         self._changes: dict[str, list[tuple[float, int]]] = {}
-        self._scanned = 0
 
     def _build(self) -> None:
         self._built = True
         self.cap = dict(self._rg.graph.semaphores)
 
-    SCAN_FIRST = 3  # semaphores whose changes are collected one by one before indexing them all
-
     def _changes_of(self, sem: str) -> list[tuple[float, int]]:
-        """The (time, delta) changes of ``sem``, in no particular order: the first few semaphores
-        asked for are collected by a scan each (usually only a couple are ever asked for); after
-        that, every semaphore's changes in one pass."""
-        if sem in self._changes:
-            return self._changes[sem]
-        tab = self._tab
-        start, end = tab.start, tab.end
-        cg = self._rg.graph.compiled()  # the same events in the same order, semaphores by index
-        if self._scanned < self.SCAN_FIRST:
-            self._scanned += 1
-            k = cg.sem_names.index(sem) if sem in self.cap else -1
-            ch = [(start[i], -a) for i, pairs in enumerate(cg.acq) if pairs for s, a in pairs if s == k]
-            ch += [(end[i], r) for i, pairs in enumerate(cg.rel) if pairs for s, r in pairs if s == k]
-            self._changes[sem] = ch
-            return ch
-        by_index: dict[int, list[tuple[float, int]]] = defaultdict(list)
-        for i, pairs in enumerate(cg.acq):
-            if pairs:
-                t = start[i]
-                for k, a in pairs:
-                    by_index[k].append((t, -a))
-        for i, pairs in enumerate(cg.rel):
-            if pairs:
-                t = end[i]
-                for k, r in pairs:
-                    by_index[k].append((t, r))
-        for k, name in enumerate(cg.sem_names):
-            self._changes.setdefault(name, by_index.get(k, []))
-        return self._changes.setdefault(sem, [])
+        """The (time, delta) changes of ``sem``, in no particular order; every semaphore's are
+        collected in one pass when the first is asked for (only for schedules that carry no
+        recorded levels, see :meth:`_curve`)."""
+        if not self._changes:
+            start, end = self._tab.start, self._tab.end
+            cg = self._rg.graph.compiled()  # the same events in the same order, semaphores by index
+            by_index: dict[int, list[tuple[float, int]]] = defaultdict(list)
+            for i, pairs in enumerate(cg.acq):
+                if pairs:
+                    t = start[i]
+                    for k, a in pairs:
+                        by_index[k].append((t, -a))
+            for i, pairs in enumerate(cg.rel):
+                if pairs:
+                    t = end[i]
+                    for k, r in pairs:
+                        by_index[k].append((t, r))
+            self._changes = {name: by_index.get(k, []) for k, name in enumerate(cg.sem_names)}
+        return self._changes.get(sem, [])
 
     def _curve(self, sem: str) -> tuple[Sequence[float], Sequence[int]]:
         """Breakpoint times and the free units from each on (changes at one time merged)."""
