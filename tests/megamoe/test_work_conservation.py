@@ -149,3 +149,34 @@ def test_no_false_alarm_for_a_work_conserving_policy(pools):
     )
     r = mm.simulate(s)  # raises WorkConservationViolation on a false alarm
     assert r["idle_decomposition"]["avoidable_core_us"] == pytest.approx(0.0, abs=1e-6)
+
+
+
+def test_idle_analysis_is_the_same_with_or_without_the_recorded_levels(bs72):
+    """The idle analysis reads the semaphore levels the greedy scheduler recorded; a schedule
+    from elsewhere (or a copy with new times) has none and the analysis rebuilds them from the
+    start and end times. Both ways must give every semaphore the same curve, and so the same
+    decomposition."""
+    import dataclasses
+    import importlib
+
+    from moeopt.core.scheduler import schedule
+    from moeopt.megamoe import analysis
+
+    sim = importlib.import_module("moeopt.megamoe.simulate")
+    (rg, _ranks), *_ = sim.build_graphs(bs72).values()
+    s = schedule(rg.graph, policy=bs72.config.scheduling, normalize=False)
+    bare = dataclasses.replace(s, recorded_levels=None)
+    from_record = analysis._SemaphoreLevels(rg, analysis.Table.of(rg, s))
+    from_times = analysis._SemaphoreLevels(rg, analysis.Table.of(rg, bare))
+    for levels in (from_record, from_times):
+        levels._build()  # the capacities (done on first use by the analysis itself)
+    assert rg.graph.semaphores
+    for sem in rg.graph.semaphores:
+        assert s.semaphore_levels(sem) is not None
+        assert bare.semaphore_levels(sem) is None
+        recorded, rebuilt = from_record._curve(sem), from_times._curve(sem)
+        assert recorded[0], sem  # every declared semaphore is used, so its curve has breakpoints
+        assert (list(rebuilt[0]), list(rebuilt[1])) == (list(recorded[0]), list(recorded[1])), sem
+    span = s.makespan_us
+    assert analysis.idle_decomposition(rg, bare, span) == analysis.idle_decomposition(rg, s, span)
