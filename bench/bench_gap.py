@@ -21,7 +21,8 @@ import statistics
 import time
 
 import moeopt.megamoe as mm
-from moeopt.megamoe.gap import DEFAULT_TIME_LIMIT_S
+import moeopt.trust as tr
+from moeopt.trust.gap import DEFAULT_TIME_LIMIT_S
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SEED002 = os.path.join(HERE, "..", "examples", "seed002_typical.toml")
@@ -52,7 +53,7 @@ def main() -> None:
         for _ in range(args.repeat):
             scenario = mm.load_scenario(SEED002, {"workload.tokens": m})
             t0, c0 = time.perf_counter(), time.process_time()
-            sg = mm.optimality_gap(scenario, time_limit_s=args.time_limit, workers=args.workers, mode=args.mode)
+            sg = tr.optimality_gap(scenario, time_limit_s=args.time_limit, workers=args.workers, mode=args.mode)
             walls.append(time.perf_counter() - t0)
             cpus.append(time.process_time() - c0)
         assert sg is not None

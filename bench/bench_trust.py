@@ -23,7 +23,8 @@ import time
 from collections.abc import Callable
 
 import moeopt.megamoe as mm
-from moeopt.megamoe.trust_commands import load_variants
+import moeopt.trust as tr
+from moeopt.cli.trust import load_variants
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SCENARIO = os.path.join(HERE, "..", "examples", "scenario_bs72.toml")
@@ -38,10 +39,10 @@ def main() -> None:
     s = mm.load_scenario(SCENARIO)
     v = load_variants(VARIANTS)
     cases: dict[str, tuple[Callable[[], object], int]] = {
-        "compare": (lambda: mm.compare_variants(s, v), args.repeat),
-        "sensitivity": (lambda: mm.calibration_sensitivity(s, v), args.repeat),
-        "domain": (lambda: mm.domain_report(s), args.repeat),
-        "audit": (lambda: mm.audit_knobs(s), 1),
+        "compare": (lambda: tr.compare_variants(s, v), args.repeat),
+        "sensitivity": (lambda: tr.calibration_sensitivity(s, v), args.repeat),
+        "domain": (lambda: tr.domain_report(s), args.repeat),
+        "audit": (lambda: tr.audit_knobs(s), 1),
     }
     print(f"{'case':<12} {'runs':>4} {'wall s':>8} {'cpu s':>8}")
     for name, (fn, n) in cases.items():

@@ -21,7 +21,7 @@ import json
 from pathlib import Path
 
 import moeopt as m
-from moeopt.megamoe.gap import DEFAULT_TIME_LIMIT_S, gap_html
+from moeopt.trust.gap import DEFAULT_TIME_LIMIT_S, gap_html
 
 HERE = Path(__file__).resolve().parent
 SCENARIO = HERE / "seed002_typical.toml"

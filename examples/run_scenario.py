@@ -8,8 +8,9 @@ from __future__ import annotations
 import os
 import sys
 
+from moeopt.cli.common import parse_sets
 from moeopt.megamoe import load_scenario, simulate
-from moeopt.megamoe.commands import format_summary, parse_sets
+from moeopt.megamoe.summary import format_summary
 
 
 def main(argv: list[str]) -> int:

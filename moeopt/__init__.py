@@ -36,14 +36,8 @@ from moeopt.megamoe import (
     ScenarioError,
     WorkConservationViolation,
     Workload,
-    audit_knobs,
-    calibration_sensitivity,
-    compare_variants,
-    domain_report,
-    format_design_space,
     knob_catalogue,
     load_scenario,
-    optimality_gap,
     simulate,
 )
 from moeopt.registry import register
@@ -53,6 +47,14 @@ from moeopt.trace import (
     compare_traces,
     read_chrome_trace,
     write_chrome_trace,
+)
+from moeopt.trust import (
+    audit_knobs,
+    calibration_sensitivity,
+    compare_variants,
+    domain_report,
+    format_design_space,
+    optimality_gap,
 )
 from moeopt.viz import GanttTrack, gantt_page, write_gantt
 

@@ -630,7 +630,7 @@ def result_section() -> list[str]:
 
 def gap_section() -> list[str]:
     from moeopt.megamoe import load_scenario
-    from moeopt.megamoe.gap import optimality_gap
+    from moeopt.trust.gap import optimality_gap
 
     d = optimality_gap(load_scenario(BASIC_SCENARIO.parent / "scenario_bs72.toml")).to_dict()
     lines = [

@@ -14,7 +14,7 @@ a scenario dataclass appears here without a second list to maintain. For each pa
   the no-profile constant), with every profile's own value in ``profile_defaults``;
 * ``doc``: one line of meaning (:data:`KNOB_DOCS`; a test keeps it in step with the schema).
 
-The knob audit (:mod:`moeopt.megamoe.audit`) walks exactly this catalogue.
+The knob audit (:mod:`moeopt.trust.audit`) walks exactly this catalogue.
 """
 
 from __future__ import annotations

@@ -30,7 +30,7 @@ API::
   order can be switched between "by role" and "by core". ``page.html#event=NAME`` opens with
   that event's hover text shown and its bars outlined (a link to one event).
 
-To embed charts into a larger page (as :mod:`moeopt.megamoe.report` does), put
+To embed charts into a larger page (as :mod:`moeopt.trust.report` does), put
 :func:`page_head` first, any number of :func:`gantt_fragment` outputs in the body, and
 :data:`GANTT_SCRIPT` once before ``</body>`` (:func:`page_tail` does that).
 """

@@ -24,13 +24,17 @@ LAYERS: dict[str, set[str]] = {
     "viz": BASE | {"core"},
     "trace": BASE | {"core"},
     "synthetic": BASE | {"core"},
-    "megamoe": BASE | {"core", "exact", "viz", "trace"},
-    "search": BASE | {"core", "exact", "megamoe", "viz", "api"},
+    # the MegaMoE adapter: the model only (scenario -> routing -> planning -> build -> simulate ->
+    # analysis); it asks no questions of itself, so it needs neither CP-SAT nor charts
+    "megamoe": BASE | {"core"},
+    # the questions asked of the adapter (gap, compare, sensitivity, audit, domain, golden, report)
+    "trust": BASE | {"core", "exact", "megamoe", "viz", "trace"},
+    "search": BASE | {"core", "exact", "megamoe", "trust", "viz", "api"},
     # entry points: may use every layer
-    "cli": BASE | {"core", "exact", "megamoe", "search", "viz", "trace"},
+    "cli": BASE | {"core", "exact", "megamoe", "trust", "search", "viz", "trace"},
     "__main__": {"cli"},
-    "__init__": BASE | {"core", "exact", "megamoe", "search", "viz", "trace"},  # the public API
-    "docs_gen": BASE | {"core", "exact", "megamoe", "search", "cli"},
+    "__init__": BASE | {"core", "exact", "megamoe", "trust", "search", "viz", "trace"},  # the public API
+    "docs_gen": BASE | {"core", "exact", "megamoe", "trust", "search", "cli"},
 }
 # generic layers: may not mention an operator's stage names in code (docstrings may)
 GENERIC = ("core", "exact")

@@ -148,7 +148,7 @@ def test_new_input_types_plug_in(tmp_path: Path, capsys: pytest.CaptureFixture[s
     # A later input type (e.g. scenario files, one graph per rank) registers a loader for its
     # suffix; a loader error is one line and the other inputs still run.
     import moeopt as m
-    from moeopt.cli import _GAP_LOADERS, main, register_gap_input
+    from moeopt.cli import main, register_gap_input, unregister_gap_input
 
     def load_pair(path: Path) -> list[tuple[str, m.EventGraph]]:
         if "bad" in path.name:
@@ -168,7 +168,7 @@ def test_new_input_types_plug_in(tmp_path: Path, capsys: pytest.CaptureFixture[s
             register_gap_input(".fake", load_pair)
         code = main(["gap", str(tmp_path / "bad.fake"), str(tmp_path / "ok.fake"), "--time-limit", "2"])
     finally:
-        del _GAP_LOADERS[".fake"]
+        unregister_gap_input(".fake")
     out, err = capsys.readouterr()
     assert code == 1
     assert f"error: {tmp_path / 'bad.fake'}: rank 3: tile_n must be a multiple of 16, got 100" in err

@@ -11,8 +11,8 @@ import dataclasses
 import pytest
 
 from moeopt.core.events import Event
-from moeopt.megamoe.golden import default_configs
 from moeopt.megamoe.simulate import build_graphs
+from moeopt.trust.golden import default_configs
 
 
 @pytest.mark.parametrize("cfg", default_configs(), ids=lambda c: c.name)

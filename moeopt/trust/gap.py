@@ -65,7 +65,6 @@ import math
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from moeopt.core.compiled import longest_paths
@@ -76,7 +75,7 @@ from moeopt.errors import InputError
 from moeopt.megamoe import analysis
 from moeopt.megamoe.builders import RankGraph
 from moeopt.megamoe.errors import BoundViolation
-from moeopt.megamoe.scenario import Scenario, load_scenario
+from moeopt.megamoe.scenario import Scenario
 from moeopt.megamoe.simulate import build_graphs
 
 MODES = ("auto", "exact", "relaxed")
@@ -582,13 +581,13 @@ def optimality_gap(
 
 
 # ---------------------------------------------------------------------- formatting
-def _us(x: float | None) -> str:
+def us_text(x: float | None) -> str:
     if x is None:
         return "-"
     return "inf" if math.isinf(x) else f"{x:.2f}"
 
 
-def _pct(x: float | None) -> str:
+def pct_text(x: float | None) -> str:
     if x is None:
         return "-"
     return "inf" if math.isinf(x) else f"{100.0 * x:+.2f}%"
@@ -636,15 +635,15 @@ def summary_rows(sg: ScenarioGap) -> tuple[list[str], list[list[str]]]:
                 str(r.rank),
                 ranks_text(r.ranks),
                 str(r.num_events),
-                _us(r.greedy_us),
-                _us(r.best_us),
-                _us(r.lower_bound_us),
+                us_text(r.greedy_us),
+                us_text(r.best_us),
+                us_text(r.lower_bound_us),
                 r.exact.bound_source,
                 r.exact.mode,
                 _status_text(r),
-                _pct(r.certified_gap),
-                _pct(r.reachable_gap),
-                _pct(r.bound_gap),
+                pct_text(r.certified_gap),
+                pct_text(r.reachable_gap),
+                pct_text(r.bound_gap),
                 f"{r.exact.total_s:.1f}",
             ]
         )
@@ -659,7 +658,7 @@ def policy_rows(sg: ScenarioGap) -> tuple[list[str], list[list[str]]]:
         for p in sg.policies:
             pr = r.report.policy(p)
             us = pr.makespan_us
-            cells.append("failed" if us is None else f"{_us(us)} ({_pct(pr.gap_to_bound)})")
+            cells.append("failed" if us is None else f"{us_text(us)} ({pct_text(pr.gap_to_bound)})")
         rows.append(cells)
     return head, rows
 
@@ -674,12 +673,12 @@ def physical_rows(sg: ScenarioGap) -> tuple[list[str], list[list[str]]]:
         rows.append(
             [
                 str(r.rank),
-                _us(b["compute_us"]),
-                f"{_us(b['bandwidth_us'])} [{b['bandwidth_channel']}]",
-                _us(b["dependency_us"]),
+                us_text(b["compute_us"]),
+                f"{us_text(b['bandwidth_us'])} [{b['bandwidth_channel']}]",
+                us_text(b["dependency_us"]),
                 binds,
-                _us(r.tail_offset_us),
-                _us(max(r.physical_limits().values())),
+                us_text(r.tail_offset_us),
+                us_text(max(r.physical_limits().values())),
             ]
         )
     return head, rows
@@ -695,13 +694,13 @@ def divergence_rows(d: DivergenceSummary) -> tuple[list[str], list[list[str]]]:
             where = f"{x.resource} #{x.position}"
         rows.append(
             [
-                _us(x.time_us),
+                us_text(x.time_us),
                 where,
                 x.greedy_event or "(nothing)",
                 x.greedy_stage,
                 x.optimal_event or "(nothing)",
                 x.optimal_stage,
-                _us(x.optimal_start_us),
+                us_text(x.optimal_start_us),
             ]
         )
     return head, rows
@@ -844,45 +843,13 @@ def gap_html(reports: ScenarioGap | Sequence[ScenarioGap]) -> str:
             if r.divergences.first:
                 parts.append(_html_table(*divergence_rows(r.divergences)))
             best_title = (
-                f"best schedule ({_best_from(r)}): {_us(r.best_us)} µs; bound {_us(r.lower_bound_us)} µs"
+                f"best schedule ({_best_from(r)}): {us_text(r.best_us)} µs; "
+                f"bound {us_text(r.lower_bound_us)} µs"
             )
             tracks = [
-                GanttTrack(f"greedy ({r.policy}): {_us(r.greedy_us)} µs", r.greedy_schedule, r.graph),
+                GanttTrack(f"greedy ({r.policy}): {us_text(r.greedy_us)} µs", r.greedy_schedule, r.graph),
                 GanttTrack(best_title, r.best_schedule, r.graph),
             ]
             parts.append(gantt_fragment(tracks, color_by="stage", chart_id=f"s{k}-rank{r.rank}"))
     parts.append(page_tail())
     return "".join(parts)
-
-
-def scenario_gap_input(path: Path, args: Any, progress: Callable[[str], None]) -> ScenarioGap:
-    """``moeopt gap`` runner for scenario files (:func:`moeopt.cli.register_gap_report`).
-
-    Reads ``args.set`` (overrides), ``time_limit`` (default :data:`DEFAULT_TIME_LIMIT_S` per
-    distinct rank), ``workers``, ``mode``, ``policies`` and ``divergences``.
-    """
-    from moeopt.megamoe.commands import parse_sets
-
-    overrides = parse_sets(getattr(args, "set", None))
-    scenario = load_scenario(path, overrides)
-    label = str(path) + "".join(f" --set {k}={v}" for k, v in overrides.items())
-    limit = DEFAULT_TIME_LIMIT_S if args.time_limit is None else args.time_limit
-    pols = [p.strip() for p in args.policies.split(",") if p.strip()]
-
-    def each(r: RankGap) -> None:
-        progress(
-            f"  rank {r.rank} ({r.num_events} events): greedy {_us(r.greedy_us)}, best {_us(r.best_us)}, "
-            f"bound {_us(r.lower_bound_us)} [{r.exact.bound_source}], certified gap {_pct(r.certified_gap)}, "
-            f"{r.exact.total_s:.1f} s"
-        )
-
-    return optimality_gap(
-        scenario,
-        time_limit_s=limit,
-        workers=args.workers,
-        mode=args.mode,
-        policies=pols,
-        divergences=args.divergences,
-        label=label,
-        progress=each,
-    )

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 import moeopt.megamoe as mm
-from moeopt.megamoe import golden
+from moeopt.trust import golden
 
 ROOT = Path(__file__).resolve().parents[2]
 

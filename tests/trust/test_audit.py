@@ -6,8 +6,8 @@ import pytest
 
 import moeopt.megamoe as mm
 from moeopt.cli import main
-from moeopt.megamoe import audit as au
 from moeopt.megamoe.knobs import knob, knob_catalogue
+from moeopt.trust import audit as au
 
 
 def test_candidates_respect_the_validators(bs72: mm.Scenario) -> None:

@@ -8,7 +8,7 @@ Commands (a registry, :data:`COMMANDS`; each has ``add_arguments(parser)`` and `
     ``--json`` / ``--markdown`` (to PATH, or to standard output without one or with ``-``; the
     table then goes to standard error). Graph inputs are read by the loader registered for their
     suffix (:func:`register_gap_input`; ``.sm`` = PSPLIB). Inputs with a *report* runner
-    (:func:`register_gap_report`; ``.toml`` = a MegaMoE scenario, :mod:`moeopt.megamoe.gap`)
+    (:func:`register_gap_report`; ``.toml`` = a MegaMoE scenario, :mod:`moeopt.trust.gap`)
     produce their own report: per distinct rank, the greedy per policy, CP-SAT's best and bound,
     the physical bounds, the gaps and what the optimum does differently; ``--set`` overrides
     apply to them and ``--html`` writes one page with their Gantt charts. A bad input gives one
@@ -19,25 +19,31 @@ Commands (a registry, :data:`COMMANDS`; each has ``add_arguments(parser)`` and `
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import math
-import os
 import sys
-import traceback
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol, TextIO
 
+from moeopt.cli.common import (
+    Command,
+    add_set_argument,
+    finite,
+    parse_sets,
+    positive_float,
+    positive_int,
+    write_text,
+)
 from moeopt.core.events import EventGraph
 from moeopt.core.policies import BUILTIN_POLICIES, make_policy
 from moeopt.core.psplib import load_psplib, load_psplib_optima
 from moeopt.errors import InputError, MoeoptError
-from moeopt.megamoe.commands import GOLDEN, SIMULATE, add_set_argument, parse_sets
-from moeopt.megamoe.gap import gap_html, scenario_gap_input
-from moeopt.megamoe.report import REPORT, TRACE, TRACE_COMPARE
-from moeopt.megamoe.trust_commands import AUDIT, COMPARE, DOMAIN
+from moeopt.megamoe.scenario import load_scenario
+from moeopt.trust.gap import DEFAULT_TIME_LIMIT_S, RankGap, ScenarioGap, gap_html, optimality_gap
+from moeopt.trust.gap import pct_text as _pct_text
+from moeopt.trust.gap import us_text as _us
 
 GapLoader = Callable[[Path], list[tuple[str, EventGraph]]]
 """Reads one input file into ``[(name, graph), ...]`` (several graphs for e.g. one per rank)."""
@@ -58,8 +64,13 @@ def register_gap_input(suffix: str, loader: GapLoader, *, replace: bool = False)
     _GAP_LOADERS[key] = loader
 
 
+def unregister_gap_input(suffix: str) -> None:
+    """Forget the loader of ``suffix`` (a no-op when there is none)."""
+    _GAP_LOADERS.pop(suffix.lower(), None)
+
+
 class GapDocument(Protocol):
-    """What a report runner returns for one input (e.g. :class:`moeopt.megamoe.gap.ScenarioGap`)."""
+    """What a report runner returns for one input (e.g. :class:`moeopt.trust.gap.ScenarioGap`)."""
 
     def to_dict(self) -> dict[str, Any]: ...
 
@@ -97,7 +108,6 @@ def _load_sm(path: Path) -> list[tuple[str, EventGraph]]:
 
 
 register_gap_input(".sm", _load_sm)
-register_gap_report(".toml", scenario_gap_input, gap_html)
 
 
 # ---------------------------------------------------------------------- formatting
@@ -197,36 +207,16 @@ def markdown(rows: Sequence[GapRow], policies: Sequence[str]) -> str:
 
 
 # ---------------------------------------------------------------------- gap command
-def _positive_float(text: str) -> float:
-    try:
-        v = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number of seconds > 0, got {text!r}") from None
-    if not math.isfinite(v) or v <= 0:
-        raise argparse.ArgumentTypeError(f"expected a number of seconds > 0, got {text!r}")
-    return v
-
-
-def _positive_int(text: str) -> int:
-    try:
-        v = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected an integer >= 1, got {text!r}") from None
-    if v < 1:
-        raise argparse.ArgumentTypeError(f"expected an integer >= 1, got {text!r}")
-    return v
-
-
 def _gap_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("files", nargs="+", metavar="FILE", help=f"inputs ({', '.join(gap_suffixes())})")
     p.add_argument(
         "--time-limit",
-        type=_positive_float,
+        type=positive_float,
         default=None,
         metavar="S",
         help="CP-SAT seconds per graph (default 10; scenarios: 30 per distinct rank)",
     )
-    p.add_argument("--workers", type=_positive_int, default=1, help="CP-SAT worker threads (default 1)")
+    p.add_argument("--workers", type=positive_int, default=1, help="CP-SAT worker threads (default 1)")
     p.add_argument(
         "--mode",
         default="auto",
@@ -248,7 +238,7 @@ def _gap_arguments(p: argparse.ArgumentParser) -> None:
     add_set_argument(p, "scenario inputs: ")
     p.add_argument(
         "--divergences",
-        type=_positive_int,
+        type=positive_int,
         default=10,
         metavar="N",
         help="scenario inputs: first divergences listed per rank (default 10)",
@@ -366,93 +356,58 @@ def _gap_run(args: argparse.Namespace) -> int:
         }
         if report_inputs:
             doc_json["reports"] = [d.to_dict() for _sfx, d in docs]
-        _write(args.json, json.dumps(_finite(doc_json), indent=1) + "\n")
+        write_text(args.json, json.dumps(finite(doc_json), indent=1) + "\n")
     if args.markdown:
         parts = [markdown(rows, policies)] if rows else []
         parts += [d.markdown() for _sfx, d in docs]
-        _write(args.markdown, "\n".join(parts))
+        write_text(args.markdown, "\n".join(parts))
     if args.html:
         by_runner: dict[str, list[Any]] = {}
         for sfx, d in docs:
             by_runner.setdefault(sfx, []).append(d)
         pages = [html(ds) for sfx, ds in by_runner.items() if (html := _GAP_REPORTS[sfx][1]) is not None]
         if pages:
-            _write(args.html, pages[0] if len(pages) == 1 else "\n".join(pages))
+            write_text(args.html, pages[0] if len(pages) == 1 else "\n".join(pages))
             print(f"wrote {args.html}", file=term, flush=True)
     return 1 if errors else 0
 
 
-def _finite(v: Any) -> Any:
-    """JSON has no infinity: non-finite floats become strings."""
-    if isinstance(v, dict):
-        return {k: _finite(x) for k, x in v.items()}
-    if isinstance(v, list):
-        return [_finite(x) for x in v]
-    if isinstance(v, float) and not math.isfinite(v):
-        return str(v)
-    return v
+# ---------------------------------------------------------------------- scenario inputs
+def scenario_gap_input(path: Path, args: Any, progress: Callable[[str], None]) -> ScenarioGap:
+    """``moeopt gap`` runner for scenario files (:func:`register_gap_report`).
+
+    Reads ``args.set`` (overrides), ``time_limit`` (default :data:`DEFAULT_TIME_LIMIT_S` per
+    distinct rank), ``workers``, ``mode``, ``policies`` and ``divergences``.
+    """
+    overrides = parse_sets(getattr(args, "set", None))
+    scenario = load_scenario(path, overrides)
+    label = str(path) + "".join(f" --set {k}={v}" for k, v in overrides.items())
+    limit = DEFAULT_TIME_LIMIT_S if args.time_limit is None else args.time_limit
+    pols = [p.strip() for p in args.policies.split(",") if p.strip()]
+
+    def each(r: RankGap) -> None:
+        progress(
+            f"  rank {r.rank} ({r.num_events} events): greedy {_us(r.greedy_us)}, best {_us(r.best_us)}, "
+            f"bound {_us(r.lower_bound_us)} [{r.exact.bound_source}], "
+            f"certified gap {_pct_text(r.certified_gap)}, {r.exact.total_s:.1f} s"
+        )
+
+    return optimality_gap(
+        scenario,
+        time_limit_s=limit,
+        workers=args.workers,
+        mode=args.mode,
+        policies=pols,
+        divergences=args.divergences,
+        label=label,
+        progress=each,
+    )
 
 
-def _write(dest: str, text: str) -> None:
-    if dest == "-":
-        sys.stdout.write(text)
-        sys.stdout.flush()
-        return
-    try:
-        Path(dest).write_text(text)
-    except OSError as exc:
-        raise InputError(f"{dest}: cannot write: {exc.strerror or exc}") from None
+register_gap_report(".toml", scenario_gap_input, gap_html)
 
-
-Command = tuple[str, Callable[[argparse.ArgumentParser], None], Callable[[argparse.Namespace], int]]
-"""``(help, add_arguments(parser), run(args) -> exit code)``."""
-
-COMMANDS: dict[str, Command] = {
-    "gap": (
-        "greedy (every policy) against CP-SAT's best schedule and lower bound, per input",
-        _gap_arguments,
-        _gap_run,
-    ),
-    "simulate": SIMULATE,
-    "golden": GOLDEN,
-    "report": REPORT,
-    "trace": TRACE,
-    "trace-compare": TRACE_COMPARE,
-    "compare": COMPARE,
-    "audit": AUDIT,
-    "domain": DOMAIN,
-}
-
-
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m moeopt", description="moeopt command line")
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for name, (help_text, add_arguments, _run) in COMMANDS.items():
-        cmd = sub.add_parser(name, help=help_text, description=help_text)
-        add_arguments(cmd)
-        cmd.add_argument("--debug", action="store_true", help="show tracebacks of internal errors")
-    return parser
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """Run one command; return its exit code (0 ok, 1 some input failed, 2 usage error)."""
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    if args.command is None:
-        parser.print_help(sys.stderr)
-        return 2
-    _help, _add, run = COMMANDS[args.command]
-    try:
-        return run(args)
-    except BrokenPipeError:
-        # the reader went away (``... | head``): stop quietly, as a Unix filter does
-        with contextlib.suppress(OSError):
-            sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - replaces the closed pipe until exit
-        return 0
-    except MoeoptError as exc:
-        if getattr(args, "debug", False):
-            traceback.print_exc()
-        print(f"error: {str(exc).strip()}", file=sys.stderr)
-        return 2
-
-
+GAP: Command = (
+    "greedy (every policy) against CP-SAT's best schedule and lower bound, per input",
+    _gap_arguments,
+    _gap_run,
+)

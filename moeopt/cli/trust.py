@@ -1,16 +1,13 @@
 """The trust-tool subcommands of ``python -m moeopt``: ``compare``, ``audit``, ``domain``.
 
-Each is a ``(help, add_arguments(parser), run(args) -> exit code)`` triple for
-:data:`moeopt.cli.COMMANDS`.
-
 ``compare SCENARIO VARIANTS.yaml [--exact] [--sensitivity] [--json PATH]``
-    The design-space table of :func:`~moeopt.megamoe.compare.compare_variants`; the YAML file
+    The design-space table of :func:`~moeopt.trust.compare.compare_variants`; the YAML file
     maps a variant name to ``{dotted.path: value}`` (the first variant is the baseline). A
     progress bar on standard error while the variants run. ``--sensitivity`` adds the
-    calibration intervals and flips (:mod:`moeopt.megamoe.sensitivity`).
+    calibration intervals and flips (:mod:`moeopt.trust.sensitivity`).
 
 ``audit [SCENARIO] [--only PATH ...]``
-    Every knob of the catalogue classified by perturbing it (:mod:`moeopt.megamoe.audit`);
+    Every knob of the catalogue classified by perturbing it (:mod:`moeopt.trust.audit`);
     without a scenario, the seed's bs = 72 shape.
 
 ``domain SCENARIO``
@@ -22,19 +19,23 @@ Exit codes: 0 ok, 1 the baseline was stopped by a guardrail, 2 bad input.
 from __future__ import annotations
 
 import argparse
-import json
-import math
 import sys
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
-from pathlib import Path
-from typing import Any, TextIO
+from typing import Any
 
 import yaml
 
+from moeopt.cli.common import (
+    Command,
+    add_set_argument,
+    emit,
+    guarded,
+    nonneg_float,
+    nonneg_int,
+    parse_sets,
+    progress_bar,
+    write_json,
+)
 from moeopt.errors import InputError
-from moeopt.megamoe.commands import Command, _out, _plain, add_set_argument, parse_sets
-from moeopt.megamoe.errors import GuardrailError
 from moeopt.megamoe.scenario import Scenario, Workload, load_scenario
 
 SEED_BS72 = "the seed's bs=72 shape (h 5120, hidden_dim 9216, topk 6, 8 ranks, 3 experts/rank, megamoe-a8w8)"
@@ -53,7 +54,7 @@ def seed_bs72() -> Scenario:
 
 def load_variants(path: str) -> dict[str, dict[str, Any]]:
     """A variants YAML file: ``name: {dotted.path: value}`` (or the same under ``variants:``)."""
-    from moeopt.megamoe.compare import check_variants
+    from moeopt.trust.compare import check_variants
 
     try:
         with open(path, encoding="utf-8") as fh:
@@ -67,55 +68,6 @@ def load_variants(path: str) -> dict[str, dict[str, Any]]:
     if isinstance(data, dict) and set(data) == {"variants"}:
         data = data["variants"]
     return check_variants(data, where=path)
-
-
-@contextmanager
-def progress_bar(total: int, desc: str, enabled: bool = True) -> Iterator[Callable[[int, int, str], None]]:
-    """A tqdm bar on standard error (only when there is more than one step and it is enabled)."""
-    if not enabled or total <= 1:
-        yield lambda _d, _t, _n: None
-        return
-    from tqdm import tqdm  # type: ignore[import-untyped,unused-ignore]
-
-    bar = tqdm(total=total, desc=desc, unit="run", file=sys.stderr, leave=False, dynamic_ncols=True)
-    try:
-
-        def step(done: int, _total: int, name: str) -> None:
-            bar.set_postfix_str(name[:40], refresh=False)
-            bar.update(done - bar.n)
-
-        yield step
-    finally:
-        bar.close()
-
-
-def _at_least_zero(kind: type[int] | type[float]) -> Callable[[str], Any]:
-    """An argparse type: a finite ``kind`` >= 0, or one message naming the value."""
-    what = "an integer" if kind is int else "a number"
-
-    def parse(text: str) -> Any:
-        try:
-            v = kind(text)
-        except ValueError:
-            v = -1
-        if not math.isfinite(v) or v < 0:
-            raise argparse.ArgumentTypeError(f"expected {what} >= 0, got {text!r}")
-        return v
-
-    return parse
-
-
-_nonneg_float = _at_least_zero(float)
-_nonneg_int = _at_least_zero(int)
-
-
-def _guarded(what: str, run: Callable[[], Any]) -> Any:
-    """``run()``; a guardrail becomes one ``error:`` line and ``None`` (exit code 1)."""
-    try:
-        return run()
-    except GuardrailError as exc:
-        _out(f"error: {what}guardrail {type(exc).__name__}: {exc}", err=True)
-        return None
 
 
 def _scenario_arg(p: argparse.ArgumentParser, optional: bool = False) -> None:
@@ -135,22 +87,6 @@ def _load(args: argparse.Namespace) -> Scenario:
     return load_scenario(args.scenario, parse_sets(args.set))
 
 
-def _emit(stream: TextIO, text: str) -> None:
-    stream.write(text)
-    stream.flush()
-
-
-def _write_json(dest: str, doc: Any) -> None:
-    text = json.dumps(_plain(doc), indent=1) + "\n"
-    if dest == "-":
-        sys.stdout.write(text)
-        return
-    try:
-        Path(dest).write_text(text)
-    except OSError as exc:
-        raise InputError(f"{dest}: cannot write: {exc.strerror or exc}") from None
-
-
 # --------------------------------------------------------------------------- compare
 def _compare_arguments(p: argparse.ArgumentParser) -> None:
     _scenario_arg(p)
@@ -161,16 +97,16 @@ def _compare_arguments(p: argparse.ArgumentParser) -> None:
         "--exact", action="store_true", help="add the CP-SAT column (anomaly-free optimum per variant)"
     )
     p.add_argument(
-        "--time-limit", type=_nonneg_float, default=10.0, metavar="S", help="CP-SAT seconds per variant"
+        "--time-limit", type=nonneg_float, default=10.0, metavar="S", help="CP-SAT seconds per variant"
     )
-    p.add_argument("--workers", type=_nonneg_int, default=1, help="CP-SAT worker threads (default 1)")
+    p.add_argument("--workers", type=nonneg_int, default=1, help="CP-SAT worker threads (default 1)")
     p.add_argument(
         "--noise-pct",
-        type=_nonneg_float,
+        type=nonneg_float,
         metavar="PCT",
         help="fixed noise threshold in percent (default: measured per row by 0.01 µs perturbations)",
     )
-    p.add_argument("--probes", type=_nonneg_int, default=8, help="critical-path events perturbed per variant")
+    p.add_argument("--probes", type=nonneg_int, default=8, help="critical-path events perturbed per variant")
     p.add_argument(
         "--sensitivity", action="store_true", help="add calibration-uncertainty intervals and flips"
     )
@@ -191,8 +127,8 @@ def _compare_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def _compare_run(args: argparse.Namespace) -> int:
-    from moeopt.megamoe.compare import compare_variants, format_design_space
-    from moeopt.megamoe.sensitivity import (
+    from moeopt.trust.compare import compare_variants, format_design_space
+    from moeopt.trust.sensitivity import (
         calibration_ranges,
         calibration_sensitivity,
         format_sensitivity,
@@ -222,25 +158,25 @@ def _compare_run(args: argparse.Namespace) -> int:
                 progress=step,
             )
 
-    rows = _guarded("the baseline: ", run)
+    rows = guarded("the baseline: ", run)
     if rows is None:
         return 1
     out = sys.stderr if args.json == "-" else sys.stdout
-    _emit(out, format_design_space(rows))
+    emit(out, format_design_space(rows))
     doc: dict[str, Any] = {"rows": [r.to_dict() for r in rows]}
     if args.sensitivity:
         n_ranges = len(calibration_ranges(scenario, ranges, rel))
         total = 1 + 2 * n_ranges + (2 if n_ranges else 0)
         with progress_bar(total, "sensitivity", not args.no_progress) as step:
             rep = calibration_sensitivity(scenario, variants, ranges=ranges, rel=rel, progress=step)
-        _emit(out, "\n" + format_sensitivity(rep))
+        emit(out, "\n" + format_sensitivity(rep))
         doc["sensitivity"] = {
             "ranges": [r.__dict__ for r in rep.ranges],
             "times": rep.times,
             "errors": rep.errors,
         }
     if args.json:
-        _write_json(args.json, doc)
+        write_json(args.json, doc)
     return 0
 
 
@@ -260,8 +196,8 @@ def _audit_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def _audit_run(args: argparse.Namespace) -> int:
-    from moeopt.megamoe.audit import audit_knobs, format_audit
     from moeopt.megamoe.knobs import knob_catalogue
+    from moeopt.trust.audit import audit_knobs, format_audit
 
     scenario = _load(args)
     n = len(args.only) if args.only else len(knob_catalogue())
@@ -270,13 +206,13 @@ def _audit_run(args: argparse.Namespace) -> int:
         with progress_bar(n, "knobs", not args.no_progress) as step:
             return audit_knobs(scenario, args.only, progress=step)
 
-    verdicts = _guarded("the audited scenario: ", run)
+    verdicts = guarded("the audited scenario: ", run)
     if verdicts is None:
         return 1
     out = sys.stderr if args.json == "-" else sys.stdout
-    _emit(out, f"scenario: {args.scenario or SEED_BS72}\n" + format_audit(verdicts))
+    emit(out, f"scenario: {args.scenario or SEED_BS72}\n" + format_audit(verdicts))
     if args.json:
-        _write_json(
+        write_json(
             args.json,
             [{"path": v.path, "verdict": v.verdict, "shape": v.shape, "detail": v.detail} for v in verdicts],
         )
@@ -300,16 +236,16 @@ def _domain_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def _domain_run(args: argparse.Namespace) -> int:
-    from moeopt.megamoe.domain import domain_report, format_domain
+    from moeopt.trust.domain import domain_report, format_domain
 
     scenario = _load(args)
-    rep = _guarded("", lambda: domain_report(scenario, probe_use=not args.no_use_probe))
+    rep = guarded("", lambda: domain_report(scenario, probe_use=not args.no_use_probe))
     if rep is None:
         return 1
     out = sys.stderr if args.json == "-" else sys.stdout
-    _emit(out, format_domain(rep))
+    emit(out, format_domain(rep))
     if args.json:
-        _write_json(
+        write_json(
             args.json,
             {
                 "domain": rep.scenario_domain,
@@ -327,5 +263,3 @@ DOMAIN: Command = (
     _domain_arguments,
     _domain_run,
 )
-
-COMMANDS: dict[str, Command] = {"compare": COMPARE, "audit": AUDIT, "domain": DOMAIN}

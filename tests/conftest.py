@@ -6,7 +6,7 @@ import pytest
 
 import moeopt.megamoe as mm
 
-BS72_FILE = Path(__file__).resolve().parents[2] / "examples" / "scenario_bs72.toml"
+BS72_FILE = Path(__file__).resolve().parents[1] / "examples" / "scenario_bs72.toml"
 
 
 @pytest.fixture(scope="session")

@@ -24,10 +24,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from moeopt.errors import InputError, MoeoptError
-from moeopt.megamoe.compare import check_variants
 from moeopt.megamoe.config.profiles import CONSTANTS
 from moeopt.megamoe.scenario import Scenario
 from moeopt.megamoe.simulate import simulate
+from moeopt.trust.compare import check_variants
 
 UNCERTAIN_TAGS = ("measured", "assumed")
 DEFAULT_REL = {"measured": 0.10, "assumed": 0.50}
@@ -178,7 +178,7 @@ def calibration_sensitivity(
     Args:
         scenario: the base scenario.
         variants: ``{name: {dotted.path: value}}``, the first is the baseline (as
-            :func:`~moeopt.megamoe.compare.compare_variants`).
+            :func:`~moeopt.trust.compare.compare_variants`).
         ranges: explicit ``{constant: (lo, hi)}``; the others get the default relative range.
         rel: default relative half-width per tag, e.g. ``{"measured": 0.05}``.
         progress: called after each perturbation with ``(done, total, label)``.

@@ -8,8 +8,8 @@ import pytest
 
 import moeopt.megamoe as mm
 from moeopt.cli import main
-from moeopt.megamoe.compare import VariantRow, compare_variants, format_design_space
-from moeopt.megamoe.trust_commands import load_variants
+from moeopt.cli.trust import load_variants
+from moeopt.trust.compare import VariantRow, compare_variants, format_design_space
 
 ROOT = Path(__file__).resolve().parents[2]
 SCENARIO = ROOT / "examples" / "scenario_bs72.toml"

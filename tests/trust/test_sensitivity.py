@@ -9,7 +9,7 @@ import pytest
 import moeopt.megamoe as mm
 from moeopt.cli import main
 from moeopt.errors import InputError
-from moeopt.megamoe.sensitivity import (
+from moeopt.trust.sensitivity import (
     ConstantRange,
     Perturbation,
     SensitivityReport,

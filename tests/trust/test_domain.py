@@ -8,7 +8,7 @@ import pytest
 
 import moeopt.megamoe as mm
 from moeopt.cli import main
-from moeopt.megamoe.domain import domain_report, format_domain
+from moeopt.trust.domain import domain_report, format_domain
 
 
 def test_pto_constants_outside_their_domain_are_named() -> None:

@@ -10,8 +10,8 @@ import pytest
 import moeopt as m
 import moeopt.megamoe as mm
 from moeopt.cli import main
-from moeopt.megamoe.gap import first_divergences, optimality_gap, tail_offset_us
 from moeopt.megamoe.simulate import build_graphs
+from moeopt.trust.gap import ScenarioGap, first_divergences, optimality_gap, tail_offset_us
 
 ROOT = Path(__file__).resolve().parents[2]
 BASIC = ROOT / "examples" / "scenario_basic.toml"
@@ -44,7 +44,7 @@ late_bind_pools = ["AIC"]
 BS72_TOML = (Path(__file__).resolve().parents[2] / "examples" / "scenario_bs72.toml").read_text()
 
 
-def _check_report(sg: mm.ScenarioGap, time_limit_s: float) -> None:
+def _check_report(sg: ScenarioGap, time_limit_s: float) -> None:
     """What a user relies on in every report: sound bounds, valid schedules, gaps as defined."""
     assert sg.time_limit_s == time_limit_s
     assert sg.ranks

@@ -1,0 +1,198 @@
+"""What every ``python -m moeopt`` command shares: the command triple, output, ``--set``
+parsing, JSON conversion, argument types, progress bars and the guardrail wrapper."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any, TextIO
+
+from moeopt.errors import InputError
+from moeopt.megamoe.errors import GuardrailError
+from moeopt.megamoe.scenario import parse_override_value
+
+Command = tuple[str, Callable[[argparse.ArgumentParser], None], Callable[[argparse.Namespace], int]]
+"""``(help, add_arguments(parser), run(args) -> exit code)``."""
+
+
+def out(text: str, *, err: bool = False) -> None:
+    """One line (or block) to standard output / error, flushed (progress is read live)."""
+    stream = sys.stderr if err else sys.stdout
+    stream.write(text + "\n")
+    stream.flush()
+
+
+def emit(stream: TextIO, text: str) -> None:
+    """``text`` as it is (no newline added) to ``stream``, flushed."""
+    stream.write(text)
+    stream.flush()
+
+
+# --------------------------------------------------------------------------- --set
+def parse_sets(items: list[str] | None) -> dict[str, Any]:
+    """``["kernel.tile_n=128", ...]`` -> ``{"kernel.tile_n": 128}`` (values read as TOML literals)."""
+    out: dict[str, Any] = {}
+    for item in items or []:
+        path, eq, value = item.partition("=")
+        path = path.strip()
+        if not eq or not path:
+            raise InputError(f"--set {item!r}: expected dotted.path=value, e.g. --set kernel.tile_n=128")
+        out[path] = parse_override_value(value.strip())
+    return out
+
+
+def add_set_argument(p: argparse.ArgumentParser, applies_to: str = "") -> None:
+    """The ``--set PATH=VALUE`` option every scenario command takes (read with :func:`parse_sets`);
+    ``applies_to`` prefixes the help when only some inputs take it."""
+    p.add_argument(
+        "--set",
+        action="append",
+        metavar="PATH=VALUE",
+        help=f"{applies_to}dotted-path override, e.g. --set kernel.tile_n=128 "
+        "(repeatable; values are TOML literals)",
+    )
+
+
+# --------------------------------------------------------------------------- JSON
+def result_to_jsonable(r: Mapping[str, Any]) -> dict[str, Any]:
+    """The result dict without graphs and schedules, with plain JSON types only."""
+    out = {k: v for k, v in r.items() if k != "rank_results"}
+    ranks: dict[str, Any] = {}
+    for rep in r["simulated_ranks"]:
+        rr = r["rank_results"][rep]
+        ranks[str(rep)] = {
+            "ranks_sharing_signature": rr["ranks_sharing_signature"],
+            "kernel_total_us": rr["kernel_total_us"],
+            "kernel_dag_end_us": rr["kernel_dag_end_us"],
+            "n_events": rr["n_events"],
+            "schedule_fingerprint": rr["schedule"].fingerprint(),
+            "bounds": rr["bounds"],
+            "waves": rr["waves"],
+            "contract": rr["contract"],
+        }
+    out["rank_results"] = ranks
+    return plain(out)
+
+
+def plain(v: Any) -> Any:
+    if isinstance(v, (Mapping, MappingProxyType)):
+        return {str(k): plain(x) for k, x in v.items()}
+    if isinstance(v, (list, tuple, set, frozenset)):
+        return [plain(x) for x in v]
+    if isinstance(v, float):
+        return v if math.isfinite(v) else str(v)
+    if isinstance(v, (str, int, bool)) or v is None:
+        return v
+    if hasattr(v, "item"):  # numpy scalars
+        return plain(v.item())
+    return str(v)
+
+
+def finite(v: Any) -> Any:
+    """JSON has no infinity: non-finite floats become strings."""
+    if isinstance(v, dict):
+        return {k: finite(x) for k, x in v.items()}
+    if isinstance(v, list):
+        return [finite(x) for x in v]
+    if isinstance(v, float) and not math.isfinite(v):
+        return str(v)
+    return v
+
+
+def write_text(dest: str, text: str) -> None:
+    if dest == "-":
+        sys.stdout.write(text)
+        sys.stdout.flush()
+        return
+    try:
+        Path(dest).write_text(text)
+    except OSError as exc:
+        raise InputError(f"{dest}: cannot write: {exc.strerror or exc}") from None
+
+
+def write_json(dest: str, doc: Any) -> None:
+    text = json.dumps(plain(doc), indent=1) + "\n"
+    if dest == "-":
+        sys.stdout.write(text)
+        return
+    try:
+        Path(dest).write_text(text)
+    except OSError as exc:
+        raise InputError(f"{dest}: cannot write: {exc.strerror or exc}") from None
+
+
+# --------------------------------------------------------------------------- argument types
+def positive_float(text: str) -> float:
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of seconds > 0, got {text!r}") from None
+    if not math.isfinite(v) or v <= 0:
+        raise argparse.ArgumentTypeError(f"expected a number of seconds > 0, got {text!r}")
+    return v
+
+
+def positive_int(text: str) -> int:
+    try:
+        v = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 1, got {text!r}") from None
+    if v < 1:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 1, got {text!r}")
+    return v
+
+
+def at_least_zero(kind: type[int] | type[float]) -> Callable[[str], Any]:
+    """An argparse type: a finite ``kind`` >= 0, or one message naming the value."""
+    what = "an integer" if kind is int else "a number"
+
+    def parse(text: str) -> Any:
+        try:
+            v = kind(text)
+        except ValueError:
+            v = -1
+        if not math.isfinite(v) or v < 0:
+            raise argparse.ArgumentTypeError(f"expected {what} >= 0, got {text!r}")
+        return v
+
+    return parse
+
+
+nonneg_float = at_least_zero(float)
+nonneg_int = at_least_zero(int)
+
+
+# --------------------------------------------------------------------------- progress, guardrails
+@contextmanager
+def progress_bar(total: int, desc: str, enabled: bool = True) -> Iterator[Callable[[int, int, str], None]]:
+    """A tqdm bar on standard error (only when there is more than one step and it is enabled)."""
+    if not enabled or total <= 1:
+        yield lambda _d, _t, _n: None
+        return
+    from tqdm import tqdm  # type: ignore[import-untyped,unused-ignore]
+
+    bar = tqdm(total=total, desc=desc, unit="run", file=sys.stderr, leave=False, dynamic_ncols=True)
+    try:
+
+        def step(done: int, _total: int, name: str) -> None:
+            bar.set_postfix_str(name[:40], refresh=False)
+            bar.update(done - bar.n)
+
+        yield step
+    finally:
+        bar.close()
+
+
+def guarded(what: str, run: Callable[[], Any]) -> Any:
+    """``run()``; a guardrail becomes one ``error:`` line and ``None`` (exit code 1)."""
+    try:
+        return run()
+    except GuardrailError as exc:
+        out(f"error: {what}guardrail {type(exc).__name__}: {exc}", err=True)
+        return None

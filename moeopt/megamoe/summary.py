@@ -1,0 +1,45 @@
+"""The seed-style summary of one :func:`moeopt.simulate` result: a few lines a kernel developer
+reads first (time, bounds, utilisation, idle, traffic, implementation, calibration domain)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+
+def format_summary(r: Mapping[str, Any]) -> str:
+    """The seed-style summary of one :func:`moeopt.simulate` result (several lines)."""
+    b = r["bounds"]
+    util = "  ".join(f"{role} {100 * u:.1f}%" for role, u in r["role_utilization"].items())
+    idle = r["idle_decomposition"]
+    late = {st: d for st, d in idle["by_stage"].items() if d["late_bound"]}
+    pinned = sum(d["avoidable_core_us"] for st, d in idle["by_stage"].items() if st not in late)
+    checked = sum(d["avoidable_core_us"] for d in late.values() if d["work_conservation_exempt"] is None)
+    if late:
+        verdict = "holds" if checked <= 1e-3 else "broken"
+        conserve = f"late-bound pools {checked:.1f} core-µs, work conservation {verdict}"
+    else:
+        conserve = "no late-bound pool"
+    impl = r["implementation"]
+    ranks = r["simulated_ranks"]
+    lines = [
+        f"time            {r['kernel_total_us']:.2f} µs (to the last combine; "
+        f"with the tail {r['kernel_dag_end_us']:.2f} µs), slowest rank {r['slowest_rank']}",
+        f"bounds          compute {b['compute_us']:.2f} / bandwidth {b['bandwidth_us']:.2f} "
+        f"[{b['bandwidth_channel']}] / dependency {b['dependency_us']:.2f} µs -> {b['binding']}-bound, "
+        f"{b['excess_pct']:+.1f}% above it" + ("  ** BELOW THE BOUND **" if b.get("violated") else ""),
+        f"utilisation     {util}",
+        f"avoidable idle  {idle['avoidable_core_us']:.1f} core-µs "
+        f"(statically pinned pools {pinned:.1f}; {conserve})",
+        f"GM->L1          {r['traffic_bytes']['gm_to_l1'] / 1e6:.1f} MB",
+        f"implementation  {impl['id']} (profile {impl['profile']}), compile {impl['compile_fingerprint']}, "
+        f"policy {r['policy']}",
+        f"ranks           {len(ranks)} simulated of {impl['topology']['world']} "
+        f"(identical routing signatures share one)",
+    ]
+    cal = r["calibration"]
+    if cal["out_of_domain"]:
+        lines.append("calibration     OUT OF DOMAIN: " + "; ".join(cal["reasons"]))
+    else:
+        lines.append(f"calibration     inside domain {cal['domain']['id']}")
+    return "\n".join(lines)
