@@ -15,6 +15,7 @@ from typing import Any, TextIO
 
 from moeopt.errors import InputError
 from moeopt.megamoe.errors import GuardrailError
+from moeopt.megamoe.results import SimulateResult
 from moeopt.megamoe.scenario import parse_override_value
 
 Command = tuple[str, Callable[[argparse.ArgumentParser], None], Callable[[argparse.Namespace], int]]
@@ -60,10 +61,10 @@ def add_set_argument(p: argparse.ArgumentParser, applies_to: str = "") -> None:
 
 
 # --------------------------------------------------------------------------- JSON
-def result_to_jsonable(r: Mapping[str, Any]) -> dict[str, Any]:
+def result_to_jsonable(r: SimulateResult) -> dict[str, Any]:
     """The result dict without graphs and schedules, with plain JSON types only."""
-    out = {k: v for k, v in r.items() if k != "rank_results"}
-    ranks: dict[str, Any] = {}
+    out: dict[str, object] = {k: v for k, v in r.items() if k != "rank_results"}
+    ranks: dict[str, dict[str, object]] = {}
     for rep in r["simulated_ranks"]:
         rr = r["rank_results"][rep]
         ranks[str(rep)] = {

@@ -30,13 +30,15 @@ import json
 import math
 import warnings
 from pathlib import Path
-from typing import Any
 
 from moeopt.cli.common import Command, add_set_argument, out, parse_sets
+from moeopt.core.events import EventGraph
 from moeopt.core.policies import make_policy
+from moeopt.core.schedule import Schedule
 from moeopt.core.scheduler import schedule as greedy_schedule
 from moeopt.errors import InputError
 from moeopt.megamoe.errors import GuardrailError
+from moeopt.megamoe.results import SimulateResult
 from moeopt.megamoe.scenario import Scenario, load_scenario
 from moeopt.megamoe.simulate import simulate
 from moeopt.trace import (
@@ -54,7 +56,7 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--rank", type=int, metavar="R", help="rank to show (default: the slowest)")
 
 
-def _simulated(args: argparse.Namespace) -> tuple[Scenario, dict[str, Any] | None]:
+def _simulated(args: argparse.Namespace) -> tuple[Scenario, SimulateResult | None]:
     scenario = load_scenario(args.file, parse_sets(args.set))
     try:
         return scenario, simulate(scenario, check_bounds=not getattr(args, "no_check_bounds", False))
@@ -122,7 +124,7 @@ def _trace_arguments(p: argparse.ArgumentParser) -> None:
     )
 
 
-def _schedule_of(args: argparse.Namespace) -> tuple[Any, Any, int, dict[str, Any]] | None:
+def _schedule_of(args: argparse.Namespace) -> tuple[Schedule, EventGraph, int, SimulateResult] | None:
     _scenario, r = _simulated(args)
     if r is None:
         return None

@@ -14,6 +14,7 @@ from moeopt.megamoe.errors import (
     WorkConservationViolation,
 )
 from moeopt.megamoe.knobs import Knob, knob_catalogue
+from moeopt.megamoe.results import RankResult, SimulateResult
 from moeopt.megamoe.scenario import (
     Kernel,
     Link,
@@ -35,9 +36,11 @@ __all__ = [
     "NotModelledError",
     "Options",
     "PolicyConfig",
+    "RankResult",
     "RouteConservationError",
     "Scenario",
     "ScenarioError",
+    "SimulateResult",
     "WorkConservationViolation",
     "Workload",
     "build_graphs",

@@ -3,11 +3,10 @@ reads first (time, bounds, utilisation, idle, traffic, implementation, calibrati
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
+from moeopt.megamoe.results import SimulateResult
 
 
-def format_summary(r: Mapping[str, Any]) -> str:
+def format_summary(r: SimulateResult) -> str:
     """The seed-style summary of one :func:`moeopt.simulate` result (several lines)."""
     b = r["bounds"]
     util = "  ".join(f"{role} {100 * u:.1f}%" for role, u in r["role_utilization"].items())
@@ -38,8 +37,9 @@ def format_summary(r: Mapping[str, Any]) -> str:
         f"(identical routing signatures share one)",
     ]
     cal = r["calibration"]
-    if cal["out_of_domain"]:
+    dom = cal["domain"]
+    if cal["out_of_domain"] or dom is None:  # (no domain is always out of domain)
         lines.append("calibration     OUT OF DOMAIN: " + "; ".join(cal["reasons"]))
     else:
-        lines.append(f"calibration     inside domain {cal['domain']['id']}")
+        lines.append(f"calibration     inside domain {dom['id']}")
     return "\n".join(lines)

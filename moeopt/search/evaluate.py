@@ -7,7 +7,7 @@ The order is the cheapest-first order a kernel engineer expects of an auto-tuner
    misaligned sizes, links the implementation cannot express, values that are not modelled)
    is *infeasible*, with the adapter's message as the reason;
 3. the physical lower bound (compute / bandwidth / dependency chain of each rank's event graph,
-   from :func:`moeopt.megamoe.analysis.bounds`), aggregated like the objective: when it is
+   from :func:`moeopt.megamoe.analysis.physical_bounds`), aggregated like the objective: when it is
    already no better than the best value found, the point cannot win and is pruned without
    scheduling (valid because every aggregate used is monotone in each shape's time and the
    adapter guarantees time >= bound, raising ``BoundViolation`` otherwise);
@@ -26,7 +26,7 @@ import numpy as np
 
 from moeopt.core.gcpause import gc_paused
 from moeopt.errors import MoeoptError
-from moeopt.megamoe import analysis
+from moeopt.megamoe.analysis import physical_bounds
 from moeopt.megamoe.builders import RankGraph
 from moeopt.megamoe.errors import GuardrailError, ScenarioError
 from moeopt.megamoe.scenario import Scenario
@@ -156,7 +156,7 @@ def lower_bound_us(scenario: Scenario, graphs: Graphs | None = None) -> float:
     lb = 0.0
     with gc_paused():
         for rg, _ranks in (build_graphs(scenario) if graphs is None else graphs).values():
-            b = analysis.bounds(rg, scenario.config)
+            b = physical_bounds(rg, scenario.config)
             lb = max(lb, b["compute_us"], b["bandwidth_us"], b["dependency_us"])
     return lb
 

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import importlib
 import time
-from collections.abc import Mapping
 from typing import Any
 
+from moeopt.megamoe.results import SimulateResult
 from moeopt.search.config import ExactSpec
 
 
@@ -62,7 +62,7 @@ def solve_rank(graph: Any, greedy: Any, spec: ExactSpec) -> dict[str, Any]:
     }
 
 
-def scenario_gap(result: Mapping[str, Any], spec: ExactSpec) -> dict[str, Any]:
+def scenario_gap(result: SimulateResult, spec: ExactSpec) -> dict[str, Any]:
     """Gap of every simulated rank of one :func:`moeopt.simulate` result, and the worst of them.
 
     The greedy time here is the rank graph's makespan (the unpermute tail included), the same

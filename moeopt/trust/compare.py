@@ -36,6 +36,7 @@ from moeopt.core.events import EventGraph
 from moeopt.core.scheduler import schedule
 from moeopt.errors import InputError, MoeoptError
 from moeopt.megamoe.errors import GuardrailError, ScenarioError
+from moeopt.megamoe.results import CriticalStep, SimulateResult
 from moeopt.megamoe.scenario import STAGES, Scenario, apply_overrides
 from moeopt.megamoe.simulate import simulate
 
@@ -101,12 +102,12 @@ class VariantRow:
         return d
 
 
-def _stage_of(step: Mapping[str, Any]) -> str:
+def _stage_of(step: CriticalStep) -> str:
     st = step.get("stage")
     return str(st) if st is not None else "-"
 
 
-def critical_path_by_stage(cp: Sequence[Mapping[str, Any]]) -> dict[str, float]:
+def critical_path_by_stage(cp: Sequence[CriticalStep]) -> dict[str, float]:
     """Time on the critical path per stage: the durations of its events, summed."""
     out: dict[str, float] = defaultdict(float)
     for step in cp:
@@ -114,7 +115,7 @@ def critical_path_by_stage(cp: Sequence[Mapping[str, Any]]) -> dict[str, float]:
     return dict(out)
 
 
-def largest_wait(cp: Sequence[Mapping[str, Any]]) -> tuple[str, float] | None:
+def largest_wait(cp: Sequence[CriticalStep]) -> tuple[str, float] | None:
     """The kind of wait the critical path spends most time in: dependency (λ), capacity, queueing."""
     tot: dict[str, float] = defaultdict(float)
     for step in cp:
@@ -129,7 +130,7 @@ def largest_wait(cp: Sequence[Mapping[str, Any]]) -> tuple[str, float] | None:
     return (kind, tot[kind]) if tot[kind] > 0 else None
 
 
-def _conservation(r: Mapping[str, Any]) -> tuple[str, float]:
+def _conservation(r: SimulateResult) -> tuple[str, float]:
     by = r["idle_decomposition"]["by_stage"]
     late = {st: d for st, d in by.items() if d["late_bound"]}
     pinned = sum(d["avoidable_core_us"] for st, d in by.items() if st not in late and ":" not in st)
@@ -143,7 +144,7 @@ def _last_combine(graph: EventGraph) -> list[str]:
     return [ev.name for ev in graph if ev.labels.get("stage") == "combine"]
 
 
-def anomaly_pct(result: Mapping[str, Any], probes: int = 8, policy: str | None = None) -> float:
+def anomaly_pct(result: SimulateResult, probes: int = 8, policy: str | None = None) -> float:
     """Largest |Δ%| of the time when one input on the critical path is made 0.01 µs longer.
 
     The inputs are the durations of the slowest rank's critical-path events and the λ of the
@@ -187,7 +188,7 @@ def anomaly_pct(result: Mapping[str, Any], probes: int = 8, policy: str | None =
     return worst
 
 
-def _exact_column(result: Mapping[str, Any], time_limit_s: float, workers: int) -> ExactColumn:
+def _exact_column(result: SimulateResult, time_limit_s: float, workers: int) -> ExactColumn:
     from moeopt.exact.solve import solve_exact
 
     rr = result["rank_results"][result["slowest_rank"]]
@@ -229,7 +230,7 @@ def check_variants(variants: Any, where: str = "variants") -> dict[str, dict[str
     return out
 
 
-def simulate_variant(scenario: Scenario, overrides: Mapping[str, Any]) -> dict[str, Any]:
+def simulate_variant(scenario: Scenario, overrides: Mapping[str, Any]) -> SimulateResult:
     """The result of ``scenario`` with ``overrides`` (raises the scenario / guardrail error)."""
     return simulate(scenario.with_overrides(overrides) if overrides else scenario)
 
@@ -263,7 +264,7 @@ def compare_variants(
     if noise_pct is not None and (not math.isfinite(noise_pct) or noise_pct < 0):
         raise InputError(f"noise_pct = {noise_pct!r}: must be a number >= 0 (percent)")
     rows: list[VariantRow] = []
-    base: dict[str, Any] | None = None
+    base: SimulateResult | None = None
     base_noise = 0.0
     base_exact: ExactColumn | None = None
     base_cp: dict[str, float] = {}

@@ -16,11 +16,10 @@ the user (no domain), ``assumed:`` constants as never measured.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
 
 from moeopt.errors import MoeoptError
+from moeopt.megamoe.results import CalibrationDomainEntry
 from moeopt.megamoe.scenario import Scenario
 from moeopt.megamoe.simulate import simulate
 
@@ -44,7 +43,7 @@ class ConstantDomain:
 
 @dataclass(frozen=True)
 class DomainReport:
-    scenario_domain: Mapping[str, Any] | None
+    scenario_domain: CalibrationDomainEntry | None
     out_of_domain: bool
     reasons: tuple[str, ...]
     constants: tuple[ConstantDomain, ...]
@@ -69,6 +68,7 @@ def domain_report(scenario: Scenario, probe_use: bool = True) -> DomainReport:
         c = consts[name]
         used: bool | None = None
         effect: float | None = None
+        why: tuple[str, ...]
         if probe_use and c.tag in ("measured", "assumed") and c.value > 0:
             try:
                 t = float(

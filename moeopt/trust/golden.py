@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from moeopt.errors import InputError, did_you_mean
+from moeopt.megamoe.results import SimulateResult
 from moeopt.megamoe.scenario import Scenario, scenario_from_dict
 from moeopt.megamoe.simulate import simulate
 
@@ -215,7 +216,7 @@ def default_configs() -> list[GoldenConfig]:
     return [GoldenConfig(n, b, o, cb) for n, b, o, cb in DEFAULT_CONFIGS]
 
 
-def result_fingerprint(result: Mapping[str, Any]) -> str:
+def result_fingerprint(result: SimulateResult) -> str:
     """Hash of every simulated rank's schedule fingerprint and the ranks it stands for."""
     h = hashlib.sha256()
     for rep in result["simulated_ranks"]:

@@ -28,13 +28,14 @@ from __future__ import annotations
 import html
 import math
 from collections import defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from moeopt.core.policies import make_policy
 from moeopt.core.scheduler import schedule as greedy_schedule
 from moeopt.errors import InputError
+from moeopt.megamoe.results import SimulateResult
 from moeopt.megamoe.scenario import Scenario
 from moeopt.megamoe.simulate import simulate
 from moeopt.megamoe.summary import format_summary
@@ -44,7 +45,7 @@ _e = html.escape
 
 
 # --------------------------------------------------------------------------- helpers
-def pick_rank(r: Mapping[str, Any], rank: int | None) -> int:
+def pick_rank(r: SimulateResult, rank: int | None) -> int:
     """``rank`` checked against the world size, or the slowest rank when ``None``."""
     world = r["implementation"]["topology"]["world"]
     if rank is None:
@@ -97,7 +98,7 @@ def _bar(frac: float) -> _Raw:
 def report_html(
     scenario: Scenario,
     *,
-    result: Mapping[str, Any] | None = None,
+    result: SimulateResult | None = None,
     rank: int | None = None,
     policies: Sequence[str] = (),
     exact_time_limit_s: float | None = None,
@@ -219,23 +220,24 @@ def report_html(
         )
 
     cal = r["calibration"]
+    dom = cal["domain"]
     parts.append("<h2>Calibration domain</h2>\n")
-    if cal["out_of_domain"]:
+    if cal["out_of_domain"] or dom is None:  # (no domain is always out of domain)
         parts.append("<p><b>Out of domain:</b> " + _e("; ".join(cal["reasons"])) + "</p>\n")
     else:
-        parts.append(f"<p>Inside domain <code>{_e(str(cal['domain']['id']))}</code>.</p>\n")
+        parts.append(f"<p>Inside domain <code>{_e(str(dom['id']))}</code>.</p>\n")
 
     parts.append("<h2>Ranks</h2>\n")
     rows = []
     for rep in r["simulated_ranks"]:
-        x = r["rank_results"][rep]
+        rep_r = r["rank_results"][rep]
         rows.append(
             [
                 str(rep),
-                ", ".join(map(str, x["ranks_sharing_signature"])),
-                x["kernel_total_us"],
-                x["n_events"],
-                _Raw(f"<code>{x['schedule'].fingerprint()}</code>"),
+                ", ".join(map(str, rep_r["ranks_sharing_signature"])),
+                rep_r["kernel_total_us"],
+                rep_r["n_events"],
+                _Raw(f"<code>{rep_r['schedule'].fingerprint()}</code>"),
             ]
         )
     parts.append(_table(["rank", "ranks sharing it", "time µs", "events", "fingerprint"], rows, left=2))

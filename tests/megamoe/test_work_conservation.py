@@ -161,14 +161,15 @@ def test_idle_analysis_is_the_same_with_or_without_the_recorded_levels(bs72):
     import importlib
 
     from moeopt.core.scheduler import schedule
-    from moeopt.megamoe import analysis
+    from moeopt.megamoe.analysis import Table, idle_decomposition
+    from moeopt.megamoe.analysis.idle import _SemaphoreLevels
 
     sim = importlib.import_module("moeopt.megamoe.simulate")
     (rg, _ranks), *_ = sim.build_graphs(bs72).values()
     s = schedule(rg.graph, policy=bs72.config.scheduling, normalize=False)
     bare = dataclasses.replace(s, recorded_levels=None)
-    from_record = analysis._SemaphoreLevels(rg, analysis.Table.of(rg, s))
-    from_times = analysis._SemaphoreLevels(rg, analysis.Table.of(rg, bare))
+    from_record = _SemaphoreLevels(rg, Table.of(rg, s))
+    from_times = _SemaphoreLevels(rg, Table.of(rg, bare))
     for levels in (from_record, from_times):
         levels._build()  # the capacities (done on first use by the analysis itself)
     assert rg.graph.semaphores
@@ -179,4 +180,4 @@ def test_idle_analysis_is_the_same_with_or_without_the_recorded_levels(bs72):
         assert recorded[0], sem  # every declared semaphore is used, so its curve has breakpoints
         assert (list(rebuilt[0]), list(rebuilt[1])) == (list(recorded[0]), list(recorded[1])), sem
     span = s.makespan_us
-    assert analysis.idle_decomposition(rg, bare, span) == analysis.idle_decomposition(rg, s, span)
+    assert idle_decomposition(rg, bare, span) == idle_decomposition(rg, s, span)

@@ -19,6 +19,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from moeopt.megamoe.results import CalibrationDomainEntry, ConstantEntry
+
 TAGS = ("spec", "algo", "impl", "measured", "assumed")
 
 
@@ -28,12 +30,12 @@ class CalibrationDomain:
 
     id: str
     implementation: str
-    compile_point: Mapping[str, Any]
-    shape: Mapping[str, Any]
-    topology: Mapping[str, Any]
+    compile_point: Mapping[str, int | str | bool]
+    shape: Mapping[str, int]
+    topology: Mapping[str, int]
     note: str = ""
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> CalibrationDomainEntry:
         return {
             "id": self.id,
             "implementation": self.implementation,
@@ -68,8 +70,8 @@ class Const:
     def provenance(self) -> str:
         return f"{self.tag}: {self.source}"
 
-    def as_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {
+    def as_dict(self) -> ConstantEntry:
+        out: ConstantEntry = {
             "value": self.value,
             "unit": self.unit,
             "tag": self.tag,
@@ -83,9 +85,9 @@ class Const:
 def domain_check(
     domain: CalibrationDomain,
     implementation: str,
-    compile_point: Mapping[str, Any],
-    shape: Mapping[str, Any],
-    topology: Mapping[str, Any],
+    compile_point: Mapping[str, object],
+    shape: Mapping[str, object],
+    topology: Mapping[str, object],
 ) -> list[str]:
     """Reasons why a run is outside ``domain`` (empty list = inside)."""
     reasons: list[str] = []
