@@ -34,7 +34,6 @@ LAYERS: dict[str, set[str]] = {
     "cli": BASE | {"core", "exact", "megamoe", "trust", "search", "viz", "trace"},
     "__main__": {"cli"},
     "__init__": BASE | {"core", "exact", "megamoe", "trust", "search", "viz", "trace"},  # the public API
-    "docs_gen": BASE | {"core", "exact", "megamoe", "trust", "search", "cli"},
 }
 # generic layers: may not mention an operator's stage names in code (docstrings may)
 GENERIC = ("core", "exact")

@@ -1,4 +1,5 @@
-"""docs/usage.md is generated from the code and must stay equal to what the code generates now."""
+"""docs/usage.md is generated from the code (by the repository's tools/gen_docs.py, which is not
+part of the installed package) and must stay equal to what the code generates now."""
 
 from __future__ import annotations
 
@@ -9,9 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from moeopt import docs_gen
 from moeopt.cli import COMMANDS
 from moeopt.megamoe.knobs import knob_catalogue
+from tests.docs.tool import TOOL, load_gen_docs
+
+docs_gen = load_gen_docs()
 
 
 @pytest.fixture(scope="module")
@@ -27,7 +30,7 @@ def checked_in() -> str:
 def test_usage_md_equals_the_generated_text() -> None:
     # in a fresh interpreter: names other tests registered in this process must not leak in
     p = subprocess.run(
-        [sys.executable, "-m", "moeopt.docs_gen", "--check"],
+        [sys.executable, str(TOOL), "--check"],
         cwd=docs_gen.REPO,
         capture_output=True,
         text=True,
