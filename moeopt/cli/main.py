@@ -11,6 +11,7 @@ import traceback
 from collections.abc import Sequence
 
 from moeopt.cli.common import Command
+from moeopt.cli.fidelity import FIDELITY
 from moeopt.cli.gap import GAP
 from moeopt.cli.golden import GOLDEN
 from moeopt.cli.report import REPORT, TRACE, TRACE_COMPARE
@@ -28,6 +29,7 @@ COMMANDS: dict[str, Command] = {
     "compare": COMPARE,
     "audit": AUDIT,
     "domain": DOMAIN,
+    "fidelity": FIDELITY,
 }
 
 
