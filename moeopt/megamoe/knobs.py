@@ -37,6 +37,7 @@ from moeopt.megamoe.config.profiles import (
     profile_constants,
 )
 from moeopt.megamoe.errors import NotModelledError, ScenarioError
+from moeopt.plain import plain
 
 # One line of meaning per schema path (calibration constants take theirs from CONSTANTS).
 # tests/megamoe/test_knobs.py checks that this table covers the schema exactly.
@@ -271,7 +272,7 @@ def _knob(path: str) -> Knob:
     for p in PROFILES:
         v = _lookup(PROFILE_DEFAULTS.get(p, {}), parts)
         if v is not None:
-            per_profile[p] = sc._deepcopy(v)
+            per_profile[p] = plain(v)
     doc_key = ".".join(
         "*" if i == 2 and parts[1] in ("event_granularity", "roles", "core_groups") else x
         for i, x in enumerate(parts)
@@ -281,7 +282,7 @@ def _knob(path: str) -> Knob:
         section=section,
         type=typ,
         allowed=_allowed(path),
-        default=sc._deepcopy(default),
+        default=plain(default),
         doc=KNOB_DOCS.get(path) or KNOB_DOCS.get(doc_key, ""),
         profile_defaults=MappingProxyType(per_profile),
     )

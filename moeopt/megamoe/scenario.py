@@ -16,7 +16,6 @@ is ``hidden_dim / 2``. A run labelled ``h5120_i4608`` is ``h = 5120, hidden_dim 
 from __future__ import annotations
 
 import dataclasses
-import math
 import os
 import sys
 from collections.abc import Mapping, Sequence
@@ -24,7 +23,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
-from moeopt.errors import did_you_mean, range_text
+from moeopt.fields import Fields
 from moeopt.megamoe.config.profiles import (
     CONSTANTS,
     GLOBAL_DEFAULTS,
@@ -36,6 +35,7 @@ from moeopt.megamoe.config.profiles import (
 )
 from moeopt.megamoe.config.provenance import Const
 from moeopt.megamoe.errors import NotModelledError, ScenarioError
+from moeopt.plain import plain
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -70,56 +70,19 @@ KEY_HINTS = {
 
 
 # --------------------------------------------------------------------------- field checks
-def _isint(v: Any) -> bool:
-    return isinstance(v, int) and not isinstance(v, bool)
-
-
-def _isnum(v: Any) -> bool:
-    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
-
-
-def check_int(where: str, v: Any, lo: int | None = None, hi: int | None = None, multiple: int = 1) -> int:
-    rng = range_text(lo, hi)
-    if not _isint(v):
-        raise ScenarioError(f"{where} = {v!r}: must be an integer{rng}")
-    if (lo is not None and v < lo) or (hi is not None and v > hi):
-        raise ScenarioError(f"{where} = {v!r}: out of range; allowed: integers{rng}")
-    if multiple > 1 and v % multiple:
-        raise ScenarioError(f"{where} = {v!r}: must be a multiple of {multiple}{rng}")
-    return int(v)
-
-
-def check_num(
-    where: str, v: Any, lo: float | None = None, hi: float | None = None, lo_open: bool = False
-) -> float:
-    if not _isnum(v):
-        raise ScenarioError(f"{where} = {v!r}: must be a finite number{range_text(lo, hi, lo_open)}")
-    if (lo is not None and (v < lo or (lo_open and v == lo))) or (hi is not None and v > hi):
-        raise ScenarioError(f"{where} = {v!r}: out of range; allowed: {range_text(lo, hi, lo_open).strip()}")
-    return float(v)
-
-
-def check_choice(where: str, v: Any, allowed: Sequence[str]) -> str:
-    if not isinstance(v, str) or v not in allowed:
-        hint = did_you_mean(v, allowed) if isinstance(v, str) else ""
-        raise ScenarioError(f"{where} = {v!r}: not allowed{hint}; allowed: {', '.join(map(repr, allowed))}")
-    return v
-
-
-def check_bool(where: str, v: Any) -> bool:
-    if not isinstance(v, bool):
-        raise ScenarioError(f"{where} = {v!r}: must be true or false")
-    return v
-
-
-def unknown_key(where: str, key: str, allowed: Sequence[str]) -> ScenarioError:
-    loc = f"{where}.{key}" if where else key
-    hint = KEY_HINTS.get(str(key).lower())
-    if hint is not None:
-        return ScenarioError(f"unknown field {loc!r}: {hint}. {TRAP_HINT}")
-    return ScenarioError(
-        f"unknown field {loc!r}{did_you_mean(str(key), allowed)}; allowed: {', '.join(sorted(allowed))}"
-    )
+FIELDS = Fields(
+    ScenarioError,
+    quote_choices=True,
+    sort_fields=True,
+    key_hints={k: f"{v}. {TRAP_HINT}" for k, v in KEY_HINTS.items()},
+)
+"""The checks of a scenario's fields (see :mod:`moeopt.fields`); the h / hidden_dim trap names
+its own hint in place of the list of fields."""
+check_int = FIELDS.integer
+check_num = FIELDS.number
+check_choice = FIELDS.choice
+check_bool = FIELDS.boolean
+unknown_key = FIELDS.unknown
 
 
 # --------------------------------------------------------------------------- sections
@@ -559,7 +522,7 @@ class Scenario:
             # latencies (``*_us``) may be 0; rates (``*_per_us``), sizes and counts must be > 0
             latency = name.endswith("_us") and not name.endswith("_per_us")
             lo_open = name not in ("b_reuse_load_factor",) and not latency
-            cal[name] = check_num(f"calibration.{name}", v, 0.0, None, lo_open=lo_open)
+            cal[name] = float(check_num(f"calibration.{name}", v, 0.0, None, lo_open=lo_open))
         object.__setattr__(self, "calibration", MappingProxyType(cal))
         object.__setattr__(self, "_config", resolve(self))
 
@@ -595,7 +558,7 @@ class Scenario:
                 if f.name == "links":
                     v = [lk.as_dict() for lk in v]
                 elif isinstance(v, Mapping):
-                    v = _plain(v)
+                    v = plain(v)
                 elif isinstance(v, tuple):
                     v = list(v)
                 d[f.name] = v
@@ -608,14 +571,6 @@ class Scenario:
     def with_overrides(self, overrides: Mapping[str, Any]) -> Scenario:
         """A new scenario with dotted-path overrides applied (all or nothing)."""
         return scenario_from_dict(apply_overrides(self.to_dict(), overrides), where="")
-
-
-def _plain(v: Any) -> Any:
-    if isinstance(v, Mapping):
-        return {k: _plain(x) for k, x in v.items()}
-    if isinstance(v, tuple):
-        return list(v)
-    return v
 
 
 # --------------------------------------------------------------------------- resolution
@@ -1023,7 +978,7 @@ _SCHEMA: dict[str, Any] = {
 
 def apply_overrides(data: Mapping[str, Any], overrides: Mapping[str, Any] | None) -> dict[str, Any]:
     """A deep copy of ``data`` with each ``"dotted.path": value`` set; unknown paths fail."""
-    out = _deepcopy(data)
+    out = plain(data)
     for path, value in (overrides or {}).items():
         if not isinstance(path, str) or not path:
             raise ScenarioError(f"override path {path!r}: must be a dotted path such as 'kernel.tile_n'")
@@ -1049,14 +1004,6 @@ def apply_overrides(data: Mapping[str, Any], overrides: Mapping[str, Any] | None
                 node[part] = nxt
                 node = nxt
     return out
-
-
-def _deepcopy(v: Any) -> Any:
-    if isinstance(v, Mapping):
-        return {k: _deepcopy(x) for k, x in v.items()}
-    if isinstance(v, (list, tuple)):
-        return [_deepcopy(x) for x in v]
-    return v
 
 
 def parse_override_value(text: str) -> Any:

@@ -53,9 +53,10 @@ from typing import Any
 
 import yaml
 
-from moeopt.errors import MoeoptError, did_you_mean, range_text
+from moeopt.errors import MoeoptError, did_you_mean
 from moeopt.megamoe.scenario import Scenario, apply_overrides, scenario_from_dict
-from moeopt.search.errors import StudyError
+from moeopt.plain import plain
+from moeopt.search.errors import FIELDS, StudyError
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -269,18 +270,18 @@ class StudyConfig:
         keep: tuple[str, ...] = ("scenario", "overrides", "shapes", "aggregate", "space", "constraints")
         keep += ("objective", "secondary", "sampler", "seed")
         out = {k: self.raw.get(k) for k in keep}
-        out["base_scenarios"] = {s.name: _plain(s.base) for s in self.shapes}
+        out["base_scenarios"] = {s.name: plain(s.base) for s in self.shapes}
         return json.loads(json.dumps(out, sort_keys=True, default=str))
 
     def with_run_options(self, **kw: Any) -> StudyConfig:
         """A copy with command-line values (trials, timeout_s, workers, storage, out) applied."""
         kw = {k: v for k, v in kw.items() if v is not None}
         if "trials" in kw:
-            _int_field("", "--trials", kw["trials"], 1)
+            FIELDS.integer("--trials", kw["trials"], 1)
         if "workers" in kw:
-            _int_field("", "--workers", kw["workers"], 1, 256)
+            FIELDS.integer("--workers", kw["workers"], 1, 256)
         if "timeout_s" in kw:
-            _num_field("", "--timeout", kw["timeout_s"], 0.0, lo_open=True)
+            FIELDS.number("--timeout", kw["timeout_s"], 0.0, lo_open=True)
         if "out" in kw:
             kw["out"] = os.path.abspath(os.fspath(kw["out"]))
         return dataclasses.replace(self, **kw)
@@ -331,9 +332,7 @@ def _build(data: Any, where: str, bdir: str, default_name: str) -> StudyConfig:
         raise StudyError("the study file is empty; it needs at least 'scenario' and 'space'")
     if not isinstance(data, Mapping):
         raise StudyError(f"a study must be a mapping of fields, got {type(data).__name__}")
-    for key in data:
-        if key not in TOP_FIELDS:
-            raise _unknown("", key, TOP_FIELDS)
+    FIELDS.keys("", data, TOP_FIELDS)
     for need in ("scenario", "space"):
         if need not in data:
             raise StudyError(
@@ -349,7 +348,7 @@ def _build(data: Any, where: str, bdir: str, default_name: str) -> StudyConfig:
     overrides = _overrides_field("overrides", data.get("overrides"))
     base = _scenario_source("scenario", data["scenario"], bdir)
     shapes = _shapes(data.get("shapes"), base, overrides, bdir)
-    aggregate = _choice("aggregate", data.get("aggregate", "mean"), AGGREGATES)
+    aggregate = FIELDS.choice("aggregate", data.get("aggregate", "mean"), AGGREGATES)
     if aggregate == "weighted" and all(s.weight == 1.0 for s in shapes) and len(shapes) > 1:
         pass  # equal weights: the same as mean, allowed
     params = _space(data["space"])
@@ -365,12 +364,12 @@ def _build(data: Any, where: str, bdir: str, default_name: str) -> StudyConfig:
     if sampler == "grid":
         for p in params:
             p.grid_values()  # raises for a float range without step
-    seed = _int_field("", "seed", data.get("seed", 0), 0)
-    trials = _int_field("", "trials", data.get("trials", 100), 1)
+    seed = FIELDS.integer("seed", data.get("seed", 0), 0)
+    trials = FIELDS.integer("trials", data.get("trials", 100), 1)
     timeout_s = data.get("timeout_s")
     if timeout_s is not None:
-        timeout_s = _num_field("", "timeout_s", timeout_s, 0.0, lo_open=True)
-    workers = _int_field("", "workers", data.get("workers", 1), 1, 256)
+        timeout_s = FIELDS.number("timeout_s", timeout_s, 0.0, lo_open=True)
+    workers = FIELDS.integer("workers", data.get("workers", 1), 1, 256)
     storage = data.get("storage")
     if storage is not None and (not isinstance(storage, str) or not storage.strip()):
         raise StudyError(
@@ -387,8 +386,7 @@ def _build(data: Any, where: str, bdir: str, default_name: str) -> StudyConfig:
     lower_bound, duplicates = _prune(data.get("prune"))
     report, exact_gap = _outputs(data.get("outputs"))
     baseline_trial = data.get("baseline_trial", True)
-    if not isinstance(baseline_trial, bool):
-        raise StudyError(f"baseline_trial = {baseline_trial!r}: must be true or false")
+    FIELDS.boolean("baseline_trial", baseline_trial)
 
     cfg = StudyConfig(
         name=name,
@@ -413,7 +411,7 @@ def _build(data: Any, where: str, bdir: str, default_name: str) -> StudyConfig:
         report=report,
         exact_gap=exact_gap,
         baseline_trial=baseline_trial,
-        raw=_plain(data),
+        raw=plain(data),
     )
     _check_metric_needs(cfg)
     return cfg
@@ -435,7 +433,7 @@ def _scenario_source(where: str, v: Any, bdir: str) -> tuple[dict[str, Any], str
             wl["file"] = os.path.normpath(os.path.join(os.path.dirname(path), wl["file"]))
         return data, path
     if isinstance(v, Mapping):
-        return _plain(v), "inline"
+        return plain(v), "inline"
     raise StudyError(f"{where} = {v!r}: must be a scenario TOML path or an inline scenario table")
 
 
@@ -452,9 +450,7 @@ def _shapes(
             w = f"shapes[{i}]"
             if not isinstance(sh, Mapping):
                 raise StudyError(f"{w} = {sh!r}: must be a mapping with name, overrides, weight, scenario")
-            for key in sh:
-                if key not in SHAPE_FIELDS:
-                    raise _unknown(w, key, SHAPE_FIELDS)
+            FIELDS.keys(w, sh, SHAPE_FIELDS)
             name = sh.get("name", f"shape{i}")
             if not isinstance(name, str) or not name or any(c in name for c in "/\\"):
                 raise StudyError(f"{w}.name = {name!r}: must be a non-empty string without '/'")
@@ -462,7 +458,7 @@ def _shapes(
                 raise StudyError(f"{w}.name = {name!r}: used by two shapes; shape names must be unique")
             src = _scenario_source(f"{w}.scenario", sh["scenario"], bdir) if "scenario" in sh else base
             ov = {**overrides, **_overrides_field(f"{w}.overrides", sh.get("overrides"))}
-            weight = _num_field("", f"{w}.weight", sh.get("weight", 1.0), 0.0, lo_open=True)
+            weight = FIELDS.number(f"{w}.weight", sh.get("weight", 1.0), 0.0, lo_open=True)
             specs.append(ShapeSpec(name, src[0], src[1], ov, weight))
     for s in specs:
         label = "scenario" if raw is None else f"shape {s.name!r}"
@@ -481,7 +477,7 @@ def _overrides_field(where: str, v: Any) -> dict[str, Any]:
     out = {}
     for path, value in v.items():
         _check_path(f"{where}.{path}", path)
-        out[str(path)] = _plain(value)
+        out[str(path)] = plain(value)
     return out
 
 
@@ -505,9 +501,7 @@ def _space(raw: Any) -> tuple[ParamSpec, ...]:
         w = f"space.{name}"
         if not isinstance(spec, Mapping):
             raise StudyError(f"{w} = {spec!r}: must be a mapping with one of choices, int, float")
-        for key in spec:
-            if key not in PARAM_FIELDS:
-                raise _unknown(w, key, PARAM_FIELDS)
+        FIELDS.keys(w, spec, PARAM_FIELDS)
         kinds = [k for k in ("choices", "int", "float") if k in spec]
         if len(kinds) != 1:
             raise StudyError(
@@ -549,7 +543,7 @@ def _categorical(w: str, name: str, choices: Any) -> ParamSpec:
     labels = []
     values = []
     for v in choices:
-        v = _plain(v)
+        v = plain(v)
         if isinstance(v, float) and not math.isfinite(v):
             raise StudyError(f"{w}.choices: {v!r} is not a finite number")
         label = v if isinstance(v, _SCALARS) else json.dumps(v, sort_keys=True)
@@ -564,20 +558,18 @@ def _numeric(w: str, name: str, kind: str, spec: Mapping[str, Any]) -> ParamSpec
     rng = spec[kind]
     if not isinstance(rng, list) or len(rng) != 2:
         raise StudyError(f"{w}.{kind} = {rng!r}: must be [low, high]")
-    check = _int_field if kind == "int" else _num_field
-    low = check("", f"{w}.{kind}[0]", rng[0])
-    high = check("", f"{w}.{kind}[1]", rng[1])
+    check = FIELDS.integer if kind == "int" else FIELDS.number
+    low = check(f"{w}.{kind}[0]", rng[0])
+    high = check(f"{w}.{kind}[1]", rng[1])
     if low > high:
         raise StudyError(f"{w}.{kind}: `low <= high` must hold, but got (low={low}, high={high})")
-    log = spec.get("log", False)
-    if not isinstance(log, bool):
-        raise StudyError(f"{w}.log = {log!r}: must be true or false")
+    log = FIELDS.boolean(f"{w}.log", spec.get("log", False))
     step = spec.get("step")
     if step is not None:
         if kind == "float":
-            step = _num_field("", f"{w}.step", step, 0, lo_open=True)
+            step = FIELDS.number(f"{w}.step", step, 0, lo_open=True)
         else:
-            step = _int_field("", f"{w}.step", step, 1)
+            step = FIELDS.integer(f"{w}.step", step, 1)
         if log:
             raise StudyError(
                 f"{w}: step and log cannot be combined (Optuna samples log ranges without a step)"
@@ -604,7 +596,7 @@ def _when(
                 f"{w}: {other!r} is not a parameter of the space{did_you_mean(str(other), list(specs))}; "
                 f"allowed: {', '.join(sorted(map(str, specs)))}"
             )
-        values = tuple(_plain(a) for a in (allowed if isinstance(allowed, list) else [allowed]))
+        values = tuple(plain(a) for a in (allowed if isinstance(allowed, list) else [allowed]))
         o = specs[other]
         for a in values:
             if o.kind == "categorical":
@@ -741,19 +733,17 @@ def _objective(raw: Any) -> ObjectiveSpec:
         raise StudyError(
             f"objective = {raw!r}: must be a metric name or a mapping with metric, direction ..."
         )
-    for key in raw:
-        if key not in OBJECTIVE_FIELDS:
-            raise _unknown("objective", key, OBJECTIVE_FIELDS)
-    metric = _choice("objective.metric", raw.get("metric", "kernel_total_us"), list(METRICS))
-    direction = _choice("objective.direction", raw.get("direction", "minimize"), DIRECTIONS)
+    FIELDS.keys("objective", raw, OBJECTIVE_FIELDS)
+    metric = FIELDS.choice("objective.metric", raw.get("metric", "kernel_total_us"), list(METRICS))
+    direction = FIELDS.choice("objective.direction", raw.get("direction", "minimize"), DIRECTIONS)
     seeds_raw = raw.get("seeds")
     seeds: tuple[int, ...] = ()
     if seeds_raw is not None:
         if isinstance(seeds_raw, int) and not isinstance(seeds_raw, bool):
-            _int_field("", "objective.seeds", seeds_raw, 1, 10000)
+            FIELDS.integer("objective.seeds", seeds_raw, 1, 10000)
             seeds = tuple(range(seeds_raw))
         elif isinstance(seeds_raw, list) and seeds_raw:
-            seeds = tuple(_int_field("", f"objective.seeds[{i}]", s, 0) for i, s in enumerate(seeds_raw))
+            seeds = tuple(FIELDS.integer(f"objective.seeds[{i}]", s, 0) for i, s in enumerate(seeds_raw))
             if len(set(seeds)) != len(seeds):
                 raise StudyError(f"objective.seeds = {seeds_raw!r}: lists a seed twice")
         else:
@@ -761,7 +751,7 @@ def _objective(raw: Any) -> ObjectiveSpec:
                 f"objective.seeds = {seeds_raw!r}: must be a count (seeds 0..N-1) or a non-empty list "
                 "of seeds"
             )
-    statistic = _choice("objective.statistic", raw.get("statistic", "mean"), STATISTICS)
+    statistic = FIELDS.choice("objective.statistic", raw.get("statistic", "mean"), STATISTICS)
     if "statistic" in raw and not seeds:
         raise StudyError(
             "objective.statistic is set but objective.seeds is not: a statistic needs routing seeds"
@@ -788,12 +778,10 @@ def _secondary(raw: Any) -> tuple[SecondarySpec, ...]:
             s = {"metric": s}
         if not isinstance(s, Mapping) or "metric" not in s:
             raise StudyError(f"{w} = {s!r}: must be a mapping with metric (and direction)")
-        for key in s:
-            if key not in SECONDARY_FIELDS:
-                raise _unknown(w, key, SECONDARY_FIELDS)
-        metric = _choice(f"{w}.metric", s["metric"], [m for m in METRICS if m != "cpsat_us"])
+        FIELDS.keys(w, s, SECONDARY_FIELDS)
+        metric = FIELDS.choice(f"{w}.metric", s["metric"], [m for m in METRICS if m != "cpsat_us"])
         out.append(
-            SecondarySpec(metric, _choice(f"{w}.direction", s.get("direction", "minimize"), DIRECTIONS))
+            SecondarySpec(metric, FIELDS.choice(f"{w}.direction", s.get("direction", "minimize"), DIRECTIONS))
         )
     return tuple(out)
 
@@ -802,10 +790,10 @@ def _sampler(raw: Any) -> tuple[str, dict[str, Any]]:
     if isinstance(raw, str):
         name, opts = raw, {}
     elif isinstance(raw, Mapping) and "name" in raw:
-        name, opts = raw["name"], {k: _plain(v) for k, v in raw.items() if k != "name"}
+        name, opts = raw["name"], {k: plain(v) for k, v in raw.items() if k != "name"}
     else:
         raise StudyError(f"sampler = {raw!r}: must be a sampler name or a mapping with name and options")
-    name = _choice("sampler", name, list(SAMPLERS))
+    name = FIELDS.choice("sampler", name, list(SAMPLERS))
     cls_name, _needs = SAMPLERS[name]
     import optuna
 
@@ -815,7 +803,7 @@ def _sampler(raw: Any) -> tuple[str, dict[str, Any]]:
     ]
     for key in opts:
         if key not in allowed:
-            raise _unknown(f"sampler ({name})", key, allowed)
+            raise FIELDS.unknown(f"sampler ({name})", key, allowed)
         if not isinstance(opts[key], (*_SCALARS, list)):
             raise StudyError(f"sampler.{key} = {opts[key]!r}: only plain values can be passed to {cls_name}")
     return name, opts
@@ -831,18 +819,14 @@ def _prune(raw: Any) -> tuple[str, bool]:
         return "auto", True
     if not isinstance(raw, Mapping):
         raise StudyError(f"prune = {raw!r}: must be a mapping with lower_bound, duplicates")
-    for key in raw:
-        if key not in PRUNE_FIELDS:
-            raise _unknown("prune", key, PRUNE_FIELDS)
+    FIELDS.keys("prune", raw, PRUNE_FIELDS)
     lb = raw.get("lower_bound", "auto")
     if lb is True:
         lb = "always"
     elif lb is False:
         lb = "never"
-    lb = _choice("prune.lower_bound", lb, LOWER_BOUND_MODES)
-    dup = raw.get("duplicates", True)
-    if not isinstance(dup, bool):
-        raise StudyError(f"prune.duplicates = {dup!r}: must be true or false")
+    lb = FIELDS.choice("prune.lower_bound", lb, LOWER_BOUND_MODES)
+    dup = FIELDS.boolean("prune.duplicates", raw.get("duplicates", True))
     return lb, dup
 
 
@@ -851,12 +835,8 @@ def _outputs(raw: Any) -> tuple[bool, ExactSpec | None]:
         return True, ExactSpec()
     if not isinstance(raw, Mapping):
         raise StudyError(f"outputs = {raw!r}: must be a mapping with report, exact_gap")
-    for key in raw:
-        if key not in OUTPUT_FIELDS:
-            raise _unknown("outputs", key, OUTPUT_FIELDS)
-    report = raw.get("report", True)
-    if not isinstance(report, bool):
-        raise StudyError(f"outputs.report = {report!r}: must be true or false")
+    FIELDS.keys("outputs", raw, OUTPUT_FIELDS)
+    report = FIELDS.boolean("outputs.report", raw.get("report", True))
     gap = raw.get("exact_gap", {})
     exact = (
         None if gap is False else _exact("outputs.exact_gap", gap if gap is not True else {}) or ExactSpec()
@@ -869,13 +849,11 @@ def _exact(w: str, raw: Any) -> ExactSpec | None:
         return None
     if not isinstance(raw, Mapping):
         raise StudyError(f"{w} = {raw!r}: must be a mapping with time_limit_s, workers, mode (or false)")
-    for key in raw:
-        if key not in EXACT_FIELDS:
-            raise _unknown(w, key, EXACT_FIELDS)
+    FIELDS.keys(w, raw, EXACT_FIELDS)
     return ExactSpec(
-        time_limit_s=_num_field("", f"{w}.time_limit_s", raw.get("time_limit_s", 10.0), 0.0, lo_open=True),
-        workers=_int_field("", f"{w}.workers", raw.get("workers", 1), 1, 64),
-        mode=_choice(f"{w}.mode", raw.get("mode", "exact"), EXACT_MODES),
+        time_limit_s=FIELDS.number(f"{w}.time_limit_s", raw.get("time_limit_s", 10.0), 0.0, lo_open=True),
+        workers=FIELDS.integer(f"{w}.workers", raw.get("workers", 1), 1, 64),
+        mode=FIELDS.choice(f"{w}.mode", raw.get("mode", "exact"), EXACT_MODES),
     )
 
 
@@ -892,48 +870,3 @@ def _check_metric_needs(cfg: StudyConfig) -> None:
                 raise StudyError(
                     "objective.seeds and space.workload.seed both set the routing seed; keep one"
                 )
-
-
-# --------------------------------------------------------------------------- helpers
-def _unknown(where: str, key: Any, allowed: Sequence[str]) -> StudyError:
-    loc = f"{where}.{key}" if where else str(key)
-    return StudyError(
-        f"unknown field {loc!r}{did_you_mean(str(key), list(allowed))}; allowed: {', '.join(allowed)}"
-    )
-
-
-def _choice(where: str, v: Any, allowed: Sequence[str]) -> str:
-    if not isinstance(v, str) or v not in allowed:
-        hint = did_you_mean(v, allowed) if isinstance(v, str) else ""
-        raise StudyError(f"{where} = {v!r}: not allowed{hint}; allowed: {', '.join(allowed)}")
-    return v
-
-
-def _int_field(where: str, name: str, v: Any, lo: int | None = None, hi: int | None = None) -> int:
-    loc = f"{where}.{name}" if where else name
-    rng = range_text(lo, hi)
-    if not isinstance(v, int) or isinstance(v, bool):
-        raise StudyError(f"{loc} = {v!r}: must be an integer{rng}")
-    if (lo is not None and v < lo) or (hi is not None and v > hi):
-        raise StudyError(f"{loc} = {v!r}: out of range; allowed: integers{rng}")
-    return v
-
-
-def _num_field(
-    where: str, name: str, v: Any, lo: float | None = None, hi: float | None = None, lo_open: bool = False
-) -> float:
-    loc = f"{where}.{name}" if where else name
-    rng = range_text(lo, hi, lo_open)
-    if not isinstance(v, (int, float)) or isinstance(v, bool) or not math.isfinite(v):
-        raise StudyError(f"{loc} = {v!r}: must be a finite number{rng}")
-    if (lo is not None and (v < lo or (lo_open and v == lo))) or (hi is not None and v > hi):
-        raise StudyError(f"{loc} = {v!r}: out of range; allowed:{rng}")
-    return float(v) if isinstance(v, float) else v
-
-
-def _plain(v: Any) -> Any:
-    if isinstance(v, Mapping):
-        return {str(k): _plain(x) for k, x in v.items()}
-    if isinstance(v, (list, tuple)):
-        return [_plain(x) for x in v]
-    return v
