@@ -36,7 +36,7 @@ from typing import Any
 import optuna
 from optuna.trial import FrozenTrial, TrialState
 
-from moeopt.megamoe.config.profiles import GLOBAL_DEFAULTS, PROFILE_DEFAULTS, deep_merge
+from moeopt.megamoe.scenario import effective_table
 from moeopt.search.config import SAMPLERS, StudyConfig, load_study, missing_packages
 from moeopt.search.errors import StudyError
 from moeopt.search.evaluate import Evaluator, Outcome
@@ -498,9 +498,8 @@ def _open_study(cfg: StudyConfig, spec: StorageSpec, resume: bool, say: Say) -> 
 def _baseline_point(cfg: StudyConfig) -> dict[str, Any] | None:
     """The base scenario's values of the space's parameters, if every one is in the space."""
     sc = cfg.shapes[0].scenario()
-    eff = deep_merge(deep_merge(GLOBAL_DEFAULTS, PROFILE_DEFAULTS.get(sc.profile or "", {})), sc.to_dict())
+    eff = effective_table(sc)
     consts = sc.config.constants
-    eff.update(p1_override=sc.p1_override, p2_override=sc.p2_override, aic_num=sc.config.aic_num)
 
     def lookup(path: str) -> Any:
         parts = path.split(".")
