@@ -19,6 +19,7 @@ is ``hidden_dim / 2``. A run labelled ``h5120_i4608`` is ``h = 5120, hidden_dim 
 """
 
 from moeopt.megamoe.scenario.files import (
+    TOMLDecodeError,
     anchor_workload_file,
     apply_overrides,
     load_scenario,
@@ -91,6 +92,7 @@ __all__ = [
     "Options",
     "PolicyConfig",
     "Scenario",
+    "TOMLDecodeError",
     "Workload",
     "anchor_workload_file",
     "apply_overrides",

@@ -29,6 +29,9 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover - exercised on Python 3.10 only
     import tomli as tomllib  # type: ignore[import-not-found,no-redef,unused-ignore]
 
+TOMLDecodeError = tomllib.TOMLDecodeError
+"""What :func:`read_scenario_table` raises for text that is not TOML (on every Python version)."""
+
 
 def scenario_from_dict(data: Mapping[str, Any], where: str = "") -> Scenario:
     """Build a :class:`Scenario` from a nested mapping (a parsed scenario file)."""
@@ -111,8 +114,8 @@ def parse_override_value(text: str) -> Any:
 
 
 def read_scenario_table(path: str) -> dict[str, Any]:
-    """The table of a scenario TOML file as written (raises ``OSError``, or ``ValueError`` for
-    text that is not TOML)."""
+    """The table of a scenario TOML file as written (raises ``OSError``, or
+    :data:`TOMLDecodeError` for text that is not TOML)."""
     with open(path, "rb") as fh:
         return tomllib.load(fh)
 
@@ -138,7 +141,7 @@ def load_scenario(path: str | os.PathLike[str], overrides: Mapping[str, Any] | N
         raise ScenarioError(f"{p}: no such scenario file") from None
     except OSError as exc:
         raise ScenarioError(f"{p}: cannot read the scenario file: {exc.strerror or exc}") from None
-    except tomllib.TOMLDecodeError as exc:
+    except TOMLDecodeError as exc:
         raise ScenarioError(f"{p}: not valid TOML: {exc}") from None
     try:
         data = apply_overrides(data, overrides)
