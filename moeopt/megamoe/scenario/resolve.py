@@ -39,6 +39,8 @@ from moeopt.megamoe.scenario.schema import (
 )
 
 Links = dict[tuple[str, str], LinkCfg]
+Table = Mapping[str, Any]
+"""A table of the effective scenario table (the whole, or its ``kernel``, ``policy``, ``options``)."""
 
 REQUIRED_ALWAYS = (
     "cube_mac_per_us_int8",
@@ -98,7 +100,7 @@ def resolve(s: Scenario) -> Config:
 
 
 # --------------------------------------------------------------------------- rule groups
-def _core_count_rule(raw: Mapping[str, Any]) -> int:
+def _core_count_rule(raw: Table) -> int:
     """The die's cube-core count comes from the scenario or its profile: there is no default."""
     if "aic_num" not in raw:
         raise ScenarioError(
@@ -132,7 +134,7 @@ def _constant_rules(s: Scenario, topo_urma: bool) -> dict[str, Const]:
     return consts
 
 
-def _tile_rules(kern: Mapping[str, Any], consts: Mapping[str, Const]) -> None:
+def _tile_rules(kern: Table, consts: Mapping[str, Const]) -> None:
     """The A and B k-slices of one tile, ``l1_stages`` deep, fit the core's L1:
     ``(tile_m + tile_n) x tile_k x bytes per element x l1_stages <= l1_bytes``."""
     bpe = 1 if kern["quant"] == "w8a8" else 2
@@ -145,7 +147,7 @@ def _tile_rules(kern: Mapping[str, Any], consts: Mapping[str, Const]) -> None:
         )
 
 
-def _link_table(merged: Sequence[Mapping[str, Any]]) -> Links:
+def _link_table(merged: Sequence[Table]) -> Links:
     """One resolved link per stage edge, keyed by ``(producer, consumer)``."""
     links: Links = {}
     for lk in merged:
@@ -206,9 +208,7 @@ def _edge_rules(links: Links) -> None:
             )
 
 
-def _link_combination_rules(
-    s: Scenario, kern: Mapping[str, Any], opt: Mapping[str, Any], links: Links
-) -> None:
+def _link_combination_rules(s: Scenario, kern: Table, opt: Table, links: Links) -> None:
     """Links against other knobs: SwiGLU segments apply to a GM activation hand-off only; URMA
     combine reads GM; staged barriers with an on-chip link would deadlock."""
     if links[("gmm1", "activation")].location == "onchip" and s.kernel.swiglu_segments is not None:
@@ -295,7 +295,7 @@ def _v1_fixed_groups(aic: int, experts: int) -> dict[str, CoreGroup]:
     }
 
 
-def _granularity_rules(opt: Mapping[str, Any], kern: Mapping[str, Any]) -> dict[str, int]:
+def _granularity_rules(opt: Table, kern: Table) -> dict[str, int]:
     """Units per event, 1 for every stage not listed; packing combine windows is modelled for
     per-expert windows and URMA only, not for per-tile ones."""
     eg = dict.fromkeys(STAGES, 1)
@@ -308,7 +308,7 @@ def _granularity_rules(opt: Mapping[str, Any], kern: Mapping[str, Any]) -> dict[
     return eg
 
 
-def _registered_name_rules(pol: Mapping[str, Any], opt: Mapping[str, Any]) -> None:
+def _registered_name_rules(pol: Table, opt: Table) -> None:
     """Every named rule in force (the profile's too) is registered in this process."""
     for name, kind in (
         ("scheduling", "policy"),
@@ -320,7 +320,7 @@ def _registered_name_rules(pol: Mapping[str, Any], opt: Mapping[str, Any]) -> No
     check_registered("options.tile_grid", opt["tile_grid"], "tile_grid")
 
 
-def _wave_rules(pol: Mapping[str, Any]) -> None:
+def _wave_rules(pol: Table) -> None:
     """With a look-ahead limit, the lag stays below it: GMM1 of wave w would otherwise wait for
     dispatch of wave w + lag, which waits for GMM1 of wave w + lag - lookahead >= w (a cycle)."""
     look, lag = pol["dispatch_lookahead"], pol["dispatch_lag"]
@@ -335,7 +335,7 @@ def _wave_rules(pol: Mapping[str, Any]) -> None:
 # --------------------------------------------------------------------------- the resolved form
 def _config(
     s: Scenario,
-    raw: Mapping[str, Any],
+    raw: Table,
     aic: int,
     consts: dict[str, Const],
     links: Links,

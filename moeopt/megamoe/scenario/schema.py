@@ -558,7 +558,6 @@ class Scenario:
         return scenario_from_dict(apply_overrides(self.to_dict(), overrides), where="")
 
 
-
 @dataclass(frozen=True)
 class CoreGroup:
     cores: tuple[int, ...]
@@ -635,7 +634,6 @@ class Config:
         }
 
 
-
 # Every dotted path an override may set: a nested table per section, ``None`` for a value.
 OVERRIDE_SCHEMA: dict[str, Any] = {
     "profile": None,
@@ -655,4 +653,3 @@ OVERRIDE_SCHEMA: dict[str, Any] = {
         "core_groups": {st: dict.fromkeys(CORE_GROUP_FIELDS) for st in STAGES},
     },
 }
-
