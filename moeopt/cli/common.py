@@ -7,16 +7,16 @@ import argparse
 import json
 import math
 import sys
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from types import MappingProxyType
 from typing import Any, TextIO
 
 from moeopt.errors import InputError
 from moeopt.megamoe.errors import GuardrailError
 from moeopt.megamoe.results import SimulateResult
 from moeopt.megamoe.scenario import parse_override_value
+from moeopt.plain import jsonable
 
 Command = tuple[str, Callable[[argparse.ArgumentParser], None], Callable[[argparse.Namespace], int]]
 """``(help, add_arguments(parser), run(args) -> exit code)``."""
@@ -78,32 +78,7 @@ def result_to_jsonable(r: SimulateResult) -> dict[str, Any]:
             "contract": rr["contract"],
         }
     out["rank_results"] = ranks
-    return plain(out)
-
-
-def plain(v: Any) -> Any:
-    if isinstance(v, (Mapping, MappingProxyType)):
-        return {str(k): plain(x) for k, x in v.items()}
-    if isinstance(v, (list, tuple, set, frozenset)):
-        return [plain(x) for x in v]
-    if isinstance(v, float):
-        return v if math.isfinite(v) else str(v)
-    if isinstance(v, (str, int, bool)) or v is None:
-        return v
-    if hasattr(v, "item"):  # numpy scalars
-        return plain(v.item())
-    return str(v)
-
-
-def finite(v: Any) -> Any:
-    """JSON has no infinity: non-finite floats become strings."""
-    if isinstance(v, dict):
-        return {k: finite(x) for k, x in v.items()}
-    if isinstance(v, list):
-        return [finite(x) for x in v]
-    if isinstance(v, float) and not math.isfinite(v):
-        return str(v)
-    return v
+    return jsonable(out)
 
 
 def write_text(dest: str, text: str) -> None:
@@ -118,14 +93,8 @@ def write_text(dest: str, text: str) -> None:
 
 
 def write_json(dest: str, doc: Any) -> None:
-    text = json.dumps(plain(doc), indent=1) + "\n"
-    if dest == "-":
-        sys.stdout.write(text)
-        return
-    try:
-        Path(dest).write_text(text)
-    except OSError as exc:
-        raise InputError(f"{dest}: cannot write: {exc.strerror or exc}") from None
+    """``doc`` as indented JSON (see :func:`moeopt.plain.jsonable`) to a file or, for ``-``, stdout."""
+    write_text(dest, json.dumps(jsonable(doc), indent=1) + "\n")
 
 
 # --------------------------------------------------------------------------- argument types

@@ -19,7 +19,6 @@ Commands (a registry, :data:`COMMANDS`; each has ``add_arguments(parser)`` and `
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import sys
 from collections.abc import Callable, Sequence
@@ -30,10 +29,10 @@ from typing import Any, Protocol, TextIO
 from moeopt.cli.common import (
     Command,
     add_set_argument,
-    finite,
     parse_sets,
     positive_float,
     positive_int,
+    write_json,
     write_text,
 )
 from moeopt.core.events import EventGraph
@@ -356,7 +355,7 @@ def _gap_run(args: argparse.Namespace) -> int:
         }
         if report_inputs:
             doc_json["reports"] = [d.to_dict() for _sfx, d in docs]
-        write_text(args.json, json.dumps(finite(doc_json), indent=1) + "\n")
+        write_json(args.json, doc_json)
     if args.markdown:
         parts = [markdown(rows, policies)] if rows else []
         parts += [d.markdown() for _sfx, d in docs]

@@ -37,6 +37,8 @@ from moeopt.megamoe.config.profiles import (
     profile_constants,
 )
 from moeopt.megamoe.errors import NotModelledError, ScenarioError
+from moeopt.megamoe.scenario import schema
+from moeopt.plain import plain
 
 # One line of meaning per schema path (calibration constants take theirs from CONSTANTS).
 # tests/megamoe/test_knobs.py checks that this table covers the schema exactly.
@@ -185,7 +187,7 @@ def _allowed(path: str) -> str:
 def _type_text(owner: type | None, name: str, fallback: str) -> str:
     if owner is None:
         return fallback
-    hints = typing.get_type_hints(owner, vars(sc))
+    hints = typing.get_type_hints(owner)
     t = hints.get(name)
     if t is None:
         return fallback
@@ -197,7 +199,7 @@ def _typing_text(t: Any) -> str:
     text = getattr(t, "__name__", None) if not typing.get_args(t) else None
     if text:
         return text
-    s = str(t).replace("typing.", "").replace("collections.abc.", "").replace(f"{sc.__name__}.", "")
+    s = str(t).replace("typing.", "").replace("collections.abc.", "").replace(f"{schema.__name__}.", "")
     while True:  # tuples are written as TOML lists
         s2 = re.sub(r"tuple\[([\w\[\]]+), \.\.\.\]", r"list[\1]", s)
         if s2 == s:
@@ -271,7 +273,7 @@ def _knob(path: str) -> Knob:
     for p in PROFILES:
         v = _lookup(PROFILE_DEFAULTS.get(p, {}), parts)
         if v is not None:
-            per_profile[p] = sc._deepcopy(v)
+            per_profile[p] = plain(v)
     doc_key = ".".join(
         "*" if i == 2 and parts[1] in ("event_granularity", "roles", "core_groups") else x
         for i, x in enumerate(parts)
@@ -281,7 +283,7 @@ def _knob(path: str) -> Knob:
         section=section,
         type=typ,
         allowed=_allowed(path),
-        default=sc._deepcopy(default),
+        default=plain(default),
         doc=KNOB_DOCS.get(path) or KNOB_DOCS.get(doc_key, ""),
         profile_defaults=MappingProxyType(per_profile),
     )
@@ -298,7 +300,7 @@ def schema_paths() -> list[str]:
             if isinstance(sub, dict):
                 walk(path, sub)
 
-    walk("", sc._SCHEMA)
+    walk("", sc.OVERRIDE_SCHEMA)
     # sections themselves are tables, not knobs
     return [p for p in out if p not in sc.SECTIONS and p != "calibration"]
 

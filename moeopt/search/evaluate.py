@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import traceback
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -31,8 +30,10 @@ from moeopt.megamoe.builders import RankGraph
 from moeopt.megamoe.errors import GuardrailError, ScenarioError
 from moeopt.megamoe.scenario import Scenario
 from moeopt.megamoe.simulate import build_graphs, simulate, simulate_built
-from moeopt.search.config import TIME_METRICS, ExactSpec, ShapeSpec, StudyConfig
+from moeopt.search.config import ShapeSpec, StudyConfig
+from moeopt.search.metrics import TIME_METRICS, metric_value
 from moeopt.search.space import to_overrides, violated_constraint
+from moeopt.search.trials import Outcome
 
 # lower-bound checks in "auto" mode: always for the first AUTO_PROBE checks of a worker, then
 # only while at least AUTO_MIN_RATE of the checks pruned; otherwise one evaluation in AUTO_EVERY
@@ -41,71 +42,7 @@ AUTO_MIN_RATE = 0.25
 AUTO_EVERY = 10
 
 
-@dataclass
-class Outcome:
-    """What one point gave. ``state``: complete | pruned | failed; ``kind`` says why."""
-
-    state: str
-    kind: str
-    values: list[float] | None = None
-    reason: str | None = None
-    lower_bound_us: float | None = None
-    per_shape: dict[str, dict[str, float]] = field(default_factory=dict)
-    detail: str | None = None
-
-    def attrs(self) -> dict[str, Any]:
-        """The JSON-able record stored on the trial (user attribute ``moeopt``)."""
-        out: dict[str, Any] = {"kind": self.kind}
-        if self.reason is not None:
-            out["reason"] = self.reason
-        if self.lower_bound_us is not None:
-            out["lower_bound_us"] = self.lower_bound_us
-        if self.per_shape:
-            out["per_shape"] = self.per_shape
-        if self.detail is not None:
-            out["detail"] = self.detail[-4000:]
-        return out
-
-
-# --------------------------------------------------------------------------- metrics
-def metric_value(name: str, r: Mapping[str, Any], exact: ExactSpec | None = None) -> float:
-    """One metric of a :func:`moeopt.simulate` result (the slowest rank where per-rank)."""
-    if name in ("kernel_total_us", "kernel_dag_end_us"):
-        return float(r[name])
-    if name == "aic_busy_us":
-        return float(sum(v for k, v in r["resource_busy_us"].items() if k.rsplit(".", 1)[-1] == "AIC"))
-    if name == "aiv_busy_us":
-        return float(
-            sum(v for k, v in r["resource_busy_us"].items() if k.rsplit(".", 1)[-1].startswith("AIV"))
-        )
-    if name == "aic_utilization":
-        return float(r["role_utilization"].get("AIC", 0.0))
-    if name == "aiv_utilization":
-        u = [v for k, v in r["role_utilization"].items() if k.startswith("AIV")]
-        return float(sum(u) / len(u)) if u else 0.0
-    if name == "gm_to_l1_bytes":
-        return float(r["traffic_bytes"].get("gm_to_l1", 0.0))
-    if name == "hbm_bytes":
-        return float(r["traffic_bytes"].get("hbm", 0.0))
-    if name == "excess_over_bound_pct":
-        return float(r["bounds"]["excess_pct"])
-    if name == "cpsat_us":
-        return exact_best_us(r, exact or ExactSpec())
-    raise KeyError(name)
-
-
-def exact_best_us(r: Mapping[str, Any], spec: ExactSpec) -> float:
-    """The CP-SAT best schedule length over the simulated ranks (greedy schedule as the hint)."""
-    from moeopt.search.exactgap import solve_rank
-
-    best = 0.0
-    for rep in r["simulated_ranks"]:
-        rr = r["rank_results"][rep]
-        x = solve_rank(rr["graph"], rr["schedule"], spec)
-        best = max(best, float(x["best_us"]))
-    return best
-
-
+# --------------------------------------------------------------------------- statistics
 def statistic(name: str, values: Sequence[float]) -> float:
     a = np.asarray(values, dtype=float)
     if name == "mean":

@@ -9,10 +9,19 @@ from __future__ import annotations
 
 import importlib
 import time
+from dataclasses import dataclass
 from typing import Any
 
 from moeopt.megamoe.results import SimulateResult
-from moeopt.search.config import ExactSpec
+
+
+@dataclass(frozen=True)
+class ExactSpec:
+    """How CP-SAT is run: ``objective.exact`` and ``outputs.exact_gap`` of a study file."""
+
+    time_limit_s: float = 10.0
+    workers: int = 1
+    mode: str = "exact"
 
 
 class ExactUnavailable(RuntimeError):

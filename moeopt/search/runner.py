@@ -13,14 +13,15 @@ pruned or failed point is stored with it and nothing Optuna does on its own can 
    point again, so ``--resume`` continues with no point lost or run twice.
 
 A trial *counts* towards the requested number when it is COMPLETE, PRUNED, RUNNING, or FAIL
-for a reason other than an interruption (a failure is a result: a guardrail fired).
+for a reason other than an interruption (a failure is a result: a guardrail fired). What a trial
+carries in the storage is :mod:`moeopt.search.trials`; Optuna's private names it needs are in
+:mod:`moeopt.search.optuna_private`.
 """
 
 from __future__ import annotations
 
 import contextlib
 import logging
-import math
 import multiprocessing
 import os
 import queue
@@ -30,23 +31,35 @@ import threading
 import time
 import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 import optuna
 from optuna.trial import FrozenTrial, TrialState
 
-from moeopt.megamoe.config.profiles import GLOBAL_DEFAULTS, PROFILE_DEFAULTS, deep_merge
-from moeopt.search.config import SAMPLERS, StudyConfig, load_study, missing_packages
+from moeopt.megamoe.scenario import effective_table
+from moeopt.search.config import StudyConfig, load_study
 from moeopt.search.errors import StudyError
-from moeopt.search.evaluate import Evaluator, Outcome
-from moeopt.search.space import grid_search_space, grid_size, is_active, point_key, suggest
+from moeopt.search.evaluate import Evaluator
+from moeopt.search.optuna_private import stale_trial_ids, storage_of, trial_id
+from moeopt.search.outputs import StudyResult, write_outputs
+from moeopt.search.samplers import make_sampler
+from moeopt.search.space import point_key, point_of, suggest
 from moeopt.search.storage import StorageSpec, ask_lock, resolve_storage, worker_alive, worker_identity
-
-RESULT_ATTR = "moeopt"
-WORKER_ATTR = "worker"
-STUDY_ATTR = "moeopt_study"
-BASELINE_ATTR = "moeopt_baseline"
+from moeopt.search.trials import (
+    BASELINE_ATTR,
+    BASELINE_TRIAL_ATTR,
+    RESULT_ATTR,
+    RETRY_ATTR,
+    STUDY_ATTR,
+    WORKER_ATTR,
+    Outcome,
+    WorkerStats,
+    attrs,
+    best_value,
+    counts,
+    finished,
+    target_trials,
+)
 
 Say = Callable[[str], None]
 
@@ -67,80 +80,7 @@ class StudyInterrupted(KeyboardInterrupt):
         self.result = result
 
 
-@dataclass
-class WorkerStats:
-    evaluated: int = 0
-    duplicates: int = 0
-    lb_checked: int = 0
-    lb_pruned: int = 0
-    lb_skipped: int = 0
-    recovered: list[int] = field(default_factory=list)
-    elapsed_s: float = 0.0
-    interrupted: bool = False
-    exhausted: bool = False
-    errors: list[str] = field(default_factory=list)
-
-    def add(self, other: WorkerStats) -> None:
-        self.evaluated += other.evaluated
-        self.duplicates += other.duplicates
-        self.lb_checked += other.lb_checked
-        self.lb_pruned += other.lb_pruned
-        self.lb_skipped += other.lb_skipped
-        self.recovered += other.recovered
-        self.errors += other.errors
-        self.interrupted = self.interrupted or other.interrupted
-        self.exhausted = self.exhausted or other.exhausted
-
-
-@dataclass(frozen=True)
-class StudyResult:
-    """What :func:`run_study` returns (the content of ``summary.json`` plus the paths)."""
-
-    name: str
-    out_dir: str
-    storage: str
-    n_trials: int
-    states: Mapping[str, int]
-    best_trial: int | None
-    best_value: float | None
-    best_values: Sequence[float] | None
-    best_params: Mapping[str, Any]
-    best_overrides: Mapping[str, Any]
-    baseline_value: float | None
-    delta_pct: float | None
-    interrupted: bool
-    files: Mapping[str, str]
-    summary: Mapping[str, Any]
-
-
 # --------------------------------------------------------------------------- trial bookkeeping
-def _attrs(t: FrozenTrial) -> dict[str, Any]:
-    a = t.user_attrs.get(RESULT_ATTR)
-    return a if isinstance(a, dict) else {}
-
-
-def is_interrupted(t: FrozenTrial) -> bool:
-    return t.state == TrialState.FAIL and _attrs(t).get("kind") in ("interrupted", "surplus")
-
-
-def counts(t: FrozenTrial) -> bool:
-    """Whether a trial counts towards the requested number of trials."""
-    if t.state in (TrialState.COMPLETE, TrialState.PRUNED, TrialState.RUNNING):
-        return True
-    return t.state == TrialState.FAIL and not is_interrupted(t)
-
-
-def finished(t: FrozenTrial) -> bool:
-    return t.state != TrialState.RUNNING and counts(t)
-
-
-def best_value(trials: Sequence[FrozenTrial], cfg: StudyConfig) -> float | None:
-    vals = [t.values[0] for t in trials if t.state == TrialState.COMPLETE and t.values]
-    if not vals:
-        return None
-    return min(vals) if cfg.objective.direction == "minimize" else max(vals)
-
-
 def _tell(study: optuna.Study, trial: optuna.trial.Trial, **kw: Any) -> bool:
     """``study.tell``; False when the sampler says the space is exhausted.
 
@@ -157,17 +97,13 @@ def _tell(study: optuna.Study, trial: optuna.trial.Trial, **kw: Any) -> bool:
     return True
 
 
-def _storage_of(study: optuna.Study) -> optuna.storages.BaseStorage:
-    return study._storage  # the storage object the study was opened with
-
-
 def recover_stale(study: optuna.Study, trials: Sequence[FrozenTrial], local: bool) -> list[int]:
     """Mark RUNNING trials of dead workers ``interrupted`` and queue their points again.
 
     ``local``: the caller holds the ask lock of a file-backed storage, so a RUNNING trial that has
     no worker recorded yet belongs to a worker that died between ``ask`` and recording itself.
     """
-    storage = _storage_of(study)
+    storage = storage_of(study)
     stale: list[FrozenTrial] = []
     for t in trials:
         if t.state != TrialState.RUNNING:
@@ -178,50 +114,20 @@ def recover_stale(study: optuna.Study, trials: Sequence[FrozenTrial], local: boo
             stale.append(t)
     # RDB storages also know other machines' dead workers through Optuna's heartbeat
     if isinstance(storage, optuna.storages.RDBStorage) and storage.get_heartbeat_interval():
-        ids = set(storage._get_stale_trial_ids(study._study_id))
-        stale += [t for t in trials if t._trial_id in ids and t not in stale]
+        ids = set(stale_trial_ids(storage, study))
+        stale += [t for t in trials if trial_id(t) in ids and t not in stale]
     done = []
     for t in stale:
         reason = f"worker {t.user_attrs.get(WORKER_ATTR, '?')} stopped while running it"
         try:
-            storage.set_trial_user_attr(t._trial_id, RESULT_ATTR, {"kind": "interrupted", "reason": reason})
-            storage.set_trial_state_values(t._trial_id, TrialState.FAIL)
+            storage.set_trial_user_attr(trial_id(t), RESULT_ATTR, {"kind": "interrupted", "reason": reason})
+            storage.set_trial_state_values(trial_id(t), TrialState.FAIL)
         except (optuna.exceptions.UpdateFinishedTrialError, RuntimeError, KeyError):
             continue  # another worker recovered it first
         if t.params:
-            study.enqueue_trial(dict(t.params), user_attrs={"retry_of": t.number})
+            study.enqueue_trial(dict(t.params), user_attrs={RETRY_ATTR: t.number})
         done.append(t.number)
     return done
-
-
-def make_sampler(cfg: StudyConfig, worker_index: int) -> optuna.samplers.BaseSampler:
-    missing = missing_packages(cfg.sampler)
-    if missing:
-        others = ", ".join(n for n in SAMPLERS if not missing_packages(n))
-        raise StudyError(
-            f"{cfg.source}: sampler = {cfg.sampler!r} needs the Python package(s) {', '.join(missing)}, "
-            f"which are not installed here (pip install {' '.join(missing)}); allowed without them: {others}"
-        )
-    seed = cfg.seed + worker_index  # distinct per worker, else K workers would propose the same points
-    opts = dict(cfg.sampler_options)
-    try:
-        if cfg.sampler == "grid":
-            return optuna.samplers.GridSampler(grid_search_space(cfg), seed=seed, **opts)
-        if cfg.sampler == "cmaes":
-            opts.setdefault("warn_independent_sampling", False)
-        cls = getattr(optuna.samplers, SAMPLERS[cfg.sampler][0])
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
-            sampler: optuna.samplers.BaseSampler = cls(seed=seed, **opts)
-        return sampler
-    except (TypeError, ValueError) as exc:
-        raise StudyError(f"{cfg.source}: sampler = {cfg.sampler!r} with options {opts}: {exc}") from None
-
-
-def target_trials(cfg: StudyConfig) -> int:
-    if cfg.sampler in ("grid", "bruteforce"):
-        return min(cfg.trials, grid_size(cfg))
-    return cfg.trials
 
 
 # --------------------------------------------------------------------------- the worker loop
@@ -273,7 +179,7 @@ def worker_loop(
                 if finished(t) and t.params and cfg.duplicates:
                     known.setdefault(point_key(t.params), t)
             best = best_value(trials, cfg)
-            with _heartbeat(storage, trial._trial_id):
+            with _heartbeat(storage, trial_id(trial)):
                 point = suggest(trial, cfg)
                 prior = known.get(point_key(point)) if cfg.duplicates else None
                 out = None if prior is not None else ev.evaluate(point, best)
@@ -411,10 +317,10 @@ def _tell_outcome(study: optuna.Study, trial: optuna.trial.Trial, out: Outcome) 
 
 
 def _tell_copy(study: optuna.Study, trial: optuna.trial.Trial, prior: FrozenTrial) -> bool:
-    attrs = dict(_attrs(prior))
-    attrs.pop("detail", None)
-    attrs["duplicate_of"] = attrs.get("duplicate_of", prior.number)
-    trial.set_user_attr(RESULT_ATTR, attrs)
+    record = dict(attrs(prior))
+    record.pop("detail", None)
+    record["duplicate_of"] = record.get("duplicate_of", prior.number)
+    trial.set_user_attr(RESULT_ATTR, record)
     if prior.state == TrialState.COMPLETE and prior.values:
         return _tell(study, trial, values=prior.values if len(prior.values) > 1 else prior.values[0])
     if prior.state == TrialState.PRUNED:
@@ -427,11 +333,11 @@ def _tell_copy(study: optuna.Study, trial: optuna.trial.Trial, prior: FrozenTria
 
 def _interrupt(study: optuna.Study, trial: optuna.trial.Trial) -> None:
     with contextlib.suppress(Exception):
-        params = dict(study._storage.get_trial(trial._trial_id).params)
+        params = dict(storage_of(study).get_trial(trial_id(trial)).params)
         trial.set_user_attr(RESULT_ATTR, {"kind": "interrupted", "reason": "stopped by Ctrl-C / SIGTERM"})
         _tell(study, trial, state=TrialState.FAIL)
         if params:
-            study.enqueue_trial(params, user_attrs={"retry_of": trial.number})
+            study.enqueue_trial(params, user_attrs={RETRY_ATTR: trial.number})
 
 
 def _child_main(
@@ -498,50 +404,21 @@ def _open_study(cfg: StudyConfig, spec: StorageSpec, resume: bool, say: Say) -> 
 def _baseline_point(cfg: StudyConfig) -> dict[str, Any] | None:
     """The base scenario's values of the space's parameters, if every one is in the space."""
     sc = cfg.shapes[0].scenario()
-    eff = deep_merge(deep_merge(GLOBAL_DEFAULTS, PROFILE_DEFAULTS.get(sc.profile or "", {})), sc.to_dict())
+    table = effective_table(sc)
     consts = sc.config.constants
-    eff.update(p1_override=sc.p1_override, p2_override=sc.p2_override, aic_num=sc.config.aic_num)
 
     def lookup(path: str) -> Any:
         parts = path.split(".")
         if parts[0] == "calibration" and len(parts) == 2 and parts[1] in consts:
             return consts[parts[1]].value
-        node: Any = eff
+        node: Any = table
         for p in parts:
             if not isinstance(node, Mapping) or p not in node:
                 raise KeyError(path)
             node = node[p]
         return node
 
-    point: dict[str, Any] = {}
-    try:
-        for p in cfg.params:
-            if not is_active(p, point, cfg):
-                continue
-            if p.mapped:
-                hits = [
-                    lab
-                    for lab, ov in zip(p.labels, p.values, strict=True)
-                    if all(lookup(k) == v for k, v in ov.items())
-                ]
-                if not hits:
-                    return None
-                point[p.name] = hits[0]
-                continue
-            v = lookup(p.name)
-            if p.kind == "categorical":
-                if v not in p.values:
-                    return None
-                point[p.name] = p.labels[p.values.index(v)]
-            else:
-                if isinstance(v, bool) or not isinstance(v, (int, float)) or not p.low <= v <= p.high:
-                    return None
-                if p.step is not None and abs((v - p.low) / p.step - round((v - p.low) / p.step)) > 1e-9:
-                    return None
-                point[p.name] = int(v) if p.kind == "int" else float(v)
-    except KeyError:
-        return None
-    return point
+    return point_of(cfg, lookup)
 
 
 # --------------------------------------------------------------------------- entry point
@@ -563,8 +440,6 @@ def run_study(
     Keyword arguments override the file's ``trials``, ``timeout_s``, ``workers``, ``storage`` and
     ``out``. Raises :class:`StudyError` for every input problem, before any trial runs.
     """
-    from moeopt.search.outputs import write_outputs
-
     cfg = study if isinstance(study, StudyConfig) else load_study(study)
     cfg = cfg.with_run_options(trials=trials, timeout_s=timeout_s, workers=workers, storage=storage, out=out)
     tell_user: Say = say or (lambda _msg: None)
@@ -587,7 +462,7 @@ def run_study(
             )
             point = _baseline_point(cfg)
             if created and point is not None and cfg.baseline_trial:
-                study_obj.enqueue_trial(point, user_attrs={"baseline": True})
+                study_obj.enqueue_trial(point, user_attrs={BASELINE_TRIAL_ATTR: True})
         target = target_trials(cfg)
         if target < cfg.trials:
             tell_user(f"the space has {target} distinct points: running {target} trials, not {cfg.trials}")
@@ -679,10 +554,6 @@ def _quiet_optuna() -> Iterator[None]:
             yield
         finally:
             optuna.logging.set_verbosity(level)
-
-
-def trials_per_minute(n: int, elapsed_s: float) -> float:
-    return 60.0 * n / elapsed_s if elapsed_s > 0 else math.inf
 
 
 logging.getLogger("moeopt.search").addHandler(logging.NullHandler())

@@ -33,9 +33,9 @@ from typing import Any
 
 import optuna
 from optuna.storages.journal import JournalFileBackend
-from optuna.storages.journal._file import BaseJournalFileLock  # public base, not re-exported
 
 from moeopt.search.errors import StudyError
+from moeopt.search.optuna_private import BaseJournalFileLock
 
 HEARTBEAT_INTERVAL_S = 30
 HEARTBEAT_GRACE_S = 120

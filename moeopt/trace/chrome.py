@@ -24,18 +24,19 @@ from __future__ import annotations
 
 import gzip
 import json
-import math
 import re
 import warnings
 import zlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeGuard
+from typing import Any
 
 from moeopt.core.events import EventGraph, split_resource
 from moeopt.core.schedule import Schedule
 from moeopt.errors import InputError
+from moeopt.fields import is_number
+from moeopt.plain import jsonable
 
 NO_RESOURCE = "(no resource)"
 GENERATOR = "moeopt"
@@ -84,20 +85,6 @@ class Trace:
 # --------------------------------------------------------------------------- export
 def _natural_key(text: str) -> tuple[Any, ...]:
     return tuple(int(p) if p.isdigit() else p for p in re.split(r"(\d+)", text))
-
-
-def _jsonable(v: Any) -> Any:
-    if isinstance(v, Mapping):
-        return {str(k): _jsonable(x) for k, x in v.items()}
-    if isinstance(v, (list, tuple, set, frozenset)):
-        return [_jsonable(x) for x in v]
-    if isinstance(v, float):
-        return v if math.isfinite(v) else str(v)
-    if isinstance(v, (str, int, bool)) or v is None:
-        return v
-    if hasattr(v, "item"):  # numpy scalars
-        return _jsonable(v.item())
-    return str(v)
 
 
 def chrome_trace(
@@ -152,9 +139,9 @@ def chrome_trace(
         label = None if ev is None else ev.labels.get(label_key)
         args: dict[str, Any] = {"event": name}
         if label is not None:
-            args[label_key] = _jsonable(label)
+            args[label_key] = jsonable(label)
         if ev is not None and ev.labels:
-            args["labels"] = _jsonable(ev.labels)
+            args["labels"] = jsonable(ev.labels)
         if len(res) > 1:
             args["resources"] = list(res)
         w = schedule.waits.get(name)
@@ -187,7 +174,7 @@ def chrome_trace(
         "policy": schedule.policy,
         "makespan_us": schedule.makespan_us,
         "events": len(schedule),
-        **_jsonable(dict(metadata or {})),
+        **jsonable(dict(metadata or {})),
     }
     return {"otherData": other, "displayTimeUnit": "ns", "traceEvents": out}
 
@@ -476,10 +463,6 @@ def _parse_text(text: str, source: str, label_key: str | None, notes: list[str])
     return tr
 
 
-def _num(v: Any) -> TypeGuard[float]:
-    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
-
-
 def _build(
     raw: Sequence[Any], other: dict[str, Any], source: str, label_key: str | None, notes: list[str]
 ) -> Trace:
@@ -519,7 +502,7 @@ def _build(
             ignored[ph] = ignored.get(ph, 0) + 1
             continue
         ts = ev.get("ts")
-        if not _num(ts):
+        if not is_number(ts):
             raise InputError(f"{where} (ph {ph!r}): 'ts' must be a finite number of µs, got {ts!r}")
         args = ev.get("args", {})
         if not isinstance(args, dict):
@@ -552,7 +535,7 @@ def _build(
             open_b.setdefault((pid, tid), []).append((k, ev))
             continue
         dur = ev.get("dur")
-        if not _num(dur) or dur < 0:
+        if not is_number(dur) or dur < 0:
             raise InputError(
                 f"{where} (name {name!r}, ph 'X'): 'dur' must be a number of µs >= 0, got {dur!r}"
             )

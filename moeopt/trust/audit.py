@@ -28,9 +28,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from moeopt.errors import MoeoptError
-from moeopt.megamoe.config.profiles import GLOBAL_DEFAULTS, PROFILE_DEFAULTS, deep_merge
 from moeopt.megamoe.knobs import Knob, knob_catalogue
-from moeopt.megamoe.scenario import EDGES, LINK_FIELDS, Scenario
+from moeopt.megamoe.scenario import EDGES, LINK_FIELDS, Scenario, effective_table
 from moeopt.megamoe.simulate import simulate
 
 EFFECTIVE = "effective"
@@ -65,13 +64,6 @@ class KnobVerdict:
     trials: tuple[Trial, ...] = field(default=(), repr=False)
 
 
-def _resolved(s: Scenario) -> dict[str, Any]:
-    raw = deep_merge(GLOBAL_DEFAULTS, PROFILE_DEFAULTS.get(s.profile or "", {}))
-    raw = deep_merge(raw, s.to_dict())
-    raw["workload"] = {**raw.get("workload", {})}
-    return raw
-
-
 def current_value(s: Scenario, path: str) -> Any:
     """The value ``path`` has in ``s`` after profile and defaults (``None``: unset)."""
     parts = path.split(".")
@@ -80,7 +72,7 @@ def current_value(s: Scenario, path: str) -> Any:
         return None if c is None else c.value
     if parts[0] == "aic_num":
         return s.config.aic_num
-    node: Any = _resolved(s)
+    node: Any = effective_table(s)
     for p in parts:
         if not isinstance(node, Mapping) or p not in node:
             return None

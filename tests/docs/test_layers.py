@@ -14,10 +14,13 @@ import pytest
 
 PKG = Path(__file__).resolve().parents[2] / "moeopt"
 
-BASE = {"errors", "registry"}
+# the base: error types, the registry, field checks of every input format, plain-JSON conversion
+BASE = {"errors", "registry", "fields", "plain"}
 # part -> the parts it may import (itself always allowed)
 LAYERS: dict[str, set[str]] = {
     "errors": set(),
+    "plain": set(),
+    "fields": {"errors"},
     "registry": {"errors"},
     "core": BASE,
     "exact": BASE | {"core"},

@@ -7,6 +7,7 @@ import os
 import pytest
 
 import moeopt.megamoe as mm
+from moeopt.megamoe.scenario import effective_table
 
 EXAMPLE = os.path.join(os.path.dirname(__file__), "..", "..", "examples", "scenario_basic.toml")
 
@@ -170,3 +171,24 @@ def test_core_group_join_is_refused_where_the_builders_ignore_it(bs72):
         bs72.with_overrides({"options.core_groups.combine.join": "dispatch"})
     with pytest.raises(mm.ScenarioError, match=r"join_from_expert = 3: has no effect without"):
         bs72.with_overrides({"options.core_groups.gmm1.join_from_expert": 3})
+
+
+def test_effective_table_layers_scenario_over_profile_over_global_defaults(tmp_path):
+    # the megamoe-a8w8 profile sets tile_m 256 (global default 128) and puts gmm1->activation
+    # on-chip with depth 1; the scenario sets tile_n 128 and that link's depth 2; tile_k 512 and
+    # the link's readiness 'whole' come from the global defaults
+    s = mm.load_scenario(
+        write(
+            tmp_path,
+            BASE
+            + "[kernel]\ntile_n = 128\n"
+            + '[[options.links]]\nproducer = "gmm1"\nconsumer = "activation"\ndepth = 2\n',
+        )
+    )
+    table = effective_table(s)
+    assert (table["kernel"]["tile_m"], table["kernel"]["tile_n"], table["kernel"]["tile_k"]) == (256, 128, 512)
+    act = next(lk for lk in table["options"]["links"] if lk["consumer"] == "activation")
+    assert (act["location"], act["depth"], act["readiness"]) == ("onchip", 2, "whole")
+    assert (table["aic_num"], table["p1_override"]) == (28, 0)  # the profile's die; no override
+    # the resolved configuration is read from the same table
+    assert (s.config.tile_m, s.config.link("gmm1", "activation").depth) == (256, 2)

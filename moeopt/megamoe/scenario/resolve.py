@@ -1,0 +1,382 @@
+"""Resolution: global defaults <- profile <- scenario, then the rules that span fields.
+
+:func:`resolve` is the table of contents: it merges the three layers once
+(:func:`effective_table`) and applies the named rule groups in a fixed order. The order is part
+of the contract: when several rules are broken, the first group's message is the one a user
+sees (a missing constant before tiles that do not fit L1, an impossible link before a bad core
+group ...). Every rule raises :class:`ScenarioError` (the combination cannot run) or
+:class:`NotModelledError` (it could, but the model would ignore a value), naming the fields.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from types import MappingProxyType
+from typing import Any
+
+from moeopt.megamoe.config.profiles import (
+    CONSTANTS,
+    GLOBAL_DEFAULTS,
+    IMPLEMENTATIONS,
+    PROFILE_DEFAULTS,
+    PROFILES,
+    deep_merge,
+    profile_constants,
+)
+from moeopt.megamoe.config.provenance import Const
+from moeopt.megamoe.errors import NotModelledError, ScenarioError
+from moeopt.megamoe.scenario.schema import (
+    CUBE_STAGES,
+    EDGES,
+    LINK_FIELDS,
+    STAGES,
+    VECTOR_STAGES,
+    Config,
+    CoreGroup,
+    LinkCfg,
+    Scenario,
+    check_registered,
+)
+
+Links = dict[tuple[str, str], LinkCfg]
+Table = Mapping[str, Any]
+"""A table of the effective scenario table (the whole, or its ``kernel``, ``policy``, ``options``)."""
+
+REQUIRED_ALWAYS = (
+    "cube_mac_per_us_int8",
+    "cube_mac_per_us_fp16",
+    "gm_l1_bytes_per_us",
+    "hbm_bytes_per_us",
+    "remote_in_bytes_per_us",
+    "remote_out_bytes_per_us",
+    "aiv_remote_read_bytes_per_us",
+    "aiv_remote_write_bytes_per_us",
+    "aiv_local_bytes_per_us",
+    "aiv_aggregate_local_bytes_per_us",
+    "act_bytes_per_us",
+    "act_startup_us",
+    "dispatch_call_us",
+    "remote_latency_us",
+    "flag_latency_us",
+    "syncall_us",
+    "cross_rank_flag_us",
+    "launch_us",
+    "front_sort_us_per_route",
+    "l1_bytes",
+    "bw_unit_bytes_per_us",
+    "b_reuse_load_factor",
+)
+REQUIRED_URMA = ("urma_get_bytes_per_us", "urma_put_bytes_per_us", "urma_op_us")
+
+
+def effective_table(s: Scenario) -> dict[str, Any]:
+    """Every knob's value in force, nested like a scenario file: the global defaults, over them
+    the profile's defaults, over those what ``s`` sets (``links`` merge edge by edge).
+
+    The one place the three layers meet: :func:`resolve`, the knob audit and the search's
+    baseline point all read this table. ``p1_override`` / ``p2_override`` have no profile
+    default, so the scenario's value is always the one in force.
+    """
+    profile = PROFILE_DEFAULTS.get(s.profile or "", {})
+    own = {**s.to_dict(), "p1_override": s.p1_override, "p2_override": s.p2_override}
+    return deep_merge(deep_merge(GLOBAL_DEFAULTS, profile), own)
+
+
+def resolve(s: Scenario) -> Config:
+    """``s`` with every knob resolved and every cross-field rule checked, in this order."""
+    raw = effective_table(s)
+    kern, pol, opt = raw["kernel"], raw["policy"], raw["options"]
+    aic = _core_count_rule(raw)
+    consts = _constant_rules(s, kern["topo_urma"])
+    _tile_rules(kern, consts)
+    links = _link_table(opt["links"])
+    _edge_rules(links)
+    _link_combination_rules(s, kern, opt, links)
+    groups = _core_group_rules(opt["core_groups"], opt["roles"], aic, s.workload.local_experts)
+    granularity = _granularity_rules(opt, kern)
+    _registered_name_rules(pol, opt)
+    _wave_rules(pol)
+    return _config(s, raw, aic, consts, links, groups, granularity)
+
+
+# --------------------------------------------------------------------------- rule groups
+def _core_count_rule(raw: Table) -> int:
+    """The die's cube-core count comes from the scenario or its profile: there is no default."""
+    if "aic_num" not in raw:
+        raise ScenarioError(
+            "aic_num is not set and no profile gives it: set aic_num (cube cores per die) or a profile"
+        )
+    return int(raw["aic_num"])
+
+
+def _constant_rules(s: Scenario, topo_urma: bool) -> dict[str, Const]:
+    """The profile's constants with the scenario's ``[calibration]`` on top (tagged ``assumed``);
+    every constant the model reads must have a value (the URMA rates only with ``topo_urma``)."""
+    consts = profile_constants(s.profile)
+    for name, value in s.calibration.items():
+        consts[name] = Const(
+            name, value, CONSTANTS[name][0], "assumed", "set in the scenario's [calibration]"
+        )
+    needed = list(REQUIRED_ALWAYS) + (list(REQUIRED_URMA) if topo_urma else [])
+    missing = [n for n in needed if n not in consts]
+    if missing:
+        why = (
+            f"profile {s.profile!r} has no value for"
+            if s.profile
+            else "without a profile there is no value for"
+        )
+        extra = " (the PTO A2/A3 kernel has no URMA path)" if s.profile == "pto-a2a3" and topo_urma else ""
+        raise ScenarioError(
+            f"{why} {', '.join(missing)}{extra}; set them under [calibration] "
+            f"(e.g. calibration.{missing[0]} = <{CONSTANTS[missing[0]][0]}>) or pick a profile: "
+            f"{', '.join(PROFILES)}"
+        )
+    return consts
+
+
+def _tile_rules(kern: Table, consts: Mapping[str, Const]) -> None:
+    """The A and B k-slices of one tile, ``l1_stages`` deep, fit the core's L1:
+    ``(tile_m + tile_n) x tile_k x bytes per element x l1_stages <= l1_bytes``."""
+    bpe = 1 if kern["quant"] == "w8a8" else 2
+    l1_need = (kern["tile_m"] + kern["tile_n"]) * kern["tile_k"] * bpe * kern["l1_stages"]
+    if l1_need > consts["l1_bytes"].value:
+        raise ScenarioError(
+            f"kernel tiles do not fit L1: (tile_m {kern['tile_m']} + tile_n {kern['tile_n']}) x tile_k "
+            f"{kern['tile_k']} x {bpe} B x l1_stages {kern['l1_stages']} = {l1_need} B > L1 "
+            f"{int(consts['l1_bytes'].value)} B; allowed: a geometry within L1"
+        )
+
+
+def _link_table(merged: Sequence[Table]) -> Links:
+    """One resolved link per stage edge, keyed by ``(producer, consumer)``."""
+    links: Links = {}
+    for lk in merged:
+        links[(lk["producer"], lk["consumer"])] = LinkCfg(**{f: lk[f] for f in LINK_FIELDS})
+    return links
+
+
+def _edge_rules(links: Links) -> None:
+    """What one edge may be: on-chip only through the fixpipe (gmm1->activation, gmm2->combine),
+    colocated and with at least one slot; a GM hand-off is unbounded (depth 0) and never
+    colocated; per-chunk readiness only on activation->gmm2 behind an on-chip activation, with
+    at least 2 chunks, and chunks only with per-chunk readiness."""
+    for a, b in EDGES:
+        lk = links[(a, b)]
+        w = f"options.links[{a}->{b}]"
+        if lk.location == "onchip":
+            if (a, b) not in (("gmm1", "activation"), ("gmm2", "combine")):
+                raise NotModelledError(
+                    f"{w}.location = 'onchip': no on-chip path from {a} to {b} is modelled "
+                    "(on-chip hand-off exists only through the fixpipe L0C->UB: gmm1->activation, "
+                    "gmm2->combine)"
+                )
+            if not lk.colocated_by_hardware:
+                raise ScenarioError(
+                    f"{w}: location 'onchip' needs colocated_by_hardware = true (on-chip data never leaves "
+                    f"its core)"
+                )
+            if lk.depth < 1:
+                raise ScenarioError(
+                    f"{w}.depth = {lk.depth}: an on-chip link needs at least 1 slot; allowed: 1..64"
+                )
+        else:
+            if lk.colocated_by_hardware:
+                raise ScenarioError(f"{w}: colocated_by_hardware = true only applies to location 'onchip'")
+            if lk.depth != 0:
+                hint = "; for dispatch->gmm1 use policy.dispatch_lookahead" if (a, b) == EDGES[0] else ""
+                raise NotModelledError(
+                    f"{w}.depth = {lk.depth}: a bounded GM workspace is not modelled (allowed: 0 = "
+                    f"unbounded){hint}"
+                )
+        if lk.readiness == "per_chunk":
+            if (a, b) != ("activation", "gmm2"):
+                raise NotModelledError(
+                    f"{w}.readiness = 'per_chunk': not modelled on this edge (allowed on activation->gmm2 "
+                    f"only)"
+                )
+            if links[("gmm1", "activation")].location != "onchip":
+                raise NotModelledError(
+                    f"{w}.readiness = 'per_chunk' needs per-tile activation (gmm1->activation on-chip): with "
+                    "segment activation every activation event covers all K columns, so chunks would "
+                    "change nothing"
+                )
+            if lk.chunks < 2:
+                raise ScenarioError(f"{w}.chunks = {lk.chunks}: per_chunk readiness needs chunks >= 2")
+        elif lk.chunks != 1:
+            raise NotModelledError(
+                f"{w}.chunks = {lk.chunks}: chunks are only read with readiness = 'per_chunk'"
+            )
+
+
+def _link_combination_rules(s: Scenario, kern: Table, opt: Table, links: Links) -> None:
+    """Links against other knobs: SwiGLU segments apply to a GM activation hand-off only; URMA
+    combine reads GM; staged barriers with an on-chip link would deadlock."""
+    if links[("gmm1", "activation")].location == "onchip" and s.kernel.swiglu_segments is not None:
+        raise NotModelledError(
+            "kernel.swiglu_segments is set but gmm1->activation is on-chip (activation runs per GMM1 tile); "
+            "segments only apply to a GM hand-off"
+        )
+    if kern["topo_urma"] and links[("gmm2", "combine")].location == "onchip":
+        raise NotModelledError(
+            "options.links[gmm2->combine] on-chip with kernel.topo_urma: URMA combine PUTs are batched per "
+            "wave from GM"
+        )
+    if opt["barriers"] == "staged" and any(lk.location == "onchip" for lk in links.values()):
+        raise ScenarioError(
+            "options.barriers = 'staged' with an on-chip link: the producer stage cannot finish while its "
+            "on-chip slots wait for a consumer held behind the barrier (a deadlock); allowed: 'fused', "
+            "or GM links"
+        )
+
+
+def _core_group_rules(raw: Any, roles: Mapping[str, str], aic: int, experts: int) -> dict[str, CoreGroup]:
+    """Which cores run each stage: every stage on every core (``shared``), the V1 kernel's fixed
+    groups (``v1_fixed``), or a per-stage table over ``shared``; a table names existing cores
+    only, and a join (a group taking over another's cores from some expert on) is modelled
+    between the two GMM stages only."""
+    every = tuple(range(aic))
+    shared = {
+        "gmm1": CoreGroup(every, "AIC"),
+        "gmm2": CoreGroup(every, "AIC"),
+        **{st: CoreGroup(every, roles.get(st, "AIV")) for st in VECTOR_STAGES},
+    }
+    if raw == "shared":
+        return shared
+    if raw == "v1_fixed":
+        return _v1_fixed_groups(aic, experts)
+    out = dict(shared)
+    for st, g in dict(raw).items():
+        base = shared[st]
+        cores = tuple(g.get("cores", base.cores))
+        bad = [c for c in cores if c >= aic]
+        if bad:
+            raise ScenarioError(
+                f"options.core_groups.{st}.cores names core(s) {bad}; allowed: 0..{aic - 1} (aic_num = {aic})"
+            )
+        join = g.get("join")
+        out[st] = CoreGroup(cores, g.get("role", base.role), join, int(g.get("join_from_expert", 0)))
+    for st, g in out.items():
+        if g.join is None and g.join_from_expert:
+            raise ScenarioError(
+                f"options.core_groups.{st}.join_from_expert = {g.join_from_expert}: has no effect without "
+                f"options.core_groups.{st}.join; set join (the stage whose cores this group takes over) "
+                f"or leave join_from_expert at 0"
+            )
+        if g.join is not None and st in VECTOR_STAGES:
+            raise NotModelledError(
+                f"options.core_groups.{st}.join = {g.join!r}: joining another group's cores is modelled "
+                f"for the GMM stages only (the V1 kernel's GMM2 group taking over GMM1's cores); "
+                f"allowed for {st}: no join"
+            )
+        if g.join is not None and (st in CUBE_STAGES) != (g.join in CUBE_STAGES):
+            raise ScenarioError(
+                f"options.core_groups.{st}.join = {g.join!r}: a group can only join a stage on the same "
+                f"kind of unit "
+                f"(cube stages: {', '.join(CUBE_STAGES)}; vector stages: {', '.join(VECTOR_STAGES)})"
+            )
+    return out
+
+
+def _v1_fixed_groups(aic: int, experts: int) -> dict[str, CoreGroup]:
+    """The V1 kernel's fixed groups, split 2:1 between the GMM1 and GMM2 sides."""
+    # hardware.md §2 "V1 fixed groups" at 24 AIC: GMM1 on AIC 0..15, GMM2 on 16..23 joined by the
+    # GMM1 group once GMM1 is done (from expert E-3 on), dispatch on AIV0 and SwiGLU on AIV1 of
+    # blocks 0..15, combine on AIV0 of blocks 16..23. Other core counts keep the 2:1 split.
+    if aic < 3:
+        raise ScenarioError(f"options.core_groups = 'v1_fixed' needs aic_num >= 3, got {aic}")
+    n1 = round(aic * 2 / 3)
+    g1, g2 = tuple(range(n1)), tuple(range(n1, aic))
+    return {
+        "gmm1": CoreGroup(g1, "AIC"),
+        "gmm2": CoreGroup(g2, "AIC", join="gmm1", join_from_expert=max(0, experts - 3)),
+        "dispatch": CoreGroup(g1, "AIV0"),
+        "activation": CoreGroup(g1, "AIV1"),
+        "combine": CoreGroup(g2, "AIV0"),
+    }
+
+
+def _granularity_rules(opt: Table, kern: Table) -> dict[str, int]:
+    """Units per event, 1 for every stage not listed; packing combine windows is modelled for
+    per-expert windows and URMA only, not for per-tile ones."""
+    eg = dict.fromkeys(STAGES, 1)
+    eg.update(dict(opt["event_granularity"]))
+    if eg["combine"] != 1 and opt["combine_granularity"] == "per_tile" and not kern["topo_urma"]:
+        raise NotModelledError(
+            f"options.event_granularity.combine = {eg['combine']}: packing per-tile combine windows is not "
+            "modelled; it applies to combine_granularity 'per_expert' (or 'auto' on the large path) and URMA"
+        )
+    return eg
+
+
+def _registered_name_rules(pol: Table, opt: Table) -> None:
+    """Every named rule in force (the profile's too) is registered in this process."""
+    for name, kind in (
+        ("scheduling", "policy"),
+        ("wave_packing", "wave_packer"),
+        ("core_assignment", "core_assignment"),
+    ):
+        check_registered(f"policy.{name}", pol[name], kind)
+    check_registered("options.builder", opt["builder"], "builder")
+    check_registered("options.tile_grid", opt["tile_grid"], "tile_grid")
+
+
+def _wave_rules(pol: Table) -> None:
+    """With a look-ahead limit, the lag stays below it: GMM1 of wave w would otherwise wait for
+    dispatch of wave w + lag, which waits for GMM1 of wave w + lag - lookahead >= w (a cycle)."""
+    look, lag = pol["dispatch_lookahead"], pol["dispatch_lag"]
+    if look and lag is not None and lag >= look:
+        raise ScenarioError(
+            f"policy.dispatch_lag = {lag} with policy.dispatch_lookahead = {look}: the lag must be "
+            f"smaller than the look-ahead (allowed: 0 <= dispatch_lag < {look}), or set "
+            f"dispatch_lookahead = 0 for no limit"
+        )
+
+
+# --------------------------------------------------------------------------- the resolved form
+def _config(
+    s: Scenario,
+    raw: Table,
+    aic: int,
+    consts: dict[str, Const],
+    links: Links,
+    groups: dict[str, CoreGroup],
+    granularity: dict[str, int],
+) -> Config:
+    kern, pol, opt = raw["kernel"], raw["policy"], raw["options"]
+    impl = IMPLEMENTATIONS.get(s.profile, IMPLEMENTATIONS[None])
+    return Config(
+        profile=s.profile,
+        implementation=impl["id"],
+        source_refs=tuple(impl["source_refs"]),
+        h=s.h,
+        hidden_dim=s.hidden_dim,
+        aic_num=aic,
+        aiv_per_core=int(raw["aiv_per_core"]),
+        p1_override=s.p1_override,
+        p2_override=s.p2_override,
+        tile_m=kern["tile_m"],
+        tile_n=kern["tile_n"],
+        tile_k=kern["tile_k"],
+        l1_stages=kern["l1_stages"],
+        quant=kern["quant"],
+        topo_urma=kern["topo_urma"],
+        swizzle_n=kern["swizzle_n"],
+        swiglu_segments=kern["swiglu_segments"],
+        combine_small_max_routes=kern["combine_small_max_routes"],
+        dispatch_lookahead=pol["dispatch_lookahead"],
+        dispatch_lag=pol["dispatch_lag"],
+        scheduling=pol["scheduling"],
+        wave_packing=pol["wave_packing"],
+        core_assignment=pol["core_assignment"],
+        links=MappingProxyType(links),
+        combine_granularity=opt["combine_granularity"],
+        late_bind_pools=tuple(opt["late_bind_pools"]),
+        bandwidth_contention=opt["bandwidth_contention"],
+        core_groups=MappingProxyType(groups),
+        event_granularity=MappingProxyType(granularity),
+        barriers=opt["barriers"],
+        builder=opt["builder"],
+        tile_grid=opt["tile_grid"],
+        roles=MappingProxyType(dict(opt["roles"])),
+        constants=MappingProxyType(consts),
+    )
