@@ -263,7 +263,7 @@ class PolicyConfig:
 
 def _check_registered(where: str, value: Any, kind: str) -> None:
     from moeopt import registry
-    from moeopt.megamoe import builders  # noqa: F401  (registers the built-in rules and builders)
+    from moeopt.megamoe import build  # noqa: F401  (registers the built-in rules and builders)
 
     check_choice(where, value, registry.names(kind))
 
