@@ -22,7 +22,8 @@ How it is built (:func:`build_rank` -> :func:`~moeopt.megamoe.build.implementati
 5. ``rankgraph``: the result, :class:`RankGraph`.
 
 Modules: ``plan``, ``context``, ``emitter``, ``sync``, ``handoff``, ``head``, ``dispatch``,
-``gmm``, ``activation``, ``combine``, ``implementation``, ``rankgraph``.
+``gmm``, ``activation``, ``combine``, ``urma`` (the batched GET / PUT both use),
+``implementation``, ``rankgraph``.
 
 Adding an implementation (the V1 kernel next). An :class:`Implementation` names a sync protocol,
 core groups and one builder per stage; :data:`BASELINE` is today's. V1 would be:
