@@ -389,7 +389,7 @@ def constants_section() -> list[str]:
 
 def registry_section() -> list[str]:
     from moeopt import registry
-    from moeopt.megamoe import builders  # noqa: F401  (registers the built-in names)
+    from moeopt.megamoe import build  # noqa: F401  (registers the built-in names)
 
     where = {
         "policy": "`policy.scheduling`, `moeopt.schedule(g, policy=...)`, `gap --policies`",

@@ -33,7 +33,7 @@ from moeopt.megamoe.analysis import (
     judge_bounds,
     physical_bounds,
 )
-from moeopt.megamoe.builders import RankGraph
+from moeopt.megamoe.build import RankGraph
 from moeopt.megamoe.config.profiles import IMPLEMENTATIONS
 from moeopt.megamoe.config.provenance import domain_check
 from moeopt.megamoe.errors import BoundViolation, WorkConservationViolation

@@ -26,7 +26,7 @@ import numpy as np
 from moeopt.core.gcpause import gc_paused
 from moeopt.errors import MoeoptError
 from moeopt.megamoe.analysis import physical_bounds
-from moeopt.megamoe.builders import RankGraph
+from moeopt.megamoe.build import RankGraph
 from moeopt.megamoe.errors import GuardrailError, ScenarioError
 from moeopt.megamoe.scenario import Scenario
 from moeopt.megamoe.simulate import build_graphs, simulate, simulate_built

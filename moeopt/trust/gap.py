@@ -73,7 +73,7 @@ from moeopt.core.policies import BUILTIN_POLICIES, make_policy
 from moeopt.core.schedule import Schedule
 from moeopt.errors import InputError
 from moeopt.megamoe.analysis import physical_bounds
-from moeopt.megamoe.builders import RankGraph
+from moeopt.megamoe.build import RankGraph
 from moeopt.megamoe.errors import BoundViolation
 from moeopt.megamoe.results import PhysicalBounds
 from moeopt.megamoe.scenario import Scenario

@@ -14,7 +14,7 @@ cost formula missed something (:func:`judge_bounds` marks it ``violated``).
 from __future__ import annotations
 
 from moeopt.megamoe.analysis.table import EPS
-from moeopt.megamoe.builders import RankGraph
+from moeopt.megamoe.build import RankGraph
 from moeopt.megamoe.results import BoundKind, Bounds, Channel, PhysicalBounds
 from moeopt.megamoe.scenario import Config
 

@@ -6,7 +6,7 @@ from collections import defaultdict
 
 from moeopt.core.schedule import Schedule
 from moeopt.megamoe.analysis.table import Table
-from moeopt.megamoe.builders import RankGraph
+from moeopt.megamoe.build import RankGraph
 from moeopt.megamoe.results import BusyTimes
 
 

@@ -12,7 +12,7 @@ from collections import defaultdict
 
 from moeopt.core.schedule import Schedule, Wait, WaitKind
 from moeopt.megamoe.analysis.table import EPS, Table
-from moeopt.megamoe.builders import RankGraph
+from moeopt.megamoe.build import RankGraph
 from moeopt.megamoe.results import CriticalStep, CriticalStepWait, Why
 
 WHY: dict[WaitKind, Why] = {

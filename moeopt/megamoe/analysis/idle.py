@@ -28,7 +28,7 @@ from dataclasses import dataclass
 
 from moeopt.core.schedule import Schedule
 from moeopt.megamoe.analysis.table import EPS, Table
-from moeopt.megamoe.builders import RankGraph
+from moeopt.megamoe.build import RankGraph
 from moeopt.megamoe.results import IdleDecomposition, IdleSample, StageIdle
 
 Interval = tuple[float, float]

@@ -9,7 +9,7 @@ from typing import TypeVar, overload
 
 from moeopt.core.events import Event
 from moeopt.core.schedule import Schedule, Wait
-from moeopt.megamoe.builders import RankGraph
+from moeopt.megamoe.build import RankGraph
 from moeopt.megamoe.results import EventRow
 
 EPS = 1e-6

@@ -206,7 +206,7 @@ class PolicyConfig:
 def check_registered(where: str, value: Any, kind: str) -> None:
     """``value`` names a registered part of ``kind`` (the built-in ones are registered first)."""
     from moeopt import registry
-    from moeopt.megamoe import builders  # noqa: F401  (registers the built-in rules and builders)
+    from moeopt.megamoe import build  # noqa: F401  (registers the built-in rules and builders)
 
     check_choice(where, value, registry.names(kind))
 
