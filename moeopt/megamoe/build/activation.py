@@ -56,7 +56,7 @@ def tile_activation(ctx: BuildContext, em: Emitter, tiles: GmmTiles) -> Activati
     by_mgroup: dict[tuple[int, int], list[str]] = {}
     by_chunk: dict[tuple[int, int, int], list[str]] = {}
     memo: dict[tuple[int, int], tuple[float, int, int]] = {}
-    for (w, e, t), mm, core in zip(tiles.items, tiles.computes, tiles.cores, strict=True):
+    for (w, e, t), mm, core in zip(tiles.items, tiles.events, tiles.cores, strict=True):
         got = memo.get((t.rows, t.cols))
         if got is None:
             out_bytes = t.rows * (t.cols // 2) * ctx.bpe
@@ -65,7 +65,7 @@ def tile_activation(ctx: BuildContext, em: Emitter, tiles: GmmTiles) -> Activati
         dur, out_bytes, units = got
         em.count("hbm", out_bytes)
         em.count("ub_to_gm", out_bytes)
-        acq, rel = em.hold_maps("hbm", units, give="onchip_act" if late_aic else f"c{core}.onchip_act")
+        acq, rel = em.hold_maps((("hbm", units),), give="onchip_act" if late_aic else f"c{core}.onchip_act")
         resources: Sequence[str]
         if pooled:
             resources = (em.pool("AIV-activation", layout.members["activation"]),)
@@ -101,7 +101,7 @@ def segment_activation(ctx: BuildContext, em: Emitter, plan: RankPlan, tiles: Gm
     inter = cfg.hidden_dim // 2
     experts = plan.experts
     members = ctx.layout.members["activation"]
-    g1_by_expert = tiles.computes_by_expert()
+    g1_by_expert = tiles.events_by_expert()
     by_mgroup: dict[tuple[int, int], list[str]] = {}
     for si, seg in enumerate(swiglu_segments(cfg, experts)):
         mms = [mm for e in seg for mm in g1_by_expert.get(e, [])]
@@ -129,7 +129,7 @@ def segment_activation(ctx: BuildContext, em: Emitter, plan: RankPlan, tiles: Gm
                     f"act.s{si}.p{p}",
                     "activation",
                     resources,
-                    {c2v: sync.flag_us + sync.syncall_us},
+                    {c2v: sync.flag_us + (sync.syncall_us if sync.group_barriers else 0.0)},
                     acq,
                     rel,
                     dur,

@@ -22,21 +22,20 @@ class GmmTiles(NamedTuple):
     """A GMM stage's tiles in program order, one entry per tile in every column."""
 
     items: tuple[Item, ...]  # (wave, expert, tile)
-    loads: tuple[str, ...]  # the tile's (last) load phase, on MTE2
-    computes: tuple[str, ...]  # the tile's (last) compute phase, on the AIC
+    events: tuple[str, ...]  # the tile's (last K chunk's) event on its core
     cores: tuple[int, ...]  # the core the tile is pinned to (-1: late-bound)
 
-    def loads_by_wave(self, waves: int) -> list[list[str]]:
+    def events_by_wave(self, waves: int) -> list[list[str]]:
         out: list[list[str]] = [[] for _ in range(waves)]
-        for (w, _e, _t), ld in zip(self.items, self.loads, strict=True):
-            out[w].append(ld)
+        for (w, _e, _t), ev in zip(self.items, self.events, strict=True):
+            out[w].append(ev)
         return out
 
-    def computes_by_expert(self) -> dict[int, list[str]]:
-        """Expert -> its tiles' compute phases, experts in order of first appearance."""
+    def events_by_expert(self) -> dict[int, list[str]]:
+        """Expert -> its tiles' events, experts in order of first appearance."""
         out: dict[int, list[str]] = {}
-        for (_w, e, _t), mm in zip(self.items, self.computes, strict=True):
-            out.setdefault(e, []).append(mm)
+        for (_w, e, _t), ev in zip(self.items, self.events, strict=True):
+            out.setdefault(e, []).append(ev)
         return out
 
 

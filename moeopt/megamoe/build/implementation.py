@@ -120,7 +120,8 @@ def compose(
     tail = impl.tail(ctx, em, plan, combine, gmm2)
     if ctx.sync.staged_barriers:
         wire_stage_barriers(em, ctx.sync, STAGES)
-    graph, dropped = em.assemble()
+    # a write-back stream holds its queue entries: at a tie it starts before the next GMM tile
+    graph, dropped = em.assemble(early=("combine",))
 
     hbm, remote_in, remote_out = algorithmic_bytes(ctx, plan)
     return RankGraph(

@@ -35,6 +35,7 @@ class SyncProtocol:
     syncall_us: float  # an all-AIV SYNCALL (around SwiGLU segments, between dispatch expert groups)
     rank_barrier_us: float  # every combine of every rank in -> unpermute
     program_order: bool  # vector stages issue in program order on each AIV
+    group_barriers: bool  # an all-AIV SYNCALL after every dispatched expert group and around SwiGLU segments
     lookahead: int  # dispatch of wave w waits for GMM1 of wave w - lookahead to load (0: no limit)
     lag: int  # GMM1 of wave w starts on the D2C flag of wave w + lag
     staged_barriers: bool  # every event of a stage waits for every event of the previous one
@@ -59,6 +60,7 @@ def hardware_flags(cfg: Config) -> SyncProtocol:
         syncall_us=cfg.c("syncall_us"),
         rank_barrier_us=cfg.c("cross_rank_flag_us"),
         program_order=cfg.profile == "pto-a2a3" or cfg.barriers == "staged",
+        group_barriers=cfg.profile == "pto-a2a3" or cfg.barriers == "staged",
         lookahead=cfg.dispatch_lookahead,
         lag=cfg.dispatch_lag,
         staged_barriers=cfg.barriers == "staged",
@@ -69,15 +71,16 @@ def wire_lookahead(
     em: Emitter,
     sync: SyncProtocol,
     dispatch_by_wave: Sequence[Sequence[str]],
-    loads_by_wave: Sequence[Sequence[str]],
+    tiles_by_wave: Sequence[Sequence[str]],
 ) -> None:
-    """Dispatch look-ahead: for every wave ``w >= L``, a flag ``g1loaded.w{w-L}`` on GMM1's loads
-    of wave ``w - L``, and every dispatch event of wave ``w`` waits for it (λ = flag latency)."""
+    """Dispatch look-ahead: for every wave ``w >= L``, a flag ``g1loaded.w{w-L}`` on GMM1's tiles
+    of wave ``w - L`` (a tile has read its rows when it is done), and every dispatch event of wave
+    ``w`` waits for it (λ = flag latency)."""
     la = sync.lookahead
     if not la:
         return
     for w in range(la, len(dispatch_by_wave)):
-        loads = loads_by_wave[w - la]
+        loads = tiles_by_wave[w - la]
         if not loads:
             continue
         fl = em.flag(f"g1loaded.w{w - la}", loads)

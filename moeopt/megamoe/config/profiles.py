@@ -14,7 +14,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from moeopt.megamoe.config.calibration import PTO_A2A3_DOMAIN, fit_pto_a2a3
+from moeopt.megamoe.config.calibration import (
+    HBM_COPY_DOMAIN,
+    PTO_A2A3_DOMAIN,
+    PTO_A2A3_V1_DOMAIN,
+    fit_pto_a2a3,
+    fit_pto_a2a3_v1,
+)
 from moeopt.megamoe.config.provenance import CalibrationDomain, Const
 
 HW = "../shared/hardware.md"
@@ -50,6 +56,10 @@ CONSTANTS: dict[str, tuple[str, str]] = {
     "front_sort_us_per_route": ("µs per route", "routing sort cost of the front reorder"),
     "l1_bytes": ("B", "L1 buffer of one AIC"),
     "bw_unit_bytes_per_us": ("B/µs", "quantum of the bandwidth semaphores"),
+    "remote_write_excess_share": (
+        "share per stream",
+        "share of the cube cores' GM->L1 paths one write-back stream takes while the link throttles it",
+    ),
 }
 
 _A3_SPEC = {
@@ -77,11 +87,18 @@ _A3_SPEC = {
     "l1_bytes": Const("l1_bytes", 512 * 1024, "B", "spec", f"{HW} §3: L1 512 KiB"),
     "bw_unit_bytes_per_us": Const(
         "bw_unit_bytes_per_us",
-        1000.0,
+        1.0,
         "B/µs",
         "assumed",
-        "1 GB/s per semaphore unit: fine enough that rounding a transfer's rate up to whole units "
-        "costs < 1% at the rates involved",
+        "1 MB/s per semaphore unit: rounding a transfer's rate up to whole units costs < 0.01% at "
+        "the rates involved (a stream's fair share of a link included), so halving it moves no result",
+    ),
+    "remote_write_excess_share": Const(
+        "remote_write_excess_share",
+        0.0,
+        "share per stream",
+        "assumed",
+        "not measured here: a throttled write-back stream takes nothing of the cube cores' GM->L1 paths",
     ),
 }
 
@@ -158,6 +175,10 @@ def _pto_constants() -> dict[str, Const]:
     d = PTO_A2A3_DOMAIN.id
     out = dict(_A3_SPEC)
     out.update(_PTO_SYNC)
+    for fit in fit_pto_a2a3_v1():
+        out[fit.name] = Const(
+            fit.name, fit.value, fit.unit, "measured", f"{HW} §1b: {fit.derivation}", PTO_A2A3_V1_DOMAIN.id
+        )
     for fit in fit_pto_a2a3():
         out[fit.name] = Const(fit.name, fit.value, fit.unit, "measured", f"{HW} §1: {fit.derivation}", d)
     out["b_reuse_load_factor"] = Const(
@@ -167,21 +188,24 @@ def _pto_constants() -> dict[str, Const]:
         "assumed",
         "the fitted gm_l1 rate already averages L2 hits over the 8 m-groups of the calibration shape",
     )
-    out["aiv_remote_read_bytes_per_us"] = Const(
-        "aiv_remote_read_bytes_per_us",
-        out["remote_in_bytes_per_us"].value,
+    out["aiv_local_bytes_per_us"] = Const(
+        "aiv_local_bytes_per_us",
+        out["aiv_remote_write_bytes_per_us"].value,
         "B/µs per AIV",
         "assumed",
-        "no single-stream measurement; set to the measured per-rank aggregate so that the aggregate "
-        "limit (a shared semaphore) is what binds",
+        "no measurement of a stream to this rank's own window; the kernel takes the same window path "
+        "for its own source rank as for the others (dispatch.h TLOAD / combine.h TSTORE on "
+        "peer[srcRank] for every srcRank), so the per-stream write-back rate of §1b",
     )
-    out["aiv_remote_write_bytes_per_us"] = Const(
-        "aiv_remote_write_bytes_per_us",
-        out["remote_out_bytes_per_us"].value,
-        "B/µs per AIV",
-        "assumed",
-        "no single-stream measurement; set to the measured per-rank aggregate so that the aggregate "
-        "limit (a shared semaphore) is what binds",
+    out["hbm_bytes_per_us"] = Const(
+        "hbm_bytes_per_us",
+        1.264e6,
+        "B/µs per die",
+        "measured",
+        f"{HW} §1 / §3: HBM copy of 256 MiB at 1.264 TB/s (read and write counted), on a 910B-class "
+        "die (presumably 910B1, unverified): what every core streaming together reaches, against the "
+        "1.6 TB/s spec, which no measurement shows",
+        HBM_COPY_DOMAIN.id,
     )
     return out
 
@@ -302,6 +326,7 @@ def _a8w8_constants() -> dict[str, Const]:
             "l1_bytes", 512 * 1024, "B", "assumed", "arch35 L1 size not in hardware.md; A3 value"
         ),
         "bw_unit_bytes_per_us": _A3_SPEC["bw_unit_bytes_per_us"],
+        "remote_write_excess_share": _A3_SPEC["remote_write_excess_share"],
     }
 
 

@@ -65,6 +65,7 @@ REQUIRED_ALWAYS = (
     "l1_bytes",
     "bw_unit_bytes_per_us",
     "b_reuse_load_factor",
+    "remote_write_excess_share",
 )
 REQUIRED_URMA = ("urma_get_bytes_per_us", "urma_put_bytes_per_us", "urma_op_us")
 
