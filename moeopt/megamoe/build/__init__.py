@@ -46,7 +46,13 @@ core groups and one builder per stage; :data:`BASELINE` is today's. V1 would be:
 
 from moeopt.megamoe.build.context import BuildContext, Layout
 from moeopt.megamoe.build.emitter import Emitter
-from moeopt.megamoe.build.implementation import BASELINE, Implementation, build_rank, compose, implementation_for
+from moeopt.megamoe.build.implementation import (
+    BASELINE,
+    Implementation,
+    build_rank,
+    compose,
+    implementation_for,
+)
 from moeopt.megamoe.build.plan import ExpertPlan, RankPlan
 from moeopt.megamoe.build.rankgraph import RankGraph
 from moeopt.megamoe.build.sync import SyncProtocol

@@ -93,8 +93,8 @@ def tile_activation(ctx: BuildContext, em: Emitter, tiles: GmmTiles) -> Activati
 
 def segment_activation(ctx: BuildContext, em: Emitter, plan: RankPlan, tiles: GmmTiles) -> ActivationOut:
     """Per SwiGLU segment: a flag ``c2v.s{i}`` on its GMM1 tiles; each of the activation group's
-    AIVs takes an even share ``r`` of the segment's rows after the flag (λ = flag latency + one
-    SYNCALL), :func:`activation_us` of ``r × hidden_dim × 2`` bytes read, ``r × hidden_dim/2 × bpe``
+    first ``options.swiglu_active`` AIVs takes an even share ``r`` of the segment's rows after the
+    flag (λ = flag latency, + one SYNCALL with the protocol's group barriers), :func:`activation_us` of ``r × hidden_dim × 2`` bytes read, ``r × hidden_dim/2 × bpe``
     written, holding HBM bandwidth for both; in program order on its AIV. A flag ``v2c.s{i}`` on
     them is what every m-group of the segment's experts hands to GMM2."""
     cfg, sync = ctx.cfg, ctx.sync
@@ -109,7 +109,7 @@ def segment_activation(ctx: BuildContext, em: Emitter, plan: RankPlan, tiles: Gm
             continue
         c2v = em.flag(f"c2v.s{si}", mms)
         rows = sum(experts[e].rows for e in seg)
-        parts = len(members)
+        parts = min(len(members), cfg.swiglu_active)
         names = []
         for p in range(parts):
             r = rows * (p + 1) // parts - rows * p // parts
@@ -133,7 +133,7 @@ def segment_activation(ctx: BuildContext, em: Emitter, plan: RankPlan, tiles: Gm
                     acq,
                     rel,
                     dur,
-                    {"stage": "activation", "rank": ctx.rank, "segment": si, "rows": r},
+                    {"stage": "activation", "rank": ctx.rank, "segment": si, "rows": r, **_one_expert(seg)},
                     chain_on=pinned if sync.program_order else None,
                 )
             )
@@ -142,6 +142,11 @@ def segment_activation(ctx: BuildContext, em: Emitter, plan: RankPlan, tiles: Gm
             for mb in range(-(-experts[e].rows // cfg.tile_m)):
                 by_mgroup[(e, mb)] = [v2c]
     return ActivationOut(_frozen(by_mgroup), MappingProxyType({}), colocated=False)
+
+
+def _one_expert(seg: Sequence[int]) -> dict[str, int]:
+    """The ``expert`` label of a segment that is one expert (per-expert SwiGLU), else none."""
+    return {"expert": seg[0]} if len(seg) == 1 else {}
 
 
 def swiglu_segments(cfg: Config, experts: Sequence[ExpertPlan]) -> list[list[int]]:

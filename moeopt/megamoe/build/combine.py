@@ -29,16 +29,42 @@ RowsBySrc = tuple[tuple[int, int], ...]  # (source rank, rows)
 
 
 def build_combine(ctx: BuildContext, em: Emitter, plan: RankPlan, gmm2: Gmm2Out) -> CombineOut:
-    """The combine events of the mode :func:`combine_mode` picks."""
+    """The combine events of the mode :func:`combine_mode` picks; with
+    ``options.combine_start_after = s`` every combine event of an expert before ``s`` also waits
+    for GMM2's expert ``s`` (the V1 kernel holds combine back to leave the bandwidth to dispatch,
+    then starts at expert 0 and catches up; overview_v1.md "AIV 动态调度" 4)."""
     writes = RowWrites(ctx, em)
-    if combine_mode(ctx) == "per_tile":
-        return tile_combine(ctx, em, plan, gmm2, writes)
-    return expert_combine(ctx, em, plan, gmm2, writes)
+    mode = combine_mode(ctx)
+    if mode == "per_tile":
+        out = tile_combine(ctx, em, plan, gmm2, writes)
+    elif mode == "by_source":
+        out = source_combine(ctx, em, plan, gmm2, writes)
+    else:
+        out = expert_combine(ctx, em, plan, gmm2, writes)
+    hold_back(ctx, em, gmm2, out)
+    return out
+
+
+def hold_back(ctx: BuildContext, em: Emitter, gmm2: Gmm2Out, out: CombineOut) -> None:
+    """``options.combine_start_after``: the combine events of experts before it wait for its
+    GMM2 flag too (λ = flag latency)."""
+    start = ctx.cfg.combine_start_after
+    if start is None:
+        return
+    flag = gmm2.expert_done.get(start)
+    if flag is None:  # fewer experts with rows than the start: wait for the last one
+        if not gmm2.expert_done:
+            return
+        flag = gmm2.expert_done[max(gmm2.expert_done)]
+    for name, e in zip(out.events, out.experts, strict=True):
+        if e < start:
+            em.add_deps(name, {flag: ctx.sync.flag_us})
 
 
 def combine_mode(ctx: BuildContext) -> str:
-    """``urma`` with URMA; else ``options.combine_granularity``, where ``auto`` is ``per_tile`` iff
-    ``tokens × topk <= kernel.combine_small_max_routes`` (combine.h@2d9d4288 L30, L73-85)."""
+    """``urma`` with URMA; else ``options.combine_granularity`` (``per_tile``, ``per_expert``,
+    ``by_source``), where ``auto`` is ``per_tile`` iff ``tokens × topk <=
+    kernel.combine_small_max_routes`` (combine.h@2d9d4288 L30, L73-85), else ``per_expert``."""
     cfg = ctx.cfg
     if cfg.topo_urma:
         return "urma"
@@ -125,7 +151,12 @@ class RowWrites:
             if release:
                 give[release] = give.get(release, 0) + 1
             memo = self._memo[key] = (
-                dur, rb_bytes, rb_bytes + loc, rem, MappingProxyType(take), MappingProxyType(give)
+                dur,
+                rb_bytes,
+                rb_bytes + loc,
+                rem,
+                MappingProxyType(take),
+                MappingProxyType(give),
             )
         return memo
 
@@ -159,7 +190,9 @@ def concurrency(n_events: int, members: int) -> int:
     return max(1, min(n_events, members))
 
 
-def tile_combine(ctx: BuildContext, em: Emitter, plan: RankPlan, gmm2: Gmm2Out, writes: RowWrites) -> CombineOut:
+def tile_combine(
+    ctx: BuildContext, em: Emitter, plan: RankPlan, gmm2: Gmm2Out, writes: RowWrites
+) -> CombineOut:
     """Per GMM2 tile of a local expert, one write-back per sub-core of the paired core (the tile's
     rows split evenly), waiting for the tile's compute (λ = flag latency). On-chip hand-off: no
     readback, colocated with the tile, the last sub-core gives the link slot back."""
@@ -172,6 +205,7 @@ def tile_combine(ctx: BuildContext, em: Emitter, plan: RankPlan, gmm2: Gmm2Out, 
     subs = [f"AIV{j}" for j in range(cfg.aiv_per_core)] if role == "AIV" else [role]
     splits: dict[tuple[int, int], list[tuple[int, int]]] = {}
     names: list[str] = []
+    experts: list[int] = []
     per_expert: dict[int, int] = {}
     for _w, e, t in gmm2.tiles.items:
         per_expert[e] = per_expert.get(e, 0) + min(t.rows, len(subs))
@@ -205,6 +239,7 @@ def tile_combine(ctx: BuildContext, em: Emitter, plan: RankPlan, gmm2: Gmm2Out, 
             release = None
             if onchip and i == len(subs) - 1:
                 release = "onchip_comb" if g2_late else f"c{core}.onchip_comb"
+            experts.append(e)
             names.append(
                 writes.event(
                     mm.replace(".mm", f".comb{i}"),
@@ -220,10 +255,43 @@ def tile_combine(ctx: BuildContext, em: Emitter, plan: RankPlan, gmm2: Gmm2Out, 
                     release=release,
                 )
             )
-    return CombineOut(tuple(names), colocated=onchip)
+    return CombineOut(tuple(names), colocated=onchip, experts=tuple(experts))
 
 
-def expert_combine(ctx: BuildContext, em: Emitter, plan: RankPlan, gmm2: Gmm2Out, writes: RowWrites) -> CombineOut:
+def source_combine(
+    ctx: BuildContext, em: Emitter, plan: RankPlan, gmm2: Gmm2Out, writes: RowWrites
+) -> CombineOut:
+    """The V1 kernel's combine (combine.h@HEAD L27-28; pseudocode.md L357-422): each combine core
+    owns the source ranks ``s ≡ i (mod cores)`` and writes back their whole rows, expert after
+    expert, in program order; an expert's write-backs wait for its flag ``g2c.e{e}`` (λ = flag
+    latency). A stream's rate is shared among the expert's remote sources that run together (at
+    most one per combine core)."""
+    lam = ctx.sync.flag_us
+    h = ctx.cfg.h
+    members = ctx.layout.members["combine"]
+    names: list[str] = []
+    experts: list[int] = []
+    for ex in plan.experts:
+        if ex.shared or ex.rows == 0:
+            continue
+        flag = gmm2.expert_done[ex.index]
+        segs = [(s, n) for s, n in enumerate(ex.rows_by_src) if n]
+        together = concurrency(sum(1 for s, _n in segs if s != ctx.rank), len(members))
+        for s, n in segs:
+            res, pinned = ctx.layout.vector_res(em, "combine", s)
+            labels = {"stage": "combine", "rank": ctx.rank, "expert": ex.index, "src": s}
+            names.append(
+                writes.event(
+                    f"comb.e{ex.index}.src{s}", res, pinned, {flag: lam}, ((s, n),), h, True, labels, together
+                )
+            )
+            experts.append(ex.index)
+    return CombineOut(tuple(names), colocated=False, experts=tuple(experts))
+
+
+def expert_combine(
+    ctx: BuildContext, em: Emitter, plan: RankPlan, gmm2: Gmm2Out, writes: RowWrites
+) -> CombineOut:
     """Per local expert, after its flag ``g2c.e{e}`` (λ = flag latency): each source's rows in
     ``COMBINE_LANES`` lanes, ``event_granularity.combine`` lanes to a write-back on the next
     combine AIV (with readback); under URMA a batched PUT
@@ -235,6 +303,7 @@ def expert_combine(ctx: BuildContext, em: Emitter, plan: RankPlan, gmm2: Gmm2Out
     h = ctx.cfg.h
     members = len(ctx.layout.members["combine"])
     names: list[str] = []
+    experts: list[int] = []
     task = 0
     for ex in plan.experts:
         if ex.shared or ex.rows == 0:
@@ -246,14 +315,36 @@ def expert_combine(ctx: BuildContext, em: Emitter, plan: RankPlan, gmm2: Gmm2Out
             for s, n in segs:
                 if s != ctx.rank:
                     put_labels = {"stage": "combine", "rank": ctx.rank, "expert": ex.index, "src": s}
-                    put = urma_batch(ctx, em, "put", f"put.e{ex.index}.src{s}", "combine", s, n * h * 2, {flag: lam}, put_labels)
+                    put = urma_batch(
+                        ctx,
+                        em,
+                        "put",
+                        f"put.e{ex.index}.src{s}",
+                        "combine",
+                        s,
+                        n * h * 2,
+                        {flag: lam},
+                        put_labels,
+                    )
                     names.append(put)
+                    experts.append(ex.index)
                     continue
                 res, pinned = ctx.layout.vector_res(em, "combine", task)
                 task += 1
                 names.append(
-                    writes.event(f"comb.e{ex.index}.src{s}", res, pinned, {flag: lam}, ((s, n),), h, True, dict(labels), 1)
+                    writes.event(
+                        f"comb.e{ex.index}.src{s}",
+                        res,
+                        pinned,
+                        {flag: lam},
+                        ((s, n),),
+                        h,
+                        True,
+                        dict(labels),
+                        1,
+                    )
                 )
+                experts.append(ex.index)
             continue
         lanes = []
         for s, n in segs:
@@ -267,7 +358,9 @@ def expert_combine(ctx: BuildContext, em: Emitter, plan: RankPlan, gmm2: Gmm2Out
             task += 1
             pack = tuple(lanes[i : i + gran])
             names.append(
-                writes.event(f"comb.e{ex.index}.t{i}", res, pinned, {flag: lam}, pack, h, True, dict(labels), together)
+                writes.event(
+                    f"comb.e{ex.index}.t{i}", res, pinned, {flag: lam}, pack, h, True, dict(labels), together
+                )
             )
-    return CombineOut(tuple(names), colocated=False)
-
+            experts.append(ex.index)
+    return CombineOut(tuple(names), colocated=False, experts=tuple(experts))

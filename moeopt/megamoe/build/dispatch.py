@@ -162,5 +162,7 @@ def urma_gets(
             continue
         labels = {"stage": "dispatch", "rank": ctx.rank, "wave": w, "src": s, "rows": rows}
         deps = {head: ctx.sync.cross_rank_us}
-        names.append(urma_batch(ctx, em, "get", f"get.w{w}.src{s}", "dispatch", s, rows * ctx.row_bytes, deps, labels))
+        names.append(
+            urma_batch(ctx, em, "get", f"get.w{w}.src{s}", "dispatch", s, rows * ctx.row_bytes, deps, labels)
+        )
     return names

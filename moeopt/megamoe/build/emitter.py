@@ -62,7 +62,9 @@ class Emitter:
         self._flags: set[str] = set()
         self._sems: dict[str, int] = {}
         self._pools: dict[str, tuple[str, ...]] = {}
-        self._hold_memo: dict[tuple[tuple[tuple[str, int], ...], str | None, str | None], tuple[Units, Units]] = {}
+        self._hold_memo: dict[
+            tuple[tuple[tuple[str, int], ...], str | None, str | None], tuple[Units, Units]
+        ] = {}
         self._contention = contention
         self._unit = unit
 
@@ -119,7 +121,9 @@ class Emitter:
         """A zero-duration flag without resources that waits for ``deps`` (λ = 0; the sync
         latency sits on the consumer's edge)."""
         self._flags.add(name)
-        return self.emit(name, None, (), dict.fromkeys(deps, 0.0), labels={"stage": "flag", "rank": self.rank})
+        return self.emit(
+            name, None, (), dict.fromkeys(deps, 0.0), labels={"stage": "flag", "rank": self.rank}
+        )
 
     def add_deps(self, name: str, extra: Mapping[str, float]) -> None:
         """Add dependencies to an event already emitted, for a wait that is only known once a later
@@ -176,7 +180,12 @@ class Emitter:
         return min(max(u, 1), self._sems[channel])
 
     def bw(
-        self, acq: dict[str, int], rel: dict[str, int], channel: str, nbytes: float, dur: float,
+        self,
+        acq: dict[str, int],
+        rel: dict[str, int],
+        channel: str,
+        nbytes: float,
+        dur: float,
         count: bool = True,
     ) -> None:
         """Hold ``channel`` bandwidth units for the event's own duration (see :meth:`units`)."""
@@ -282,4 +291,6 @@ class Emitter:
 
 def _remade(ev: Event, deps: Mapping[str, float], acquires: Units, releases: Units) -> Event:
     """``ev`` again with other dependencies or units (everything else as it was)."""
-    return _event(ev.name, ev.resources, deps, acquires, releases, ev.colocate_with, ev.duration_us, ev.labels)
+    return _event(
+        ev.name, ev.resources, deps, acquires, releases, ev.colocate_with, ev.duration_us, ev.labels
+    )

@@ -85,16 +85,45 @@ def build_gmm1(ctx: BuildContext, em: Emitter, plan: RankPlan, dispatch: Dispatc
 
     tiles = gmm_tiles(ctx, em, plan.gmm1, experts, wave_ready, None, 1, None)
     wire_lookahead(em, sync, dispatch.events, tiles.events_by_wave(len(plan.gmm1.waves)))
-    return Gmm1Out(tiles, em.flag("gmm1_done", tiles.events))
+    full_sync = wire_full_experts(ctx, em, tiles)
+    return Gmm1Out(tiles, em.flag("gmm1_done", tiles.events), full_sync)
+
+
+def wire_full_experts(ctx: BuildContext, em: Emitter, tiles: GmmTiles) -> str | None:
+    """``options.gmm1_full_experts``: after each GMM1 expert that runs on every cube core, an
+    AIC-only SYNCALL (gmm1.h@HEAD L173-181): a flag ``g1sync.e{e}`` on the expert's tiles that
+    the next expert's tiles wait for (λ = one SYNCALL). Returns the last such flag (GMM2's own
+    cores wait for it too before their first tile), or None."""
+    full = ctx.layout.gmm1_full_experts
+    if not full:
+        return None
+    by_expert = tiles.events_by_expert()
+    order = [e for e in by_expert if e < full]
+    last: str | None = None
+    later = [e for e in by_expert if e not in order]
+    for i, e in enumerate(order):
+        last = em.flag(f"g1sync.e{e}", by_expert[e])
+        nxt = order[i + 1] if i + 1 < len(order) else (later[0] if later else None)
+        if nxt is not None:
+            for name in by_expert[nxt]:
+                em.add_deps(name, {last: ctx.sync.syncall_us})
+    return last
 
 
 def build_gmm2(
-    ctx: BuildContext, em: Emitter, plan: RankPlan, act: ActivationOut, join_flag: str | None
+    ctx: BuildContext,
+    em: Emitter,
+    plan: RankPlan,
+    act: ActivationOut,
+    join_flag: str | None,
+    full_sync: str | None = None,
 ) -> Gmm2Out:
     """GMM2 tiles. A flag ``v2c.w{w}`` per wave on the activation events of the wave's m-groups;
     with ``per_chunk`` readiness each tile is cut into K chunks that wait for a flag
     ``v2c.e{e}.m{mb}.k{c}`` on the activations covering their columns instead. λ = flag latency.
-    Cores that joined from ``join_flag``'s group wait for it. Then a flag ``g2c.e{e}`` per expert."""
+    Cores that joined from ``join_flag``'s group wait for it; the first wave also waits for
+    ``full_sync`` (GMM1's AIC-only SYNCALL after experts on every core, λ = one SYNCALL). Then a
+    flag ``g2c.e{e}`` per expert."""
     lam = ctx.sync.flag_us
     lk = ctx.cfg.link("activation", "gmm2")
     chunks = lk.chunks if lk.readiness == "per_chunk" else 1
@@ -113,10 +142,24 @@ def build_gmm2(
             fl = chunk_flags[key] = em.flag(f"v2c.e{e}.m{mb}.k{c}", act.by_chunk.get(key, ()))
         return {fl: lam}
 
+    first = {full_sync: ctx.sync.syncall_us} if full_sync is not None else {}
+
+    def wave_ready(w: int, e: int) -> Mapping[str, float]:
+        return {wave_flags[w]: lam, **(first if w == 0 else {})}
+
     if chunks > 1:
-        tiles = gmm_tiles(ctx, em, plan.gmm2, plan.experts, lambda w, e: {}, chunk_ready, chunks, join_flag)
+        tiles = gmm_tiles(
+            ctx,
+            em,
+            plan.gmm2,
+            plan.experts,
+            lambda w, e: first if w == 0 else {},
+            chunk_ready,
+            chunks,
+            join_flag,
+        )
     else:
-        tiles = gmm_tiles(ctx, em, plan.gmm2, plan.experts, lambda w, e: {wave_flags[w]: lam}, None, 1, join_flag)
+        tiles = gmm_tiles(ctx, em, plan.gmm2, plan.experts, wave_ready, None, 1, join_flag)
     done = {e: em.flag(f"g2c.e{e}", mms) for e, mms in tiles.events_by_expert().items()}
     return Gmm2Out(tiles, MappingProxyType(done))
 
@@ -138,9 +181,17 @@ def gmm_tiles(
     cores = [-1] * len(order) if late else assign_cores(ctx, stage, experts, order)
     keys = l1_residency(ctx, stage, order, cores)
     costs = TileCosts(ctx, em, stage, chunks)
-    costs.share_hbm(keys, [len(set(ctx.layout.gmm_cores(stage, experts[e])[0] + ctx.layout.gmm_cores(stage, experts[e])[1])) for _w, e, _t in order])
+    costs.share_hbm(
+        keys,
+        [
+            len(set(ctx.layout.gmm_cores(stage, experts[e])[0] + ctx.layout.gmm_cores(stage, experts[e])[1]))
+            for _w, e, _t in order
+        ],
+    )
     names = tile_names(stage, order)
-    return emit_tiles(ctx, em, stage, experts, order, cores, keys, costs, names, wave_ready, chunk_ready, join_flag)
+    return emit_tiles(
+        ctx, em, stage, experts, order, cores, keys, costs, names, wave_ready, chunk_ready, join_flag
+    )
 
 
 def tile_cube_us(tiles: Sequence[Tile], k_dim: int, rate: float) -> list[float]:
@@ -148,7 +199,9 @@ def tile_cube_us(tiles: Sequence[Tile], k_dim: int, rate: float) -> list[float]:
     return [(t.m1 - t.m0) * (t.n1 - t.n0) * k_dim / rate for t in tiles]
 
 
-def assign_cores(ctx: BuildContext, stage: str, experts: Sequence[ExpertPlan], order: Sequence[Item]) -> list[int]:
+def assign_cores(
+    ctx: BuildContext, stage: str, experts: Sequence[ExpertPlan], order: Sequence[Item]
+) -> list[int]:
     """The core of every tile in ``order`` by the registered ``core_assignment`` rule.
 
     One call per run of expert groups (a wave's tiles of one expert) on the same cores, so that
@@ -394,15 +447,27 @@ def emit_tiles(
                 dkey = (w, e, cost.fill_us)
                 shared_deps = wave_deps.get(dkey)
                 if shared_deps is None:
-                    shared_deps = wave_deps[dkey] = {f: lam + cost.fill_us for f, lam in wave_ready(w, e).items()}
+                    shared_deps = wave_deps[dkey] = {
+                        f: lam + cost.fill_us for f, lam in wave_ready(w, e).items()
+                    }
                 deps = dict(shared_deps)
             if ev:
                 deps[ev] = 0.0
-            acq, rel = hold_maps((("hbm", cost.hbm_units), ("gm_l1", cost.load_units)), slot if c == chunks - 1 else None)
+            acq, rel = hold_maps(
+                (("hbm", cost.hbm_units), ("gm_l1", cost.load_units)), slot if c == chunks - 1 else None
+            )
             ev = f"{base}.k{c}.mm" if chunks > 1 else f"{base}.mm"
             labels = {
-                "stage": stage, "rank": rank, "wave": w, "expert": e, "tile": idx, "shared": shared,
-                "chunk": c, "core": k, "load_us": cost.load_us, "compute_us": cost.compute_us,
+                "stage": stage,
+                "rank": rank,
+                "wave": w,
+                "expert": e,
+                "tile": idx,
+                "shared": shared,
+                "chunk": c,
+                "core": k,
+                "load_us": cost.load_us,
+                "compute_us": cost.compute_us,
             }
             macs_total += cost.macs
             if late:

@@ -42,6 +42,7 @@ class GmmTiles(NamedTuple):
 class Gmm1Out(NamedTuple):
     tiles: GmmTiles
     done: str  # gmm1_done: every GMM1 tile computed (a joining GMM2 group waits for it)
+    full_sync: str | None = None  # the AIC-only SYNCALL after the last GMM1 expert on every core
 
 
 class ActivationOut(NamedTuple):
@@ -58,3 +59,4 @@ class Gmm2Out(NamedTuple):
 class CombineOut(NamedTuple):
     events: tuple[str, ...]  # every combine event (URMA PUTs included), in order
     colocated: bool  # combine events share the core of their GMM2 tile (on-chip hand-off)
+    experts: tuple[int, ...] = ()  # the local expert of each event

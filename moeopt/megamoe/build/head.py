@@ -6,6 +6,8 @@ cores at the all-AIV streaming rate), and both are in program order on every AIV
 
 from __future__ import annotations
 
+import numpy as np
+
 from moeopt.megamoe.build.context import BuildContext
 from moeopt.megamoe.build.emitter import Emitter
 from moeopt.megamoe.build.plan import RankPlan
@@ -33,7 +35,9 @@ def build_head(ctx: BuildContext, em: Emitter) -> str:
     )
     em.count("hbm", front_bytes)
     aiv = ctx.layout.aiv_all
-    return em.emit("head", "head", aiv, {}, duration_us=head_us, labels={"stage": "head", "rank": ctx.rank}, chain_on=aiv)
+    return em.emit(
+        "head", "head", aiv, {}, duration_us=head_us, labels={"stage": "head", "rank": ctx.rank}, chain_on=aiv
+    )
 
 
 def build_tail(ctx: BuildContext, em: Emitter, plan: RankPlan, combine: CombineOut, gmm2: Gmm2Out) -> str:
@@ -63,3 +67,77 @@ def build_tail(ctx: BuildContext, em: Emitter, plan: RankPlan, combine: CombineO
         labels={"stage": "tail", "rank": ctx.rank},
         chain_on=aiv,
     )
+
+
+def build_two_phase_tail(
+    ctx: BuildContext, em: Emitter, plan: RankPlan, combine: CombineOut, gmm2: Gmm2Out
+) -> str:
+    """The V1 kernel's unpermute, without an all-rank barrier (pseudocode.md L424-478):
+
+    * phase 1 (``tail.p1``) on the dispatch and SwiGLU groups' AIVs, once they are free (program
+      order) and every producer rank's combine has reached ``options.unpermute_ready_experts``
+      experts (a flag on this rank's combine of those experts, λ = a cross-rank notification;
+      every rank stands for its peers here, as ranks with the same routing are simulated once):
+      the share ``f1`` of this rank's tokens whose routes all went to local experts below that
+      count;
+    * phase 2 (``tail``) on every AIV after phase 1, every combine (λ = the DataReady
+      notification) and every shared expert's GMM2: the other tokens.
+
+    Each phase takes ``share × tail_bytes / (AIVs × per-AIV rate)``, the per-AIV rate being
+    ``aiv_aggregate_local_bytes_per_us`` over the die's AIVs (the unpermute it was fitted to ran
+    on all of them), ``tail_bytes`` as in :func:`build_tail`. ``f1`` is exact for the kernel's
+    cyclic routing (a token's ``topk`` routes go to consecutive global experts) and assumes
+    independent routes otherwise (``p ** topk``, ``p`` the share of routes below the count).
+    Returns the last phase's name."""
+    cfg = ctx.cfg
+    ready_n = cfg.unpermute_ready_experts
+    early = [n for n, e in zip(combine.events, combine.experts, strict=True) if e < ready_n]
+    shared_tail = [gmm2.expert_done[ex.index] for ex in plan.experts if ex.shared and ex.rows]
+    done = em.flag("combine_done", list(combine.events) + shared_tail)
+    ready = em.flag("combine_ready", early or list(combine.events))
+    routes = ctx.tokens * ctx.topk
+    tail_bytes = routes * cfg.h * 2 + ctx.tokens * cfg.h * 2 * (1 + ctx.shared_experts)
+    aiv = ctx.layout.aiv_all
+    per_aiv = ctx.c("aiv_aggregate_local_bytes_per_us") / len(aiv)
+    f1 = ready_share(ctx, ready_n)
+    first = tuple(dict.fromkeys([*ctx.layout.members["dispatch"], *ctx.layout.members["activation"]]))
+    em.count("hbm", tail_bytes)
+    p1 = em.emit(
+        "tail.p1",
+        "tail",
+        first,
+        {ready: ctx.sync.rank_barrier_us},
+        duration_us=f1 * tail_bytes / (len(first) * per_aiv),
+        labels={"stage": "tail", "rank": ctx.rank, "phase": 1},
+        chain_on=first,
+    )
+    return em.emit(
+        "tail",
+        "tail",
+        aiv,
+        {done: ctx.sync.rank_barrier_us, p1: 0.0},
+        duration_us=(1.0 - f1) * tail_bytes / (len(aiv) * per_aiv),
+        labels={"stage": "tail", "rank": ctx.rank, "phase": 2},
+        chain_on=aiv,
+    )
+
+
+def ready_share(ctx: BuildContext, ready_experts: int) -> float:
+    """The share of this rank's tokens whose every route went to a local expert below
+    ``ready_experts`` (of whichever rank): exact under the kernel's cyclic routing (global token
+    ``g``'s route ``k`` goes to global expert ``(g × topk + k) mod (world × E)``), else from this
+    rank's route counts assuming independent routes."""
+    n_local = len(ctx.own_routes) // ctx.world if ctx.world else 0
+    if not n_local:
+        return 0.0
+    if ctx.cfg.routing == "cyclic":
+        n_exp = ctx.world * n_local
+        g = ctx.rank * ctx.tokens + np.arange(ctx.tokens, dtype=np.int64)
+        experts = (g[:, None] * ctx.topk + np.arange(ctx.topk, dtype=np.int64)[None, :]) % n_exp
+        return float(np.mean(np.all(experts % n_local < ready_experts, axis=1)))
+    local = np.arange(len(ctx.own_routes)) % n_local
+    total = float(ctx.own_routes.sum())
+    if total <= 0:
+        return 0.0
+    p = float(ctx.own_routes[local < ready_experts].sum()) / total
+    return p**ctx.topk

@@ -59,12 +59,46 @@ def hardware_flags(cfg: Config) -> SyncProtocol:
         flag_us=cfg.c("flag_latency_us"),
         syncall_us=cfg.c("syncall_us"),
         rank_barrier_us=cfg.c("cross_rank_flag_us"),
-        program_order=cfg.profile == "pto-a2a3" or cfg.barriers == "staged",
-        group_barriers=cfg.profile == "pto-a2a3" or cfg.barriers == "staged",
+        program_order=_program_order(cfg),
+        group_barriers=_program_order(cfg),
         lookahead=cfg.dispatch_lookahead,
         lag=cfg.dispatch_lag,
         staged_barriers=cfg.barriers == "staged",
     )
+
+
+def software_epochs(cfg: Config) -> SyncProtocol:
+    """The V1 kernel's protocol: a producer group writes arrival epochs to GM, a coordinator reads
+    them in one MTE batch and publishes ready epochs its consumers poll (pseudocode.md L15-17;
+    mega_expert_sync.hpp@HEAD L163, L181, L275, L297); no all-AIV SYNCALL (each group runs its own
+    stage, expert after expert), an AIC-only SYNCALL only after each GMM1 expert on every cube
+    core (gmm1.h@HEAD L173-181); no all-rank barrier: unpermute waits for the producer ranks'
+    progress notifications (``TNOTIFY``, pseudocode.md L404-421).
+
+    Provenance (config/profiles.py): ``epoch_sync_us`` assumed (two flag hand-offs plus a 60 ns
+    poll back-off, mega_expert_sync.hpp L163); ``syncall_us`` and ``cross_rank_flag_us`` as for
+    :func:`hardware_flags`."""
+    return SyncProtocol(
+        name="software_epochs",
+        cross_rank_us=cfg.c("cross_rank_flag_us"),
+        flag_us=cfg.c("epoch_sync_us"),
+        syncall_us=cfg.c("syncall_us"),
+        rank_barrier_us=cfg.c("cross_rank_flag_us"),
+        program_order=_program_order(cfg),
+        group_barriers=False,
+        lookahead=cfg.dispatch_lookahead,
+        lag=cfg.dispatch_lag,
+        staged_barriers=cfg.barriers == "staged",
+    )
+
+
+def _program_order(cfg: Config) -> bool:
+    """The PTO kernels run each AIV's stages in program order (dispatch_mega_combine.h@2d9d4288
+    L113-142; V1: each group's stage expert after expert); other profiles only when staged."""
+    return cfg.profile in ("pto-a2a3", "pto-a2a3-v1") or cfg.barriers == "staged"
+
+
+PROTOCOLS = {"hardware_flags": hardware_flags, "software_epochs": software_epochs}
 
 
 def wire_lookahead(

@@ -56,6 +56,7 @@ CONSTANTS: dict[str, tuple[str, str]] = {
     "front_sort_us_per_route": ("µs per route", "routing sort cost of the front reorder"),
     "l1_bytes": ("B", "L1 buffer of one AIC"),
     "bw_unit_bytes_per_us": ("B/µs", "quantum of the bandwidth semaphores"),
+    "epoch_sync_us": ("µs", "a software-epoch stage boundary: arrivals, coordinator, ready, poll"),
     "remote_write_excess_share": (
         "share per stream",
         "share of the cube cores' GM->L1 paths one write-back stream takes while the link throttles it",
@@ -113,6 +114,7 @@ _ZERO_LATENCY = {
         "act_startup_us",
         "dispatch_call_us",
         "urma_op_us",
+        "epoch_sync_us",
     )
 }
 
@@ -167,6 +169,15 @@ _PTO_SYNC = {
         "µs",
         "assumed",
         "not measured on A2/A3; the arch35 zero-row dispatch call (hardware.md §5)",
+    ),
+    "epoch_sync_us": Const(
+        "epoch_sync_us",
+        2 * 1000 / A3_CUBE_MHZ + 0.06,
+        "µs",
+        "assumed",
+        "no measurement of the V1 kernel's software epochs: the producers' arrival writes and the "
+        "coordinator's ready write taken as two flag hand-offs (2 x 1000 cycles at 1.8 GHz, as "
+        "flag_latency_us), plus one poll back-off of 3 sys_cnt ticks = 60 ns (mega_expert_sync.hpp L163)",
     ),
 }
 
@@ -311,6 +322,9 @@ def _a8w8_constants() -> dict[str, Const]:
         ),
         "flag_latency_us": Const("flag_latency_us", 0.5, "µs", "assumed", "no arch35 flag measurement"),
         "syncall_us": Const("syncall_us", 1.0, "µs", "assumed", "no arch35 SYNCALL measurement"),
+        "epoch_sync_us": Const(
+            "epoch_sync_us", 1.0, "µs", "assumed", "no arch35 measurement; taken as one SYNCALL"
+        ),
         "cross_rank_flag_us": Const(
             "cross_rank_flag_us", 5.0, "µs", "assumed", "no arch35 cross-rank measurement"
         ),
@@ -399,6 +413,14 @@ GLOBAL_DEFAULTS: dict[str, Any] = {
         "builder": "megamoe",
         "tile_grid": "rect",
         "roles": {"dispatch": "AIV", "activation": "AIV", "combine": "AIV"},
+        "sync_protocol": "hardware_flags",
+        "gmm1_full_experts": 0,
+        "gmm2_join_check": "none",
+        "combine_start_after": "none",
+        "swiglu_active": "all",
+        "unpermute": "rank_barrier",
+        "unpermute_ready_experts": 13,
+        "gmm1_small_m_rebalance": False,
     },
 }
 
@@ -434,7 +456,41 @@ PROFILE_DEFAULTS: dict[str, dict[str, Any]] = {
     },
 }
 
-PROFILES = ("pto-a2a3", "megamoe-a8w8")
+# The V1 version of the PTO kernel as knobs on the baseline: pto-a2a3-v1 = pto-a2a3 + these
+# (a test checks that the two give the same schedule). Sources: hardware.md §2 "V1 fixed groups",
+# "Sync protocol", "Combine", "Unpermute"; overview_v1.md; pseudocode.md.
+V1_OVERRIDES: dict[str, Any] = {
+    "options.core_groups": "v1_fixed",  # GMM1 AIC 0-15, GMM2 AIC 16-23 (+ join), dispatch AIV0 / SwiGLU AIV1
+    # of blocks 0-15, combine AIV0 of blocks 16-23 (mega_expert_sync.hpp@HEAD L31-68)
+    "options.sync_protocol": "software_epochs",  # pseudocode.md L15-17, mega_expert_sync.hpp L181, L275, L297
+    "options.gmm1_full_experts": 2,  # fullAicGmm1ExpertCount (gmm1.h@HEAD L158-160, L173-181)
+    "options.gmm2_join_check": "kernel_rule",  # gmm2JoinCheckStartExpert (gmm2.h@HEAD L147-231)
+    # combineStartAfterGmm2Expert (tiling_builder.cpp@HEAD L120-137)
+    "options.combine_start_after": "kernel_rule",
+    "options.combine_granularity": "by_source",  # full-row write-back by source rank (combine.h@HEAD L27-28)
+    "options.swiglu_active": "kernel_rule",  # swigluActiveGroupSize (tiling_builder.cpp@HEAD L120-137)
+    "options.unpermute": "two_phase",  # 32 AIV on ready tokens, then 48 (pseudocode.md L424-478)
+    # unpermutePhase1ReadyExpertCount (tiling_builder.cpp@HEAD L120-137)
+    "options.unpermute_ready_experts": 13,
+    "options.gmm1_small_m_rebalance": True,  # gmm1.h@HEAD L33-41, L60-78
+    "kernel.swiglu_segments": "per_expert",  # pseudocode.md L243-297
+    # advance = coreLoops % coreNum, or 1 when that is 0 (gmm_common.h@HEAD L56-64)
+    "policy.core_assignment": "static_round_robin_v1",
+}
+
+
+def _nest(dotted: Mapping[str, Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for path, value in dotted.items():
+        *heads, last = path.split(".")
+        node = out
+        for h in heads:
+            node = node.setdefault(h, {})
+        node[last] = value
+    return out
+
+
+PROFILES = ("pto-a2a3", "pto-a2a3-v1", "megamoe-a8w8")
 
 IMPLEMENTATIONS: dict[str | None, dict[str, Any]] = {
     "pto-a2a3": {
@@ -450,6 +506,20 @@ IMPLEMENTATIONS: dict[str | None, dict[str, Any]] = {
         ],
         "domain": PTO_A2A3_DOMAIN,
     },
+    "pto-a2a3-v1": {
+        "id": "pto-a2a3.v1",
+        "source_refs": [
+            "kernels/manual/a2a3/dispatch_mega_combine/overview_v1.md:28-39,71-130",
+            "op_kernel/utils/mega_expert_sync.hpp@HEAD:31-68,163,181,275,297",
+            "op_kernel/tiling_builder.cpp@HEAD:104-137",
+            "op_kernel/gmm1.h@HEAD:33-41,60-78,158-181",
+            "op_kernel/gmm2.h@HEAD:147-231",
+            "op_kernel/gmm_common.h@HEAD:56-64",
+            "op_kernel/combine.h@HEAD:27-28",
+            "pseudocode.md:15-17,243-297,357-478",
+        ],
+        "domain": PTO_A2A3_V1_DOMAIN,
+    },
     "megamoe-a8w8": {
         "id": "megamoe-a8w8.wave",
         "source_refs": ["recursion-ascend/cost-model README.md (hardware.md §5)"],
@@ -461,7 +531,7 @@ IMPLEMENTATIONS: dict[str | None, dict[str, Any]] = {
 
 def profile_constants(profile: str | None) -> dict[str, Const]:
     """The constants of ``profile`` (``None``: spec values only, zero latencies)."""
-    if profile == "pto-a2a3":
+    if profile in ("pto-a2a3", "pto-a2a3-v1"):
         return _pto_constants()
     if profile == "megamoe-a8w8":
         return _a8w8_constants()
@@ -495,3 +565,6 @@ def merge_links(base: list[Any], over: list[Any]) -> list[Any]:
         else:
             merged.append(dict(link))
     return merged
+
+
+PROFILE_DEFAULTS["pto-a2a3-v1"] = deep_merge(PROFILE_DEFAULTS["pto-a2a3"], _nest(V1_OVERRIDES))
