@@ -79,8 +79,8 @@ KNOB_DOCS: dict[str, str] = {
     "policy.core_assignment": "build-time tile -> core rule for statically pinned pools",
     "options.links": "stage edges: location (gm / onchip), depth (slots), readiness (whole / per_chunk), "
     "chunks, colocated_by_hardware",
-    "options.combine_granularity": "combine window: per GMM2 tile, per expert slice, or the kernel's "
-    "small-path rule (auto)",
+    "options.combine_granularity": "combine window: per GMM2 tile, per expert slice in lanes, whole rows by "
+    "source rank (V1), or the baseline kernel's small-path rule (auto)",
     "options.late_bind_pools": "roles whose events bind to a core at dispatch time (the others are pinned at "
     "build time)",
     "options.bandwidth_contention": "aggregate HBM / cross-rank limits as shared semaphores (false = the "
@@ -91,6 +91,20 @@ KNOB_DOCS: dict[str, str] = {
     "options.builder": "registered orchestration builder that lowers the plan into events",
     "options.tile_grid": "registered rule cutting an expert's output into tiles",
     "options.roles": "vector role (AIV0, AIV1 or both) per vector stage",
+    "options.sync_protocol": "how stages signal each other: hardware flags + all-AIV SYNCALLs (baseline) or "
+    "software epochs in GM (V1)",
+    "options.gmm1_full_experts": "first experts GMM1 runs on every cube core, an AIC-only SYNCALL after each "
+    "(V1: 2)",
+    "options.gmm2_join_check": "first expert at whose boundary GMM2 checks whether GMM1 is done to take over "
+    "its cores (none, kernel_rule or an expert)",
+    "options.combine_start_after": "GMM2 expert combine waits for before starting expert 0 (none, "
+    "kernel_rule or an expert)",
+    "options.swiglu_active": "activation cores that take rows (all, kernel_rule or a count)",
+    "options.unpermute": "unpermute after an all-rank barrier, or in two phases on ready tokens first (V1)",
+    "options.unpermute_ready_experts": "two-phase unpermute: combine progress every producer reaches before "
+    "phase 1",
+    "options.gmm1_small_m_rebalance": "cut a one-M-tile GMM1 expert into one N slice per core (V1's small-M "
+    "rule)",
     "options.event_granularity.*": "units of this stage packed into one event",
     "options.roles.*": "vector role running this stage",
     "options.core_groups.*": "core group of this stage",

@@ -112,8 +112,7 @@ class IdleDecomposition(TypedDict):
     avoidable_core_us: float
     """idle core-µs while ready work could have used it"""
     by_stage: dict[str, StageIdle]
-    """stage pool -> its idle (the late-bound GMM stages also have a `<stage>:load` pool of
-    MTE2 pipes, counted in pipe-µs and left out of the totals)"""
+    """stage pool -> its idle"""
     samples: list[IdleSample]
     """sample avoidable-idle intervals, up to five per pool"""
 
@@ -395,13 +394,13 @@ class SimulateResult(TypedDict):
     stage_busy_us: dict[str, float]
     """busy core-µs per stage (head and tail included) on the slowest rank"""
     resource_busy_us: dict[str, float]
-    """busy µs per resource (`c<k>.AIC`, `c<k>.MTE2`, `c<k>.AIV0`, `c<k>.AIV1`)"""
+    """busy µs per resource (`c<k>.AIC`, `c<k>.AIV0`, `c<k>.AIV1`)"""
     resource_idle_us: dict[str, float]
     """idle µs per resource within the rank's span"""
     resource_utilization: dict[str, float]
     """busy / span per resource (0..1)"""
     role_utilization: dict[str, float]
-    """busy / span summed over the resources of a role (AIC, AIV0, AIV1, MTE2)"""
+    """busy / span summed over the resources of a role (AIC, AIV0, AIV1)"""
     implementation: Implementation
     """implementation id, profile, source references, compile point and its fingerprint, topology"""
     policy: str

@@ -107,14 +107,8 @@ def test_seed_variants_have_the_predicted_signs(seed_rows: list[VariantRow]) -> 
 
 
 def test_noise_marking_follows_the_threshold(bs72: mm.Scenario) -> None:
-    v = {
-        "base": {},
-        "chunk": {
-            "options.links": [
-                {"producer": "activation", "consumer": "gmm2", "readiness": "per_chunk", "chunks": 2}
-            ]
-        },
-    }
+    # a half K step shortens each GMM tile's pipeline fill: a change well below 50%, above 0%
+    v = {"base": {}, "k256": {"kernel.tile_k": 256}}
     loud = compare_variants(bs72, v, noise_pct=50.0)
     quiet = compare_variants(bs72, v, noise_pct=0.0)
     assert loud[1].delta_pct is not None

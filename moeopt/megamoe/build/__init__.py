@@ -1,7 +1,7 @@
 """The builder: one destination rank's MegaMoE execution unrolled into a generic EventGraph.
 
-Resources per core ``k``: ``c{k}.AIC`` (cube), ``c{k}.MTE2`` (the AIC's GM->L1 pipe, the load
-phase of a GMM tile), ``c{k}.AIV0`` / ``c{k}.AIV1`` (vector cores). Stage names live only in
+Resources per core ``k``: ``c{k}.AIC`` (cube: a GMM tile's K-step load / compute pipeline),
+``c{k}.AIV0`` / ``c{k}.AIV1`` (vector cores). Stage names live only in
 event labels; the scheduler never sees them. Stage boundaries are zero-duration flag events
 without resources; their sync latency sits on the consumer edge (λ), not inside durations.
 

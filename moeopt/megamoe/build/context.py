@@ -24,8 +24,8 @@ STAGES = ("dispatch", "gmm1", "activation", "gmm2", "combine")
 class Layout:
     """Which resources each stage runs on, from the implementation's core groups.
 
-    Resources per core ``k``: ``c{k}.AIC`` (cube), ``c{k}.MTE2`` (the AIC's GM->L1 pipe, the load
-    phase of a GMM tile), ``c{k}.AIV0`` / ``c{k}.AIV1`` (vector cores). A late-bound stage names a
+    Resources per core ``k``: ``c{k}.AIC`` (cube: a GMM tile's K-step load / compute pipeline),
+    ``c{k}.AIV0`` / ``c{k}.AIV1`` (vector cores). A late-bound stage names a
     pool placeholder instead, and the scheduler picks the member."""
 
     groups: Mapping[str, CoreGroup]

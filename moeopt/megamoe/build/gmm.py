@@ -1,17 +1,17 @@
 """GMM1 and GMM2: the grouped matrix multiplications, one pipeline shared by both stages.
 
-Every output tile is a load phase on the core's ``MTE2`` (A and B bytes GM -> L1) and a compute
-phase on its ``AIC`` (MACs / cube rate). The pipeline, one function each:
+Every output tile is one event on its core's cube (``AIC``): the kernel streams the tile's K
+extent through L1 in steps, loading step ``i + 1`` while it computes step ``i``
+(:class:`TileCosts`). The pipeline, one function each:
 
 1. :func:`assign_cores`: which core runs each tile (the registered ``core_assignment`` rule,
    its state carried across expert groups on the same cores);
 2. :func:`l1_residency`: what a tile finds in L1 (the previous tile on its core had the same A
    or B block) and in L2 (another tile already read that block from HBM);
-3. :class:`TileCosts`: the closed-form load and compute times;
+3. :class:`TileCosts`: the closed-form K-step pipeline time, the fill, the bandwidth held;
 4. :func:`tile_names`: the tiles' event names;
-5. :func:`emit_tiles`: the events, with the L1 stage slots (a per-core semaphore the load takes
-   and the compute gives back), the on-chip link slots, bandwidth units and program order of
-   each core's loads.
+5. :func:`emit_tiles`: the events, with the on-chip link slots, bandwidth units and program
+   order of each core's tiles.
 
 :func:`build_gmm1` and :func:`build_gmm2` differ only in what a tile waits for (its wave's D2C
 flag, or the activation's readiness) and in their hand-off.

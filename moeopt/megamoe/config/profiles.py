@@ -30,7 +30,7 @@ A3_CUBE_MHZ = 1800.0
 CONSTANTS: dict[str, tuple[str, str]] = {
     "cube_mac_per_us_int8": ("MAC/µs per AIC", "cube rate for int8 x int8 (w8a8)"),
     "cube_mac_per_us_fp16": ("MAC/µs per AIC", "cube rate for fp16/bf16"),
-    "gm_l1_bytes_per_us": ("B/µs per AIC", "GM->L1 load rate of one core's MTE2, contention-free"),
+    "gm_l1_bytes_per_us": ("B/µs per AIC", "GM->L1 load rate of one cube core (its MTE2), contention-free"),
     "b_reuse_load_factor": (
         "ratio",
         "B-panel load time of a tile whose B block an earlier m-group loaded (L2 hit)",

@@ -570,9 +570,9 @@ class Scenario:
         for name, v in self.calibration.items():
             if name not in CONSTANTS:
                 raise unknown_key("calibration", name, list(CONSTANTS))
-            # latencies (``*_us``) may be 0; rates (``*_per_us``), sizes and counts must be > 0
+            # latencies (``*_us``) and shares may be 0; rates (``*_per_us``), sizes and counts must be > 0
             latency = name.endswith("_us") and not name.endswith("_per_us")
-            lo_open = name not in ("b_reuse_load_factor",) and not latency
+            lo_open = name not in ("b_reuse_load_factor", "remote_write_excess_share") and not latency
             cal[name] = float(check_num(f"calibration.{name}", v, 0.0, None, lo_open=lo_open))
         object.__setattr__(self, "calibration", MappingProxyType(cal))
         # the cross-field rules read this module's classes, so they are imported when first needed
