@@ -70,6 +70,8 @@ KNOB_DOCS: dict[str, str] = {
     "AIV1 program-order chain",
     "kernel.swizzle_n": "N-columns per swizzle group (B-panel reuse across adjacent tiles)",
     "kernel.swiglu_segments": "how activation over GM is cut: the kernel's rule, per expert, or one segment",
+    "kernel.front_reorder": "front reorder as one closed form (single) or the PTO kernel's three paths, "
+    "FullLoad / OneCore / MultiCore (kernel_rule)",
     "kernel.combine_small_max_routes": "tokens x topk up to which combine takes the small (per-tile) path "
     "under combine_granularity auto",
     "policy.dispatch_lookahead": "dispatch may run at most this many waves ahead of GMM1 (0 = no limit)",
@@ -91,6 +93,8 @@ KNOB_DOCS: dict[str, str] = {
     "options.builder": "registered orchestration builder that lowers the plan into events",
     "options.tile_grid": "registered rule cutting an expert's output into tiles",
     "options.roles": "vector role (AIV0, AIV1 or both) per vector stage",
+    "policy.core_cursor": "the core-assignment cursor restarts at each GMM stage (per_stage, the PTO kernel) "
+    "or rolls on from GMM1 into GMM2 (across_stages, the arch35 kernel)",
     "options.sync_protocol": "how stages signal each other: hardware flags + all-AIV SYNCALLs (baseline) or "
     "software epochs in GM (V1)",
     "options.gmm1_full_experts": "first experts GMM1 runs on every cube core, an AIC-only SYNCALL after each "

@@ -208,6 +208,17 @@ class RowContract(TypedDict):
     """blocks of padded rows the grouped GEMM walks"""
 
 
+class Paths(TypedDict):
+    """Which of the kernel's code paths a rank took."""
+
+    front_reorder: str
+    """`FullLoad`, `OneCore`, `MultiCore` (the PTO kernel's rule, `kernel.front_reorder =
+    kernel_rule`) or `closed_form` (one fitted cost)"""
+    combine: str
+    """`DirectSmall` (per GMM2 tile), `DirectLarge` (per expert, in lanes), `by_source` (whole rows
+    per source rank, V1) or `urma` (batched PUT)"""
+
+
 class Waves(TypedDict):
     """Waves of the two grouped GEMMs."""
 
@@ -248,6 +259,8 @@ class RankResult(TypedDict):
     """grouped-GEMM row contract"""
     waves: Waves
     """number of GMM1 and GMM2 waves"""
+    paths: Paths
+    """the kernel code paths this rank took"""
     n_events: int
     """events in this rank's graph"""
     schedule: Schedule

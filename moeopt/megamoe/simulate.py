@@ -190,6 +190,7 @@ def _rank_result(
             "m_blocks": rg.contract.m_blocks,
         },
         "waves": {"gmm1": rg.waves_gmm1, "gmm2": rg.waves_gmm2},
+        "paths": {"front_reorder": rg.paths["front_reorder"], "combine": rg.paths["combine"]},
         "n_events": len(g),
         "schedule": s,
         "graph": g,

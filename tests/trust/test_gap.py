@@ -39,6 +39,8 @@ tile_n = 256
 dispatch_lookahead = 2
 [options]
 late_bind_pools = ["AIC"]
+# late-bound cube tiles need a GM hand-off to the activation (on-chip slots are per core)
+links = [{producer = "gmm1", consumer = "activation", location = "gm", depth = 0, colocated_by_hardware = false}]
 """
 
 BS72_TOML = (Path(__file__).resolve().parents[2] / "examples" / "scenario_bs72.toml").read_text()

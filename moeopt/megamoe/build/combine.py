@@ -27,6 +27,9 @@ COMBINE_LANES = 2  # impl: kCombineLargeLanesPerRank = 2 (combine.h@2d9d4288 L27
 
 RowsBySrc = tuple[tuple[int, int], ...]  # (source rank, rows)
 
+# combine mode -> the kernel's name for the path (combine.h@2d9d4288 L35-37; V1: combine.h@HEAD)
+COMBINE_PATHS = {"per_tile": "DirectSmall", "per_expert": "DirectLarge", "by_source": "by_source", "urma": "urma"}
+
 
 def build_combine(ctx: BuildContext, em: Emitter, plan: RankPlan, gmm2: Gmm2Out) -> CombineOut:
     """The combine events of the mode :func:`combine_mode` picks; with

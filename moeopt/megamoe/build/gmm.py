@@ -147,6 +147,7 @@ def build_gmm2(
     def wave_ready(w: int, e: int) -> Mapping[str, float]:
         return {wave_flags[w]: lam, **(first if w == 0 else {})}
 
+    carry = plan.gmm1.order if ctx.cfg.core_cursor == "across_stages" else ()
     if chunks > 1:
         tiles = gmm_tiles(
             ctx,
@@ -157,9 +158,10 @@ def build_gmm2(
             chunk_ready,
             chunks,
             join_flag,
+            carry,
         )
     else:
-        tiles = gmm_tiles(ctx, em, plan.gmm2, plan.experts, wave_ready, None, 1, join_flag)
+        tiles = gmm_tiles(ctx, em, plan.gmm2, plan.experts, wave_ready, None, 1, join_flag, carry)
     done = {e: em.flag(f"g2c.e{e}", mms) for e, mms in tiles.events_by_expert().items()}
     return Gmm2Out(tiles, MappingProxyType(done))
 
@@ -173,12 +175,14 @@ def gmm_tiles(
     chunk_ready: ChunkReady | None,
     chunks: int,
     join_flag: str | None,
+    carry: Sequence[Item] = (),
 ) -> GmmTiles:
-    """The pipeline of the module docstring on one stage's tiles in program order."""
+    """The pipeline of the module docstring on one stage's tiles in program order (``carry``: see
+    :func:`assign_cores`)."""
     stage = gplan.stage
     order = gplan.order
     late = stage in ctx.layout.late
-    cores = [-1] * len(order) if late else assign_cores(ctx, stage, experts, order)
+    cores = [-1] * len(order) if late else assign_cores(ctx, stage, experts, order, carry)
     keys = l1_residency(ctx, stage, order, cores)
     costs = TileCosts(ctx, em, stage, chunks)
     costs.share_hbm(
@@ -200,36 +204,61 @@ def tile_cube_us(tiles: Sequence[Tile], k_dim: int, rate: float) -> list[float]:
 
 
 def assign_cores(
-    ctx: BuildContext, stage: str, experts: Sequence[ExpertPlan], order: Sequence[Item]
+    ctx: BuildContext,
+    stage: str,
+    experts: Sequence[ExpertPlan],
+    order: Sequence[Item],
+    carry: Sequence[Item] = (),
 ) -> list[int]:
     """The core of every tile in ``order`` by the registered ``core_assignment`` rule.
 
     One call per run of expert groups (a wave's tiles of one expert) on the same cores, so that
     the rule's state (the rolling start core of gmm1.h@2d9d4288 L120-131, the busy totals of
     greedy_least_busy) carries from one expert group to the next; it restarts only where the
-    core set changes (a joining group, V1)."""
-    groups: list[list[int]] = []  # indices into order
-    for i, (w, e, _t) in enumerate(order):
-        if not groups or order[groups[-1][0]][1] != e or order[groups[-1][0]][0] != w:
+    core set changes (a joining group, V1). ``carry``: an earlier stage's tiles whose groups run
+    first in the same call when its last run is on the same cores (``policy.core_cursor =
+    across_stages``: the cursor rolls on from GMM1 into GMM2); their cores are not returned."""
+    runs = _runs(ctx, stage, experts, order)
+    if carry and runs:
+        before = _runs(ctx, "gmm1", experts, carry)
+        if before and before[-1][0] == runs[0][0]:
+            runs[0] = (runs[0][0], before[-1][1] + runs[0][1])
+            skip = sum(len(g) for g in before[-1][1])
+        else:
+            skip = 0
+    else:
+        skip = 0
+    assign = lookup("core_assignment", ctx.cfg.core_assignment)()
+    k_dim = gemm_k(ctx, stage)
+    rate = ctx.cube_rate()
+    out: list[int] = []
+    for r, (cores, grps) in enumerate(runs):
+        costs = [tile_cube_us([t for _w, _e, t in g], k_dim, rate) for g in grps]
+        flat = [cores[slot] for slots in assign(costs, len(cores)) for slot in slots]
+        out += flat[skip:] if r == 0 else flat
+    return out
+
+
+def _runs(
+    ctx: BuildContext, stage: str, experts: Sequence[ExpertPlan], order: Sequence[Item]
+) -> list[tuple[list[int], list[list[Item]]]]:
+    """``order``'s expert groups (a wave's tiles of one expert, in order), gathered into runs on
+    the same cores."""
+    groups: list[list[Item]] = []
+    for item in order:
+        w, e, _t = item
+        if not groups or groups[-1][0][1] != e or groups[-1][0][0] != w:
             groups.append([])
-        groups[-1].append(i)
-    runs: list[tuple[list[int], list[list[int]]]] = []
+        groups[-1].append(item)
+    runs: list[tuple[list[int], list[list[Item]]]] = []
     for grp in groups:
-        own, joined = ctx.layout.gmm_cores(stage, experts[order[grp[0]][1]])
+        own, joined = ctx.layout.gmm_cores(stage, experts[grp[0][1]])
         cores = own + joined
         if runs and runs[-1][0] == cores:
             runs[-1][1].append(grp)
         else:
             runs.append((cores, [grp]))
-    assign = lookup("core_assignment", ctx.cfg.core_assignment)()
-    k_dim = gemm_k(ctx, stage)
-    out = [-1] * len(order)
-    for cores, grps in runs:
-        costs = [tile_cube_us([order[i][2] for i in g], k_dim, ctx.cube_rate()) for g in grps]
-        for grp, slots in zip(grps, assign(costs, len(cores)), strict=True):
-            for i, slot in zip(grp, slots, strict=True):
-                out[i] = cores[slot]
-    return out
+    return runs
 
 
 def l1_residency(ctx: BuildContext, stage: str, order: Sequence[Item], cores: Sequence[int]) -> list[CostKey]:

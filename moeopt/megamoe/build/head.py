@@ -14,30 +14,66 @@ from moeopt.megamoe.build.plan import RankPlan
 from moeopt.megamoe.build.handoff import CombineOut, Gmm2Out
 
 
+# impl: the front reorder's UB budget and sort loop (tiling_builder.cpp@HEAD L101-103, L215-272)
+FRONT_UB_BYTES = 196608  # UB 192 KiB (const_args.hpp@HEAD L19-27)
+SORT_LOOP_MAX_ROUTES = 6144  # sortLoopMaxElement = 192 KiB / 32 B / (32 * 32) x 1024
+CALIBRATION_SORT_CORES = 4  # the §1 point: 16384 routes -> Pow4Ceil(ceil(16384 / 6144)) = 4 sort cores
+
+
+def _align32(x: int) -> int:
+    return -(-x // 32) * 32
+
+
+def front_path(ctx: BuildContext) -> tuple[str, int]:
+    """(path, sort cores) the PTO kernel's front reorder takes (tiling_builder.cpp@HEAD L215-322):
+    ``FullLoad`` iff routes <= 6144, K <= 8192, K % 32 = 0 and
+    ``36 align32(routes) + 13 align32(K) + align32(4 experts) + 64 <= 196608`` (the whole working
+    set in UB); else ``OneCore`` iff routes <= 6144 (one AIV sorts in UB, results through GM); else
+    ``MultiCore`` with ``Pow4Ceil(ceil(routes / 6144))`` sort cores (at most the AIVs). With
+    ``kernel.front_reorder = single`` there is one path, ``closed_form`` (the fitted cost as is)."""
+    routes = ctx.tokens * ctx.topk
+    if ctx.cfg.front_reorder != "kernel_rule":
+        return "closed_form", CALIBRATION_SORT_CORES
+    k = ctx.cfg.h
+    experts = ctx.world * ctx.rows.shape[1]
+    budget = 36 * _align32(routes) + 13 * _align32(k) + _align32(4 * experts) + 64
+    if routes <= SORT_LOOP_MAX_ROUTES and k <= 8192 and k % 32 == 0 and budget <= FRONT_UB_BYTES:
+        return "FullLoad", 1
+    if routes <= SORT_LOOP_MAX_ROUTES:
+        return "OneCore", 1
+    cores = 1
+    while cores < -(-routes // SORT_LOOP_MAX_ROUTES):
+        cores *= 4
+    return "MultiCore", min(cores, len(ctx.layout.aiv_all))
+
+
 def build_head(ctx: BuildContext, em: Emitter) -> str:
     """The front reorder: launch, routing sort and the quantised scatter of the packed rows.
 
-    ``head_us = launch_us + routes × front_sort_us_per_route + front_bytes / aiv_aggregate_local_bytes_per_us``
-    with ``routes = tokens × topk`` and ``front_bytes = tokens × h × 2 + routes × row_bytes`` (the
-    bf16 tokens read, the packed rows written). Counts ``front_bytes`` as HBM traffic. Returns the
-    head event's name.
+    ``head_us = launch_us + sort_us + front_bytes / aiv_aggregate_local_bytes_per_us`` with
+    ``routes = tokens × topk`` and ``front_bytes = tokens × h × 2 + routes × row_bytes`` (the
+    bf16 tokens read, the packed rows written), plus ``routes × 16`` B of sorted expert / route
+    arrays written and read back through GM unless the path keeps them in UB (FullLoad). The sort
+    (:func:`front_path`): ``routes × front_sort_us_per_route × 4 / sort cores`` -- the per-route
+    cost was fitted where 4 cores sorted (the §1 point); one core sorting alone (OneCore, and
+    FullLoad, where every AIV sorts the whole set in UB) takes 4 times the share, an assumed
+    linear split. Counts the bytes as HBM traffic. Returns the head event's name.
 
     Provenance (config/profiles.py): ``launch_us`` assumed (pto-a2a3: 10904.8 cycles of a
     cost model, hardware.md §4; megamoe-a8w8: 6 µs); ``front_sort_us_per_route`` fitted to the
-    front reorder of hardware.md §1 (megamoe-a8w8 borrows it, assumed);
+    front reorder of hardware.md §1 (MultiCore; megamoe-a8w8 borrows it, assumed);
     ``aiv_aggregate_local_bytes_per_us`` fitted to the unpermute of §1 (megamoe-a8w8: measured, §5)."""
     routes = ctx.tokens * ctx.topk
+    path, sort_cores = front_path(ctx)
     front_bytes = ctx.tokens * ctx.cfg.h * 2 + routes * ctx.row_bytes
-    head_us = (
-        ctx.c("launch_us")
-        + routes * ctx.c("front_sort_us_per_route")
-        + front_bytes / ctx.c("aiv_aggregate_local_bytes_per_us")
-    )
+    if path in ("OneCore", "MultiCore"):
+        front_bytes += routes * 16
+    sort_us = routes * ctx.c("front_sort_us_per_route") * CALIBRATION_SORT_CORES / sort_cores
+    head_us = ctx.c("launch_us") + sort_us + front_bytes / ctx.c("aiv_aggregate_local_bytes_per_us")
     em.count("hbm", front_bytes)
     aiv = ctx.layout.aiv_all
-    return em.emit(
-        "head", "head", aiv, {}, duration_us=head_us, labels={"stage": "head", "rank": ctx.rank}, chain_on=aiv
-    )
+    labels = {"stage": "head", "rank": ctx.rank, "path": path}
+    return em.emit("head", "head", aiv, {}, duration_us=head_us, labels=labels, chain_on=aiv)
 
 
 def build_tail(ctx: BuildContext, em: Emitter, plan: RankPlan, combine: CombineOut, gmm2: Gmm2Out) -> str:

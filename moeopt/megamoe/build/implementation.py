@@ -17,13 +17,13 @@ import dataclasses
 import numpy as np
 
 from moeopt.megamoe.build.activation import build_activation
-from moeopt.megamoe.build.combine import build_combine
+from moeopt.megamoe.build.combine import COMBINE_PATHS, build_combine, combine_mode
 from moeopt.megamoe.build.context import STAGES, BuildContext, Layout
 from moeopt.megamoe.build.dispatch import build_dispatch
 from moeopt.megamoe.build.emitter import Emitter
 from moeopt.megamoe.build.gmm import build_gmm1, build_gmm2, declare_gmm_semaphores
 from moeopt.megamoe.build.handoff import ActivationOut, CombineOut, DispatchOut, Gmm1Out, Gmm2Out
-from moeopt.megamoe.build.head import build_head, build_tail, build_two_phase_tail
+from moeopt.megamoe.build.head import build_head, build_tail, build_two_phase_tail, front_path
 from moeopt.megamoe.build.plan import RankPlan, plan_rank
 from moeopt.megamoe.build.rankgraph import RankGraph
 from moeopt.core.scheduler import schedule as greedy_schedule
@@ -183,6 +183,7 @@ def compose(
         head_event=head,
         waves_gmm1=len(plan.gmm1.waves),
         waves_gmm2=len(plan.gmm2.waves),
+        paths={"front_reorder": front_path(ctx)[0], "combine": COMBINE_PATHS[combine_mode(ctx)]},
         dropped_semaphores=dropped,
     )
 

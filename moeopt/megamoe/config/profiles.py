@@ -357,6 +357,7 @@ GLOBAL_DEFAULTS: dict[str, Any] = {
         "swizzle_n": 9,
         "swiglu_segments": "per_expert",
         "combine_small_max_routes": 0,
+        "front_reorder": "single",
     },
     "policy": {
         "dispatch_lookahead": 0,
@@ -364,6 +365,7 @@ GLOBAL_DEFAULTS: dict[str, Any] = {
         "scheduling": "earliest_start",
         "wave_packing": "sequential_greedy",
         "core_assignment": "static_round_robin",
+        "core_cursor": "per_stage",
     },
     "options": {
         "links": [
@@ -434,12 +436,17 @@ PROFILE_DEFAULTS: dict[str, dict[str, Any]] = {
             "swiglu_segments": "kernel_rule",
             # combine.h@2d9d4288 L30, L73-85: DirectSmall (per GMM2 tile) iff M x topK <= 4096
             "combine_small_max_routes": 4096,
+            # the front reorder picks FullLoad / OneCore / MultiCore (tiling_builder.cpp@HEAD L215-322)
+            "front_reorder": "kernel_rule",
         },
         "options": {"combine_granularity": "auto"},
     },
     "megamoe-a8w8": {
         "aic_num": 28,
         "kernel": {"tile_m": 256, "tile_n": 256, "tile_k": 512},
+        # the arch35 kernel's cursor startBlockIdx_ rolls on across stages and experts
+        # (mega_moe_arch35.h, as the seed's model describes it; the kernel source is not public)
+        "policy": {"core_cursor": "across_stages"},
         "options": {
             "links": [
                 {

@@ -230,6 +230,18 @@ def _link_combination_rules(s: Scenario, kern: Table, opt: Table, links: Links) 
             "on-chip slots wait for a consumer held behind the barrier (a deadlock); allowed: 'fused', "
             "or GM links"
         )
+    if "AIC" in opt["late_bind_pools"]:
+        onchip = [
+            f"{a}->{b}" for (a, b), lk in links.items() if a in ("gmm1", "gmm2") and lk.location == "onchip"
+        ]
+        if onchip:
+            raise NotModelledError(
+                f"options.late_bind_pools = {list(opt['late_bind_pools'])} with the on-chip link "
+                f"{', '.join(onchip)}: an on-chip slot belongs to the core its tile binds to, and slots "
+                "per core chosen at binding time are not modelled (one pool for the whole rank would let "
+                "a core hold more tiles than its slots); allowed: pinned cube tiles, or a GM link "
+                "(options.links location = 'gm')"
+            )
 
 
 def _core_group_rules(raw: Any, roles: Mapping[str, str], aic: int, experts: int) -> dict[str, CoreGroup]:
@@ -416,11 +428,13 @@ def _config(
         swizzle_n=kern["swizzle_n"],
         swiglu_segments=kern["swiglu_segments"],
         combine_small_max_routes=kern["combine_small_max_routes"],
+        front_reorder=kern["front_reorder"],
         dispatch_lookahead=pol["dispatch_lookahead"],
         dispatch_lag=pol["dispatch_lag"],
         scheduling=pol["scheduling"],
         wave_packing=pol["wave_packing"],
         core_assignment=pol["core_assignment"],
+        core_cursor=pol["core_cursor"],
         links=MappingProxyType(links),
         combine_granularity=opt["combine_granularity"],
         late_bind_pools=tuple(opt["late_bind_pools"]),

@@ -143,9 +143,12 @@ class Kernel:
     swizzle_n: int | None = None
     swiglu_segments: str | None = None
     combine_small_max_routes: int | None = None
+    front_reorder: str | None = None
 
     def __post_init__(self) -> None:
         k = "kernel"
+        if self.front_reorder is not None:
+            check_choice(f"{k}.front_reorder", self.front_reorder, ("single", "kernel_rule"))
         if self.tile_m is not None:
             check_int(f"{k}.tile_m", self.tile_m, 16, 1024, multiple=16)
         if self.tile_n is not None:
@@ -153,7 +156,14 @@ class Kernel:
         if self.tile_k is not None:
             check_int(f"{k}.tile_k", self.tile_k, 32, 8192, multiple=32)
         if self.l1_stages is not None:
-            check_int(f"{k}.l1_stages", self.l1_stages, 1, 4)
+            stages = self.l1_stages
+            if isinstance(stages, int) and not isinstance(stages, bool) and stages > 2:
+                raise NotModelledError(
+                    f"{k}.l1_stages = {self.l1_stages}: a third L1 stage does not change a steady K-step "
+                    "pipeline (the kernel builds 2, gmm_common.h L22-23), and what it would absorb "
+                    "(jitter of single loads) is not modelled; allowed: 1 (no load / compute overlap) or 2"
+                )
+            check_int(f"{k}.l1_stages", self.l1_stages, 1, 2)
         if self.quant is not None:
             if isinstance(self.quant, str) and self.quant in NOT_MODELLED_QUANTS:
                 raise NotModelledError(
@@ -178,7 +188,9 @@ class PolicyConfig:
     """Wave progression and the named rules. ``None`` = the profile's value.
 
     ``dispatch_lookahead``: dispatch may run at most this many waves ahead of GMM1 (0 = no
-    limit); ``dispatch_lag``: GMM1 of wave w waits until dispatch of wave w + lag is in.
+    limit); ``dispatch_lag``: GMM1 of wave w waits until dispatch of wave w + lag is in;
+    ``core_cursor``: the core-assignment rule's state (the rolling start core) restarts at each
+    GMM stage (``per_stage``) or rolls on from GMM1 into GMM2 (``across_stages``).
     """
 
     dispatch_lookahead: int | None = None
@@ -186,9 +198,12 @@ class PolicyConfig:
     scheduling: str | None = None
     wave_packing: str | None = None
     core_assignment: str | None = None
+    core_cursor: str | None = None
 
     def __post_init__(self) -> None:
         p = "policy"
+        if self.core_cursor is not None:
+            check_choice(f"{p}.core_cursor", self.core_cursor, CORE_CURSORS)
         if self.dispatch_lookahead is not None:
             check_int(f"{p}.dispatch_lookahead", self.dispatch_lookahead, 0, 1024)
         if self.dispatch_lag is not None:
@@ -272,6 +287,7 @@ OPTION_FIELDS = (
     "gmm1_small_m_rebalance",
 )
 SYNC_PROTOCOLS = ("hardware_flags", "software_epochs")
+CORE_CURSORS = ("per_stage", "across_stages")
 UNPERMUTE_MODES = ("rank_barrier", "two_phase")
 COMBINE_GRANULARITIES = ("per_tile", "per_expert", "by_source", "auto")
 CORE_GROUP_FIELDS = ("cores", "role", "join", "join_from_expert")
@@ -670,11 +686,13 @@ class Config:
     swizzle_n: int
     swiglu_segments: str
     combine_small_max_routes: int
+    front_reorder: str
     dispatch_lookahead: int
     dispatch_lag: int
     scheduling: str
     wave_packing: str
     core_assignment: str
+    core_cursor: str
     links: Mapping[tuple[str, str], LinkCfg]
     combine_granularity: str
     late_bind_pools: tuple[str, ...]
