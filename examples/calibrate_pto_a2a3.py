@@ -94,12 +94,12 @@ def show_gmm2_check() -> None:
 
 def show_timelines() -> None:
     header("3b. Cross-check (not fitted): the model's stage timeline against both measured timelines")
-    for path in calibration_timelines():
-        rep = fidelity_report(path)
-        text = rep.format()
+    for k, path in enumerate(calibration_timelines()):
+        if k:
+            print()
+        text = fidelity_report(path).format()
         print(text.split("\n\nper unit")[0])
         print(text.rsplit("\n", 1)[-1])
-        print()
 
 
 def main(argv: list[str]) -> int:

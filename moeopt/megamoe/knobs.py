@@ -199,6 +199,10 @@ def _allowed(path: str) -> str:
         text = f"integers >= {lo}; the upper bound depends on other fields of the shape"
     if text.startswith("one of") and "list" in _knob_type(path):
         text = "each " + text
+    words = [t for t in seen if t.startswith("one of")]
+    numbers = [t for t in seen if t.startswith("integers")]
+    if words and numbers:  # a rule word or a whole number (options.gmm2_join_check)
+        text = f"{words[0]}, or {numbers[0]}"
     return text
 
 

@@ -206,7 +206,7 @@ def _pto_constants() -> dict[str, Const]:
         "assumed",
         "no measurement of a stream to this rank's own window; the kernel takes the same window path "
         "for its own source rank as for the others (dispatch.h TLOAD / combine.h TSTORE on "
-        "peer[srcRank] for every srcRank), so the per-stream write-back rate of §1b",
+        "peer[srcRank] for every srcRank), so it is set to the per-stream write-back rate fitted at §1b",
     )
     out["hbm_bytes_per_us"] = Const(
         "hbm_bytes_per_us",

@@ -344,9 +344,9 @@ class Options:
     roles: Mapping[str, str] | None = None
     sync_protocol: str | None = None
     gmm1_full_experts: int | None = None
-    gmm2_join_check: Any = None
-    combine_start_after: Any = None
-    swiglu_active: Any = None
+    gmm2_join_check: str | int | None = None
+    combine_start_after: str | int | None = None
+    swiglu_active: str | int | None = None
     unpermute: str | None = None
     unpermute_ready_experts: int | None = None
     gmm1_small_m_rebalance: bool | None = None
