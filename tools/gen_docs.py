@@ -503,6 +503,7 @@ RESULT_PARTS: tuple[tuple[str, str], ...] = (
     ('`rank_results[rank]["events"][i]`', "EventRow"),
     ('`rank_results[rank]["contract"]`', "RowContract"),
     ('`rank_results[rank]["waves"]`', "Waves"),
+    ('`rank_results[rank]["paths"]`', "Paths"),
     ("`calibration`", "Calibration"),
     ('`calibration["domain"]`', "CalibrationDomainEntry"),
     ("`implementation`", "Implementation"),

@@ -70,6 +70,8 @@ KNOB_DOCS: dict[str, str] = {
     "AIV1 program-order chain",
     "kernel.swizzle_n": "N-columns per swizzle group (B-panel reuse across adjacent tiles)",
     "kernel.swiglu_segments": "how activation over GM is cut: the kernel's rule, per expert, or one segment",
+    "kernel.front_reorder": "front reorder as one closed form (single) or the PTO kernel's three paths, "
+    "FullLoad / OneCore / MultiCore (kernel_rule)",
     "kernel.combine_small_max_routes": "tokens x topk up to which combine takes the small (per-tile) path "
     "under combine_granularity auto",
     "policy.dispatch_lookahead": "dispatch may run at most this many waves ahead of GMM1 (0 = no limit)",
@@ -79,8 +81,8 @@ KNOB_DOCS: dict[str, str] = {
     "policy.core_assignment": "build-time tile -> core rule for statically pinned pools",
     "options.links": "stage edges: location (gm / onchip), depth (slots), readiness (whole / per_chunk), "
     "chunks, colocated_by_hardware",
-    "options.combine_granularity": "combine window: per GMM2 tile, per expert slice, or the kernel's "
-    "small-path rule (auto)",
+    "options.combine_granularity": "combine window: per GMM2 tile, per expert slice in lanes, whole rows by "
+    "source rank (V1), or the baseline kernel's small-path rule (auto)",
     "options.late_bind_pools": "roles whose events bind to a core at dispatch time (the others are pinned at "
     "build time)",
     "options.bandwidth_contention": "aggregate HBM / cross-rank limits as shared semaphores (false = the "
@@ -91,6 +93,22 @@ KNOB_DOCS: dict[str, str] = {
     "options.builder": "registered orchestration builder that lowers the plan into events",
     "options.tile_grid": "registered rule cutting an expert's output into tiles",
     "options.roles": "vector role (AIV0, AIV1 or both) per vector stage",
+    "policy.core_cursor": "the core-assignment cursor restarts at each GMM stage (per_stage, the PTO kernel) "
+    "or rolls on from GMM1 into GMM2 (across_stages, the arch35 kernel)",
+    "options.sync_protocol": "how stages signal each other: hardware flags + all-AIV SYNCALLs (baseline) or "
+    "software epochs in GM (V1)",
+    "options.gmm1_full_experts": "first experts GMM1 runs on every cube core, an AIC-only SYNCALL after each "
+    "(V1: 2)",
+    "options.gmm2_join_check": "first expert at whose boundary GMM2 checks whether GMM1 is done to take over "
+    "its cores (none, kernel_rule or an expert)",
+    "options.combine_start_after": "GMM2 expert combine waits for before starting expert 0 (none, "
+    "kernel_rule or an expert)",
+    "options.swiglu_active": "activation cores that take rows (all, kernel_rule or a count)",
+    "options.unpermute": "unpermute after an all-rank barrier, or in two phases on ready tokens first (V1)",
+    "options.unpermute_ready_experts": "two-phase unpermute: combine progress every producer reaches before "
+    "phase 1",
+    "options.gmm1_small_m_rebalance": "cut a one-M-tile GMM1 expert into one N slice per core (V1's small-M "
+    "rule)",
     "options.event_granularity.*": "units of this stage packed into one event",
     "options.roles.*": "vector role running this stage",
     "options.core_groups.*": "core group of this stage",
@@ -181,6 +199,10 @@ def _allowed(path: str) -> str:
         text = f"integers >= {lo}; the upper bound depends on other fields of the shape"
     if text.startswith("one of") and "list" in _knob_type(path):
         text = "each " + text
+    words = [t for t in seen if t.startswith("one of")]
+    numbers = [t for t in seen if t.startswith("integers")]
+    if words and numbers:  # a rule word or a whole number (options.gmm2_join_check)
+        text = f"{words[0]}, or {numbers[0]}"
     return text
 
 

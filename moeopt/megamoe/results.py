@@ -112,8 +112,7 @@ class IdleDecomposition(TypedDict):
     avoidable_core_us: float
     """idle core-µs while ready work could have used it"""
     by_stage: dict[str, StageIdle]
-    """stage pool -> its idle (the late-bound GMM stages also have a `<stage>:load` pool of
-    MTE2 pipes, counted in pipe-µs and left out of the totals)"""
+    """stage pool -> its idle"""
     samples: list[IdleSample]
     """sample avoidable-idle intervals, up to five per pool"""
 
@@ -209,6 +208,17 @@ class RowContract(TypedDict):
     """blocks of padded rows the grouped GEMM walks"""
 
 
+class Paths(TypedDict):
+    """Which of the kernel's code paths a rank took."""
+
+    front_reorder: str
+    """`FullLoad`, `OneCore`, `MultiCore` (the PTO kernel's rule, `kernel.front_reorder =
+    kernel_rule`) or `closed_form` (one fitted cost)"""
+    combine: str
+    """`DirectSmall` (per GMM2 tile), `DirectLarge` (per expert, in lanes), `by_source` (whole rows
+    per source rank, V1) or `urma` (batched PUT)"""
+
+
 class Waves(TypedDict):
     """Waves of the two grouped GEMMs."""
 
@@ -249,6 +259,8 @@ class RankResult(TypedDict):
     """grouped-GEMM row contract"""
     waves: Waves
     """number of GMM1 and GMM2 waves"""
+    paths: Paths
+    """the kernel code paths this rank took"""
     n_events: int
     """events in this rank's graph"""
     schedule: Schedule
@@ -395,13 +407,13 @@ class SimulateResult(TypedDict):
     stage_busy_us: dict[str, float]
     """busy core-µs per stage (head and tail included) on the slowest rank"""
     resource_busy_us: dict[str, float]
-    """busy µs per resource (`c<k>.AIC`, `c<k>.MTE2`, `c<k>.AIV0`, `c<k>.AIV1`)"""
+    """busy µs per resource (`c<k>.AIC`, `c<k>.AIV0`, `c<k>.AIV1`)"""
     resource_idle_us: dict[str, float]
     """idle µs per resource within the rank's span"""
     resource_utilization: dict[str, float]
     """busy / span per resource (0..1)"""
     role_utilization: dict[str, float]
-    """busy / span summed over the resources of a role (AIC, AIV0, AIV1, MTE2)"""
+    """busy / span summed over the resources of a role (AIC, AIV0, AIV1)"""
     implementation: Implementation
     """implementation id, profile, source references, compile point and its fingerprint, topology"""
     policy: str

@@ -190,6 +190,7 @@ def _rank_result(
             "m_blocks": rg.contract.m_blocks,
         },
         "waves": {"gmm1": rg.waves_gmm1, "gmm2": rg.waves_gmm2},
+        "paths": {"front_reorder": rg.paths["front_reorder"], "combine": rg.paths["combine"]},
         "n_events": len(g),
         "schedule": s,
         "graph": g,
@@ -226,7 +227,7 @@ def _check_work_conservation(per_rank: dict[int, RankResult], policy: str) -> No
                 and d["avoidable_core_us"] > AVOIDABLE_TOL_CORE_US
             ):
                 samples = [x for x in idle["samples"] if x["stage"] == st]
-                unit = "pipe-µs of its MTE2 load pipes" if st.endswith(":load") else "core-µs"
+                unit = "core-µs"
                 raise WorkConservationViolation(
                     f"rank {r}: late-bound pool of stage {st!r} left {d['avoidable_core_us']:.3f} "
                     f"{unit} idle while work for it was ready (policy {policy!r} declares "

@@ -57,7 +57,7 @@ def test_a_semaphore_that_covers_its_demand_is_left_out() -> None:
     for cap, dropped in ((2, ["s"]), (1, [])):
         em = Emitter(rank=0, contention=False, unit=1000.0)
         em.semaphore("s", cap)
-        acq, rel = em.hold_maps("hbm", 0, take="s", give="s")
+        acq, rel = em.hold_maps((), take="s", give="s")
         em.emit("a", None, ("c0.AIV0",), {}, acq, rel, 1.0)
         em.emit("b", None, ("c1.AIV0",), {}, acq, rel, 1.0)
         graph, left_out = em.assemble()

@@ -120,7 +120,9 @@ def test_halving_tile_n_raises_gm_to_l1_bytes(bs72, r72):
 def test_late_bound_pools_never_raise_avoidable_idle(bs72):
     """Late binding lets any free core take ready work, so a work-conserving policy leaves no
     avoidable idle in the late-bound pools (the guardrail would raise otherwise)."""
-    r = mm.simulate(bs72.with_overrides({"options.late_bind_pools": ["AIC", "AIV1"]}))
+    # late-bound cube tiles need a GM hand-off to the activation (on-chip slots are per core)
+    gm = [{"producer": "gmm1", "consumer": "activation", "location": "gm", "depth": 0, "colocated_by_hardware": False}]
+    r = mm.simulate(bs72.with_overrides({"options.late_bind_pools": ["AIC", "AIV1"], "options.links": gm}))
     for st, d in r["idle_decomposition"]["by_stage"].items():
         if d["late_bound"] and d["work_conservation_exempt"] is None:
             assert d["avoidable_core_us"] == pytest.approx(0.0, abs=1e-3), st

@@ -43,13 +43,13 @@ class _Pool:
     """A group of members judged together, and the events judged against it."""
 
     key: str
-    """its key in ``by_stage``: the stage, or ``"<stage>:load"`` for a GMM stage's MTE2 pipes"""
+    """its key in ``by_stage``: the stage"""
     stage: str
     members: tuple[str, ...]
     events: list[int]
     """indices (graph order) of the events that run on it"""
     in_totals: bool
-    """counted in the rank's totals (the load pools count pipe-µs, so they are not)"""
+    """counted in the rank's totals"""
 
 
 def idle_decomposition(
@@ -65,9 +65,6 @@ def idle_decomposition(
     member); forced = the other idle members. In statically pinned stages every ready event is
     counted as able to use any idle member: that idle is what late binding could recover.
 
-    Late-bound GMM stages are also judged on their load phases against the MTE2 pipes
-    (entries ``"gmm1:load"`` / ``"gmm2:load"``): the load is where a tile's core is chosen. Those
-    entries count pipe-µs, not core-µs, and are not added to the totals.
     """
     tab = table or Table.of(rg, s)
     busy_iv, by_stage = _busy_intervals(rg, tab)
@@ -127,22 +124,8 @@ def _busy_intervals(rg: RankGraph, tab: Table) -> tuple[dict[str, list[Interval]
 
 
 def _pools(rg: RankGraph, tab: Table, by_stage: dict[str, list[int]]) -> list[_Pool]:
-    """One pool per stage; the GMM cube is judged on compute phases, and a late-bound GMM
-    stage's loads also on the MTE2 pipes."""
-    events = tab.events
-    pools: list[_Pool] = []
-    for st, idxs in by_stage.items():
-        stage_members = rg.stage_members[st]
-        if st in ("gmm1", "gmm2"):
-            comp = [i for i in idxs if events[i].labels.get("phase") == "compute"]
-            pools.append(_Pool(st, st, stage_members, comp, True))
-            if st in rg.late_stages:
-                loads = [i for i in idxs if events[i].labels.get("phase") == "load"]
-                mte = tuple(m.replace(".AIC", ".MTE2") for m in stage_members)
-                pools.append(_Pool(f"{st}:load", st, mte, loads, False))
-        else:
-            pools.append(_Pool(st, st, stage_members, idxs, True))
-    return pools
+    """One pool per stage (a GMM tile is one event on its cube: load and compute pipelined)."""
+    return [_Pool(st, st, rg.stage_members[st], idxs, True) for st, idxs in by_stage.items()]
 
 
 def _ready_points(

@@ -1,7 +1,7 @@
 """The builder: one destination rank's MegaMoE execution unrolled into a generic EventGraph.
 
-Resources per core ``k``: ``c{k}.AIC`` (cube), ``c{k}.MTE2`` (the AIC's GM->L1 pipe, the load
-phase of a GMM tile), ``c{k}.AIV0`` / ``c{k}.AIV1`` (vector cores). Stage names live only in
+Resources per core ``k``: ``c{k}.AIC`` (cube: a GMM tile's K-step load / compute pipeline),
+``c{k}.AIV0`` / ``c{k}.AIV1`` (vector cores). Stage names live only in
 event labels; the scheduler never sees them. Stage boundaries are zero-duration flag events
 without resources; their sync latency sits on the consumer edge (λ), not inside durations.
 
@@ -22,31 +22,34 @@ How it is built (:func:`build_rank` -> :func:`~moeopt.megamoe.build.implementati
 5. ``rankgraph``: the result, :class:`RankGraph`.
 
 Modules: ``plan``, ``context``, ``emitter``, ``sync``, ``handoff``, ``head``, ``dispatch``,
-``gmm``, ``activation``, ``combine``, ``urma`` (the batched GET / PUT both use),
-``implementation``, ``rankgraph``.
+``streams`` (a vector core's transfer rate and its share of the link), ``gmm``, ``activation``,
+``combine``, ``urma`` (the batched GET / PUT both use), ``implementation``, ``rankgraph``.
 
-Adding an implementation (the V1 kernel next). An :class:`Implementation` names a sync protocol,
-core groups and one builder per stage; :data:`BASELINE` is today's. V1 would be:
-
-* core groups: a function returning V1's fixed groups (GMM1 on AIC 0-15, GMM2 on 16-23 joining
-  all cores after GMM1, dispatch / SwiGLU on AIV0 / AIV1 of blocks 0-15, combine on AIV0 of
-  16-23); :class:`Layout` turns them into resources, :meth:`Layout.gmm_cores` decides per expert
-  which cores a GMM stage uses (where V1's "all 24 AIC for the first experts" would go);
-* sync protocol: a :class:`SyncProtocol` of software epochs (its λ from arrival, coordinator,
-  ready and poll constants), ``program_order = False`` (no all-AIV SYNCALLs) and its own rank
-  barrier latency;
-* stages: the shared builders where V1 does the same (``build_dispatch``, ``build_gmm1``,
-  ``build_gmm2``, which already take a join flag), new functions with the same signature where
-  it does not: per-expert SwiGLU on the active group, a combine that also waits for GMM2's
-  ``expert_done`` of its start expert, a tail with the two-phase unpermute and no all-rank
-  barrier;
-* :func:`~moeopt.megamoe.build.implementation.implementation_for` returns it for V1's
-  implementation id. ``compose`` and the emitter do not change.
+Implementations. An :class:`Implementation` names a sync protocol, core groups and one builder
+per stage. :data:`BASELINE` is the PTO kernel as it ships; :data:`V1` is its rewrite, with
+software epochs (``sync.software_epochs``: no all-AIV SYNCALLs, an epoch boundary per stage
+hand-off) and the two-phase unpermute (``head.build_two_phase_tail``). The rest of V1 is read by
+the shared stage builders from the scenario's knobs, so each mechanism is also a knob on the
+baseline: fixed core groups (``options.core_groups = "v1_fixed"``, :class:`Layout`), the first
+experts of GMM1 on every cube core (``options.gmm1_full_experts``, :meth:`Layout.gmm_cores`),
+GMM2 taking over GMM1's cores at the first expert boundary where GMM1 is done
+(``options.gmm2_join_check``; :func:`~moeopt.megamoe.build.implementation.join_expert` decides
+it from a first schedule, as the kernel decides at run time), SwiGLU on an active subset
+(``options.swiglu_active``), combine by source rank starting after a GMM2 expert
+(``options.combine_granularity = "by_source"``, ``options.combine_start_after``).
+:func:`~moeopt.megamoe.build.implementation.implementation_for` picks the composition from
+``options.sync_protocol`` and ``options.unpermute``; ``compose`` and the emitter are shared.
 """
 
 from moeopt.megamoe.build.context import BuildContext, Layout
 from moeopt.megamoe.build.emitter import Emitter
-from moeopt.megamoe.build.implementation import BASELINE, Implementation, build_rank, compose, implementation_for
+from moeopt.megamoe.build.implementation import (
+    BASELINE,
+    Implementation,
+    build_rank,
+    compose,
+    implementation_for,
+)
 from moeopt.megamoe.build.plan import ExpertPlan, RankPlan
 from moeopt.megamoe.build.rankgraph import RankGraph
 from moeopt.megamoe.build.sync import SyncProtocol

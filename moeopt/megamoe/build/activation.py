@@ -56,7 +56,7 @@ def tile_activation(ctx: BuildContext, em: Emitter, tiles: GmmTiles) -> Activati
     by_mgroup: dict[tuple[int, int], list[str]] = {}
     by_chunk: dict[tuple[int, int, int], list[str]] = {}
     memo: dict[tuple[int, int], tuple[float, int, int]] = {}
-    for (w, e, t), mm, core in zip(tiles.items, tiles.computes, tiles.cores, strict=True):
+    for (w, e, t), mm, core in zip(tiles.items, tiles.events, tiles.cores, strict=True):
         got = memo.get((t.rows, t.cols))
         if got is None:
             out_bytes = t.rows * (t.cols // 2) * ctx.bpe
@@ -65,7 +65,7 @@ def tile_activation(ctx: BuildContext, em: Emitter, tiles: GmmTiles) -> Activati
         dur, out_bytes, units = got
         em.count("hbm", out_bytes)
         em.count("ub_to_gm", out_bytes)
-        acq, rel = em.hold_maps("hbm", units, give="onchip_act" if late_aic else f"c{core}.onchip_act")
+        acq, rel = em.hold_maps((("hbm", units),), give="onchip_act" if late_aic else f"c{core}.onchip_act")
         resources: Sequence[str]
         if pooled:
             resources = (em.pool("AIV-activation", layout.members["activation"]),)
@@ -93,15 +93,15 @@ def tile_activation(ctx: BuildContext, em: Emitter, tiles: GmmTiles) -> Activati
 
 def segment_activation(ctx: BuildContext, em: Emitter, plan: RankPlan, tiles: GmmTiles) -> ActivationOut:
     """Per SwiGLU segment: a flag ``c2v.s{i}`` on its GMM1 tiles; each of the activation group's
-    AIVs takes an even share ``r`` of the segment's rows after the flag (λ = flag latency + one
-    SYNCALL), :func:`activation_us` of ``r × hidden_dim × 2`` bytes read, ``r × hidden_dim/2 × bpe``
+    first ``options.swiglu_active`` AIVs takes an even share ``r`` of the segment's rows after the
+    flag (λ = flag latency, + one SYNCALL with the protocol's group barriers), :func:`activation_us` of ``r × hidden_dim × 2`` bytes read, ``r × hidden_dim/2 × bpe``
     written, holding HBM bandwidth for both; in program order on its AIV. A flag ``v2c.s{i}`` on
     them is what every m-group of the segment's experts hands to GMM2."""
     cfg, sync = ctx.cfg, ctx.sync
     inter = cfg.hidden_dim // 2
     experts = plan.experts
     members = ctx.layout.members["activation"]
-    g1_by_expert = tiles.computes_by_expert()
+    g1_by_expert = tiles.events_by_expert()
     by_mgroup: dict[tuple[int, int], list[str]] = {}
     for si, seg in enumerate(swiglu_segments(cfg, experts)):
         mms = [mm for e in seg for mm in g1_by_expert.get(e, [])]
@@ -109,7 +109,7 @@ def segment_activation(ctx: BuildContext, em: Emitter, plan: RankPlan, tiles: Gm
             continue
         c2v = em.flag(f"c2v.s{si}", mms)
         rows = sum(experts[e].rows for e in seg)
-        parts = len(members)
+        parts = min(len(members), cfg.swiglu_active)
         names = []
         for p in range(parts):
             r = rows * (p + 1) // parts - rows * p // parts
@@ -129,11 +129,11 @@ def segment_activation(ctx: BuildContext, em: Emitter, plan: RankPlan, tiles: Gm
                     f"act.s{si}.p{p}",
                     "activation",
                     resources,
-                    {c2v: sync.flag_us + sync.syncall_us},
+                    {c2v: sync.flag_us + (sync.syncall_us if sync.group_barriers else 0.0)},
                     acq,
                     rel,
                     dur,
-                    {"stage": "activation", "rank": ctx.rank, "segment": si, "rows": r},
+                    {"stage": "activation", "rank": ctx.rank, "segment": si, "rows": r, **_one_expert(seg)},
                     chain_on=pinned if sync.program_order else None,
                 )
             )
@@ -142,6 +142,11 @@ def segment_activation(ctx: BuildContext, em: Emitter, plan: RankPlan, tiles: Gm
             for mb in range(-(-experts[e].rows // cfg.tile_m)):
                 by_mgroup[(e, mb)] = [v2c]
     return ActivationOut(_frozen(by_mgroup), MappingProxyType({}), colocated=False)
+
+
+def _one_expert(seg: Sequence[int]) -> dict[str, int]:
+    """The ``expert`` label of a segment that is one expert (per-expert SwiGLU), else none."""
+    return {"expert": seg[0]} if len(seg) == 1 else {}
 
 
 def swiglu_segments(cfg: Config, experts: Sequence[ExpertPlan]) -> list[list[int]]:

@@ -20,24 +20,54 @@ from moeopt.megamoe.build.context import BuildContext
 from moeopt.megamoe.build.emitter import Emitter, Units
 from moeopt.megamoe.build.handoff import CombineOut, Gmm2Out
 from moeopt.megamoe.build.plan import ExpertPlan, RankPlan
+from moeopt.megamoe.build.streams import queue_units, stream_rate
 from moeopt.megamoe.build.urma import urma_batch
 
 COMBINE_LANES = 2  # impl: kCombineLargeLanesPerRank = 2 (combine.h@2d9d4288 L27-28)
 
 RowsBySrc = tuple[tuple[int, int], ...]  # (source rank, rows)
 
+# combine mode -> the kernel's name for the path (combine.h@2d9d4288 L35-37; V1: combine.h@HEAD)
+COMBINE_PATHS = {"per_tile": "DirectSmall", "per_expert": "DirectLarge", "by_source": "by_source", "urma": "urma"}
+
 
 def build_combine(ctx: BuildContext, em: Emitter, plan: RankPlan, gmm2: Gmm2Out) -> CombineOut:
-    """The combine events of the mode :func:`combine_mode` picks."""
+    """The combine events of the mode :func:`combine_mode` picks; with
+    ``options.combine_start_after = s`` every combine event of an expert before ``s`` also waits
+    for GMM2's expert ``s`` (the V1 kernel holds combine back to leave the bandwidth to dispatch,
+    then starts at expert 0 and catches up; overview_v1.md "AIV 动态调度" 4)."""
     writes = RowWrites(ctx, em)
-    if combine_mode(ctx) == "per_tile":
-        return tile_combine(ctx, em, plan, gmm2, writes)
-    return expert_combine(ctx, em, plan, gmm2, writes)
+    mode = combine_mode(ctx)
+    if mode == "per_tile":
+        out = tile_combine(ctx, em, plan, gmm2, writes)
+    elif mode == "by_source":
+        out = source_combine(ctx, em, plan, gmm2, writes)
+    else:
+        out = expert_combine(ctx, em, plan, gmm2, writes)
+    hold_back(ctx, em, gmm2, out)
+    return out
+
+
+def hold_back(ctx: BuildContext, em: Emitter, gmm2: Gmm2Out, out: CombineOut) -> None:
+    """``options.combine_start_after``: the combine events of experts before it wait for its
+    GMM2 flag too (λ = flag latency)."""
+    start = ctx.cfg.combine_start_after
+    if start is None:
+        return
+    flag = gmm2.expert_done.get(start)
+    if flag is None:  # fewer experts with rows than the start: wait for the last one
+        if not gmm2.expert_done:
+            return
+        flag = gmm2.expert_done[max(gmm2.expert_done)]
+    for name, e in zip(out.events, out.experts, strict=True):
+        if e < start:
+            em.add_deps(name, {flag: ctx.sync.flag_us})
 
 
 def combine_mode(ctx: BuildContext) -> str:
-    """``urma`` with URMA; else ``options.combine_granularity``, where ``auto`` is ``per_tile`` iff
-    ``tokens × topk <= kernel.combine_small_max_routes`` (combine.h@2d9d4288 L30, L73-85)."""
+    """``urma`` with URMA; else ``options.combine_granularity`` (``per_tile``, ``per_expert``,
+    ``by_source``), where ``auto`` is ``per_tile`` iff ``tokens × topk <=
+    kernel.combine_small_max_routes`` (combine.h@2d9d4288 L30, L73-85), else ``per_expert``."""
     cfg = ctx.cfg
     if cfg.topo_urma:
         return "urma"
@@ -49,26 +79,31 @@ def combine_mode(ctx: BuildContext) -> str:
 class RowWrites:
     """Combine events that write rows back: their cost, traffic and emission.
 
-    ``call + readback + local writes + remote writes``:
-    ``dispatch_call_us + readback_bytes / aiv_local_bytes_per_us + Σ_src bytes_src / rate_src`` with
-    ``bytes = rows × cols × 2`` (bf16), ``rate_src = aiv_local_bytes_per_us`` for this rank and
-    ``aiv_remote_write_bytes_per_us`` for the others; the readback (GMM2's output from GM, when
-    the hand-off is not on-chip) reads the same bytes. It holds HBM bandwidth for the readback
-    and local bytes and ``remote_out`` for the remote ones. Memoised per (rows by source, cols,
-    readback, released slot): every N-tile of an M-block writes the same rows; the traffic is
-    still counted per event.
+    ``dispatch_call_us + Σ_src bytes_src / rate_src`` with ``bytes = rows × cols × 2`` (bf16):
+    each write-back is a stream (:mod:`~moeopt.megamoe.build.streams`) whose per-row pipeline
+    reads GMM2's output, scales and converts it and stores it into the source rank's window
+    (combine.h: ``TLOAD`` / ``TSTORE`` per row; this rank's own rows take the same window path).
+    ``rate_src`` is the per-stream ``aiv_remote_write_bytes_per_us``, or for a remote source its
+    fair share of ``remote_out_bytes_per_us`` among the ``concurrent`` write-backs of the same
+    expert. It holds HBM bandwidth for the readback (GMM2's output from GM, when the hand-off is
+    not on-chip) and the local bytes, ``remote_out`` for the remote ones, and, throttled by the
+    link, its share of the cube cores' ``gm_l1`` paths. Memoised per (rows by source, cols,
+    readback, released slot, concurrency): every N-tile of an M-block writes the same rows; the
+    traffic is still counted per event.
 
     Provenance (config/profiles.py): ``dispatch_call_us`` as for dispatch (arch35 measured,
-    hardware.md §5); ``aiv_local_bytes_per_us`` the §1 unpermute aggregate over 48 AIV
-    (megamoe-a8w8: measured UB->GM combine writes, §5); ``aiv_remote_write_bytes_per_us``
-    megamoe-a8w8 measured (§5), pto-a2a3 set to the per-rank aggregate fitted to the combine of
-    §1 so that the shared ``remote_out`` limit binds (assumed)."""
+    hardware.md §5); ``aiv_remote_write_bytes_per_us`` pto-a2a3 fitted to the combine of the V1
+    timeline (§1b: 8 write-back streams, below the link's aggregate), megamoe-a8w8 measured (§5);
+    ``remote_out_bytes_per_us`` fitted to the combine of §1 (32 streams, the link's aggregate);
+    ``remote_write_excess_share`` fitted to GMM2 beside combine at §1."""
 
     def __init__(self, ctx: BuildContext, em: Emitter) -> None:
         self._ctx = ctx
         self._em = em
         self._rows_memo: dict[tuple[tuple[int, ...], int, int], RowsBySrc] = {}
-        self._memo: dict[tuple[RowsBySrc, int, bool, str | None], tuple[float, int, float, float, Units, Units]] = {}
+        self._memo: dict[
+            tuple[RowsBySrc, int, bool, str | None, int], tuple[float, int, float, float, Units, Units]
+        ] = {}
 
     def src_rows_in(self, ex: ExpertPlan, m0: int, m1: int) -> RowsBySrc:
         """(source rank, rows) of the expert's compact rows [m0, m1) (rows are ordered by source)."""
@@ -86,33 +121,45 @@ class RowWrites:
         return got
 
     def cost(
-        self, rows_by_src: RowsBySrc, cols: int, readback: bool, release: str | None
+        self, rows_by_src: RowsBySrc, cols: int, readback: bool, release: str | None, concurrent: int
     ) -> tuple[float, int, float, float, Units, Units]:
         """(µs, readback bytes, HBM bytes, remote bytes, acquires, releases) of one write-back."""
-        key = (rows_by_src, cols, readback, release)
+        key = (rows_by_src, cols, readback, release, concurrent)
         memo = self._memo.get(key)
         if memo is None:
-            c = self._ctx.c
-            us = loc = rem = 0.0
+            ctx, em = self._ctx, self._em
+            us = loc = rem = rem_us = 0.0
+            throttle = 0.0
             for s, r in rows_by_src:
                 b = r * cols * 2
-                if s == self._ctx.rank:
-                    us += b / c("aiv_local_bytes_per_us")
-                    loc += b
-                else:
-                    us += b / c("aiv_remote_write_bytes_per_us")
+                remote = s != ctx.rank
+                rate = stream_rate(ctx, "write", remote, concurrent)
+                us += b / rate.bytes_per_us
+                if remote:
                     rem += b
+                    rem_us += b / rate.bytes_per_us
+                    throttle = rate.throttle
+                else:
+                    loc += b
             rb_bytes = sum(r for _s, r in rows_by_src) * cols * 2 if readback else 0
-            dur = c("dispatch_call_us") + rb_bytes / c("aiv_local_bytes_per_us") + us
+            dur = ctx.c("dispatch_call_us") + us
             take: dict[str, int] = {}
             give: dict[str, int] = {}
-            self._em.bw(take, give, "hbm", rb_bytes + loc, dur, count=False)
+            em.bw(take, give, "hbm", rb_bytes + loc, dur, count=False)
             if rem:
-                self._em.bw(take, give, "remote_out", rem, dur, count=False)
+                em.bw(take, give, "remote_out", rem, dur, count=False)
+                q = queue_units(ctx, em, throttle, rem_us / dur)
+                if q:
+                    take["gm_l1"] = give["gm_l1"] = q
             if release:
                 give[release] = give.get(release, 0) + 1
             memo = self._memo[key] = (
-                dur, rb_bytes, rb_bytes + loc, rem, MappingProxyType(take), MappingProxyType(give)
+                dur,
+                rb_bytes,
+                rb_bytes + loc,
+                rem,
+                MappingProxyType(take),
+                MappingProxyType(give),
             )
         return memo
 
@@ -126,11 +173,12 @@ class RowWrites:
         cols: int,
         readback: bool,
         labels: dict[str, Any],
+        concurrent: int,
         colocate: str | None = None,
         release: str | None = None,
     ) -> str:
         """Emit one write-back (in program order on ``pinned`` when the protocol asks for it)."""
-        dur, rb_bytes, hbm_bytes, rem, acq, rel = self.cost(rows_by_src, cols, readback, release)
+        dur, rb_bytes, hbm_bytes, rem, acq, rel = self.cost(rows_by_src, cols, readback, release, concurrent)
         em = self._em
         em.count("hbm", hbm_bytes)
         if rem:
@@ -140,7 +188,14 @@ class RowWrites:
         return em.emit(name, "combine", resources, deps, acq, rel, dur, labels, colocate, chain_on)
 
 
-def tile_combine(ctx: BuildContext, em: Emitter, plan: RankPlan, gmm2: Gmm2Out, writes: RowWrites) -> CombineOut:
+def concurrency(n_events: int, members: int) -> int:
+    """Write-backs of one expert that run together: its events, at most one per combine core."""
+    return max(1, min(n_events, members))
+
+
+def tile_combine(
+    ctx: BuildContext, em: Emitter, plan: RankPlan, gmm2: Gmm2Out, writes: RowWrites
+) -> CombineOut:
     """Per GMM2 tile of a local expert, one write-back per sub-core of the paired core (the tile's
     rows split evenly), waiting for the tile's compute (λ = flag latency). On-chip hand-off: no
     readback, colocated with the tile, the last sub-core gives the link slot back."""
@@ -153,7 +208,12 @@ def tile_combine(ctx: BuildContext, em: Emitter, plan: RankPlan, gmm2: Gmm2Out, 
     subs = [f"AIV{j}" for j in range(cfg.aiv_per_core)] if role == "AIV" else [role]
     splits: dict[tuple[int, int], list[tuple[int, int]]] = {}
     names: list[str] = []
-    for (w, e, t), mm, core in zip(gmm2.tiles.items, gmm2.tiles.computes, gmm2.tiles.cores, strict=True):
+    experts: list[int] = []
+    per_expert: dict[int, int] = {}
+    for _w, e, t in gmm2.tiles.items:
+        per_expert[e] = per_expert.get(e, 0) + min(t.rows, len(subs))
+    members = len(layout.members["combine"])
+    for (w, e, t), mm, core in zip(gmm2.tiles.items, gmm2.tiles.events, gmm2.tiles.cores, strict=True):
         ex = plan.experts[e]
         if ex.shared:
             continue
@@ -182,6 +242,7 @@ def tile_combine(ctx: BuildContext, em: Emitter, plan: RankPlan, gmm2: Gmm2Out, 
             release = None
             if onchip and i == len(subs) - 1:
                 release = "onchip_comb" if g2_late else f"c{core}.onchip_comb"
+            experts.append(e)
             names.append(
                 writes.event(
                     mm.replace(".mm", f".comb{i}"),
@@ -192,14 +253,48 @@ def tile_combine(ctx: BuildContext, em: Emitter, plan: RankPlan, gmm2: Gmm2Out, 
                     t.cols,
                     not onchip,
                     {"stage": "combine", "rank": ctx.rank, "expert": e, "wave": w},
+                    concurrency(per_expert[e], members),
                     colocate=colocate,
                     release=release,
                 )
             )
-    return CombineOut(tuple(names), colocated=onchip)
+    return CombineOut(tuple(names), colocated=onchip, experts=tuple(experts))
 
 
-def expert_combine(ctx: BuildContext, em: Emitter, plan: RankPlan, gmm2: Gmm2Out, writes: RowWrites) -> CombineOut:
+def source_combine(
+    ctx: BuildContext, em: Emitter, plan: RankPlan, gmm2: Gmm2Out, writes: RowWrites
+) -> CombineOut:
+    """The V1 kernel's combine (combine.h@HEAD L27-28; pseudocode.md L357-422): each combine core
+    owns the source ranks ``s ≡ i (mod cores)`` and writes back their whole rows, expert after
+    expert, in program order; an expert's write-backs wait for its flag ``g2c.e{e}`` (λ = flag
+    latency). A stream's rate is shared among the expert's remote sources that run together (at
+    most one per combine core)."""
+    lam = ctx.sync.flag_us
+    h = ctx.cfg.h
+    members = ctx.layout.members["combine"]
+    names: list[str] = []
+    experts: list[int] = []
+    for ex in plan.experts:
+        if ex.shared or ex.rows == 0:
+            continue
+        flag = gmm2.expert_done[ex.index]
+        segs = [(s, n) for s, n in enumerate(ex.rows_by_src) if n]
+        together = concurrency(sum(1 for s, _n in segs if s != ctx.rank), len(members))
+        for s, n in segs:
+            res, pinned = ctx.layout.vector_res(em, "combine", s)
+            labels = {"stage": "combine", "rank": ctx.rank, "expert": ex.index, "src": s}
+            names.append(
+                writes.event(
+                    f"comb.e{ex.index}.src{s}", res, pinned, {flag: lam}, ((s, n),), h, True, labels, together
+                )
+            )
+            experts.append(ex.index)
+    return CombineOut(tuple(names), colocated=False, experts=tuple(experts))
+
+
+def expert_combine(
+    ctx: BuildContext, em: Emitter, plan: RankPlan, gmm2: Gmm2Out, writes: RowWrites
+) -> CombineOut:
     """Per local expert, after its flag ``g2c.e{e}`` (λ = flag latency): each source's rows in
     ``COMBINE_LANES`` lanes, ``event_granularity.combine`` lanes to a write-back on the next
     combine AIV (with readback); under URMA a batched PUT
@@ -209,7 +304,9 @@ def expert_combine(ctx: BuildContext, em: Emitter, plan: RankPlan, gmm2: Gmm2Out
     urma = combine_mode(ctx) == "urma"
     gran = ctx.cfg.event_granularity["combine"]
     h = ctx.cfg.h
+    members = len(ctx.layout.members["combine"])
     names: list[str] = []
+    experts: list[int] = []
     task = 0
     for ex in plan.experts:
         if ex.shared or ex.rows == 0:
@@ -221,14 +318,36 @@ def expert_combine(ctx: BuildContext, em: Emitter, plan: RankPlan, gmm2: Gmm2Out
             for s, n in segs:
                 if s != ctx.rank:
                     put_labels = {"stage": "combine", "rank": ctx.rank, "expert": ex.index, "src": s}
-                    put = urma_batch(ctx, em, "put", f"put.e{ex.index}.src{s}", "combine", s, n * h * 2, {flag: lam}, put_labels)
+                    put = urma_batch(
+                        ctx,
+                        em,
+                        "put",
+                        f"put.e{ex.index}.src{s}",
+                        "combine",
+                        s,
+                        n * h * 2,
+                        {flag: lam},
+                        put_labels,
+                    )
                     names.append(put)
+                    experts.append(ex.index)
                     continue
                 res, pinned = ctx.layout.vector_res(em, "combine", task)
                 task += 1
                 names.append(
-                    writes.event(f"comb.e{ex.index}.src{s}", res, pinned, {flag: lam}, ((s, n),), h, True, dict(labels))
+                    writes.event(
+                        f"comb.e{ex.index}.src{s}",
+                        res,
+                        pinned,
+                        {flag: lam},
+                        ((s, n),),
+                        h,
+                        True,
+                        dict(labels),
+                        1,
+                    )
                 )
+                experts.append(ex.index)
             continue
         lanes = []
         for s, n in segs:
@@ -236,10 +355,15 @@ def expert_combine(ctx: BuildContext, em: Emitter, plan: RankPlan, gmm2: Gmm2Out
                 r = n * (ln + 1) // COMBINE_LANES - n * ln // COMBINE_LANES
                 if r:
                     lanes.append((s, r))
+        together = concurrency(-(-len(lanes) // gran), members)
         for i in range(0, len(lanes), gran):
             res, pinned = ctx.layout.vector_res(em, "combine", task)
             task += 1
             pack = tuple(lanes[i : i + gran])
-            names.append(writes.event(f"comb.e{ex.index}.t{i}", res, pinned, {flag: lam}, pack, h, True, dict(labels)))
-    return CombineOut(tuple(names), colocated=False)
-
+            names.append(
+                writes.event(
+                    f"comb.e{ex.index}.t{i}", res, pinned, {flag: lam}, pack, h, True, dict(labels), together
+                )
+            )
+            experts.append(ex.index)
+    return CombineOut(tuple(names), colocated=False, experts=tuple(experts))

@@ -24,8 +24,8 @@ STAGES = ("dispatch", "gmm1", "activation", "gmm2", "combine")
 class Layout:
     """Which resources each stage runs on, from the implementation's core groups.
 
-    Resources per core ``k``: ``c{k}.AIC`` (cube), ``c{k}.MTE2`` (the AIC's GM->L1 pipe, the load
-    phase of a GMM tile), ``c{k}.AIV0`` / ``c{k}.AIV1`` (vector cores). A late-bound stage names a
+    Resources per core ``k``: ``c{k}.AIC`` (cube: a GMM tile's K-step load / compute pipeline),
+    ``c{k}.AIV0`` / ``c{k}.AIV1`` (vector cores). A late-bound stage names a
     pool placeholder instead, and the scheduler picks the member."""
 
     groups: Mapping[str, CoreGroup]
@@ -35,10 +35,17 @@ class Layout:
     aic_num: int
     aiv_per_core: int
     l1_late: bool  # the L1 stage slots are one pooled semaphore (a GMM stage is late-bound)
+    gmm1_full_experts: int = 0  # the first experts GMM1 runs on every cube core
+    gmm2_join_from: int | None = (
+        None  # expert from which GMM2's joining cores take part (None: the group's own)
+    )
     _core_res: dict[tuple[int, str], tuple[str, tuple[str]]] = field(default_factory=dict, repr=False)
 
     @classmethod
-    def of(cls, cfg: Config, groups: Mapping[str, CoreGroup]) -> Layout:
+    def of(cls, cfg: Config, groups: Mapping[str, CoreGroup], gmm2_join_from: int | None = None) -> Layout:
+        """The layout of ``groups``; ``gmm2_join_from`` overrides the GMM2 group's static
+        ``join_from_expert`` (the dynamic join, once the composition knows the expert)."""
+
         def resources(grp: CoreGroup) -> list[str]:
             if grp.role == "AIV":
                 return [f"c{k}.AIV{j}" for k in grp.cores for j in range(cfg.aiv_per_core)]
@@ -59,6 +66,8 @@ class Layout:
             aic_num=cfg.aic_num,
             aiv_per_core=cfg.aiv_per_core,
             l1_late="gmm1" in late or "gmm2" in late,
+            gmm1_full_experts=cfg.gmm1_full_experts,
+            gmm2_join_from=gmm2_join_from,
         )
 
     def core_res(self, core: int, sub: str) -> tuple[str, tuple[str]]:
@@ -87,11 +96,21 @@ class Layout:
         return (f"c{cores[src % len(cores)]}.AIV1",)
 
     def gmm_cores(self, stage: str, expert: ExpertPlan) -> tuple[list[int], list[int]]:
-        """(cores of the stage's own group, cores that joined) for ``expert``."""
+        """(cores of the stage's own group, cores that joined) for ``expert``: GMM1's first
+        ``gmm1_full_experts`` experts also run on GMM2's cores (joined without a wait); a group
+        with a join takes the joined group's cores from its join expert on."""
         grp = self.groups[stage]
         own = list(grp.cores)
-        if grp.join is not None and expert.index >= grp.join_from_expert:
-            return own, [k for k in self.groups[grp.join].cores if k not in own]
+        if stage == "gmm1" and expert.index < self.gmm1_full_experts and not expert.shared:
+            return own, [k for k in self.groups["gmm2"].cores if k not in own]
+        if grp.join is not None:
+            start = (
+                grp.join_from_expert
+                if self.gmm2_join_from is None or stage != "gmm2"
+                else self.gmm2_join_from
+            )
+            if expert.index >= start:
+                return own, [k for k in self.groups[grp.join].cores if k not in own]
         return own, []
 
 
@@ -109,6 +128,7 @@ class BuildContext:
     tokens: int
     topk: int
     rows: np.ndarray  # rows[src][local expert]
+    own_routes: np.ndarray  # routes of this rank's own tokens to every global expert (counts[rank])
     shared_experts: int
     layout: Layout
     sync: SyncProtocol

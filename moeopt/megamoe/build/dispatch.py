@@ -14,6 +14,7 @@ from moeopt.megamoe.build.context import BuildContext
 from moeopt.megamoe.build.emitter import Emitter
 from moeopt.megamoe.build.handoff import DispatchOut
 from moeopt.megamoe.build.plan import ExpertPlan, RankPlan
+from moeopt.megamoe.build.streams import stream_rate
 from moeopt.megamoe.build.urma import urma_batch
 
 DISPATCH_BATCH_ROWS = 2  # impl: kDispatchGatherUbMoveNum = 2 (dispatch.h@HEAD L25-31)
@@ -23,8 +24,9 @@ Segment = tuple[int, int]  # (expert index, source rank)
 
 def build_dispatch(ctx: BuildContext, em: Emitter, plan: RankPlan, head: str) -> DispatchOut:
     """Every wave's dispatch events, then its flag ``d2c.w{w}`` on them (on the head if the wave
-    has none); in program order a wave's events wait for the previous wave's flag plus one
-    SYNCALL (the kernel's ``SYNCALL<AIVOnly>`` after every dispatched expert group)."""
+    has none); with the protocol's group barriers a wave's events wait for the previous wave's
+    flag plus one SYNCALL (the baseline kernel's ``SYNCALL<AIVOnly>`` after every dispatched
+    expert group)."""
     waves = plan.gmm1.waves
     by_wave = segments_by_wave(plan, ctx.cfg.tile_m)
     gran = ctx.cfg.event_granularity["dispatch"]
@@ -40,9 +42,11 @@ def build_dispatch(ctx: BuildContext, em: Emitter, plan: RankPlan, head: str) ->
             per_slot: dict[int, list[Segment]] = {}
             for e, s in segs:
                 per_slot.setdefault(s, []).append((e, s))
+            remote = sum(1 for s in per_slot if s != ctx.rank)
             for s, items in sorted(per_slot.items()):
                 for i in range(0, len(items), gran):
-                    names.append(dispatch_event(ctx, em, plan.experts, w, s, items[i : i + gran], head, prev_flag))
+                    pack = items[i : i + gran]
+                    names.append(dispatch_event(ctx, em, plan.experts, w, s, pack, head, prev_flag, remote))
         prev_flag = em.flag(f"d2c.w{w}", names or [head])
         flags.append(prev_flag)
         events.append(tuple(names))
@@ -69,19 +73,24 @@ def segments_by_wave(plan: RankPlan, tile_m: int) -> dict[int, list[Segment]]:
     return by_wave
 
 
-def segment_us(ctx: BuildContext, remote: bool, n_rows: int) -> float:
-    """One segment's time on its AIV, the kernel's row-level software pipeline:
-    ``dispatch_call_us + max(λ_remote, first batch × beat) + extra rows × beat`` with
-    ``beat = row_bytes / rate`` (rate: ``aiv_remote_read_bytes_per_us`` for a remote source,
-    ``aiv_local_bytes_per_us`` for the local one), ``λ_remote = remote_latency_us`` (0 locally),
-    a first batch of ``DISPATCH_BATCH_ROWS`` rows (dispatch.h@HEAD L25-31).
+def segment_us(ctx: BuildContext, remote: bool, n_rows: int, rate: float) -> float:
+    """One event's time on its AIV pulling ``n_rows`` rows at ``rate``, the kernel's row-level
+    software pipeline: ``dispatch_call_us + max(λ_remote, first batch × beat) + extra rows × beat``
+    with ``beat = row_bytes / rate``, ``λ_remote = remote_latency_us`` (0 locally) and a first
+    batch of ``DISPATCH_BATCH_ROWS`` rows (dispatch.h@HEAD L25-31). An event that packs several
+    segments (``options.event_granularity.dispatch``) pays the call and the first batch once.
+
+    ``rate`` is the stream's (:func:`~moeopt.megamoe.build.streams.stream_rate`): the per-stream
+    ``aiv_remote_read_bytes_per_us``, or its fair share of ``remote_in_bytes_per_us`` when more
+    sources than the link serves at full rate run together; the local source is read through the
+    same window path (dispatch.h: ``TLOAD`` from ``srcRank.remoteWindow.offsetA`` for every
+    source rank, this one included) at the per-stream rate.
 
     Provenance (config/profiles.py): ``dispatch_call_us`` measured on arch35 (hardware.md §5;
     pto-a2a3 borrows it, assumed); ``remote_latency_us`` assumed (a few HCCS round trips);
-    ``aiv_remote_read_bytes_per_us`` megamoe-a8w8 measured (§5), pto-a2a3 set to the per-rank
-    aggregate fitted at §1 so that the shared ``remote_in`` limit binds (assumed);
-    ``aiv_local_bytes_per_us`` the §1 unpermute aggregate over 48 AIV (megamoe-a8w8: §5)."""
-    rate = ctx.c("aiv_remote_read_bytes_per_us") if remote else ctx.c("aiv_local_bytes_per_us")
+    ``aiv_remote_read_bytes_per_us`` pto-a2a3 fitted to the dispatch of the V1 timeline (§1b: 8
+    streams, below the link's aggregate), megamoe-a8w8 measured (§5); ``remote_in_bytes_per_us``
+    fitted to the dispatch of §1 (16 streams, the link's aggregate)."""
     beat = ctx.row_bytes / rate
     lam = ctx.c("remote_latency_us") if remote else 0.0
     first = min(n_rows, DISPATCH_BATCH_ROWS)
@@ -97,17 +106,16 @@ def dispatch_event(
     pack: Sequence[Segment],
     head: str,
     prev_flag: str | None,
+    concurrent: int,
 ) -> str:
-    """One AIV event of wave ``w`` pulling the segments ``pack`` from source ``s``: the sum of
-    their :func:`segment_us`, holding ``remote_in`` (remote source) and ``hbm`` bandwidth for the
-    rows' bytes; waits for the head (λ = cross-rank flag), in program order on its AIV."""
+    """One AIV event of wave ``w`` pulling the segments ``pack`` from source ``s`` among
+    ``concurrent`` remote sources of the wave: :func:`segment_us` of their rows, holding
+    ``remote_in`` (remote source) and ``hbm`` bandwidth for the rows' bytes; waits for the head
+    (λ = cross-rank flag), in program order on its AIV."""
     remote = s != ctx.rank
-    dur = 0.0
-    rows = 0
-    for e, _s in pack:
-        n_rows = experts[e].rows_by_src[s]
-        rows += n_rows
-        dur += segment_us(ctx, remote, n_rows)
+    rows = sum(experts[e].rows_by_src[s] for e, _s in pack)
+    rate = stream_rate(ctx, "read", remote, concurrent).bytes_per_us
+    dur = segment_us(ctx, remote, rows, rate)
     nbytes = rows * ctx.row_bytes
     acq: dict[str, int] = {}
     rel: dict[str, int] = {}
@@ -117,7 +125,7 @@ def dispatch_event(
     em.count("ub_to_gm", nbytes)
     resources, pinned = ctx.layout.vector_res(em, "dispatch", s)
     sync = ctx.sync
-    after = {prev_flag: sync.syncall_us} if pinned is not None and sync.program_order and prev_flag else None
+    after = {prev_flag: sync.syncall_us} if pinned is not None and sync.group_barriers and prev_flag else None
     return em.emit(
         f"disp.w{w}.src{s}.e{pack[0][0]}" + (f"+{len(pack) - 1}" if len(pack) > 1 else ""),
         "dispatch",
@@ -150,9 +158,11 @@ def urma_gets(
     for s, rows in sorted(by_src.items()):
         if s == ctx.rank:
             local = [x for x in segs if x[1] == s]
-            names.append(dispatch_event(ctx, em, experts, w, s, local, head, prev_flag))
+            names.append(dispatch_event(ctx, em, experts, w, s, local, head, prev_flag, 1))
             continue
         labels = {"stage": "dispatch", "rank": ctx.rank, "wave": w, "src": s, "rows": rows}
         deps = {head: ctx.sync.cross_rank_us}
-        names.append(urma_batch(ctx, em, "get", f"get.w{w}.src{s}", "dispatch", s, rows * ctx.row_bytes, deps, labels))
+        names.append(
+            urma_batch(ctx, em, "get", f"get.w{w}.src{s}", "dispatch", s, rows * ctx.row_bytes, deps, labels)
+        )
     return names

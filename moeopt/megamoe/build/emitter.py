@@ -59,9 +59,12 @@ class Emitter:
         self._by_stage: dict[str, list[str]] = {}
         self._last: dict[str, str] = {}  # pinned resource -> last event emitted on it
         self._late: dict[str, dict[str, float]] = {}
+        self._flags: set[str] = set()
         self._sems: dict[str, int] = {}
         self._pools: dict[str, tuple[str, ...]] = {}
-        self._hold_memo: dict[tuple[str, int, str | None, str | None], tuple[Units, Units]] = {}
+        self._hold_memo: dict[
+            tuple[tuple[tuple[str, int], ...], str | None, str | None], tuple[Units, Units]
+        ] = {}
         self._contention = contention
         self._unit = unit
 
@@ -117,7 +120,10 @@ class Emitter:
     def flag(self, name: str, deps: Iterable[str]) -> str:
         """A zero-duration flag without resources that waits for ``deps`` (λ = 0; the sync
         latency sits on the consumer's edge)."""
-        return self.emit(name, None, (), dict.fromkeys(deps, 0.0), labels={"stage": "flag", "rank": self.rank})
+        self._flags.add(name)
+        return self.emit(
+            name, None, (), dict.fromkeys(deps, 0.0), labels={"stage": "flag", "rank": self.rank}
+        )
 
     def add_deps(self, name: str, extra: Mapping[str, float]) -> None:
         """Add dependencies to an event already emitted, for a wait that is only known once a later
@@ -136,6 +142,14 @@ class Emitter:
     # ------------------------------------------------------------ declarations
     def semaphore(self, name: str, capacity: int) -> None:
         self._sems[name] = capacity
+
+    def has(self, name: str) -> bool:
+        """Whether a semaphore or bandwidth channel ``name`` is declared."""
+        return name in self._sems
+
+    def capacity(self, name: str) -> int:
+        """The declared capacity (units) of semaphore or channel ``name``."""
+        return self._sems[name]
 
     def bandwidth(self, channel: str, bytes_per_us: float) -> None:
         """Declare an aggregate bandwidth channel: a semaphore of ``rate / unit`` units (>= 1)."""
@@ -166,7 +180,12 @@ class Emitter:
         return min(max(u, 1), self._sems[channel])
 
     def bw(
-        self, acq: dict[str, int], rel: dict[str, int], channel: str, nbytes: float, dur: float,
+        self,
+        acq: dict[str, int],
+        rel: dict[str, int],
+        channel: str,
+        nbytes: float,
+        dur: float,
         count: bool = True,
     ) -> None:
         """Hold ``channel`` bandwidth units for the event's own duration (see :meth:`units`)."""
@@ -176,16 +195,16 @@ class Emitter:
             rel[channel] = rel.get(channel, 0) + u
 
     def hold_maps(
-        self, channel: str, units: int, take: str | None = None, give: str | None = None
+        self, holds: tuple[tuple[str, int], ...], take: str | None = None, give: str | None = None
     ) -> tuple[Units, Units]:
-        """(acquires, releases) of an event that holds ``units`` of ``channel`` for its own
-        duration (0: none), takes one unit of ``take`` and gives one of ``give``: read-only maps
-        shared by every event with the same arguments (thousands of tiles have a few distinct
-        ones)."""
-        key = (channel, units, take, give)
+        """(acquires, releases) of an event that holds ``units`` of each ``(channel, units)`` in
+        ``holds`` for its own duration (0 units: none), takes one unit of ``take`` and gives one of
+        ``give``: read-only maps shared by every event with the same arguments (thousands of tiles
+        have a few distinct ones)."""
+        key = (holds, take, give)
         got = self._hold_memo.get(key)
         if got is None:
-            acq = {channel: units} if units else {}
+            acq = {channel: units for channel, units in holds if units}
             rel = dict(acq)
             if take is not None:
                 acq[take] = 1
@@ -195,9 +214,14 @@ class Emitter:
         return got
 
     # ------------------------------------------------------------ assembly
-    def assemble(self) -> tuple[EventGraph, list[str]]:
+    def assemble(self, early: Sequence[str] = ()) -> tuple[EventGraph, list[str]]:
         """The EventGraph of every emitted event (late dependencies applied) and the semaphores
         left out.
+
+        The graph's order is the emission order (the scheduler breaks ties by it), except that the
+        events of the stages in ``early`` move up to just after the last event they depend on
+        (keeping their own order): at an instant where such an event and an event emitted before
+        it could both start, the scheduler commits the ``early`` one first.
 
         A semaphore whose capacity covers the total amount ever acquired from it can never delay
         an event in any schedule (its free level stays >= capacity - total >= every single
@@ -206,6 +230,8 @@ class Emitter:
         and the scheduler is spared the cost of tracking it.
         """
         specs = list(self._events.values())
+        if early:
+            specs = self._early_order(specs, early)
         if self._late:
             specs = [self._with_late_deps(sp) if sp.name in self._late else sp for sp in specs]
         # events with equal acquire / release maps share one mapping object (see Event.trusted):
@@ -236,6 +262,27 @@ class Emitter:
         graph.add_all(events)
         return graph, sorted(dropped)
 
+    def _early_order(self, specs: list[Event], early: Sequence[str]) -> list[Event]:
+        """``specs`` with the events of the ``early`` stages, and the flags they wait for, each
+        just after the last event it depends on (see :meth:`assemble`)."""
+        moved = {name for st in early for name in self._by_stage.get(st, ())}
+        if not moved:
+            return specs
+        events = self._events
+        moved |= {d for name in moved for d in events[name].deps if d in self._flags}
+        key: dict[str, tuple[int, ...]] = {}
+        seq = 0
+        for i, sp in enumerate(specs):
+            name = sp.name
+            if name in moved:
+                # a late dependency emitted after the event (a staged barrier) does not anchor it
+                deps = [d for d in (*sp.deps, *self._late.get(name, ())) if d in key]
+                seq += 1
+                key[name] = max((key[d] for d in deps), default=(-1,)) + (seq,)
+            else:
+                key[name] = (i,)
+        return sorted(specs, key=lambda sp: key[sp.name])
+
     def _with_late_deps(self, old: Event) -> Event:
         deps = dict(old.deps)
         deps.update(self._late[old.name])
@@ -244,4 +291,6 @@ class Emitter:
 
 def _remade(ev: Event, deps: Mapping[str, float], acquires: Units, releases: Units) -> Event:
     """``ev`` again with other dependencies or units (everything else as it was)."""
-    return _event(ev.name, ev.resources, deps, acquires, releases, ev.colocate_with, ev.duration_us, ev.labels)
+    return _event(
+        ev.name, ev.resources, deps, acquires, releases, ev.colocate_with, ev.duration_us, ev.labels
+    )

@@ -1,17 +1,17 @@
 """GMM1 and GMM2: the grouped matrix multiplications, one pipeline shared by both stages.
 
-Every output tile is a load phase on the core's ``MTE2`` (A and B bytes GM -> L1) and a compute
-phase on its ``AIC`` (MACs / cube rate). The pipeline, one function each:
+Every output tile is one event on its core's cube (``AIC``): the kernel streams the tile's K
+extent through L1 in steps, loading step ``i + 1`` while it computes step ``i``
+(:class:`TileCosts`). The pipeline, one function each:
 
 1. :func:`assign_cores`: which core runs each tile (the registered ``core_assignment`` rule,
    its state carried across expert groups on the same cores);
 2. :func:`l1_residency`: what a tile finds in L1 (the previous tile on its core had the same A
    or B block) and in L2 (another tile already read that block from HBM);
-3. :class:`TileCosts`: the closed-form load and compute times;
+3. :class:`TileCosts`: the closed-form K-step pipeline time, the fill, the bandwidth held;
 4. :func:`tile_names`: the tiles' event names;
-5. :func:`emit_tiles`: the events, with the L1 stage slots (a per-core semaphore the load takes
-   and the compute gives back), the on-chip link slots, bandwidth units and program order of
-   each core's loads.
+5. :func:`emit_tiles`: the events, with the on-chip link slots, bandwidth units and program
+   order of each core's tiles.
 
 :func:`build_gmm1` and :func:`build_gmm2` differ only in what a tile waits for (its wave's D2C
 flag, or the activation's readiness) and in their hand-off.
@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from types import MappingProxyType
+from typing import NamedTuple
 
 from moeopt.megamoe.build.context import BuildContext
 from moeopt.megamoe.build.emitter import Emitter
@@ -47,15 +48,16 @@ def gemm_k(ctx: BuildContext, stage: str) -> int:
 
 
 def declare_gmm_semaphores(ctx: BuildContext, em: Emitter) -> None:
-    """L1 stage slots (``l1_stages`` per core, pooled when a GMM stage is late-bound) and the
-    on-chip link slots of GMM1 -> activation and GMM2 -> combine (``depth`` per core)."""
+    """The on-chip link slots of GMM1 -> activation and GMM2 -> combine (``depth`` per core), and
+    the die's GM->L1 paths as one bandwidth channel ``gm_l1`` of ``aic_num × gm_l1_bytes_per_us``
+    (every tile holds its load rate of it, so the cube cores alone never exhaust it) when vector
+    transfers share it (``remote_write_excess_share`` > 0; see
+    :mod:`~moeopt.megamoe.build.streams`). The L1 stage buffers are inside a tile's own pipeline
+    (:class:`TileCosts`), not a semaphore between tiles."""
     cfg = ctx.cfg
     n = cfg.aic_num
-    if ctx.layout.l1_late:
-        em.semaphore("l1", cfg.l1_stages * n)
-    else:
-        for k in range(n):
-            em.semaphore(f"c{k}.l1", cfg.l1_stages)
+    if cfg.bandwidth_contention and ctx.c("remote_write_excess_share") > 0:
+        em.bandwidth("gm_l1", n * ctx.c("gm_l1_bytes_per_us"))
     for a, key in SLOT_KEY.items():
         lk = cfg.link(a, CONSUMER[a])
         if lk.location != "onchip":
@@ -82,17 +84,46 @@ def build_gmm1(ctx: BuildContext, em: Emitter, plan: RankPlan, dispatch: Dispatc
         return {d2c[min(len(d2c) - 1, w + sync.lag)]: sync.flag_us}
 
     tiles = gmm_tiles(ctx, em, plan.gmm1, experts, wave_ready, None, 1, None)
-    wire_lookahead(em, sync, dispatch.events, tiles.loads_by_wave(len(plan.gmm1.waves)))
-    return Gmm1Out(tiles, em.flag("gmm1_done", tiles.computes))
+    wire_lookahead(em, sync, dispatch.events, tiles.events_by_wave(len(plan.gmm1.waves)))
+    full_sync = wire_full_experts(ctx, em, tiles)
+    return Gmm1Out(tiles, em.flag("gmm1_done", tiles.events), full_sync)
+
+
+def wire_full_experts(ctx: BuildContext, em: Emitter, tiles: GmmTiles) -> str | None:
+    """``options.gmm1_full_experts``: after each GMM1 expert that runs on every cube core, an
+    AIC-only SYNCALL (gmm1.h@HEAD L173-181): a flag ``g1sync.e{e}`` on the expert's tiles that
+    the next expert's tiles wait for (λ = one SYNCALL). Returns the last such flag (GMM2's own
+    cores wait for it too before their first tile), or None."""
+    full = ctx.layout.gmm1_full_experts
+    if not full:
+        return None
+    by_expert = tiles.events_by_expert()
+    order = [e for e in by_expert if e < full]
+    last: str | None = None
+    later = [e for e in by_expert if e not in order]
+    for i, e in enumerate(order):
+        last = em.flag(f"g1sync.e{e}", by_expert[e])
+        nxt = order[i + 1] if i + 1 < len(order) else (later[0] if later else None)
+        if nxt is not None:
+            for name in by_expert[nxt]:
+                em.add_deps(name, {last: ctx.sync.syncall_us})
+    return last
 
 
 def build_gmm2(
-    ctx: BuildContext, em: Emitter, plan: RankPlan, act: ActivationOut, join_flag: str | None
+    ctx: BuildContext,
+    em: Emitter,
+    plan: RankPlan,
+    act: ActivationOut,
+    join_flag: str | None,
+    full_sync: str | None = None,
 ) -> Gmm2Out:
     """GMM2 tiles. A flag ``v2c.w{w}`` per wave on the activation events of the wave's m-groups;
     with ``per_chunk`` readiness each tile is cut into K chunks that wait for a flag
     ``v2c.e{e}.m{mb}.k{c}`` on the activations covering their columns instead. λ = flag latency.
-    Cores that joined from ``join_flag``'s group wait for it. Then a flag ``g2c.e{e}`` per expert."""
+    Cores that joined from ``join_flag``'s group wait for it; the first wave also waits for
+    ``full_sync`` (GMM1's AIC-only SYNCALL after experts on every core, λ = one SYNCALL). Then a
+    flag ``g2c.e{e}`` per expert."""
     lam = ctx.sync.flag_us
     lk = ctx.cfg.link("activation", "gmm2")
     chunks = lk.chunks if lk.readiness == "per_chunk" else 1
@@ -111,11 +142,27 @@ def build_gmm2(
             fl = chunk_flags[key] = em.flag(f"v2c.e{e}.m{mb}.k{c}", act.by_chunk.get(key, ()))
         return {fl: lam}
 
+    first = {full_sync: ctx.sync.syncall_us} if full_sync is not None else {}
+
+    def wave_ready(w: int, e: int) -> Mapping[str, float]:
+        return {wave_flags[w]: lam, **(first if w == 0 else {})}
+
+    carry = plan.gmm1.order if ctx.cfg.core_cursor == "across_stages" else ()
     if chunks > 1:
-        tiles = gmm_tiles(ctx, em, plan.gmm2, plan.experts, lambda w, e: {}, chunk_ready, chunks, join_flag)
+        tiles = gmm_tiles(
+            ctx,
+            em,
+            plan.gmm2,
+            plan.experts,
+            lambda w, e: first if w == 0 else {},
+            chunk_ready,
+            chunks,
+            join_flag,
+            carry,
+        )
     else:
-        tiles = gmm_tiles(ctx, em, plan.gmm2, plan.experts, lambda w, e: {wave_flags[w]: lam}, None, 1, join_flag)
-    done = {e: em.flag(f"g2c.e{e}", mms) for e, mms in tiles.computes_by_expert().items()}
+        tiles = gmm_tiles(ctx, em, plan.gmm2, plan.experts, wave_ready, None, 1, join_flag, carry)
+    done = {e: em.flag(f"g2c.e{e}", mms) for e, mms in tiles.events_by_expert().items()}
     return Gmm2Out(tiles, MappingProxyType(done))
 
 
@@ -128,16 +175,27 @@ def gmm_tiles(
     chunk_ready: ChunkReady | None,
     chunks: int,
     join_flag: str | None,
+    carry: Sequence[Item] = (),
 ) -> GmmTiles:
-    """The pipeline of the module docstring on one stage's tiles in program order."""
+    """The pipeline of the module docstring on one stage's tiles in program order (``carry``: see
+    :func:`assign_cores`)."""
     stage = gplan.stage
     order = gplan.order
     late = stage in ctx.layout.late
-    cores = [-1] * len(order) if late else assign_cores(ctx, stage, experts, order)
+    cores = [-1] * len(order) if late else assign_cores(ctx, stage, experts, order, carry)
     keys = l1_residency(ctx, stage, order, cores)
     costs = TileCosts(ctx, em, stage, chunks)
+    costs.share_hbm(
+        keys,
+        [
+            len(set(ctx.layout.gmm_cores(stage, experts[e])[0] + ctx.layout.gmm_cores(stage, experts[e])[1]))
+            for _w, e, _t in order
+        ],
+    )
     names = tile_names(stage, order)
-    return emit_tiles(ctx, em, stage, experts, order, cores, keys, costs, names, wave_ready, chunk_ready, join_flag)
+    return emit_tiles(
+        ctx, em, stage, experts, order, cores, keys, costs, names, wave_ready, chunk_ready, join_flag
+    )
 
 
 def tile_cube_us(tiles: Sequence[Tile], k_dim: int, rate: float) -> list[float]:
@@ -145,35 +203,62 @@ def tile_cube_us(tiles: Sequence[Tile], k_dim: int, rate: float) -> list[float]:
     return [(t.m1 - t.m0) * (t.n1 - t.n0) * k_dim / rate for t in tiles]
 
 
-def assign_cores(ctx: BuildContext, stage: str, experts: Sequence[ExpertPlan], order: Sequence[Item]) -> list[int]:
+def assign_cores(
+    ctx: BuildContext,
+    stage: str,
+    experts: Sequence[ExpertPlan],
+    order: Sequence[Item],
+    carry: Sequence[Item] = (),
+) -> list[int]:
     """The core of every tile in ``order`` by the registered ``core_assignment`` rule.
 
     One call per run of expert groups (a wave's tiles of one expert) on the same cores, so that
     the rule's state (the rolling start core of gmm1.h@2d9d4288 L120-131, the busy totals of
     greedy_least_busy) carries from one expert group to the next; it restarts only where the
-    core set changes (a joining group, V1)."""
-    groups: list[list[int]] = []  # indices into order
-    for i, (w, e, _t) in enumerate(order):
-        if not groups or order[groups[-1][0]][1] != e or order[groups[-1][0]][0] != w:
+    core set changes (a joining group, V1). ``carry``: an earlier stage's tiles whose groups run
+    first in the same call when its last run is on the same cores (``policy.core_cursor =
+    across_stages``: the cursor rolls on from GMM1 into GMM2); their cores are not returned."""
+    runs = _runs(ctx, stage, experts, order)
+    if carry and runs:
+        before = _runs(ctx, "gmm1", experts, carry)
+        if before and before[-1][0] == runs[0][0]:
+            runs[0] = (runs[0][0], before[-1][1] + runs[0][1])
+            skip = sum(len(g) for g in before[-1][1])
+        else:
+            skip = 0
+    else:
+        skip = 0
+    assign = lookup("core_assignment", ctx.cfg.core_assignment)()
+    k_dim = gemm_k(ctx, stage)
+    rate = ctx.cube_rate()
+    out: list[int] = []
+    for r, (cores, grps) in enumerate(runs):
+        costs = [tile_cube_us([t for _w, _e, t in g], k_dim, rate) for g in grps]
+        flat = [cores[slot] for slots in assign(costs, len(cores)) for slot in slots]
+        out += flat[skip:] if r == 0 else flat
+    return out
+
+
+def _runs(
+    ctx: BuildContext, stage: str, experts: Sequence[ExpertPlan], order: Sequence[Item]
+) -> list[tuple[list[int], list[list[Item]]]]:
+    """``order``'s expert groups (a wave's tiles of one expert, in order), gathered into runs on
+    the same cores."""
+    groups: list[list[Item]] = []
+    for item in order:
+        w, e, _t = item
+        if not groups or groups[-1][0][1] != e or groups[-1][0][0] != w:
             groups.append([])
-        groups[-1].append(i)
-    runs: list[tuple[list[int], list[list[int]]]] = []
+        groups[-1].append(item)
+    runs: list[tuple[list[int], list[list[Item]]]] = []
     for grp in groups:
-        own, joined = ctx.layout.gmm_cores(stage, experts[order[grp[0]][1]])
+        own, joined = ctx.layout.gmm_cores(stage, experts[grp[0][1]])
         cores = own + joined
         if runs and runs[-1][0] == cores:
             runs[-1][1].append(grp)
         else:
             runs.append((cores, [grp]))
-    assign = lookup("core_assignment", ctx.cfg.core_assignment)()
-    k_dim = gemm_k(ctx, stage)
-    out = [-1] * len(order)
-    for cores, grps in runs:
-        costs = [tile_cube_us([order[i][2] for i in g], k_dim, ctx.cube_rate()) for g in grps]
-        for grp, slots in zip(grps, assign(costs, len(cores)), strict=True):
-            for i, slot in zip(grp, slots, strict=True):
-                out[i] = cores[slot]
-    return out
+    return runs
 
 
 def l1_residency(ctx: BuildContext, stage: str, order: Sequence[Item], cores: Sequence[int]) -> list[CostKey]:
@@ -210,54 +295,123 @@ def l1_residency(ctx: BuildContext, stage: str, order: Sequence[Item], cores: Se
 
 
 class TileCosts:
-    """The load and compute phase of one tile (one K chunk of it), memoised by :data:`CostKey`.
+    """One tile's time on its core (one K chunk of it), memoised by :data:`CostKey`.
 
-    * load: ``(A + B') / gm_l1_bytes_per_us`` with ``A = rows × K × bpe``, ``B = cols × K × bpe
-      + cols × scale`` (per chunk ``1/chunks`` of each; a block resident in L1 is not loaded) and
-      ``B' = B × b_reuse_load_factor`` when B was read before (L2 hit); it holds HBM bandwidth for
-      the bytes not read before (first touch).
-    * compute: ``align16(rows) × cols × K / cube rate`` (the cube works on 16-row fractals); the
-      MACs counted are ``rows × cols × K`` (real rows only).
+    The kernel streams a tile's K extent through L1 in steps of ``tile_k`` (``l1_stages`` buffers
+    of an A and a B slice each, gmm_common.h L22-23; the preload loop of
+    pto_gmm_preload_async_fixpipe_quant.hpp RunTile L218-278): per step a load
+    ``L = (A_k + B_k) / gm_l1_bytes_per_us`` on the core's GM->L1 pipe and a compute
+    ``C = align16(rows) × cols × tile_k / cube rate``. With two or more stages the load of step
+    ``i + 1`` overlaps the compute of step ``i``, so a core running tiles back to back spends
+    ``n_k × max(L, C)`` per tile (``n_k = ceil(K / tile_k)``; one stage: ``n_k × (L + C)``); a tile
+    that starts an empty pipeline (its data just arrived) first waits one more step, the fill
+    ``min(L, C)``, which the tile's data-ready edge carries. ``A_k = rows × tile_k × bpe``,
+    ``B_k = cols × tile_k × bpe``, plus the tile's per-channel scale ``cols × 8`` B once; a block
+    resident in L1 is not loaded, and a B read before (an L2 hit) loads at
+    ``b_reuse_load_factor`` of its time. The tile holds HBM bandwidth for the bytes not read
+    before (first touch), and ``gm_l1`` units for all it loads (the die's GM->L1 paths, see
+    :func:`declare_gmm_semaphores`). The MACs counted are ``rows × cols × K`` (real rows only).
 
     Provenance (config/profiles.py): ``gm_l1_bytes_per_us`` pto-a2a3 fitted to the load-bound
-    GMM1 tile of hardware.md §1, megamoe-a8w8 measured (§5); ``b_reuse_load_factor`` megamoe-a8w8
-    measured 0.53 (§5), pto-a2a3 1.0 (assumed: the §1 fit already averages L2 hits); the cube
-    rates are spec (§3: 8192 int8 / 4096 fp16 MAC per cycle at 1.8 GHz; §5 for arch35);
-    ``l1_bytes`` spec (§3, 512 KiB); ``CUBE_M_ALIGN`` the cube's 16-row fractal (spec).
+    GMM1 tile of hardware.md §1 (14 K steps of 512), megamoe-a8w8 measured (§5);
+    ``b_reuse_load_factor`` megamoe-a8w8 measured 0.53 (§5), pto-a2a3 1.0 (assumed: the §1 fit
+    already averages L2 hits); the cube rates are spec (§3: 8192 int8 / 4096 fp16 MAC per cycle
+    at 1.8 GHz; §5 for arch35); ``l1_bytes`` spec (§3, 512 KiB); ``CUBE_M_ALIGN`` the cube's
+    16-row fractal (spec).
 
-    A value: ``(load_us, load_bytes, hbm_bytes, hbm_units, compute_us, macs)``; the traffic is
-    counted by the caller, per event.
+    A value: :class:`TileCost`; the traffic is counted by the caller, per event.
     """
 
     def __init__(self, ctx: BuildContext, em: Emitter, stage: str, chunks: int) -> None:
-        self.memo: dict[CostKey, tuple[float, float, float, int, float, float]] = {}
+        self.memo: dict[tuple[CostKey, float], TileCost] = {}
         self.chunks = chunks
         self._em = em
         self._k = gemm_k(ctx, stage)
+        self._tile_k = ctx.cfg.tile_k
+        self._overlap = ctx.cfg.l1_stages >= 2
         self._bpe = ctx.bpe
         self._scale = 8 if ctx.cfg.quant == "w8a8" else 0
         self._frac = 1.0 / chunks
         self._gm_l1 = ctx.c("gm_l1_bytes_per_us")
         self._reuse = ctx.c("b_reuse_load_factor")
         self._rate = ctx.cube_rate()
+        self._fabric = em.has("gm_l1")
+        self._hbm = ctx.c("hbm_bytes_per_us") if ctx.cfg.bandwidth_contention else 0.0
+        self.stretch: list[float] = []
 
-    def compute(self, key: CostKey) -> tuple[float, float, float, int, float, float]:
+    def share_hbm(self, keys: Sequence[CostKey], cores: Sequence[int]) -> None:
+        """Slow every tile alike when the cores running it together ask more of HBM than it gives.
+
+        With ``P`` cores streaming at once (the cores that run the tile's expert, at most its
+        tiles), the stage's tiles ask ``P × Σ first-touch bytes / Σ tile time`` of HBM; above
+        ``hbm_bytes_per_us`` a tile takes ``demand / hbm_bytes_per_us`` times longer (the cores
+        share HBM fairly, so the stage moves its first-touch bytes at the HBM rate) and holds its
+        HBM units at that slower rate, so as many tiles run together as there are cores. Below it
+        nothing changes (the HBM semaphore still arbitrates against other stages). Without this,
+        whole tiles would queue for HBM units and the last one that does not fit would leave up
+        to one tile's rate of HBM idle. ``cores``: per tile, the cores of its expert."""
+        self.stretch = [1.0] * len(keys)
+        if not self._hbm or not keys:
+            return
+        hbm = dur = 0.0
+        for key in keys:
+            d, _fill, _l, _c, _lb, hb = self._raw(key)
+            hbm += hb
+            dur += d
+        rho = hbm / dur if dur > 0 else 0.0
+        self.stretch = [max(1.0, min(p, len(keys)) * rho / self._hbm) for p in cores]
+
+    def _raw(self, key: CostKey) -> tuple[float, float, float, float, float, float]:
+        """(time, fill, load, compute, load bytes, first-touch HBM bytes) before HBM sharing."""
         t_rows, t_cols, a_res, b_res, a_seen, b_seen = key
-        k_dim, frac = self._k, self._frac
-        a_b = 0.0 if a_res else t_rows * k_dim * self._bpe * frac
-        b_b = 0.0 if b_res else (t_cols * k_dim * self._bpe + t_cols * self._scale) * frac
+        k_dim, frac, bpe = self._k, self._frac, self._bpe
+        steps = -(-k_dim // self._tile_k) * frac  # K steps of this chunk (fractional when cut)
+        a_b = 0.0 if a_res else t_rows * k_dim * bpe * frac
+        b_b = 0.0 if b_res else (t_cols * k_dim * bpe + t_cols * self._scale) * frac
         load_us = (a_b + (b_b * self._reuse if b_seen else b_b)) / self._gm_l1
-        hbm_bytes = (0.0 if a_seen else a_b) + (0.0 if b_seen else b_b)
-        units = self._em.units("hbm", hbm_bytes, load_us, count=False) if hbm_bytes else 0
         rows_al = -(-t_rows // CUBE_M_ALIGN) * CUBE_M_ALIGN
         compute_us = rows_al * t_cols * k_dim * frac / self._rate
-        got = self.memo[key] = (load_us, a_b + b_b, hbm_bytes, units, compute_us, t_rows * t_cols * k_dim * frac)
+        step_l, step_c = load_us / steps, compute_us / steps
+        if self._overlap:
+            dur, fill = steps * max(step_l, step_c), min(step_l, step_c)
+        else:
+            dur, fill = load_us + compute_us, 0.0
+        hbm_bytes = (0.0 if a_seen else a_b) + (0.0 if b_seen else b_b)
+        return dur, fill, load_us, compute_us, a_b + b_b, hbm_bytes
+
+    def compute(self, key: CostKey, stretch: float = 1.0) -> TileCost:
+        dur, fill, load_us, compute_us, load_bytes, hbm_bytes = self._raw(key)
+        dur *= stretch
+        em = self._em
+        hbm_units = em.units("hbm", hbm_bytes, dur, count=False) if hbm_bytes else 0
+        load_units = em.units("gm_l1", load_bytes, dur, count=False) if self._fabric and load_bytes else 0
+        t_rows, t_cols = key[0], key[1]
+        macs = t_rows * t_cols * self._k * self._frac
+        got = self.memo[(key, stretch)] = TileCost(
+            dur, fill, load_us, compute_us, load_bytes, hbm_bytes, hbm_units, load_units, macs
+        )
         return got
 
 
+class TileCost(NamedTuple):
+    """One tile's (chunk's) cost: its time on the core, the pipeline fill, the load and compute
+    totals it is made of, the bytes it loads and those first read from HBM, the bandwidth units
+    it holds, and its MACs."""
+
+    dur_us: float
+    fill_us: float
+    load_us: float
+    compute_us: float
+    load_bytes: float
+    hbm_bytes: float
+    hbm_units: int
+    load_units: int
+    macs: float
+
+
 def tile_names(stage: str, order: Sequence[Item]) -> list[str]:
-    """Each tile's base name ``g1.e{expert}.m{mb}.n{nb}`` (``g2.`` for GMM2); its phases add
-    ``.ld`` / ``.mm`` (after ``.k{c}`` when cut into K chunks)."""
+    """Each tile's base name ``g1.e{expert}.m{mb}.n{nb}`` (``g2.`` for GMM2); its event adds
+    ``.mm`` (after ``.k{c}`` when cut into K chunks)."""
     pre = "g1" if stage == "gmm1" else "g2"
     return [f"{pre}.e{e}.m{t.mb}.n{t.nb}" for _w, e, t in order]
 
@@ -276,84 +430,80 @@ def emit_tiles(
     chunk_ready: ChunkReady | None,
     join_flag: str | None,
 ) -> GmmTiles:
-    """The load and compute events of every tile (per K chunk).
+    """One event per tile (per K chunk) on its core's cube, :class:`TileCost` long.
 
-    A load takes one L1 stage slot and holds its HBM units; each core's loads are in program
-    order on its MTE2 (late-bound: a pool of the stage's MTE2 pipes, the compute colocated with
-    its load). A compute waits for its load (and the previous chunk), gives the L1 slot back and,
-    on the last chunk, takes a slot of the on-chip link to its consumer. A core that joined the
-    stage's group waits for ``join_flag`` (λ = flag latency) before its loads."""
+    A tile waits for its data (its wave's flag or its chunk's flag) with the pipeline fill added
+    to that edge's λ, and follows the previous tile on its core in program order (late-bound: a
+    pool of the stage's cubes, program order left to the binding). It holds its HBM and GM->L1
+    units for its duration and, on its last chunk, takes a slot of the on-chip link to its
+    consumer. A core that joined the stage's group waits for ``join_flag`` (λ = flag latency)."""
     layout = ctx.layout
     chunks = costs.chunks
     late = stage in layout.late
     onchip = ctx.cfg.link(stage, CONSUMER[stage]).location == "onchip"
     slot_key = SLOT_KEY[stage]
     if late:
-        members = layout.members[stage]
-        mte_pool = (em.pool(f"MTE2-{stage}", [m.replace(".AIC", ".MTE2") for m in members]),)
-        aic_pool = (em.pool(f"AIC-{stage}", members),)
+        aic_pool = (em.pool(f"AIC-{stage}", layout.members[stage]),)
     grp = layout.groups[stage]
     joined: set[int] = set(layout.groups[grp.join].cores) - set(grp.cores) if grp.join is not None else set()
     join_deps = {join_flag: ctx.sync.flag_us} if join_flag is not None and not late else None
-    # per core: its L1 slot semaphore, MTE2 pipe, cube and on-chip slot names
-    core_names: dict[int, tuple[str, tuple[str], tuple[str], str]] = {}
-    wave_deps: dict[tuple[int, int], dict[str, float]] = {}  # copied per tile
+    # per core: its cube (as a one-resource tuple) and its on-chip slot semaphore
+    core_names: dict[int, tuple[tuple[str], str]] = {}
+    wave_deps: dict[tuple[int, int, float], dict[str, float]] = {}  # copied per tile
     memo, traffic, emit, hold_maps = costs.memo, em.traffic, em.emit, em.hold_maps
-    rank, l1_late = ctx.rank, layout.l1_late
+    rank = ctx.rank
     macs_total = em.macs  # accumulated here, in order, and stored back
-    loads: list[str] = []
-    computes: list[str] = []
+    events: list[str] = []
     for idx, (w, e, t) in enumerate(order):
         k = cores[idx]
         key = keys[idx]
-        load_us, load_bytes, hbm_bytes, units, compute_us, macs = memo.get(key) or costs.compute(key)
+        stretch = costs.stretch[idx] if costs.stretch else 1.0
+        cost = memo.get((key, stretch)) or costs.compute(key, stretch)
         cn = core_names.get(k)
         if cn is None:
-            cn = core_names[k] = (
-                f"c{k}.l1", layout.core_res(k, "MTE2")[1], layout.core_res(k, "AIC")[1], f"c{k}.onchip_{slot_key}"
-            )
-        l1 = "l1" if l1_late else cn[0]
-        acq, rel = hold_maps("hbm", units, l1)
-        slot = ("onchip_" + slot_key if late else cn[3]) if onchip else None
-        shared_deps = wave_deps.get((w, e))
-        if shared_deps is None:
-            shared_deps = wave_deps[(w, e)] = dict(wave_ready(w, e))
+            cn = core_names[k] = (layout.core_res(k, "AIC")[1], f"c{k}.onchip_{slot_key}")
+        slot = ("onchip_" + slot_key if late else cn[1]) if onchip else None
         shared = experts[e].shared
         base = names[idx]
-        prev_mm: str | None = None
-        ld = ""
+        ev = ""
         for c in range(chunks):
-            traffic["gm_to_l1"] += load_bytes
-            if hbm_bytes:
-                traffic["hbm"] += hbm_bytes
-            deps = dict(shared_deps)
+            traffic["gm_to_l1"] += cost.load_bytes
+            if cost.hbm_bytes:
+                traffic["hbm"] += cost.hbm_bytes
             if chunk_ready is not None:
-                deps.update(chunk_ready(e, t.mb, c))
-            sfx = f".k{c}" if chunks > 1 else ""
-            ld = f"{base}{sfx}.ld"
+                deps = {f: lam + cost.fill_us for f, lam in chunk_ready(e, t.mb, c).items()}
+            else:
+                dkey = (w, e, cost.fill_us)
+                shared_deps = wave_deps.get(dkey)
+                if shared_deps is None:
+                    shared_deps = wave_deps[dkey] = {
+                        f: lam + cost.fill_us for f, lam in wave_ready(w, e).items()
+                    }
+                deps = dict(shared_deps)
+            if ev:
+                deps[ev] = 0.0
+            acq, rel = hold_maps(
+                (("hbm", cost.hbm_units), ("gm_l1", cost.load_units)), slot if c == chunks - 1 else None
+            )
+            ev = f"{base}.k{c}.mm" if chunks > 1 else f"{base}.mm"
             labels = {
-                "stage": stage, "rank": rank, "wave": w, "expert": e, "tile": idx,
-                "shared": shared, "phase": "load", "chunk": c,
+                "stage": stage,
+                "rank": rank,
+                "wave": w,
+                "expert": e,
+                "tile": idx,
+                "shared": shared,
+                "chunk": c,
+                "core": k,
+                "load_us": cost.load_us,
+                "compute_us": cost.compute_us,
             }
+            macs_total += cost.macs
             if late:
-                emit(ld, stage, mte_pool, deps, acq, rel, load_us, labels)
+                emit(ev, stage, aic_pool, deps, acq, rel, cost.dur_us, labels)
             else:
                 after = join_deps if join_deps is not None and k in joined else None
-                emit(ld, stage, cn[1], deps, acq, rel, load_us, labels, None, cn[1], after)
-            macs_total += macs
-            mm = f"{base}{sfx}.mm"
-            mdeps = {ld: 0.0}
-            if prev_mm is not None:
-                mdeps[prev_mm] = 0.0
-            macq, mrel = hold_maps("hbm", 0, slot if c == chunks - 1 else None, l1)
-            labels = {
-                "stage": stage, "rank": rank, "wave": w, "expert": e, "tile": idx,
-                "shared": shared, "phase": "compute", "chunk": c, "core": k,
-            }
-            emit(mm, stage, aic_pool if late else cn[2], mdeps, macq, mrel, compute_us, labels, ld if late else None)
-            prev_mm = mm
-        assert prev_mm is not None
-        loads.append(ld)
-        computes.append(prev_mm)
+                emit(ev, stage, cn[0], deps, acq, rel, cost.dur_us, labels, None, cn[0], after)
+        events.append(ev)
     em.macs = macs_total
-    return GmmTiles(tuple(order), tuple(loads), tuple(computes), tuple(cores))
+    return GmmTiles(tuple(order), tuple(events), tuple(cores))

@@ -22,27 +22,27 @@ class GmmTiles(NamedTuple):
     """A GMM stage's tiles in program order, one entry per tile in every column."""
 
     items: tuple[Item, ...]  # (wave, expert, tile)
-    loads: tuple[str, ...]  # the tile's (last) load phase, on MTE2
-    computes: tuple[str, ...]  # the tile's (last) compute phase, on the AIC
+    events: tuple[str, ...]  # the tile's (last K chunk's) event on its core
     cores: tuple[int, ...]  # the core the tile is pinned to (-1: late-bound)
 
-    def loads_by_wave(self, waves: int) -> list[list[str]]:
+    def events_by_wave(self, waves: int) -> list[list[str]]:
         out: list[list[str]] = [[] for _ in range(waves)]
-        for (w, _e, _t), ld in zip(self.items, self.loads, strict=True):
-            out[w].append(ld)
+        for (w, _e, _t), ev in zip(self.items, self.events, strict=True):
+            out[w].append(ev)
         return out
 
-    def computes_by_expert(self) -> dict[int, list[str]]:
-        """Expert -> its tiles' compute phases, experts in order of first appearance."""
+    def events_by_expert(self) -> dict[int, list[str]]:
+        """Expert -> its tiles' events, experts in order of first appearance."""
         out: dict[int, list[str]] = {}
-        for (_w, e, _t), mm in zip(self.items, self.computes, strict=True):
-            out.setdefault(e, []).append(mm)
+        for (_w, e, _t), ev in zip(self.items, self.events, strict=True):
+            out.setdefault(e, []).append(ev)
         return out
 
 
 class Gmm1Out(NamedTuple):
     tiles: GmmTiles
     done: str  # gmm1_done: every GMM1 tile computed (a joining GMM2 group waits for it)
+    full_sync: str | None = None  # the AIC-only SYNCALL after the last GMM1 expert on every core
 
 
 class ActivationOut(NamedTuple):
@@ -59,3 +59,4 @@ class Gmm2Out(NamedTuple):
 class CombineOut(NamedTuple):
     events: tuple[str, ...]  # every combine event (URMA PUTs included), in order
     colocated: bool  # combine events share the core of their GMM2 tile (on-chip hand-off)
+    experts: tuple[int, ...] = ()  # the local expert of each event

@@ -53,7 +53,9 @@ class RankPlan:
     gmm2: GmmPlan
 
 
-def plan_rank(cfg: Config, rows: np.ndarray, tokens: int, rank: int, world: int, shared_experts: int) -> RankPlan:
+def plan_rank(
+    cfg: Config, rows: np.ndarray, tokens: int, rank: int, world: int, shared_experts: int
+) -> RankPlan:
     """The plan of destination ``rank`` (``rows[src][local expert]``)."""
     experts = plan_experts(cfg, rows, tokens, rank, world, shared_experts)
     w1 = plan_waves(cfg, experts, cfg.p1_override)
@@ -74,22 +76,57 @@ def plan_experts(
         heads.append((f"s{j}", tuple(tokens if s == rank else 0 for s in range(world)), True))
     grid = lookup("tile_grid", cfg.tile_grid)()
     # a tile grid is a function of (rows, cols, tile_m, tile_n): experts with the same row
-    # count share one checked, swizzled walk (under uniform routing that is every expert)
-    walks: dict[tuple[int, str], tuple[Tile, ...]] = {}
+    # count (and, with the small-M rebalance, the same GMM1 core count) share one checked,
+    # swizzled walk (under uniform routing that is every expert)
+    walks: dict[tuple[int, str, int], tuple[Tile, ...]] = {}
     experts = []
     for index, (name, col, shared) in enumerate(heads):
         n_rows = sum(col)
         tiles: dict[str, tuple[Tile, ...]] = {"gmm1": (), "gmm2": ()}
         if n_rows:
             for stage, cols in (("gmm1", cfg.hidden_dim), ("gmm2", cfg.h)):
-                walk = walks.get((n_rows, stage))
+                cores = (
+                    gmm1_cores(cfg, index, shared) if stage == "gmm1" and cfg.gmm1_small_m_rebalance else 0
+                )
+                walk = walks.get((n_rows, stage, cores))
                 if walk is None:
                     grid_tiles = grid(n_rows, cols, cfg.tile_m, cfg.tile_n)
+                    if cores:
+                        grid_tiles = small_m_rebalance(grid_tiles, n_rows, cols, cores)
                     check_grid(grid_tiles, n_rows, cols, f"tile grid {cfg.tile_grid!r} ({stage}, {name})")
-                    walk = walks[(n_rows, stage)] = tuple(swizzle_order(grid_tiles, cfg.swizzle_n))
+                    walk = walks[(n_rows, stage, cores)] = tuple(swizzle_order(grid_tiles, cfg.swizzle_n))
                 tiles[stage] = walk
         experts.append(ExpertPlan(index, name, n_rows, col, shared, tiles["gmm1"], tiles["gmm2"]))
     return tuple(experts)
+
+
+REBALANCE_COLS = 32  # impl: the V1 kernel's N slices are whole 32-column units (gmm1.h@HEAD L60-78)
+
+
+def gmm1_cores(cfg: Config, expert: int, shared: bool) -> int:
+    """The cube cores GMM1 runs ``expert`` on: its group, plus GMM2's for the first
+    ``options.gmm1_full_experts`` local experts."""
+    own = set(cfg.core_groups["gmm1"].cores)
+    if expert < cfg.gmm1_full_experts and not shared:
+        own |= set(cfg.core_groups["gmm2"].cores)
+    return len(own)
+
+
+def small_m_rebalance(tiles: list[Tile], rows: int, cols: int, cores: int) -> list[Tile]:
+    """The V1 kernel's small-M GMM1 rebalance (gmm1.h@HEAD L33-41, L60-78): an expert with one
+    M-tile whose tiles are fewer than the cores, and at least one 32-column unit per core, is cut
+    into ``cores`` N slices of whole 32-column units (the first ones a unit wider when they do
+    not divide evenly); otherwise the tiles stay as they are."""
+    units = cols // REBALANCE_COLS
+    if cols % REBALANCE_COLS or len({t.mb for t in tiles}) != 1 or len(tiles) >= cores or units < cores:
+        return tiles
+    out = []
+    n0 = 0
+    for i in range(cores):
+        width = (units // cores + (1 if i < units % cores else 0)) * REBALANCE_COLS
+        out.append(Tile(0, rows, n0, n0 + width, 0, i))
+        n0 += width
+    return out
 
 
 def plan_waves(cfg: Config, experts: tuple[ExpertPlan, ...], per_wave: int) -> tuple[tuple[MGroup, ...], ...]:

@@ -31,6 +31,7 @@ class RankGraph:
     head_event: str
     waves_gmm1: int
     waves_gmm2: int
+    paths: dict[str, str] = field(default_factory=dict)  # front_reorder, combine: the code paths taken
     dropped_semaphores: list[str] = field(default_factory=list)  # could never bind; not declared
     _data_preds: list[tuple[tuple[int, float], ...]] | None = field(
         default=None, init=False, repr=False, compare=False

@@ -35,6 +35,7 @@ class SyncProtocol:
     syncall_us: float  # an all-AIV SYNCALL (around SwiGLU segments, between dispatch expert groups)
     rank_barrier_us: float  # every combine of every rank in -> unpermute
     program_order: bool  # vector stages issue in program order on each AIV
+    group_barriers: bool  # an all-AIV SYNCALL after every dispatched expert group and around SwiGLU segments
     lookahead: int  # dispatch of wave w waits for GMM1 of wave w - lookahead to load (0: no limit)
     lag: int  # GMM1 of wave w starts on the D2C flag of wave w + lag
     staged_barriers: bool  # every event of a stage waits for every event of the previous one
@@ -58,26 +59,62 @@ def hardware_flags(cfg: Config) -> SyncProtocol:
         flag_us=cfg.c("flag_latency_us"),
         syncall_us=cfg.c("syncall_us"),
         rank_barrier_us=cfg.c("cross_rank_flag_us"),
-        program_order=cfg.profile == "pto-a2a3" or cfg.barriers == "staged",
+        program_order=_program_order(cfg),
+        group_barriers=_program_order(cfg),
         lookahead=cfg.dispatch_lookahead,
         lag=cfg.dispatch_lag,
         staged_barriers=cfg.barriers == "staged",
     )
 
 
+def software_epochs(cfg: Config) -> SyncProtocol:
+    """The V1 kernel's protocol: a producer group writes arrival epochs to GM, a coordinator reads
+    them in one MTE batch and publishes ready epochs its consumers poll (pseudocode.md L15-17;
+    mega_expert_sync.hpp@HEAD L163, L181, L275, L297); no all-AIV SYNCALL (each group runs its own
+    stage, expert after expert), an AIC-only SYNCALL only after each GMM1 expert on every cube
+    core (gmm1.h@HEAD L173-181); no all-rank barrier: unpermute waits for the producer ranks'
+    progress notifications (``TNOTIFY``, pseudocode.md L404-421).
+
+    Provenance (config/profiles.py): ``epoch_sync_us`` assumed (two flag hand-offs plus a 60 ns
+    poll back-off, mega_expert_sync.hpp L163); ``syncall_us`` and ``cross_rank_flag_us`` as for
+    :func:`hardware_flags`."""
+    return SyncProtocol(
+        name="software_epochs",
+        cross_rank_us=cfg.c("cross_rank_flag_us"),
+        flag_us=cfg.c("epoch_sync_us"),
+        syncall_us=cfg.c("syncall_us"),
+        rank_barrier_us=cfg.c("cross_rank_flag_us"),
+        program_order=_program_order(cfg),
+        group_barriers=False,
+        lookahead=cfg.dispatch_lookahead,
+        lag=cfg.dispatch_lag,
+        staged_barriers=cfg.barriers == "staged",
+    )
+
+
+def _program_order(cfg: Config) -> bool:
+    """The PTO kernels run each AIV's stages in program order (dispatch_mega_combine.h@2d9d4288
+    L113-142; V1: each group's stage expert after expert); other profiles only when staged."""
+    return cfg.profile in ("pto-a2a3", "pto-a2a3-v1") or cfg.barriers == "staged"
+
+
+PROTOCOLS = {"hardware_flags": hardware_flags, "software_epochs": software_epochs}
+
+
 def wire_lookahead(
     em: Emitter,
     sync: SyncProtocol,
     dispatch_by_wave: Sequence[Sequence[str]],
-    loads_by_wave: Sequence[Sequence[str]],
+    tiles_by_wave: Sequence[Sequence[str]],
 ) -> None:
-    """Dispatch look-ahead: for every wave ``w >= L``, a flag ``g1loaded.w{w-L}`` on GMM1's loads
-    of wave ``w - L``, and every dispatch event of wave ``w`` waits for it (λ = flag latency)."""
+    """Dispatch look-ahead: for every wave ``w >= L``, a flag ``g1loaded.w{w-L}`` on GMM1's tiles
+    of wave ``w - L`` (a tile has read its rows when it is done), and every dispatch event of wave
+    ``w`` waits for it (λ = flag latency)."""
     la = sync.lookahead
     if not la:
         return
     for w in range(la, len(dispatch_by_wave)):
-        loads = loads_by_wave[w - la]
+        loads = tiles_by_wave[w - la]
         if not loads:
             continue
         fl = em.flag(f"g1loaded.w{w - la}", loads)

@@ -65,6 +65,8 @@ REQUIRED_ALWAYS = (
     "l1_bytes",
     "bw_unit_bytes_per_us",
     "b_reuse_load_factor",
+    "remote_write_excess_share",
+    "epoch_sync_us",
 )
 REQUIRED_URMA = ("urma_get_bytes_per_us", "urma_put_bytes_per_us", "urma_op_us")
 
@@ -96,7 +98,8 @@ def resolve(s: Scenario) -> Config:
     granularity = _granularity_rules(opt, kern)
     _registered_name_rules(pol, opt)
     _wave_rules(pol)
-    return _config(s, raw, aic, consts, links, groups, granularity)
+    v1 = _v1_knob_rules(s, opt, groups)
+    return _config(s, raw, aic, consts, links, groups, granularity, v1)
 
 
 # --------------------------------------------------------------------------- rule groups
@@ -227,6 +230,18 @@ def _link_combination_rules(s: Scenario, kern: Table, opt: Table, links: Links) 
             "on-chip slots wait for a consumer held behind the barrier (a deadlock); allowed: 'fused', "
             "or GM links"
         )
+    if "AIC" in opt["late_bind_pools"]:
+        onchip = [
+            f"{a}->{b}" for (a, b), lk in links.items() if a in ("gmm1", "gmm2") and lk.location == "onchip"
+        ]
+        if onchip:
+            raise NotModelledError(
+                f"options.late_bind_pools = {list(opt['late_bind_pools'])} with the on-chip link "
+                f"{', '.join(onchip)}: an on-chip slot belongs to the core its tile binds to, and slots "
+                "per core chosen at binding time are not modelled (one pool for the whole rank would let "
+                "a core hold more tiles than its slots); allowed: pinned cube tiles, or a GM link "
+                "(options.links location = 'gm')"
+            )
 
 
 def _core_group_rules(raw: Any, roles: Mapping[str, str], aic: int, experts: int) -> dict[str, CoreGroup]:
@@ -332,6 +347,55 @@ def _wave_rules(pol: Table) -> None:
         )
 
 
+def _v1_knob_rules(s: Scenario, opt: Table, groups: Mapping[str, CoreGroup]) -> dict[str, Any]:
+    """The knobs of the V1 kernel's orchestration, resolved for this shape; each only where it
+    changes something. ``kernel_rule`` reads the V1 kernel's shape table (tiling_builder.cpp@HEAD
+    L120-137, overview_v1.md "关键 tiling 参数", for K 7168 / N 4096 / topK 8 / 16 experts):
+
+    * ``gmm2_join_check``: 8 ranks: expert 12 at M = 16, else 13; 16 ranks: 11; other rank counts
+      (not in the table): 13, assumed;
+    * ``combine_start_after``: M = 16, 128 -> 3; 1024, 2048 -> 2; 32, 64, 512 -> 0; other M (not in
+      the table): 0, assumed;
+    * ``swiglu_active``: 8 at M = 16, else 16 (at most the activation group).
+
+    A join check needs a GMM2 group that joins GMM1's cores; the phase-1 expert count only
+    applies to the two-phase unpermute; a group of GMM1 experts on every core needs GMM1 and
+    GMM2 on different cores."""
+    w = s.workload
+    m, world = w.tokens, w.world
+    out: dict[str, Any] = {}
+    check = opt["gmm2_join_check"]
+    if check == "kernel_rule":
+        check = {8: 12 if m == 16 else 13, 16: 11}.get(world, 13)
+    if check != "none" and groups["gmm2"].join != "gmm1":
+        raise ScenarioError(
+            f"options.gmm2_join_check = {opt['gmm2_join_check']!r}: GMM2's core group does not join GMM1's "
+            "(options.core_groups.gmm2.join = 'gmm1', as in 'v1_fixed'); allowed here: 'none'"
+        )
+    out["gmm2_join_check"] = None if check == "none" else int(check)
+    start = opt["combine_start_after"]
+    if start == "kernel_rule":
+        start = {16: 3, 128: 3, 1024: 2, 2048: 2}.get(m, 0)
+    out["combine_start_after"] = None if start == "none" else int(start)
+    members = len(groups["activation"].cores) * (2 if groups["activation"].role == "AIV" else 1)
+    active = opt["swiglu_active"]
+    if active == "kernel_rule":
+        active = 8 if m == 16 else 16
+    out["swiglu_active"] = members if active == "all" else min(int(active), members)
+    if opt["unpermute"] != "two_phase" and s.options.unpermute_ready_experts is not None:
+        raise ScenarioError(
+            f"options.unpermute_ready_experts = {s.options.unpermute_ready_experts}: applies to "
+            "options.unpermute = 'two_phase' only; allowed here: leave it unset"
+        )
+    full = opt["gmm1_full_experts"]
+    if full and set(groups["gmm1"].cores) >= set(groups["gmm2"].cores):
+        raise ScenarioError(
+            f"options.gmm1_full_experts = {full}: GMM1 already runs on every core GMM2 has "
+            "(options.core_groups); allowed here: 0"
+        )
+    return out
+
+
 # --------------------------------------------------------------------------- the resolved form
 def _config(
     s: Scenario,
@@ -341,6 +405,7 @@ def _config(
     links: Links,
     groups: dict[str, CoreGroup],
     granularity: dict[str, int],
+    v1: Mapping[str, Any],
 ) -> Config:
     kern, pol, opt = raw["kernel"], raw["policy"], raw["options"]
     impl = IMPLEMENTATIONS.get(s.profile, IMPLEMENTATIONS[None])
@@ -363,11 +428,13 @@ def _config(
         swizzle_n=kern["swizzle_n"],
         swiglu_segments=kern["swiglu_segments"],
         combine_small_max_routes=kern["combine_small_max_routes"],
+        front_reorder=kern["front_reorder"],
         dispatch_lookahead=pol["dispatch_lookahead"],
         dispatch_lag=pol["dispatch_lag"],
         scheduling=pol["scheduling"],
         wave_packing=pol["wave_packing"],
         core_assignment=pol["core_assignment"],
+        core_cursor=pol["core_cursor"],
         links=MappingProxyType(links),
         combine_granularity=opt["combine_granularity"],
         late_bind_pools=tuple(opt["late_bind_pools"]),
@@ -378,5 +445,14 @@ def _config(
         builder=opt["builder"],
         tile_grid=opt["tile_grid"],
         roles=MappingProxyType(dict(opt["roles"])),
+        sync_protocol=opt["sync_protocol"],
+        gmm1_full_experts=int(opt["gmm1_full_experts"]),
+        gmm2_join_check=v1["gmm2_join_check"],
+        combine_start_after=v1["combine_start_after"],
+        swiglu_active=v1["swiglu_active"],
+        unpermute=opt["unpermute"],
+        unpermute_ready_experts=int(opt["unpermute_ready_experts"]),
+        gmm1_small_m_rebalance=bool(opt["gmm1_small_m_rebalance"]),
+        routing=s.workload.routing,
         constants=MappingProxyType(consts),
     )

@@ -143,9 +143,12 @@ class Kernel:
     swizzle_n: int | None = None
     swiglu_segments: str | None = None
     combine_small_max_routes: int | None = None
+    front_reorder: str | None = None
 
     def __post_init__(self) -> None:
         k = "kernel"
+        if self.front_reorder is not None:
+            check_choice(f"{k}.front_reorder", self.front_reorder, ("single", "kernel_rule"))
         if self.tile_m is not None:
             check_int(f"{k}.tile_m", self.tile_m, 16, 1024, multiple=16)
         if self.tile_n is not None:
@@ -153,7 +156,14 @@ class Kernel:
         if self.tile_k is not None:
             check_int(f"{k}.tile_k", self.tile_k, 32, 8192, multiple=32)
         if self.l1_stages is not None:
-            check_int(f"{k}.l1_stages", self.l1_stages, 1, 4)
+            stages = self.l1_stages
+            if isinstance(stages, int) and not isinstance(stages, bool) and stages > 2:
+                raise NotModelledError(
+                    f"{k}.l1_stages = {self.l1_stages}: a third L1 stage does not change a steady K-step "
+                    "pipeline (the kernel builds 2, gmm_common.h L22-23), and what it would absorb "
+                    "(jitter of single loads) is not modelled; allowed: 1 (no load / compute overlap) or 2"
+                )
+            check_int(f"{k}.l1_stages", self.l1_stages, 1, 2)
         if self.quant is not None:
             if isinstance(self.quant, str) and self.quant in NOT_MODELLED_QUANTS:
                 raise NotModelledError(
@@ -178,7 +188,9 @@ class PolicyConfig:
     """Wave progression and the named rules. ``None`` = the profile's value.
 
     ``dispatch_lookahead``: dispatch may run at most this many waves ahead of GMM1 (0 = no
-    limit); ``dispatch_lag``: GMM1 of wave w waits until dispatch of wave w + lag is in.
+    limit); ``dispatch_lag``: GMM1 of wave w waits until dispatch of wave w + lag is in;
+    ``core_cursor``: the core-assignment rule's state (the rolling start core) restarts at each
+    GMM stage (``per_stage``) or rolls on from GMM1 into GMM2 (``across_stages``).
     """
 
     dispatch_lookahead: int | None = None
@@ -186,9 +198,12 @@ class PolicyConfig:
     scheduling: str | None = None
     wave_packing: str | None = None
     core_assignment: str | None = None
+    core_cursor: str | None = None
 
     def __post_init__(self) -> None:
         p = "policy"
+        if self.core_cursor is not None:
+            check_choice(f"{p}.core_cursor", self.core_cursor, CORE_CURSORS)
         if self.dispatch_lookahead is not None:
             check_int(f"{p}.dispatch_lookahead", self.dispatch_lookahead, 0, 1024)
         if self.dispatch_lag is not None:
@@ -262,7 +277,19 @@ OPTION_FIELDS = (
     "builder",
     "tile_grid",
     "roles",
+    "sync_protocol",
+    "gmm1_full_experts",
+    "gmm2_join_check",
+    "combine_start_after",
+    "swiglu_active",
+    "unpermute",
+    "unpermute_ready_experts",
+    "gmm1_small_m_rebalance",
 )
+SYNC_PROTOCOLS = ("hardware_flags", "software_epochs")
+CORE_CURSORS = ("per_stage", "across_stages")
+UNPERMUTE_MODES = ("rank_barrier", "two_phase")
+COMBINE_GRANULARITIES = ("per_tile", "per_expert", "by_source", "auto")
 CORE_GROUP_FIELDS = ("cores", "role", "join", "join_from_expert")
 
 
@@ -272,7 +299,9 @@ class Options:
 
     * ``links``: stage edges (see :class:`Link`); listed links replace the profile's link fields.
     * ``combine_granularity``: ``per_tile`` (a window per GMM2 tile), ``per_expert`` (rows of a
-      whole expert slice by source rank) or ``auto`` (the kernel's small-path rule).
+      whole expert slice by source rank, in lanes over the combine cores), ``by_source`` (the V1
+      kernel: each combine core writes back whole rows of its source ranks, expert after
+      expert) or ``auto`` (the baseline kernel's small-path rule).
     * ``late_bind_pools``: roles whose events bind to a core at dispatch time (``AIC``, ``AIV0``,
       ``AIV1``, ``AIV``); the others are pinned at build time by ``policy.core_assignment``.
     * ``bandwidth_contention``: aggregate HBM / cross-rank limits as shared semaphores (false =
@@ -282,6 +311,25 @@ class Options:
     * ``event_granularity``: ``stage -> units per event`` (vector stages).
     * ``barriers``: ``fused`` (per-wave flags) or ``staged`` (an all-core barrier between stages).
     * ``roles``: ``stage -> AIV0 | AIV1 | AIV`` for the vector stages.
+    * ``sync_protocol``: ``hardware_flags`` (the baseline kernel: cross-core hard flags, an
+      all-AIV SYNCALL after every dispatched expert group and around SwiGLU segments, an all-rank
+      barrier before unpermute) or ``software_epochs`` (the V1 kernel: arrival / coordinator /
+      ready epochs in GM, no all-AIV SYNCALL).
+    * ``gmm1_full_experts``: the first experts GMM1 runs on every cube core (its own group and
+      GMM2's), with an AIC-only SYNCALL after each (V1: 2).
+    * ``gmm2_join_check``: ``none`` (a GMM2 group's join, if any, takes effect from the core
+      group's ``join_from_expert``), ``kernel_rule`` or an expert index: from that expert on, at
+      each expert boundary GMM2 checks whether GMM1 is done and, once it is, the GMM1 cores join.
+    * ``combine_start_after``: ``none``, ``kernel_rule`` or a GMM2 expert index combine waits for
+      before it starts expert 0.
+    * ``swiglu_active``: ``all``, ``kernel_rule`` or how many of the activation group's cores take
+      rows.
+    * ``unpermute``: ``rank_barrier`` (every AIV after every rank's combine) or ``two_phase``
+      (the dispatch and SwiGLU cores first, on the tokens whose routes are all back, then all).
+    * ``unpermute_ready_experts``: ``two_phase``: combine progress (experts) every producer rank
+      reaches before phase 1 starts.
+    * ``gmm1_small_m_rebalance``: cut a GMM1 expert with one M-tile and fewer tiles than cores
+      into one N slice per core (32-column units).
     """
 
     links: tuple[Link, ...] | None = None
@@ -294,9 +342,18 @@ class Options:
     builder: str | None = None
     tile_grid: str | None = None
     roles: Mapping[str, str] | None = None
+    sync_protocol: str | None = None
+    gmm1_full_experts: int | None = None
+    gmm2_join_check: str | int | None = None
+    combine_start_after: str | int | None = None
+    swiglu_active: str | int | None = None
+    unpermute: str | None = None
+    unpermute_ready_experts: int | None = None
+    gmm1_small_m_rebalance: bool | None = None
 
     def __post_init__(self) -> None:
         o = "options"
+        self._check_v1_knobs(o)
         if self.links is not None:
             if isinstance(self.links, (str, bytes)) or not isinstance(self.links, Sequence):
                 raise ScenarioError(f"{o}.links = {self.links!r}: must be a list of link tables")
@@ -321,7 +378,7 @@ class Options:
             object.__setattr__(self, "links", tuple(links))
         if self.combine_granularity is not None:
             check_choice(
-                f"{o}.combine_granularity", self.combine_granularity, ("per_tile", "per_expert", "auto")
+                f"{o}.combine_granularity", self.combine_granularity, COMBINE_GRANULARITIES
             )
         if self.late_bind_pools is not None:
             if isinstance(self.late_bind_pools, str) or not isinstance(self.late_bind_pools, Sequence):
@@ -366,6 +423,36 @@ class Options:
                     raise unknown_key(f"{o}.roles", st, VECTOR_STAGES)
                 check_choice(f"{o}.roles.{st}", role, ("AIV0", "AIV1", "AIV"))
             object.__setattr__(self, "roles", MappingProxyType(dict(self.roles)))
+
+    def _check_v1_knobs(self, o: str) -> None:
+        """The orchestration knobs that reach the V1 kernel from the baseline (one rule each)."""
+        if self.sync_protocol is not None:
+            check_choice(f"{o}.sync_protocol", self.sync_protocol, SYNC_PROTOCOLS)
+        if self.gmm1_full_experts is not None:
+            check_int(f"{o}.gmm1_full_experts", self.gmm1_full_experts, 0, 1 << 20)
+        if self.gmm2_join_check is not None:
+            _rule_or_int(f"{o}.gmm2_join_check", self.gmm2_join_check, ("none", "kernel_rule"), 0)
+        if self.combine_start_after is not None:
+            _rule_or_int(f"{o}.combine_start_after", self.combine_start_after, ("none", "kernel_rule"), 0)
+        if self.swiglu_active is not None:
+            _rule_or_int(f"{o}.swiglu_active", self.swiglu_active, ("all", "kernel_rule"), 1)
+        if self.unpermute is not None:
+            check_choice(f"{o}.unpermute", self.unpermute, UNPERMUTE_MODES)
+        if self.unpermute_ready_experts is not None:
+            check_int(f"{o}.unpermute_ready_experts", self.unpermute_ready_experts, 1, 1 << 20)
+        if self.gmm1_small_m_rebalance is not None:
+            check_bool(f"{o}.gmm1_small_m_rebalance", self.gmm1_small_m_rebalance)
+
+
+def _rule_or_int(where: str, v: Any, words: tuple[str, ...], lo: int) -> Any:
+    """A knob that is one of ``words`` or a whole number ``>= lo``."""
+    if isinstance(v, str):
+        return check_choice(where, v, words)
+    if isinstance(v, bool) or not isinstance(v, int):
+        raise ScenarioError(
+            f"{where} = {v!r}: must be {' or '.join(repr(w) for w in words)} or a whole number >= {lo}"
+        )
+    return check_int(where, v, lo, 1 << 20)
 
 
 def _check_core_groups(v: Any) -> Any:
@@ -499,9 +586,9 @@ class Scenario:
         for name, v in self.calibration.items():
             if name not in CONSTANTS:
                 raise unknown_key("calibration", name, list(CONSTANTS))
-            # latencies (``*_us``) may be 0; rates (``*_per_us``), sizes and counts must be > 0
+            # latencies (``*_us``) and shares may be 0; rates (``*_per_us``), sizes and counts must be > 0
             latency = name.endswith("_us") and not name.endswith("_per_us")
-            lo_open = name not in ("b_reuse_load_factor",) and not latency
+            lo_open = name not in ("b_reuse_load_factor", "remote_write_excess_share") and not latency
             cal[name] = float(check_num(f"calibration.{name}", v, 0.0, None, lo_open=lo_open))
         object.__setattr__(self, "calibration", MappingProxyType(cal))
         # the cross-field rules read this module's classes, so they are imported when first needed
@@ -599,11 +686,13 @@ class Config:
     swizzle_n: int
     swiglu_segments: str
     combine_small_max_routes: int
+    front_reorder: str
     dispatch_lookahead: int
     dispatch_lag: int
     scheduling: str
     wave_packing: str
     core_assignment: str
+    core_cursor: str
     links: Mapping[tuple[str, str], LinkCfg]
     combine_granularity: str
     late_bind_pools: tuple[str, ...]
@@ -614,6 +703,15 @@ class Config:
     builder: str
     tile_grid: str
     roles: Mapping[str, str]
+    sync_protocol: str
+    gmm1_full_experts: int
+    gmm2_join_check: int | None  # resolved: the first expert GMM2 checks GMM1 done at (None: no dynamic join)
+    combine_start_after: int | None  # resolved: the GMM2 expert combine waits for first (None: none)
+    swiglu_active: int  # resolved: activation cores that take rows
+    unpermute: str
+    unpermute_ready_experts: int
+    gmm1_small_m_rebalance: bool
+    routing: str  # the workload's routing mode (the two-phase unpermute reads token-level routing)
     constants: Mapping[str, Const]
 
     def c(self, name: str) -> float:
