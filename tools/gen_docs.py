@@ -320,6 +320,9 @@ def scenario_section() -> list[str]:
         + ", ".join(_code(f"[{f}]") for f in TOP_FIELDS if f in SECTIONS or f == "calibration")
         + ". Every field is reachable as a dotted path: `--set kernel.tile_n=128` on the command "
         "line, `overrides={\"kernel.tile_n\": 128}` in `load_scenario`, a key of a study's `space`. "
+        "A table given for a table (`--set 'policy={scheduling = \"critical_path_first\"}'`, "
+        "`overrides={\"policy\": {...}}`) is merged key by key, like the dotted form: the keys it "
+        "does not name keep the file's values. "
         "An unknown field fails with the closest names; a value the model cannot represent "
         "fails with `NotModelledError` instead of being ignored. Unset knobs take the profile's value, "
         "then the global default.",
