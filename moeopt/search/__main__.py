@@ -66,11 +66,12 @@ def main(argv: list[str] | None = None) -> int:
         print(f"moeopt.search: {exc}", file=sys.stderr)
         return 2
     except StudyInterrupted as exc:  # the outputs were written for what was done
-        _print_result(exc.result)
-        print("moeopt.search: interrupted; continue with --resume", file=sys.stderr)
-        return 130
+        r = exc.result
     except KeyboardInterrupt:
-        print("moeopt.search: interrupted; continue with --resume", file=sys.stderr)
+        print(
+            "moeopt.search: interrupted before any output was written; continue with --resume",
+            file=sys.stderr,
+        )
         return 130
     except Exception as exc:
         if args.debug:
@@ -81,13 +82,28 @@ def main(argv: list[str] | None = None) -> int:
         )
         return 1
     _print_result(r)
-    return 0
+    if r.status != "finished":
+        print(f"moeopt.search: {r.status}; continue with --resume", file=sys.stderr)
+    return 130 if r.status == "interrupted" else 0
+
+
+def _ended(r: Any) -> str:
+    """How the run ended, in words (the status of :data:`moeopt.search.runner.STATUSES`)."""
+    if r.status == "finished":
+        return "finished"
+    timeout = r.summary.get("timeout_s")
+    return {
+        "interrupted": "interrupted",
+        "timeout": "stopped on the time limit" + (f" ({timeout:g} s)" if timeout else ""),
+        "stopped": "stopped early (its workers ended on errors)",
+    }.get(r.status, r.status)
 
 
 def _print_result(r: Any) -> None:
     s = r.summary
+    n = f"{r.n_trials}" if r.status == "finished" else f"{r.n_trials} of {s['target_trials']}"
     print(
-        f"study {r.name}: {r.n_trials} trials ("
+        f"study {r.name} {_ended(r)}: {n} trials ("
         + ", ".join(f"{k.lower()} {v}" for k, v in sorted(r.states.items()))
         + ")"
     )

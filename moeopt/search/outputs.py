@@ -65,6 +65,8 @@ class StudyResult:
     interrupted: bool
     files: Mapping[str, str]
     summary: Mapping[str, Any]
+    status: str = "finished"
+    """How the run ended: finished, interrupted, timeout or stopped (see ``runner.STATUSES``)."""
 
 
 def _atomic_write(path: str, text: str) -> None:
@@ -95,7 +97,12 @@ def pick_best(cfg: StudyConfig, study: optuna.Study) -> tuple[FrozenTrial | None
 
 
 def write_outputs(
-    cfg: StudyConfig, spec: StorageSpec, study: optuna.Study, stats: WorkerStats, elapsed_s: float
+    cfg: StudyConfig,
+    spec: StorageSpec,
+    study: optuna.Study,
+    stats: WorkerStats,
+    elapsed_s: float,
+    status: str = "finished",
 ) -> StudyResult:
     out = cfg.out
     os.makedirs(out, exist_ok=True)
@@ -157,6 +164,7 @@ def write_outputs(
         ],
         "space": [p.name for p in cfg.params],
         "requested_trials": cfg.trials,
+        "timeout_s": cfg.timeout_s,
         "target_trials": target_trials(cfg),
         "n_trials": n_counted,
         "states": dict(sorted(states.items())),
@@ -172,7 +180,7 @@ def write_outputs(
         else None,
         "importances": importances(cfg, study),
         "exact_gap": gap,
-        "run": _run_summary(cfg, stats, elapsed_s),
+        "run": {"status": status, **_run_summary(cfg, stats, elapsed_s)},
         "files": files,
     }
     files["summary_json"] = os.path.join(out, "summary.json")
@@ -202,6 +210,7 @@ def write_outputs(
         interrupted=stats.interrupted,
         files=files,
         summary=summary,
+        status=status,
     )
 
 

@@ -10,7 +10,13 @@ pruned or failed point is stored with it and nothing Optuna does on its own can 
    that outcome (``duplicate_of``), else :class:`~moeopt.search.evaluate.Evaluator` decides:
    complete, pruned (constraint / infeasible / lower bound) or failed (guardrail / error);
 3. tell the outcome; Ctrl-C or SIGTERM marks the running trial ``interrupted`` and queues its
-   point again, so ``--resume`` continues with no point lost or run twice.
+   point again, so ``--resume`` continues with no point lost or run twice. A trial stopped
+   before its first value was chosen is marked ``interrupted`` and not queued: no point was
+   chosen, so none is lost (the sampler draws a new one).
+
+A stop signal sent to the main process alone (``kill -TERM PID``) is passed on to the child
+workers, which stop the same way; the main process waits for every one of them, writes the
+outputs and says how the run ended (:data:`STATUSES`).
 
 A trial *counts* towards the requested number when it is COMPLETE, PRUNED, RUNNING, or FAIL
 for a reason other than an interruption (a failure is a result: a guardrail fired). What a trial
@@ -359,6 +365,16 @@ def _raise_interrupted(signum: int, frame: Any) -> None:
     raise Interrupted()
 
 
+def _stop(children: Sequence[Any]) -> None:
+    """Ask every child worker still running to stop as the main one did (SIGTERM: mark the running
+    trial interrupted, queue its point again, report). A signal sent to the main process alone
+    (``kill -TERM PID``, a job scheduler) reaches the children only this way."""
+    for p in children:
+        if p.is_alive() and p.pid is not None:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(p.pid, signal.SIGTERM)
+
+
 # --------------------------------------------------------------------------- study setup
 def _open_study(cfg: StudyConfig, spec: StorageSpec, resume: bool, say: Say) -> tuple[optuna.Study, bool]:
     storage = spec.open()
@@ -471,6 +487,7 @@ def run_study(
         done_before = sum(1 for t in study_obj.get_trials(deepcopy=False) if finished(t))
         stats = _run_workers(cfg, spec, deadline, target, done_before, progress)
         elapsed = time.perf_counter() - t0
+        status = run_status(cfg, spec, stats, deadline, target)
         for err in stats.errors:
             tell_user(f"a worker stopped on an error (its trials are recovered on --resume): {err}")
         if stats.recovered:
@@ -480,11 +497,32 @@ def run_study(
                 "their points were queued again"
             )
         result = write_outputs(
-            cfg, spec, optuna.load_study(study_name=cfg.name, storage=spec.open()), stats, elapsed
+            cfg, spec, optuna.load_study(study_name=cfg.name, storage=spec.open()), stats, elapsed, status
         )
     if stats.interrupted:
         raise StudyInterrupted(result)
     return result
+
+
+STATUSES = ("finished", "interrupted", "timeout", "stopped")
+"""How a run ended (``StudyResult.status``, ``summary.json`` ``run.status``): ``finished`` (the
+study has its trials, or the space has no more points), ``interrupted`` (Ctrl-C / SIGTERM before
+that), ``timeout`` (the time limit came first), ``stopped`` (the workers ended early on errors)."""
+
+
+def run_status(
+    cfg: StudyConfig, spec: StorageSpec, stats: WorkerStats, deadline: float | None, target: int
+) -> str:
+    """What happened, judged on the stored trials (a stop that came after the last trial does not
+    make a finished study 'interrupted')."""
+    trials = optuna.load_study(study_name=cfg.name, storage=spec.open()).get_trials(deepcopy=False)
+    if stats.exhausted or sum(1 for t in trials if finished(t)) >= target:
+        return "finished"
+    if stats.interrupted:
+        return "interrupted"
+    if deadline is not None and time.time() >= deadline:
+        return "timeout"
+    return "stopped"
 
 
 def _run_workers(
@@ -508,17 +546,23 @@ def _run_workers(
 
     ctx: Any = multiprocessing.get_context("fork" if hasattr(os, "fork") else "spawn")
     q = ctx.Queue()
-    children = []
-    for i in range(1, cfg.workers):
-        p = ctx.Process(target=_child_main, args=(cfg, spec, i, deadline, os.getpid(), q), daemon=False)
-        p.start()
-        children.append(p)
+    children: list[Any] = []
     old = signal.signal(signal.SIGTERM, _raise_interrupted)
     stats = WorkerStats()
     try:
+        for i in range(1, cfg.workers):
+            p = ctx.Process(target=_child_main, args=(cfg, spec, i, deadline, os.getpid(), q), daemon=False)
+            p.start()
+            children.append(p)
         stats = worker_loop(cfg, spec, 0, deadline, on_trial)
+    except KeyboardInterrupt:  # a stop before the main worker's own handling was in place
+        stats.interrupted = True
+    except BaseException:
+        stats.interrupted = True  # whatever stopped this worker stops the others too
+        raise
     finally:
-        signal.signal(signal.SIGTERM, old)
+        if stats.interrupted:
+            _stop(children)
         # collect every child's statistics; a child that died without sending any is not waited for
         received, alive = 0, list(children)
         while received < len(children) and (alive or not q.empty()):
@@ -528,15 +572,17 @@ def _run_workers(
             except queue.Empty:
                 alive = [p for p in alive if p.is_alive()]
             except KeyboardInterrupt:
-                stats.interrupted = True  # the children got the same signal and stop on their own
+                stats.interrupted = True
+                _stop(children)  # a second signal while waiting: the same orderly stop
+        for p in children:
+            p.join(timeout=30)
+            if p.is_alive():  # it sent its statistics but does not end: no worker is left behind
+                p.kill()
+                p.join()
+        signal.signal(signal.SIGTERM, old)
         for p in children:
             if p.exitcode not in (0, None):
                 stats.errors.append(f"worker process {p.pid} ended with exit code {p.exitcode}")
-        for p in children:
-            p.join(timeout=5)
-            if p.is_alive():
-                p.terminate()
-                p.join()
         if bar is not None:
             fresh = optuna.load_study(study_name=cfg.name, storage=spec.open()).get_trials(deepcopy=False)
             on_trial(sum(1 for t in fresh if finished(t)), best_value(fresh, cfg))
