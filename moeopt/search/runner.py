@@ -50,7 +50,14 @@ from moeopt.search.optuna_private import stale_trial_ids, storage_of, trial_id
 from moeopt.search.outputs import StudyResult, write_outputs
 from moeopt.search.samplers import make_sampler
 from moeopt.search.space import point_key, point_of, suggest
-from moeopt.search.storage import StorageSpec, ask_lock, resolve_storage, worker_alive, worker_identity
+from moeopt.search.storage import (
+    StorageSpec,
+    ask_lock,
+    check_journal,
+    resolve_storage,
+    worker_alive,
+    worker_identity,
+)
 from moeopt.search.trials import (
     BASELINE_ATTR,
     BASELINE_TRIAL_ATTR,
@@ -463,6 +470,7 @@ def run_study(
     make_sampler(cfg, 0)  # a missing package or a bad option fails here, before anything is written
     os.makedirs(cfg.out, exist_ok=True)
 
+    check_journal(spec, tell_user)  # a write cut short by a crash is repaired before anything is added
     with _quiet_optuna():
         study_obj, created = _open_study(cfg, spec, resume, tell_user)
         if BASELINE_ATTR not in study_obj.user_attrs:
