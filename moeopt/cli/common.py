@@ -140,23 +140,22 @@ nonneg_int = at_least_zero(int)
 
 # --------------------------------------------------------------------------- progress, guardrails
 @contextmanager
-def progress_bar(total: int, desc: str, enabled: bool = True) -> Iterator[Callable[[int, int, str], None]]:
-    """A tqdm bar on standard error (only when there is more than one step and it is enabled)."""
+def progress_bar(
+    total: int, desc: str, enabled: bool = True, unit: str = "run"
+) -> Iterator[Callable[[int, int, str], None]]:
+    """Progress on standard error while ``total`` steps run (only when there is more than one and it
+    is enabled): a bar on a terminal, periodic one-line reports anywhere else (a CI log, a pipe)."""
     if not enabled or total <= 1:
         yield lambda _d, _t, _n: None
         return
-    from tqdm import tqdm  # type: ignore[import-untyped,unused-ignore]
+    from moeopt.search.progress import Progress, progress_mode  # loads Optuna: only when shown
 
-    bar = tqdm(total=total, desc=desc, unit="run", file=sys.stderr, leave=False, dynamic_ncols=True)
-    try:
+    with Progress(desc, total, mode=progress_mode(True), unit=unit) as shown:
 
         def step(done: int, _total: int, name: str) -> None:
-            bar.set_postfix_str(name[:40], refresh=False)
-            bar.update(done - bar.n)
+            shown.update(done, name[:40])
 
         yield step
-    finally:
-        bar.close()
 
 
 def guarded(what: str, run: Callable[[], Any]) -> Any:

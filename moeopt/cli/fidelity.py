@@ -88,7 +88,7 @@ def _run(args: argparse.Namespace) -> int:
         if overrides:
             base = base.with_overrides(overrides)
         n = len(profiles) * 14
-        with progress_bar(n, "sweep", not args.no_progress) as step:
+        with progress_bar(n, "sweep", not args.no_progress, unit="simulation") as step:
             rows = version_sweep(profiles, base, progress=step)
         emit(out, format_sweep(rows, profiles) + "\n")
         doc["sweep"] = sweep_to_dict(rows, profiles)

@@ -146,7 +146,7 @@ def _compare_run(args: argparse.Namespace) -> int:
     rel = parse_rel(args.rel)
 
     def run() -> list[Any]:
-        with progress_bar(len(variants), "variants", not args.no_progress) as step:
+        with progress_bar(len(variants), "compare", not args.no_progress, unit="variant") as step:
             return compare_variants(
                 scenario,
                 variants,
@@ -167,7 +167,7 @@ def _compare_run(args: argparse.Namespace) -> int:
     if args.sensitivity:
         n_ranges = len(calibration_ranges(scenario, ranges, rel))
         total = 1 + 2 * n_ranges + (2 if n_ranges else 0)
-        with progress_bar(total, "sensitivity", not args.no_progress) as step:
+        with progress_bar(total, "sensitivity", not args.no_progress, unit="simulation") as step:
             rep = calibration_sensitivity(scenario, variants, ranges=ranges, rel=rel, progress=step)
         emit(out, "\n" + format_sensitivity(rep))
         doc["sensitivity"] = {
@@ -203,7 +203,7 @@ def _audit_run(args: argparse.Namespace) -> int:
     n = len(args.only) if args.only else len(knob_catalogue())
 
     def run() -> list[Any]:
-        with progress_bar(n, "knobs", not args.no_progress) as step:
+        with progress_bar(n, "audit", not args.no_progress, unit="knob") as step:
             return audit_knobs(scenario, args.only, progress=step)
 
     verdicts = guarded("the audited scenario: ", run)

@@ -36,7 +36,9 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--storage", help="journal:PATH | sqlite | sqlite:///PATH | an Optuna RDB URL")
     p.add_argument("--resume", action="store_true", help="continue (or join) the study in the storage")
     p.add_argument("--out", help="output folder (default: the file's 'out', else ./runs/<name>)")
-    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.add_argument(
+        "--quiet", action="store_true", help="no progress (a bar on a terminal, periodic lines elsewhere)"
+    )
     p.add_argument("--debug", action="store_true", help="show tracebacks")
     return p
 
@@ -57,7 +59,7 @@ def main(argv: list[str] | None = None) -> int:
             storage=args.storage,
             out=args.out,
             resume=args.resume,
-            progress=not args.quiet and sys.stderr.isatty(),
+            progress=not args.quiet,
             say=say,
         )
     except MoeoptError as exc:

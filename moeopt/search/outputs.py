@@ -15,7 +15,7 @@ import math
 import os
 import tempfile
 import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -103,7 +103,11 @@ def write_outputs(
     stats: WorkerStats,
     elapsed_s: float,
     status: str = "finished",
+    phase: Callable[[str], None] | None = None,
 ) -> StudyResult:
+    """Write the outputs of the study; ``phase`` is told what takes time (re-simulating the best
+    point, CP-SAT on it) before it starts."""
+    say = phase or (lambda _text: None)
     out = cfg.out
     os.makedirs(out, exist_ok=True)
     trials = study.get_trials(deepcopy=False)
@@ -129,11 +133,17 @@ def write_outputs(
             "overrides": overrides,
             "per_shape": attrs(best).get("per_shape", {}),
         }
+        say(f"checking the best point (trial {best.number}): writing best.toml, simulating it again")
         best_info["files"], best_runs, best_info["reproduced"], best_info["reproduce_note"] = _write_best(
             cfg, best, overrides
         )
         files.update({f"best:{k}": v for k, v in best_info["files"].items()})
         files["best_toml"] = best_info["files"][cfg.shapes[0].name]
+        if cfg.exact_gap is not None:
+            say(
+                "optimality gap of the best point: CP-SAT on each distinct rank "
+                f"(up to {cfg.exact_gap.time_limit_s:g} s each)"
+            )
         gap = _gap(cfg, best_runs)
 
     states = collections.Counter(t.state.name for t in trials)

@@ -32,7 +32,6 @@ import multiprocessing
 import os
 import queue
 import signal
-import sys
 import threading
 import time
 import warnings
@@ -48,6 +47,7 @@ from moeopt.search.errors import StudyError
 from moeopt.search.evaluate import Evaluator
 from moeopt.search.optuna_private import stale_trial_ids, storage_of, trial_id
 from moeopt.search.outputs import StudyResult, write_outputs
+from moeopt.search.progress import Progress, progress_mode
 from moeopt.search.samplers import make_sampler
 from moeopt.search.space import point_key, point_of, suggest
 from moeopt.search.storage import (
@@ -493,7 +493,10 @@ def run_study(
         deadline = None if cfg.timeout_s is None else time.time() + cfg.timeout_s
         t0 = time.perf_counter()
         done_before = sum(1 for t in study_obj.get_trials(deepcopy=False) if finished(t))
-        stats = _run_workers(cfg, spec, deadline, target, done_before, progress)
+        shown = Progress(
+            f"search {cfg.name}", target, mode=progress_mode(progress), unit="trial", initial=done_before
+        )
+        stats = _run_workers(cfg, spec, deadline, target, shown)
         elapsed = time.perf_counter() - t0
         status = run_status(cfg, spec, stats, deadline, target)
         for err in stats.errors:
@@ -505,7 +508,13 @@ def run_study(
                 "their points were queued again"
             )
         result = write_outputs(
-            cfg, spec, optuna.load_study(study_name=cfg.name, storage=spec.open()), stats, elapsed, status
+            cfg,
+            spec,
+            optuna.load_study(study_name=cfg.name, storage=spec.open()),
+            stats,
+            elapsed,
+            status,
+            phase=shown.say,
         )
     if stats.interrupted:
         raise StudyInterrupted(result)
@@ -534,23 +543,10 @@ def run_status(
 
 
 def _run_workers(
-    cfg: StudyConfig, spec: StorageSpec, deadline: float | None, target: int, done_before: int, progress: bool
+    cfg: StudyConfig, spec: StorageSpec, deadline: float | None, target: int, progress: Progress
 ) -> WorkerStats:
-    bar: Any = None
-    if progress:
-        from tqdm import tqdm  # type: ignore[import-untyped,unused-ignore]
-
-        bar = tqdm(
-            total=target, initial=min(done_before, target), unit="trial", file=sys.stderr, dynamic_ncols=True
-        )
-
     def on_trial(n_done: int, best: float | None) -> None:
-        if bar is None:
-            return
-        bar.n = min(n_done, target)
-        if best is not None:
-            bar.set_postfix_str(f"best {best:.3f}", refresh=False)
-        bar.refresh()
+        progress.update(n_done, "" if best is None else f"best {best:.3f}")
 
     ctx: Any = multiprocessing.get_context("fork" if hasattr(os, "fork") else "spawn")
     q = ctx.Queue()
@@ -591,10 +587,10 @@ def _run_workers(
         for p in children:
             if p.exitcode not in (0, None):
                 stats.errors.append(f"worker process {p.pid} ended with exit code {p.exitcode}")
-        if bar is not None:
+        if progress.mode is not None:
             fresh = optuna.load_study(study_name=cfg.name, storage=spec.open()).get_trials(deepcopy=False)
             on_trial(sum(1 for t in fresh if finished(t)), best_value(fresh, cfg))
-            bar.close()
+        progress.close()
     return stats
 
 
