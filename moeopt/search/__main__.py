@@ -45,6 +45,7 @@ def _parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    from moeopt.search.config import CLI_NAMES
     from moeopt.search.runner import StudyInterrupted, run_study
 
     def say(msg: str) -> None:
@@ -61,6 +62,7 @@ def main(argv: list[str] | None = None) -> int:
             resume=args.resume,
             progress=not args.quiet,
             say=say,
+            names=CLI_NAMES,
         )
     except MoeoptError as exc:
         if args.debug:
@@ -127,10 +129,13 @@ def _print_result(r: Any) -> None:
     if not gap.get("available"):
         print(f"optimality gap: not computed ({gap.get('reason')})")
     run = s["run"]
-    print(
-        f"{run['trials_per_minute']:.0f} trials/min over {run['elapsed_s']:.1f} s "
-        f"with {run['workers']} worker(s)"
-    )
+    if run["evaluated"] + run["duplicates"] == 0 and r.status == "finished":
+        print(f"no trial run: the study already had its {r.n_trials} trials (--trials N adds more)")
+    else:
+        print(
+            f"{run['trials_per_minute']:.0f} trials/min over {run['elapsed_s']:.1f} s "
+            f"with {run['workers']} worker(s)"
+        )
     for key in ("best_toml", "trials_csv", "summary_json", "report_html"):
         if key in r.files:
             print(f"{key.replace('_', '.', 1) if key != 'best_toml' else 'best.toml'}: {r.files[key]}")

@@ -154,6 +154,28 @@ class SecondarySpec:
 
 
 @dataclass(frozen=True)
+class OptionNames:
+    """How messages name the run options: the keyword arguments of :func:`moeopt.run_study`
+    (``resume=True``, ``out=DIR``), or the command-line flags (``--resume``, ``--out DIR``)."""
+
+    cli: bool = False
+
+    def field(self, name: str) -> str:
+        """``trials`` / ``--trials`` (``timeout_s`` is ``--timeout`` on the command line)."""
+        return "--" + {"timeout_s": "timeout"}.get(name, name) if self.cli else name
+
+    def set(self, name: str, value: str = "True") -> str:
+        """``resume=True`` / ``--resume``; ``out=DIR`` / ``--out DIR``."""
+        if not self.cli:
+            return f"{name}={value}"
+        return self.field(name) if value == "True" else f"{self.field(name)} {value}"
+
+
+PYTHON_NAMES = OptionNames(cli=False)
+CLI_NAMES = OptionNames(cli=True)
+
+
+@dataclass(frozen=True)
 class StudyConfig:
     """A validated study. Paths are absolute; ``source`` names where it came from (for messages)."""
 
@@ -204,15 +226,16 @@ class StudyConfig:
         out["base_scenarios"] = {s.name: plain(s.base) for s in self.shapes}
         return json.loads(json.dumps(out, sort_keys=True, default=str))
 
-    def with_run_options(self, **kw: Any) -> StudyConfig:
-        """A copy with command-line values (trials, timeout_s, workers, storage, out) applied."""
+    def with_run_options(self, names: OptionNames = PYTHON_NAMES, **kw: Any) -> StudyConfig:
+        """A copy with run options (trials, timeout_s, workers, storage, out) applied; a bad value
+        is named as the caller wrote it (``names``)."""
         kw = {k: v for k, v in kw.items() if v is not None}
         if "trials" in kw:
-            FIELDS.integer("--trials", kw["trials"], 1)
+            FIELDS.integer(names.field("trials"), kw["trials"], 1)
         if "workers" in kw:
-            FIELDS.integer("--workers", kw["workers"], 1, 256)
+            FIELDS.integer(names.field("workers"), kw["workers"], 1, 256)
         if "timeout_s" in kw:
-            FIELDS.number("--timeout", kw["timeout_s"], 0.0, lo_open=True)
+            FIELDS.number(names.field("timeout_s"), kw["timeout_s"], 0.0, lo_open=True)
         if "out" in kw:
             kw["out"] = os.path.abspath(os.fspath(kw["out"]))
         return dataclasses.replace(self, **kw)

@@ -139,12 +139,18 @@ def write_outputs(
         )
         files.update({f"best:{k}": v for k, v in best_info["files"].items()})
         files["best_toml"] = best_info["files"][cfg.shapes[0].name]
-        if cfg.exact_gap is not None:
-            say(
-                "optimality gap of the best point: CP-SAT on each distinct rank "
-                f"(up to {cfg.exact_gap.time_limit_s:g} s each)"
-            )
-        gap = _gap(cfg, best_runs)
+        stored = _stored_gap(cfg, study, best.number)
+        if stored is not None:
+            gap = stored
+        else:
+            if cfg.exact_gap is not None:
+                say(
+                    "optimality gap of the best point: CP-SAT on each distinct rank "
+                    f"(up to {cfg.exact_gap.time_limit_s:g} s each)"
+                )
+            gap = _gap(cfg, best_runs)
+            if gap.get("available"):
+                _store_gap(cfg, study, best.number, gap)
 
     states = collections.Counter(t.state.name for t in trials)
     kinds = collections.Counter(attrs(t).get("kind", "?") for t in trials if t.state != TrialState.COMPLETE)
@@ -288,6 +294,32 @@ def _write_best(
                 reproduced = False
                 notes.append(f"{shape.name}: {m} re-simulated {got!r} != trial {v!r}")
     return files, runs, reproduced, "; ".join(notes)
+
+
+GAP_ATTR = "moeopt_best_gap"
+"""Study attribute: the optimality gap of the best trial with the CP-SAT settings it was found
+with, so that a rerun with the same best point (``--resume`` on a finished study, or more trials
+that found nothing better) does not solve it again."""
+
+
+def _exact_key(cfg: StudyConfig) -> dict[str, Any] | None:
+    x = cfg.exact_gap
+    return None if x is None else {"time_limit_s": x.time_limit_s, "workers": x.workers, "mode": x.mode}
+
+
+def _stored_gap(cfg: StudyConfig, study: optuna.Study, best: int) -> dict[str, Any] | None:
+    rec = study.user_attrs.get(GAP_ATTR)
+    if not isinstance(rec, dict) or rec.get("trial") != best or rec.get("exact") != _exact_key(cfg):
+        return None
+    gap = rec.get("gap")
+    return {**gap, "stored": True} if isinstance(gap, dict) else None
+
+
+def _store_gap(cfg: StudyConfig, study: optuna.Study, best: int, gap: Mapping[str, Any]) -> None:
+    study.set_user_attr(
+        GAP_ATTR,
+        {"trial": best, "exact": _exact_key(cfg), "gap": jsonable(dict(gap), nonfinite="null")},
+    )
 
 
 def _gap(cfg: StudyConfig, runs: Mapping[str, Any]) -> dict[str, Any]:

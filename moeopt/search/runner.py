@@ -42,7 +42,7 @@ import optuna
 from optuna.trial import FrozenTrial, TrialState
 
 from moeopt.megamoe.scenario import effective_table
-from moeopt.search.config import StudyConfig, load_study
+from moeopt.search.config import PYTHON_NAMES, OptionNames, StudyConfig, load_study
 from moeopt.search.errors import StudyError
 from moeopt.search.evaluate import Evaluator
 from moeopt.search.optuna_private import stale_trial_ids, storage_of, trial_id
@@ -88,8 +88,8 @@ class StudyInterrupted(KeyboardInterrupt):
     too; ``result`` is the :class:`StudyResult` of the trials so far (``--resume`` continues).
     """
 
-    def __init__(self, result: StudyResult) -> None:
-        super().__init__("study interrupted; continue it with resume=True / --resume")
+    def __init__(self, result: StudyResult, names: OptionNames = PYTHON_NAMES) -> None:
+        super().__init__(f"study interrupted; continue it with {names.set('resume')}")
         self.result = result
 
 
@@ -383,7 +383,9 @@ def _stop(children: Sequence[Any]) -> None:
 
 
 # --------------------------------------------------------------------------- study setup
-def _open_study(cfg: StudyConfig, spec: StorageSpec, resume: bool, say: Say) -> tuple[optuna.Study, bool]:
+def _open_study(
+    cfg: StudyConfig, spec: StorageSpec, resume: bool, say: Say, names: OptionNames
+) -> tuple[optuna.Study, bool]:
     storage = spec.open()
     directions = cfg.directions
     try:
@@ -406,8 +408,8 @@ def _open_study(cfg: StudyConfig, spec: StorageSpec, resume: bool, say: Say) -> 
     if not resume:
         raise StudyError(
             f"{cfg.source}: study {cfg.name!r} already exists in {spec.url} with {n} trial(s); "
-            "pass --resume to "
-            "continue it (or to join it as another worker), or --out DIR for a fresh run"
+            f"pass {names.set('resume')} to continue it (or to join it as another worker), "
+            f"or {names.set('out', 'DIR')} for a fresh run"
         )
     stored = existing.user_attrs.get(STUDY_ATTR)
     now = cfg.search_fingerprint()
@@ -415,9 +417,9 @@ def _open_study(cfg: StudyConfig, spec: StorageSpec, resume: bool, say: Say) -> 
         diff = sorted(k for k in set(stored) | set(now) if stored.get(k) != now.get(k))
         raise StudyError(
             f"{cfg.source}: cannot resume study {cfg.name!r}: the study file changed its "
-            f"{', '.join(diff)} since the stored trials were run; allowed to change on --resume: "
-            "trials, timeout_s, "
-            "workers, outputs (use --out DIR for a new study)"
+            f"{', '.join(diff)} since the stored trials were run; allowed to change on "
+            f"{names.set('resume')}: trials, timeout_s, workers, outputs "
+            f"(use {names.set('out', 'DIR')} for a new study)"
         )
     if [d.name.lower() for d in existing.directions] != directions:
         raise StudyError(f"{cfg.source}: study {cfg.name!r} in {spec.url} has other objective directions")
@@ -456,23 +458,31 @@ def run_study(
     resume: bool = False,
     progress: bool = False,
     say: Say | None = None,
+    names: OptionNames = PYTHON_NAMES,
 ) -> StudyResult:
     """Run (or resume) a study and write its outputs; see :mod:`moeopt.search`.
 
     ``study`` is a study YAML path, a dict of the same fields, or a loaded :class:`StudyConfig`.
     Keyword arguments override the file's ``trials``, ``timeout_s``, ``workers``, ``storage`` and
     ``out``. Raises :class:`StudyError` for every input problem, before any trial runs.
+    ``progress``: show progress on standard error (a bar on a terminal, lines elsewhere); ``say``
+    receives the notes meant for the user (a repaired journal, recovered trials); messages name
+    the keyword arguments (``resume=True``), or with ``names=CLI_NAMES`` the command-line flags.
+    A finished study resumed with no more trials runs nothing and says so.
     """
     cfg = study if isinstance(study, StudyConfig) else load_study(study)
-    cfg = cfg.with_run_options(trials=trials, timeout_s=timeout_s, workers=workers, storage=storage, out=out)
+    cfg = cfg.with_run_options(
+        names, trials=trials, timeout_s=timeout_s, workers=workers, storage=storage, out=out
+    )
     tell_user: Say = say or (lambda _msg: None)
     spec = resolve_storage(cfg.storage, cfg.out)
     make_sampler(cfg, 0)  # a missing package or a bad option fails here, before anything is written
     os.makedirs(cfg.out, exist_ok=True)
 
-    check_journal(spec, tell_user)  # a write cut short by a crash is repaired before anything is added
+    # a write cut short by a crash is repaired before anything is added
+    check_journal(spec, tell_user, fresh_hint=names.set("out", "DIR"))
     with _quiet_optuna():
-        study_obj, created = _open_study(cfg, spec, resume, tell_user)
+        study_obj, created = _open_study(cfg, spec, resume, tell_user, names)
         if BASELINE_ATTR not in study_obj.user_attrs:
             base = Evaluator(cfg).evaluate({}, None)
             if cfg.aggregate == "mean_ratio" and base.state != "complete":
@@ -494,13 +504,26 @@ def run_study(
         t0 = time.perf_counter()
         done_before = sum(1 for t in study_obj.get_trials(deepcopy=False) if finished(t))
         shown = Progress(
-            f"search {cfg.name}", target, mode=progress_mode(progress), unit="trial", initial=done_before
+            f"search {cfg.name}",
+            target,
+            mode=progress_mode(progress and done_before < target),
+            unit="trial",
+            initial=done_before,
         )
-        stats = _run_workers(cfg, spec, deadline, target, shown)
+        if done_before >= target:  # a finished study, resumed without more trials: nothing to run
+            tell_user(
+                f"study {cfg.name!r} already has {done_before} trial(s) ({target} requested): nothing "
+                f"to run; {names.set('trials', 'N')} with N > {done_before} adds trials"
+            )
+            stats = WorkerStats()
+        else:
+            stats = _run_workers(cfg, spec, deadline, target, shown)
         elapsed = time.perf_counter() - t0
         status = run_status(cfg, spec, stats, deadline, target)
         for err in stats.errors:
-            tell_user(f"a worker stopped on an error (its trials are recovered on --resume): {err}")
+            tell_user(
+                f"a worker stopped on an error (its trials are recovered on {names.set('resume')}): {err}"
+            )
         if stats.recovered:
             tell_user(
                 f"recovered {len(stats.recovered)} trial(s) of stopped workers "
@@ -517,7 +540,7 @@ def run_study(
             phase=shown.say,
         )
     if stats.interrupted:
-        raise StudyInterrupted(result)
+        raise StudyInterrupted(result, names)
     return result
 
 
