@@ -50,6 +50,7 @@ import yaml
 
 from moeopt.errors import MoeoptError
 from moeopt.megamoe.scenario import (
+    SECTIONS,
     Scenario,
     TOMLDecodeError,
     anchor_workload_file,
@@ -306,6 +307,7 @@ def _build(data: Any, where: str, bdir: str, default_name: str) -> StudyConfig:
     if aggregate == "weighted" and all(s.weight == 1.0 for s in shapes) and len(shapes) > 1:
         pass  # equal weights: the same as mean, allowed
     params = parse_space(data["space"])
+    _check_choices(params)
     constraints = parse_constraints(data.get("constraints"), params)
     objective = _objective(data.get("objective"))
     secondary = _secondary(data.get("secondary"))
@@ -369,6 +371,53 @@ def _build(data: Any, where: str, bdir: str, default_name: str) -> StudyConfig:
     )
     _check_metric_needs(cfg)
     return cfg
+
+
+def _check_choices(params: tuple[ParamSpec, ...]) -> None:
+    """A listed value that the scenario refuses whatever the other parameters are (a section's own
+    field check: ``kernel.quant: int4``, an unknown policy name) is an error now, not a pruned trial
+    on every draw of it. Values refused only together with others (tiles that do not fit L1 at
+    some tile_n) stay: the trial that draws them is pruned with the reason."""
+    for p in params:
+        if p.kind != "categorical":
+            continue
+        for label, value in zip(p.labels, p.values):
+            overrides = dict(value) if p.mapped else {p.name: value}
+            for path, v in overrides.items():
+                why = _refused(path, v)
+                if why is not None:
+                    shown = f"{label!r} ({path} = {v!r})" if p.mapped else repr(label)
+                    raise StudyError(
+                        f"space.{p.name}: the choice {shown} can never be simulated: {why}; "
+                        "remove it from the choices"
+                    )
+
+
+def _refused(path: str, value: Any) -> str | None:
+    """Why ``path = value`` is refused by its own field check, or None (checked alone: a section
+    field in a section with nothing else set, so no other value takes part)."""
+    from moeopt.megamoe.config.profiles import PROFILES
+    from moeopt.megamoe.scenario.schema import check_choice
+
+    parts = path.split(".")
+    if parts == ["profile"]:
+        try:
+            check_choice("profile", value, PROFILES)
+        except MoeoptError as exc:
+            return str(exc)
+        return None
+    if parts[0] not in SECTIONS or parts[0] == "workload" or len(parts) < 2:
+        return None  # workload and top-level sizes are checked against each other: left to the trial
+    nested: Any = value
+    for part in reversed(parts[2:]):
+        nested = {part: nested}
+    try:
+        SECTIONS[parts[0]](**{parts[1]: nested})
+    except MoeoptError as exc:
+        return str(exc)
+    except TypeError:
+        return None
+    return None
 
 
 # --------------------------------------------------------------------------- sections
