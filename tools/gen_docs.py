@@ -228,7 +228,9 @@ def _arg_default(a: argparse.Action) -> str:
 
 
 def _parser_section(title: str, prog: str, p: argparse.ArgumentParser, level: str = "###") -> list[str]:
-    actions = [a for a in p._actions if not isinstance(a, argparse._HelpAction)]
+    actions = [
+        a for a in p._actions if not isinstance(a, argparse._HelpAction) and a.help != argparse.SUPPRESS
+    ]
     lines = [f"{level} `{title}`", ""]
     if p.description:
         desc = p.description[0].upper() + p.description[1:]
@@ -251,24 +253,29 @@ def _subcommands(p: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParse
 
 def cli_section() -> list[str]:
     from moeopt.cli import build_parser
-    from moeopt.search.__main__ import _parser as search_parser
 
     main = build_parser()
     subs = _subcommands(main)
     lines = [
         "## Command line",
         "",
-        "Exit codes of `python -m moeopt COMMAND`: 0 ok, 1 some input failed or a guardrail fired, "
-        "2 bad input or usage (one `error:` line, no traceback; `--debug` shows it). "
-        "`python -m moeopt.search`: 0 done, 2 bad input, 130 interrupted (continue with `--resume`), "
-        "1 internal error.",
+        "`moeopt COMMAND` (the console script `pip install` puts on the path; `python -m moeopt COMMAND` "
+        "is the same, and `python -m moeopt.search` is `moeopt search`). `moeopt --help` lists the "
+        "commands, `moeopt --version` prints the version.",
         "",
-        "Commands of `python -m moeopt`: " + ", ".join(f"[`{n}`](#python--m-moeopt-{n})" for n in subs) + ".",
+        "Shared by every command: `--json [PATH]` writes the command's result as JSON to PATH, or with "
+        "no PATH (or `-`) to standard output, the text then going to standard error; `--quiet` turns "
+        "off progress output (a bar on a terminal, periodic lines elsewhere); `--debug` shows the "
+        "traceback of an internal error.",
+        "",
+        "Exit codes: 0 ok, 1 some input failed or a guardrail fired, 2 bad input or usage (one "
+        "`error:` line, no traceback), 130 interrupted (`moeopt search`: continue with `--resume`).",
+        "",
+        "Commands: " + ", ".join(f"[`{n}`](#moeopt-{n})" for n in subs) + ".",
         "",
     ]
     for name, sp in subs.items():
-        lines += _parser_section(f"python -m moeopt {name}", f"python -m moeopt {name}", sp)
-    lines += _parser_section("python -m moeopt.search", "python -m moeopt.search", search_parser())
+        lines += _parser_section(f"moeopt {name}", f"moeopt {name}", sp)
     return lines
 
 

@@ -60,6 +60,33 @@ def add_set_argument(p: argparse.ArgumentParser, applies_to: str = "") -> None:
     )
 
 
+# --------------------------------------------------------------------------- the shared options
+def add_json_argument(p: argparse.ArgumentParser, what: str) -> None:
+    """``--json [PATH]``, the same on every command: ``what`` as JSON to PATH, or with no PATH (or
+    ``-``) to standard output, the human-readable text then going to standard error. Read it with
+    :func:`text_stream` and :func:`write_json`."""
+    p.add_argument(
+        "--json",
+        nargs="?",
+        const="-",
+        metavar="PATH",
+        help=f"write {what} as JSON to PATH (no PATH or '-': standard output; the text then goes to "
+        "standard error)",
+    )
+
+
+def text_stream(args: argparse.Namespace) -> TextIO:
+    """Where a command's human-readable text goes: standard error when ``--json`` takes stdout."""
+    return sys.stderr if getattr(args, "json", None) == "-" else sys.stdout
+
+
+def add_quiet_argument(p: argparse.ArgumentParser, what: str = "no progress output") -> None:
+    """``--quiet``, the same on every command that reports progress (``--no-progress``, its older
+    name, is still read)."""
+    p.add_argument("--quiet", action="store_true", help=what)
+    p.add_argument("--no-progress", action="store_true", dest="quiet", help=argparse.SUPPRESS)
+
+
 # --------------------------------------------------------------------------- JSON
 def result_to_jsonable(r: SimulateResult) -> dict[str, Any]:
     """The result dict without graphs and schedules, with plain JSON types only."""

@@ -26,12 +26,11 @@ Library: :func:`moeopt.trust.report.report_html` / :func:`moeopt.trust.report.wr
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import warnings
 from pathlib import Path
 
-from moeopt.cli.common import Command, add_set_argument, out, parse_sets
+from moeopt.cli.common import Command, add_json_argument, add_set_argument, out, parse_sets, write_json
 from moeopt.core.events import EventGraph
 from moeopt.core.policies import make_policy
 from moeopt.core.schedule import Schedule
@@ -169,7 +168,7 @@ def _compare_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--tolerance", type=float, default=1e-6, metavar="US", help="time tolerance (default 1e-6 µs)"
     )
-    p.add_argument("--json", metavar="PATH", help="also write the comparison as JSON ('-': stdout)")
+    add_json_argument(p, "the comparison")
     p.add_argument("--check", action="store_true", help="exit 1 unless the traces are identical")
 
 
@@ -190,14 +189,7 @@ def _compare_run(args: argparse.Namespace) -> int:
     out(f"predicted: {args.file}, rank {rk}; measured: {args.measured}", err=to_stdout)
     out(cmp.format(), err=to_stdout)
     if args.json:
-        text = json.dumps(cmp.to_dict(), indent=1)
-        if to_stdout:
-            out(text)
-        else:
-            try:
-                Path(args.json).write_text(text + "\n")
-            except OSError as exc:
-                raise InputError(f"{args.json}: cannot write: {exc.strerror or exc}") from None
+        write_json(args.json, cmp.to_dict())
     return 1 if args.check and not cmp.identical else 0
 
 

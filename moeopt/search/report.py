@@ -18,7 +18,7 @@ from optuna.trial import FrozenTrial, TrialState
 from moeopt.search.config import StudyConfig
 
 REPRO = {True: "identical", False: "MISMATCH", None: "n/a"}
-NOISE_PCT = 3.0  # |Δ| below this is within greedy list-scheduling anomaly noise (SPEC §7)
+NOISE_PCT = 3.0  # |Δ| below this is within greedy list-scheduling anomaly noise (docs/method.md)
 
 CSS = """
 body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:24px;color:#222;max-width:1100px}

@@ -174,7 +174,7 @@ def test_cli_bad_study_exits_2_with_one_line_and_no_traceback(tiny, tmp_path):
     assert "Traceback" not in p.stderr
     lines = p.stderr.strip().splitlines()
     assert lines == [
-        f"moeopt.search: {path}: sampler = 'tpee': not allowed (did you mean 'tpe'?); "
+        f"error: {path}: sampler = 'tpee': not allowed (did you mean 'tpe'?); "
         "allowed: tpe, cmaes, gp, random, grid, nsga2, bruteforce"
     ]
     assert not (tmp_path / "runs").exists()
@@ -183,7 +183,7 @@ def test_cli_bad_study_exits_2_with_one_line_and_no_traceback(tiny, tmp_path):
     p = _cli("broken.yaml", cwd=tmp_path)
     assert p.returncode == 2
     assert "Traceback" not in p.stderr
-    assert p.stderr.startswith("moeopt.search: broken.yaml: not valid YAML at line")
+    assert p.stderr.startswith("error: broken.yaml: not valid YAML at line")
 
     good = write_study(tmp_path / "good.yaml", tiny)
     p = _cli(str(good), "--trials", "0", cwd=tmp_path)
