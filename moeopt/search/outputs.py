@@ -34,6 +34,7 @@ from moeopt.search.trials import (
     BASELINE_ATTR,
     BASELINE_TRIAL_ATTR,
     FAILED_KINDS,
+    GAP_ATTR,
     PRUNED_KINDS,
     REASON_KINDS,
     RETRY_ATTR,
@@ -41,6 +42,8 @@ from moeopt.search.trials import (
     WorkerStats,
     attrs,
     counts,
+    set_study_record,
+    study_record,
     target_trials,
     trials_per_minute,
 )
@@ -117,13 +120,16 @@ def write_outputs(
     _atomic_write(files["trials_csv"], trials_csv(cfg, trials))
 
     best, front = pick_best(cfg, study)
-    baseline = study.user_attrs.get(BASELINE_ATTR) or {}
+    baseline = study_record(study, BASELINE_ATTR) or {}
     base_value = _finite((baseline.get("values") or [None])[0])
 
     best_info: dict[str, Any] | None = None
     gap: dict[str, Any] = {"available": False, "reason": "no completed trial"}
     best_runs: dict[str, Any] = {}
     if best is not None:
+        shown = f"{best.values[0]:.3f} (trial {best.number})"
+        if study.user_attrs.get("best") != shown:  # for people: optuna studies, optuna-dashboard
+            study.set_user_attr("best", shown)
         overrides = to_overrides(cfg, best.params)
         best_info = {
             "trial": best.number,
@@ -296,19 +302,15 @@ def _write_best(
     return files, runs, reproduced, "; ".join(notes)
 
 
-GAP_ATTR = "moeopt_best_gap"
-"""Study attribute: the optimality gap of the best trial with the CP-SAT settings it was found
-with, so that a rerun with the same best point (``--resume`` on a finished study, or more trials
-that found nothing better) does not solve it again."""
-
-
 def _exact_key(cfg: StudyConfig) -> dict[str, Any] | None:
     x = cfg.exact_gap
     return None if x is None else {"time_limit_s": x.time_limit_s, "workers": x.workers, "mode": x.mode}
 
 
 def _stored_gap(cfg: StudyConfig, study: optuna.Study, best: int) -> dict[str, Any] | None:
-    rec = study.user_attrs.get(GAP_ATTR)
+    # the optimality gap of the best trial is kept on the study with the CP-SAT settings it was
+    # found with, so that a rerun with the same best point does not solve it again
+    rec = study_record(study, GAP_ATTR)
     if not isinstance(rec, dict) or rec.get("trial") != best or rec.get("exact") != _exact_key(cfg):
         return None
     gap = rec.get("gap")
@@ -316,7 +318,8 @@ def _stored_gap(cfg: StudyConfig, study: optuna.Study, best: int) -> dict[str, A
 
 
 def _store_gap(cfg: StudyConfig, study: optuna.Study, best: int, gap: Mapping[str, Any]) -> None:
-    study.set_user_attr(
+    set_study_record(
+        study,
         GAP_ATTR,
         {"trial": best, "exact": _exact_key(cfg), "gap": jsonable(dict(gap), nonfinite="null")},
     )

@@ -71,6 +71,8 @@ from moeopt.search.trials import (
     best_value,
     counts,
     finished,
+    set_study_record,
+    study_record,
     target_trials,
 )
 
@@ -400,10 +402,12 @@ def _open_study(
             storage=storage,
             directions=[optuna.study.StudyDirection[d.upper()] for d in directions],
         )
-        study.set_user_attr(STUDY_ATTR, cfg.search_fingerprint())
+        set_study_record(study, STUDY_ATTR, cfg.search_fingerprint())
+        direction = cfg.objective.direction + (f" (+ {len(cfg.secondary)} more)" if cfg.secondary else "")
+        study.set_user_attr("objective", f"{cfg.objective.metric}, {direction}")
         return study, True
     n = len(existing.trials)
-    if n == 0 and existing.user_attrs.get(STUDY_ATTR) == cfg.search_fingerprint():
+    if n == 0 and study_record(existing, STUDY_ATTR) == cfg.search_fingerprint():
         return existing, True  # created by a run that stopped before its first trial: nothing to lose
     if not resume:
         raise StudyError(
@@ -411,7 +415,7 @@ def _open_study(
             f"pass {names.set('resume')} to continue it (or to join it as another worker), "
             f"or {names.set('out', 'DIR')} for a fresh run"
         )
-    stored = existing.user_attrs.get(STUDY_ATTR)
+    stored = study_record(existing, STUDY_ATTR)
     now = cfg.search_fingerprint()
     if stored is not None and stored != now:
         diff = sorted(k for k in set(stored) | set(now) if stored.get(k) != now.get(k))
@@ -483,17 +487,20 @@ def run_study(
     check_journal(spec, tell_user, fresh_hint=names.set("out", "DIR"))
     with _quiet_optuna():
         study_obj, created = _open_study(cfg, spec, resume, tell_user, names)
-        if BASELINE_ATTR not in study_obj.user_attrs:
+        if study_record(study_obj, BASELINE_ATTR) is None:
             base = Evaluator(cfg).evaluate({}, None)
             if cfg.aggregate == "mean_ratio" and base.state != "complete":
                 raise StudyError(
                     f"{cfg.source}: aggregate = 'mean_ratio' divides by the baseline, but the baseline "
                     f"did not complete: {base.reason}; allowed: mean, max, weighted"
                 )
-            study_obj.set_user_attr(
+            set_study_record(
+                study_obj,
                 BASELINE_ATTR,
                 {"state": base.state, "values": base.values, "reason": base.reason, **base.attrs()},
             )
+            if base.values:
+                study_obj.set_user_attr("baseline", round(base.values[0], 3))
             point = _baseline_point(cfg)
             if created and point is not None and cfg.baseline_trial:
                 study_obj.enqueue_trial(point, user_attrs={BASELINE_TRIAL_ATTR: True})
