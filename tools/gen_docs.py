@@ -279,6 +279,46 @@ def cli_section() -> list[str]:
     return lines
 
 
+# --------------------------------------------------------------------------- measured inputs
+def measured_section() -> list[str]:
+    from moeopt.trace.mapping import KEY_DOCS, KEYS
+    from moeopt.trace.timeline import COLUMNS, UNIT_KINDS
+
+    _check_prose("trace mapping keys", KEY_DOCS, KEYS)
+    example = (REPO / "examples" / "trace_mapping.toml").read_text(encoding="utf-8").rstrip("\n")
+    lines = [
+        "## Measured inputs of trace-compare",
+        "",
+        "`moeopt trace-compare [SCENARIO] MEASURED` compares the predicted schedule with what was "
+        "measured, stage by stage (and with `--units`, expert by expert). MEASURED is one of:",
+        "",
+        "* a **stage timeline**: CSV with the columns "
+        + ", ".join(_code(c) for c in COLUMNS)
+        + " (`unit` = an expert `e3`, a segment `seg1`, or `*` for the whole stage; times in µs from "
+        "the kernel's start), `# key: value` metadata lines before the header; or JSON "
+        '`{"meta": {...}, "rows": [{"stage": ..., "unit": ..., "group": ..., "start_us": ..., '
+        '"end_us": ...}]}`. Metadata `kernel_us` is the measured kernel time, `units` is '
+        + " or ".join(_code(u) for u in UNIT_KINDS)
+        + " (unit bars that overlap, or drawn back to back: then only their ends are compared); "
+        "with the profile and shape keys (`profile`, `tokens`, `world`, `topk`, `local_experts`, "
+        "`h`, `hidden_dim`, `routing`) the scenario file may be left out. The two calibration "
+        "timelines of the kernel ship in `moeopt/trust/timelines/`;",
+        "* a **profiler's Chrome trace** (JSON, or gzip) with `--mapping FILE`, a TOML or YAML file "
+        "saying which events give which stage and unit (below); times may be numbers or strings;",
+        "* a **Chrome trace moeopt exported** (`moeopt trace`), without `--mapping`: compared event "
+        "by event (counts, order, cores, durations).",
+        "",
+        "`--check` exits 1 when a measured stage's start or end is further from the prediction than "
+        "`--tolerance` (µs, or `N%` of the measured span), or the model lacks a measured stage.",
+        "",
+        "Keys of a mapping file (all optional but one of `stage_arg`, `stage_regex`):",
+        "",
+    ]
+    lines += _table(["key", "meaning"], [[_code(k), KEY_DOCS[k]] for k in KEYS])
+    lines += ["", "An example (`examples/trace_mapping.toml`):", "", "```toml", example, "```", ""]
+    return lines
+
+
 # --------------------------------------------------------------------------- scenario
 def _knobs() -> Any:
     try:
@@ -736,7 +776,8 @@ def generate_usage() -> str:
         "in the code. For what the numbers mean, see [method.md](method.md); for a first run, the "
         "[README](../README.md).",
         "",
-        "Contents: [command line](#command-line) · [scenario files](#scenario-files) · "
+        "Contents: [command line](#command-line) · [measured inputs](#measured-inputs-of-trace-compare) · "
+        "[scenario files](#scenario-files) · "
         "[profiles and constants](#profiles-and-constants) · [registered names](#registered-names) · "
         "[study files](#study-files) · [the simulate result](#the-simulate-result) · "
         "[the gap report](#the-gap-report)",
@@ -744,6 +785,7 @@ def generate_usage() -> str:
     ]
     for part in (
         cli_section,
+        measured_section,
         scenario_section,
         constants_section,
         registry_section,
