@@ -89,11 +89,18 @@ def add_quiet_argument(p: argparse.ArgumentParser, what: str = "no progress outp
 
 # --------------------------------------------------------------------------- JSON
 def result_to_jsonable(r: SimulateResult) -> dict[str, Any]:
-    """The result dict without graphs and schedules, with plain JSON types only."""
+    """The result dict without graphs and schedules, with plain JSON types only.
+
+    Ranks with the same routing signature are simulated once: ``rank_results`` holds the
+    simulated ranks only (each lists the ranks it stands for in ``ranks_sharing_signature``),
+    and ``representative_of_rank`` maps every rank of the scenario to the entry that holds it."""
     out: dict[str, object] = {k: v for k, v in r.items() if k != "rank_results"}
     ranks: dict[str, dict[str, object]] = {}
+    stands_for: dict[str, int] = {}
     for rep in r["simulated_ranks"]:
         rr = r["rank_results"][rep]
+        for k in rr["ranks_sharing_signature"]:
+            stands_for[str(k)] = rep
         ranks[str(rep)] = {
             "ranks_sharing_signature": rr["ranks_sharing_signature"],
             "kernel_total_us": rr["kernel_total_us"],
@@ -105,6 +112,7 @@ def result_to_jsonable(r: SimulateResult) -> dict[str, Any]:
             "contract": rr["contract"],
         }
     out["rank_results"] = ranks
+    out["representative_of_rank"] = dict(sorted(stands_for.items(), key=lambda kv: int(kv[0])))
     return jsonable(out)
 
 

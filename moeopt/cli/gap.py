@@ -351,9 +351,17 @@ def _gap_run(args: argparse.Namespace) -> int:
     what += f" from {total} input(s): {proven} proven optimal, {len(errors)} failed"
     print(what, file=term, flush=True)
     if args.json:
+        # the CP-SAT time limit each kind of input was given (the defaults differ)
+        limits = {}
+        if rows or len(report_inputs) < len(args.files):
+            limits["graphs"] = time_limit
+        if report_inputs:
+            limits["scenarios"] = DEFAULT_TIME_LIMIT_S if args.time_limit is None else args.time_limit
+        used = set(limits.values())
         doc_json: dict[str, Any] = {
             "settings": {
-                "time_limit_s": args.time_limit,
+                "time_limit_s": used.pop() if len(used) == 1 else None,
+                "time_limit_s_by_input": limits,
                 "workers": args.workers,
                 "mode": args.mode,
                 "policies": policies,

@@ -1,6 +1,6 @@
 """The report and trace commands of ``python -m moeopt``.
 
-``report FILE -o report.html [--set PATH=VALUE ...] [--rank R] [--policy NAME ...] [--exact S]``
+``report FILE [-o report.html] [--set PATH=VALUE ...] [--rank R] [--policy NAME ...] [--exact S]``
     Simulate the scenario and write one self-contained HTML page (no network at view time): the
     time, the three physical bounds (which binds, the excess over it), utilisation per role and
     per resource, idle decomposition per stage, stage busy time, traffic, the critical path's
@@ -10,7 +10,7 @@
     CP-SAT schedule found within S seconds (hinted with the greedy one). Exit 0, 1 when a
     guardrail fired (the page is not written), 2 for bad input.
 
-``trace FILE -o trace.json [--set ...] [--rank R] [--policy NAME]``
+``trace FILE [-o trace.json] [--set ...] [--rank R] [--policy NAME]``
     Export one rank's schedule as Chrome-trace JSON (Perfetto / chrome://tracing; ``.gz`` for
     gzip): process = core, thread = role, ``cat`` = stage, waits and labels in ``args``.
 
@@ -76,9 +76,27 @@ def _simulated(args: argparse.Namespace) -> tuple[Scenario, SimulateResult | Non
         return scenario, None
 
 
+def _output(args: argparse.Namespace, suffix: str) -> str:
+    """``-o`` as given, else ``runs/<scenario stem><suffix>`` (``runs/`` is where every output of
+    moeopt goes by default, and git ignores it), the folder made if needed."""
+    if args.output:
+        return str(args.output)
+    dest = Path("runs") / (Path(args.file).stem + suffix)
+    try:
+        dest.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise InputError(f"{dest.parent}: cannot make the output folder: {exc.strerror or exc}") from None
+    return str(dest)
+
+
 def _report_arguments(p: argparse.ArgumentParser) -> None:
     _common(p)
-    p.add_argument("-o", "--output", required=True, metavar="HTML", help="the page to write")
+    p.add_argument(
+        "-o",
+        "--output",
+        metavar="HTML",
+        help="the page to write (default: runs/<scenario file name>.html, a folder git ignores)",
+    )
     p.add_argument(
         "--policy",
         action="append",
@@ -103,7 +121,7 @@ def _report_run(args: argparse.Namespace) -> int:
         make_policy(p)
     src = args.file + (f"  (--set {', '.join(args.set)})" if args.set else "")
     path = write_report(
-        args.output,
+        _output(args, ".html"),
         scenario,
         result=r,
         rank=args.rank,
@@ -129,7 +147,12 @@ REPORT: Command = (
 
 def _trace_arguments(p: argparse.ArgumentParser) -> None:
     _common(p)
-    p.add_argument("-o", "--output", required=True, metavar="JSON", help="trace file to write (.gz: gzip)")
+    p.add_argument(
+        "-o",
+        "--output",
+        metavar="JSON",
+        help="trace file to write (.gz: gzip; default: runs/<scenario file name>.trace.json)",
+    )
     p.add_argument(
         "--policy", metavar="NAME", help="schedule with this greedy policy instead of the scenario's"
     )
@@ -158,7 +181,7 @@ def _trace_run(args: argparse.Namespace) -> int:
         "rank": rk,
         "implementation": r["implementation"]["id"],
     }
-    path = write_chrome_trace(args.output, s, g, label_key="stage", metadata=meta)
+    path = write_chrome_trace(_output(args, ".trace.json"), s, g, label_key="stage", metadata=meta)
     slices = sum(max(1, len(v)) for v in s.resources.values())
     out(f"wrote {path}: rank {rk}, {len(s)} events as {slices} slices, makespan {s.makespan_us:.3f} µs")
     return 0

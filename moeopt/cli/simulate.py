@@ -30,7 +30,11 @@ from moeopt.megamoe.summary import format_summary
 def _simulate_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("file", metavar="FILE", help="scenario TOML file")
     add_set_argument(p)
-    add_json_argument(p, "the result (every field except the per-rank graphs and schedules)")
+    add_json_argument(
+        p,
+        "the result (every field except the per-rank graphs and schedules; rank_results holds one "
+        "simulated rank per distinct routing signature, representative_of_rank maps every rank to it)",
+    )
     p.add_argument(
         "--no-check-bounds",
         action="store_true",
