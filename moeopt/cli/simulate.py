@@ -1,10 +1,10 @@
-"""``python -m moeopt simulate FILE [--set dotted.path=value ...] [--json] [--no-check-bounds]``
+"""``moeopt simulate FILE [--set dotted.path=value ...] [--json [PATH]] [--no-check-bounds]``
 
-Simulate a scenario file and print the seed-style summary: time (and with the unpermute tail),
-the three physical bounds with the binding one and the excess over it, utilisation per role,
-avoidable idle, GM->L1 bytes. ``--json`` prints the result instead (every field of the result
-except the per-rank graphs and schedules). Exit codes: 0 ok, 1 a guardrail fired (the time must
-not be used), 2 bad input.
+Simulate a scenario file and print the summary: time (and with the unpermute tail), the three
+physical bounds with the binding one and the excess over it, utilisation per role, avoidable
+idle, GM->L1 bytes. ``--json`` prints the result instead (every field of the result except the
+per-rank graphs and schedules); ``--json PATH`` writes it there and prints the summary. Exit
+codes: 0 ok, 1 a guardrail fired (the time must not be used), 2 bad input.
 """
 
 from __future__ import annotations
@@ -12,7 +12,15 @@ from __future__ import annotations
 import argparse
 import json
 
-from moeopt.cli.common import Command, add_set_argument, out, parse_sets, result_to_jsonable
+from moeopt.cli.common import (
+    Command,
+    add_json_argument,
+    add_set_argument,
+    out,
+    parse_sets,
+    result_to_jsonable,
+    write_json,
+)
 from moeopt.megamoe.errors import GuardrailError
 from moeopt.megamoe.scenario import load_scenario
 from moeopt.megamoe.simulate import simulate
@@ -22,7 +30,11 @@ from moeopt.megamoe.summary import format_summary
 def _simulate_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("file", metavar="FILE", help="scenario TOML file")
     add_set_argument(p)
-    p.add_argument("--json", action="store_true", help="print the result as JSON instead of the summary")
+    add_json_argument(
+        p,
+        "the result (every field except the per-rank graphs and schedules; rank_results holds one "
+        "simulated rank per distinct routing signature, representative_of_rank maps every rank to it)",
+    )
     p.add_argument(
         "--no-check-bounds",
         action="store_true",
@@ -37,11 +49,13 @@ def _simulate_run(args: argparse.Namespace) -> int:
     except GuardrailError as exc:
         out(f"error: {args.file}: guardrail {type(exc).__name__}: {exc}", err=True)
         return 1
-    if args.json:
+    if args.json == "-":
         out(json.dumps(result_to_jsonable(r), indent=1))
-    else:
-        out(f"scenario        {args.file}" + (f"  (--set {', '.join(args.set)})" if args.set else ""))
-        out(format_summary(r))
+        return 0
+    out(f"scenario        {args.file}" + (f"  (--set {', '.join(args.set)})" if args.set else ""))
+    out(format_summary(r))
+    if args.json:
+        write_json(args.json, result_to_jsonable(r))
     return 0
 
 

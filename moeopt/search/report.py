@@ -18,7 +18,7 @@ from optuna.trial import FrozenTrial, TrialState
 from moeopt.search.config import StudyConfig
 
 REPRO = {True: "identical", False: "MISMATCH", None: "n/a"}
-NOISE_PCT = 3.0  # |Δ| below this is within greedy list-scheduling anomaly noise (SPEC §7)
+NOISE_PCT = 3.0  # |Δ| below this is within greedy list-scheduling anomaly noise (docs/method.md)
 
 CSS = """
 body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:24px;color:#222;max-width:1100px}
@@ -184,14 +184,17 @@ def _params(cfg: StudyConfig, s: Mapping[str, Any]) -> str:
         f"<td class=l>{_e(best['params'].get(p.name, '(inactive)'))}</td></tr>"
         for p in cfg.params
     )
+    head = (
+        "<h2>Best parameters</h2><table><tr><th class=l>parameter</th><th class=l>value</th></tr>"
+        f"{rows}</table>"
+    )
+    if dict(best["overrides"]) == dict(best["params"]):
+        return head  # every parameter is its own scenario path: the overrides would repeat the table
     ov = "".join(
         f"<tr><td class=l><code>{_e(k)}</code></td><td class=l>{_e(v)}</td></tr>"
         for k, v in best["overrides"].items()
     )
-    return (
-        "<h2>Best parameters</h2><table><tr><th class=l>parameter</th><th class=l>value</th></tr>"
-        f"{rows}</table><p class=note>As scenario overrides:</p><table>{ov}</table>"
-    )
+    return head + f"<p class=note>As scenario overrides:</p><table>{ov}</table>"
 
 
 # --------------------------------------------------------------------------- SVG charts

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import html
 import math
+import re
 from collections import defaultdict
 from collections.abc import Sequence
 from pathlib import Path
@@ -65,6 +66,11 @@ def _num(x: Any, digits: int = 3) -> str:
     if isinstance(x, float):
         return f"{x:,.{digits}f}"
     return _e(str(x))
+
+
+def _natural(item: tuple[str, Any]) -> tuple[Any, ...]:
+    """Sort key of a resource name read as people count: c2.AIC before c10.AIC."""
+    return tuple(int(p) if p.isdigit() else p for p in re.split(r"(\d+)", item[0]))
 
 
 def _table(head: Sequence[str], rows: Sequence[Sequence[Any]], left: int = 1) -> str:
@@ -160,7 +166,7 @@ def report_html(
     parts.append(
         _table(
             ["resource", "busy µs", "idle µs", "utilisation"],
-            [[k, busy.get(k), idle.get(k), _bar(v)] for k, v in ru.items()],
+            [[k, busy.get(k), idle.get(k), _bar(v)] for k, v in sorted(ru.items(), key=_natural)],
         )
     )
     parts.append("</details>\n")
