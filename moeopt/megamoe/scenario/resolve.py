@@ -28,6 +28,7 @@ from moeopt.megamoe.errors import NotModelledError, ScenarioError
 from moeopt.megamoe.scenario.schema import (
     CUBE_STAGES,
     EDGES,
+    FIELDS,
     LINK_FIELDS,
     STAGES,
     VECTOR_STAGES,
@@ -92,6 +93,7 @@ def resolve(s: Scenario) -> Config:
     links = _link_table(opt["links"])
     _edge_rules(links)
     _link_combination_rules(s, kern, opt, links)
+    _read_only_with_rules(s, kern, opt)
     groups = _core_group_rules(opt["core_groups"], opt["roles"], aic, s.workload.local_experts)
     granularity = _granularity_rules(opt, kern)
     _registered_name_rules(pol, opt)
@@ -226,6 +228,34 @@ def _link_combination_rules(s: Scenario, kern: Table, opt: Table, links: Links) 
             "options.barriers = 'staged' with an on-chip link: the producer stage cannot finish while its "
             "on-chip slots wait for a consumer held behind the barrier (a deadlock); allowed: 'fused', "
             "or GM links"
+        )
+
+
+def _read_only_with_rules(s: Scenario, kern: Table, opt: Table) -> None:
+    """A knob the scenario sets is refused where the model would not read it: the combine
+    small-path threshold is read only by ``combine_granularity = 'auto'`` on the peer-write path.
+    Only the scenario's own value is judged: a profile default (pto-a2a3 sets the threshold) is
+    never the user's doing, so it cannot trip the rule."""
+    mine = s.kernel.combine_small_max_routes
+    if mine is None:
+        return
+    if opt["combine_granularity"] != "auto":
+        raise FIELDS.unread(
+            "kernel.combine_small_max_routes",
+            mine,
+            f"options.combine_granularity = {opt['combine_granularity']!r} (the threshold picks the small or "
+            "large combine path under 'auto' only)",
+            "options.combine_granularity = 'auto'",
+            NotModelledError,
+        )
+    if kern["topo_urma"]:
+        raise FIELDS.unread(
+            "kernel.combine_small_max_routes",
+            mine,
+            "kernel.topo_urma = true (URMA combine is batched PUTs; the small / large path choice is "
+            "the peer-write kernel's)",
+            "kernel.topo_urma = false",
+            NotModelledError,
         )
 
 
