@@ -496,6 +496,7 @@ RESULT_PARTS: tuple[tuple[str, str], ...] = (
     ("", "SimulateResult"),
     ('`r["rank_results"][rank]`', "RankResult"),
     ("`bounds`", "Bounds"),
+    ("`floors`", "Floors"),
     ("`idle_decomposition`", "IdleDecomposition"),
     ('`idle_decomposition["by_stage"][stage]`', "StageIdle"),
     ('`idle_decomposition["samples"][i]`', "IdleSample"),

@@ -16,6 +16,7 @@ How the parts nest::
     │   ├── contract: RowContract, waves: Waves
     │   └── (as below, for this rank)
     ├── bounds: Bounds                  (PhysicalBounds + the judgement against the time)
+    ├── floors: Floors                  (GraphFloors + the judgement against the time)
     ├── idle_decomposition: IdleDecomposition
     │   ├── by_stage: {pool: StageIdle}
     │   └── samples: [IdleSample]
@@ -38,6 +39,8 @@ from moeopt.core.schedule import Schedule, WaitKind
 
 BoundKind = Literal["compute", "bandwidth", "dependency"]
 """The three physical lower bounds of a rank."""
+FloorKind = Literal["longest_path", "pipe"]
+"""The two floors of one rank's event graph."""
 Channel = Literal["hbm", "remote_in", "remote_out"]
 """The aggregate channels the bandwidth bound is taken over."""
 Why = Literal["dependency", "resource queueing", "capacity", "source"]
@@ -46,8 +49,9 @@ Why = Literal["dependency", "resource queueing", "capacity", "source"]
 
 # --------------------------------------------------------------------------- bounds
 class PhysicalBounds(TypedDict):
-    """A rank's physical lower bounds, from the shape, the constants and the graph's dependencies
-    (what :func:`moeopt.megamoe.analysis.physical_bounds` returns)."""
+    """A rank's physical lower bounds, from the shape, the topology and the constants only: no
+    tiling or orchestration moves them (what :func:`moeopt.megamoe.analysis.physical_bounds`
+    returns)."""
 
     compute_us: float
     """MACs / (cube cores x cube rate)"""
@@ -58,7 +62,8 @@ class PhysicalBounds(TypedDict):
     bandwidth_by_channel_us: dict[Channel, float]
     """channel -> bytes the algorithm must move / the channel's aggregate rate"""
     dependency_us: float
-    """longest data-dependency chain to the last combine (durations + λ, unlimited cores)"""
+    """one token's chain through the stages, each stage's smallest share with the whole die on
+    it (its expert's weights streamed once, its row's GMM1 compute, an activation start-up)"""
 
 
 class Bounds(PhysicalBounds):
@@ -72,6 +77,35 @@ class Bounds(PhysicalBounds):
     """how far the time is above it, in %"""
     violated: bool
     """the time is below it (only with check_bounds=False; else BoundViolation)"""
+
+
+class GraphFloors(TypedDict):
+    """Lower bounds of this rank's event graph, which move with the tiling and the orchestration
+    (what :func:`moeopt.megamoe.analysis.graph_floors` returns)."""
+
+    longest_path_us: float
+    """longest data-dependency path of this graph to the last combine (durations + λ, unlimited
+    cores; program-order chains of pinned cores left out)"""
+    pipe_us: dict[str, float]
+    """per execution role (AIC, MTE2, AIV0, AIV1): the larger of the most work pinned to one
+    member and the role's work over its members, counting the work that must end before the last
+    combine"""
+    busiest_pipe: str
+    """the role with the largest `pipe_us`"""
+    busiest_pipe_us: float
+    """its value"""
+
+
+class Floors(GraphFloors):
+    """This graph's floors judged against the rank's time (``r["floors"]``): the excess over them
+    is what scheduling this graph could still win."""
+
+    binding: FloorKind
+    """the larger floor: `longest_path` or `pipe` (the busiest role)"""
+    lower_bound_us: float
+    """its value"""
+    excess_pct: float
+    """how far the time is above it, in %"""
 
 
 # --------------------------------------------------------------------------- idle decomposition
@@ -236,6 +270,8 @@ class RankResult(TypedDict):
     """one row per event, in graph order (a sequence built on first access)"""
     bounds: Bounds
     """physical lower bounds of this rank"""
+    floors: Floors
+    """lower bounds of this rank's event graph (longest path, busiest role)"""
     idle_decomposition: IdleDecomposition
     """forced / avoidable idle of this rank"""
     critical_path: list[CriticalStep]
@@ -384,7 +420,9 @@ class SimulateResult(TypedDict):
     rank_results: dict[int, RankResult]
     """rank -> that rank's result; ranks with one routing signature share one dict"""
     bounds: Bounds
-    """the slowest rank's physical lower bounds"""
+    """the slowest rank's physical lower bounds (shape only)"""
+    floors: Floors
+    """the slowest rank's graph floors (this tiling and orchestration)"""
     idle_decomposition: IdleDecomposition
     """the slowest rank's forced / avoidable idle"""
     critical_path: list[CriticalStep]
@@ -429,6 +467,9 @@ __all__ = [
     "CriticalStep",
     "CriticalStepWait",
     "EventRow",
+    "FloorKind",
+    "Floors",
+    "GraphFloors",
     "IdleDecomposition",
     "IdleSample",
     "Implementation",

@@ -29,8 +29,10 @@ from moeopt.megamoe.analysis import (
     Table,
     busy_times,
     critical_path,
+    graph_floors,
     idle_decomposition,
     judge_bounds,
+    judge_floors,
     physical_bounds,
 )
 from moeopt.megamoe.build import RankGraph
@@ -80,7 +82,7 @@ def simulate_built(
     scenario: Scenario, graphs: dict[int, tuple[RankGraph, list[int]]], check_bounds: bool = True
 ) -> SimulateResult:
     """:func:`simulate` on graphs already built by ``build_graphs(scenario)`` (the search driver
-    builds them once for the physical lower bound and reuses them here)."""
+    builds them once for the lower bound and reuses them here)."""
     with gc_paused():
         return _simulate(scenario, check_bounds, True, True, graphs)
 
@@ -112,6 +114,7 @@ def _simulate(
         "slowest_rank": slowest,
         "rank_results": per_rank,
         "bounds": sl["bounds"],
+        "floors": sl["floors"],
         "idle_decomposition": sl["idle_decomposition"],
         "critical_path": sl["critical_path"],
         "traffic_bytes": sl["traffic_bytes"],
@@ -180,6 +183,7 @@ def _rank_result(
         "head_us": g[rg.head_event].duration_us,
         "events": EventRows(t),
         "bounds": judge_bounds(physical_bounds(rg, cfg), total),
+        "floors": judge_floors(graph_floors(rg), total),
         "idle_decomposition": idle_decomposition(rg, s, total, table=t),
         "critical_path": critical_path(rg, s, last, table=t),
         "traffic_bytes": dict(rg.traffic_bytes),

@@ -280,7 +280,7 @@ def _history(cfg: StudyConfig, trials: Sequence[FrozenTrial]) -> str:
     n_other = len(trials) - len(done) - len(lbp)
     legend = (
         "<p class=note>● completed trial &nbsp; <span style='color:#cc0000'>—</span> best so far &nbsp; "
-        "<span style='color:#c17d11'>□</span> pruned by its physical lower bound (plotted at the bound) "
+        "<span style='color:#c17d11'>□</span> pruned by its lower bound (plotted at the bound) "
         "&nbsp; "
         f"{n_other} other trial(s) (infeasible, failed, interrupted) are not plotted</p>"
     )
