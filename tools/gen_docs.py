@@ -498,6 +498,7 @@ RESULT_PARTS: tuple[tuple[str, str], ...] = (
     ("`bounds`", "Bounds"),
     ("`floors`", "Floors"),
     ("`idle_decomposition`", "IdleDecomposition"),
+    ('`idle_decomposition["by_role"][role]`', "RoleIdle"),
     ('`idle_decomposition["by_stage"][stage]`', "StageIdle"),
     ('`idle_decomposition["samples"][i]`', "IdleSample"),
     ("`critical_path[i]`", "CriticalStep"),

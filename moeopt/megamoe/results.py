@@ -18,6 +18,7 @@ How the parts nest::
     ├── bounds: Bounds                  (PhysicalBounds + the judgement against the time)
     ├── floors: Floors                  (GraphFloors + the judgement against the time)
     ├── idle_decomposition: IdleDecomposition
+    │   ├── by_role: {role: RoleIdle}
     │   ├── by_stage: {pool: StageIdle}
     │   └── samples: [IdleSample]
     ├── critical_path: [CriticalStep]
@@ -109,13 +110,28 @@ class Floors(GraphFloors):
 
 
 # --------------------------------------------------------------------------- idle decomposition
-class StageIdle(TypedDict):
-    """Forced and avoidable idle of one stage pool."""
+class RoleIdle(TypedDict):
+    """The idle ledger of one execution role: busy + forced + avoidable = members x span."""
 
+    members: int
+    """resources of this role on the rank (`c<k>.<role>`)"""
+    span_us: float
+    """the span the ledger covers: from 0 to the rank's time (µs)"""
+    busy_core_us: float
+    """member-µs busy within the span"""
     forced_core_us: float
-    """forced idle of this pool"""
+    """idle member-µs while no ready work could use the idle member (forced by the DAG)"""
     avoidable_core_us: float
-    """avoidable idle of this pool"""
+    """idle member-µs while ready work could have used it (a maximum matching of ready events to
+    idle members at each instant)"""
+
+
+class StageIdle(TypedDict):
+    """Avoidable idle of one stage pool (what the work-conservation guardrail reads)."""
+
+    avoidable_core_us: float
+    """idle member-µs of this pool while this pool's own work was ready (stages sharing members
+    may each count the same idle member: the ledger is `by_role`)"""
     late_bound: bool
     """the pool binds at dispatch time (else statically pinned)"""
     work_conservation_exempt: str | None
@@ -142,12 +158,16 @@ class IdleDecomposition(TypedDict):
     """Forced vs avoidable idle of one rank (``r["idle_decomposition"]``)."""
 
     forced_core_us: float
-    """idle core-µs while no ready work could use the idle member (forced by the DAG)"""
+    """idle core-µs while no ready work could use the idle member (forced by the DAG), summed
+    over the core roles AIC, AIV0, AIV1 of `by_role`"""
     avoidable_core_us: float
-    """idle core-µs while ready work could have used it"""
+    """idle core-µs while ready work could have used it, summed over the same roles"""
+    by_role: dict[str, RoleIdle]
+    """execution role (AIC, MTE2, AIV0, AIV1) -> its ledger, each member counted once (MTE2 in
+    pipe-µs, left out of the totals)"""
     by_stage: dict[str, StageIdle]
-    """stage pool -> its idle (the late-bound GMM stages also have a `<stage>:load` pool of
-    MTE2 pipes, counted in pipe-µs and left out of the totals)"""
+    """stage pool -> its avoidable idle (the late-bound GMM stages also have a `<stage>:load`
+    pool of MTE2 pipes, in pipe-µs)"""
     samples: list[IdleSample]
     """sample avoidable-idle intervals, up to five per pool"""
 
@@ -475,6 +495,7 @@ __all__ = [
     "Implementation",
     "PhysicalBounds",
     "RankResult",
+    "RoleIdle",
     "RowContract",
     "SimulateResult",
     "StageIdle",

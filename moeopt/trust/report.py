@@ -174,14 +174,23 @@ def report_html(
         parts.append(f"<p>{_e(exact_note)}</p>\n")
     parts.append(gantt_fragment(tracks, color_by="stage", row_order="role", chart_id="schedule"))
     idl = r["idle_decomposition"]
-    parts.append("<h2>Idle decomposition per stage pool (core-µs)</h2>\n")
+    parts.append("<h2>Idle ledger per role (member-µs; busy + forced + avoidable = members x span)</h2>\n")
     parts.append(
         _table(
-            ["stage", "forced", "avoidable", "late-bound", "work conservation"],
+            ["role", "members", "busy", "forced", "avoidable"],
+            [
+                [role, d["members"], d["busy_core_us"], d["forced_core_us"], d["avoidable_core_us"]]
+                for role, d in idl["by_role"].items()
+            ],
+        )
+    )
+    parts.append("<h2>Avoidable idle per stage pool (core-µs)</h2>\n")
+    parts.append(
+        _table(
+            ["stage", "avoidable", "late-bound", "work conservation"],
             [
                 [
                     st,
-                    d["forced_core_us"],
                     d["avoidable_core_us"],
                     _Raw("yes" if d["late_bound"] else "no"),
                     _Raw(_e(d["work_conservation_exempt"] or "checked")),
