@@ -167,7 +167,7 @@ class IdleDecomposition(TypedDict):
     pipe-µs, left out of the totals)"""
     by_stage: dict[str, StageIdle]
     """stage pool -> its avoidable idle (the late-bound GMM stages also have a `<stage>:load`
-    pool of MTE2 pipes, in pipe-µs)"""
+    pool of MTE2 pipes, in pipe-µs; a late-bound stage's pinned events a `<stage>:pinned` pool)"""
     samples: list[IdleSample]
     """sample avoidable-idle intervals, up to five per pool"""
 

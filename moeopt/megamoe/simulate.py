@@ -1,6 +1,8 @@
 """``simulate(scenario)``: routing -> one event graph per distinct rank -> greedy schedule -> analyses.
 
-Guardrails live here so that no entry point bypasses them:
+Guardrails live here so that no entry point bypasses them (every command and tool that shows a
+greedy schedule of a scenario gets it from :func:`simulate` or :func:`schedule_rank`, or checks
+it with :func:`guard_schedule`):
 
 * every schedule is checked by the independent validator (:func:`moeopt.validate_schedule`);
 * :class:`BoundViolation` when a rank's time is below its compute, bandwidth or dependency
@@ -10,6 +12,10 @@ Guardrails live here so that no entry point bypasses them:
   ``work_conserving = False``;
 * route conservation (in :mod:`moeopt.megamoe.routing`) and the not-modelled checks of
   :mod:`moeopt.megamoe.scenario` run before any graph is built.
+
+:func:`build_graphs` is the explicit opt-out: it returns the rank graphs without scheduling
+them, and a schedule made of them with the generic ``moeopt.schedule`` carries no guardrail.
+:func:`schedule_rank` schedules one of them with both guardrails.
 """
 
 from __future__ import annotations
@@ -40,8 +46,10 @@ from moeopt.megamoe.config.profiles import IMPLEMENTATIONS
 from moeopt.megamoe.config.provenance import domain_check
 from moeopt.megamoe.errors import BoundViolation, WorkConservationViolation
 from moeopt.megamoe.results import (
+    Bounds,
     Calibration,
     CompilePoint,
+    IdleDecomposition,
     Implementation,
     RankResult,
     SimulateResult,
@@ -54,7 +62,12 @@ AVOIDABLE_TOL_CORE_US = 1e-3
 
 
 def build_graphs(scenario: Scenario) -> dict[int, tuple[RankGraph, list[int]]]:
-    """One built graph per distinct routing signature: ``{representative rank: (graph, ranks)}``."""
+    """One built graph per distinct routing signature: ``{representative rank: (graph, ranks)}``.
+
+    **No guardrail**: these are the graphs only. Scheduling ``rg.graph`` with the generic
+    ``moeopt.schedule`` is the explicit opt-out of ``BoundViolation`` and
+    ``WorkConservationViolation``; :func:`schedule_rank` (one graph) and :func:`simulate_built`
+    (all of them, with the analyses) schedule them with both."""
     cfg = scenario.config
     w = scenario.workload
     counts = counts_matrix(w)
@@ -206,41 +219,90 @@ def _rank_result(
 def _check_bounds(per_rank: dict[int, RankResult]) -> None:
     """:class:`BoundViolation` for the lowest rank whose time is below a physical bound."""
     for r, res in sorted(per_rank.items()):
-        b = res["bounds"]
-        if b["violated"]:
-            raise BoundViolation(
-                f"rank {r}: simulated {res['kernel_total_us']:.3f} µs is below the {b['binding']} bound "
-                f"{b['lower_bound_us']:.3f} µs (compute {b['compute_us']:.3f}, bandwidth "
-                f"{b['bandwidth_us']:.3f} [{b['bandwidth_channel']}], dependency {b['dependency_us']:.3f}): "
-                "a cost is missing from the model; do not use this time for a decision "
-                "(simulate(..., check_bounds=False) records it instead)",
-                bounds=b,
-            )
+        _bound_guard(r, res["bounds"], res["kernel_total_us"])
+
+
+def _bound_guard(rank: int, b: Bounds, total: float) -> None:
+    if b["violated"]:
+        raise BoundViolation(
+            f"rank {rank}: simulated {total:.3f} µs is below the {b['binding']} bound "
+            f"{b['lower_bound_us']:.3f} µs (compute {b['compute_us']:.3f}, bandwidth "
+            f"{b['bandwidth_us']:.3f} [{b['bandwidth_channel']}], dependency {b['dependency_us']:.3f}): "
+            "a cost is missing from the model; do not use this time for a decision "
+            "(simulate(..., check_bounds=False) records it instead)",
+            bounds=b,
+        )
 
 
 def _check_work_conservation(per_rank: dict[int, RankResult], policy: str) -> None:
     """:class:`WorkConservationViolation` for the first late-bound, checked pool (lowest rank,
     then pool order) that left avoidable idle beyond the tolerance."""
     for r, res in sorted(per_rank.items()):
-        idle = res["idle_decomposition"]
-        for st, d in idle["by_stage"].items():
-            if (
-                d["late_bound"]
-                and d["work_conservation_exempt"] is None
-                and d["avoidable_core_us"] > AVOIDABLE_TOL_CORE_US
-            ):
-                samples = [x for x in idle["samples"] if x["stage"] == st]
-                unit = "pipe-µs of its MTE2 load pipes" if st.endswith(":load") else "core-µs"
-                raise WorkConservationViolation(
-                    f"rank {r}: late-bound pool of stage {st!r} left {d['avoidable_core_us']:.3f} "
-                    f"{unit} idle while work for it was ready (policy {policy!r} declares "
-                    f"itself work-conserving; first at {samples[0]['from_us']:.3f} µs)"
-                    if samples
-                    else f"rank {r}: late-bound pool of stage {st!r} left "
-                    f"{d['avoidable_core_us']:.3f} {unit} idle while work for it was ready "
-                    f"(policy {policy!r} declares itself work-conserving)",
-                    samples=samples,
-                )
+        _conservation_guard(r, res["idle_decomposition"], policy)
+
+
+def _conservation_guard(rank: int, idle: IdleDecomposition, policy: str) -> None:
+    for st, d in idle["by_stage"].items():
+        if (
+            d["late_bound"]
+            and d["work_conservation_exempt"] is None
+            and d["avoidable_core_us"] > AVOIDABLE_TOL_CORE_US
+        ):
+            samples = [x for x in idle["samples"] if x["stage"] == st]
+            unit = "pipe-µs of its MTE2 load pipes" if st.endswith(":load") else "core-µs"
+            raise WorkConservationViolation(
+                f"rank {rank}: late-bound pool of stage {st!r} left {d['avoidable_core_us']:.3f} "
+                f"{unit} idle while work for it was ready (policy {policy!r} declares "
+                f"itself work-conserving; first at {samples[0]['from_us']:.3f} µs)"
+                if samples
+                else f"rank {rank}: late-bound pool of stage {st!r} left "
+                f"{d['avoidable_core_us']:.3f} {unit} idle while work for it was ready "
+                f"(policy {policy!r} declares itself work-conserving)",
+                samples=samples,
+            )
+
+
+def guard_schedule(
+    rg: RankGraph,
+    cfg: Config,
+    s: Schedule,
+    policy: str | None = None,
+    *,
+    check_bounds: bool = True,
+    check_work_conservation: bool = True,
+) -> None:
+    """Apply both guardrails to a schedule ``s`` of ``rg`` made by the greedy ``policy``
+    (default: the scenario's): :class:`BoundViolation` when its time (the end of its last
+    combine) is below a physical bound, :class:`WorkConservationViolation` when a checked
+    late-bound pool left avoidable idle and the policy declares itself work-conserving. For
+    schedules made outside :func:`simulate` (other policies of the gap report, the report page)."""
+    pol = make_policy(policy or cfg.scheduling)
+    total = s.end_us[_last_combine(rg, s)]
+    if check_bounds:
+        _bound_guard(rg.rank, judge_bounds(physical_bounds(rg, cfg), total), total)
+    if check_work_conservation and pol.work_conserving:
+        _conservation_guard(rg.rank, idle_decomposition(rg, s, total), pol.name)
+
+
+def schedule_rank(
+    scenario: Scenario,
+    rg: RankGraph,
+    policy: str | None = None,
+    *,
+    check_bounds: bool = True,
+    check_work_conservation: bool = True,
+) -> Schedule:
+    """The greedy schedule of one graph of ``build_graphs(scenario)`` with ``policy`` (default:
+    the scenario's), validated and checked by both guardrails (:func:`guard_schedule`): the
+    guarded way to schedule a built graph yourself."""
+    cfg = scenario.config
+    with gc_paused():
+        s = schedule(rg.graph, policy=policy or cfg.scheduling, normalize=False)
+        validate_schedule(rg.graph, s)
+        guard_schedule(
+            rg, cfg, s, policy, check_bounds=check_bounds, check_work_conservation=check_work_conservation
+        )
+    return s
 
 
 def _implementation_and_domain(scenario: Scenario) -> tuple[Implementation, Calibration]:

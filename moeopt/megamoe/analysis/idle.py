@@ -63,7 +63,8 @@ class _Pool:
     events: list[int]
     """indices (graph order) of the events that run on it"""
     late: bool
-    """its events bind to a member at dispatch time"""
+    """its events bind to a member at dispatch time (pinned events of a late-bound stage, such
+    as the URMA GETs issued in program order from one AIV1, are a pool of their own that is not)"""
     reported: bool = True
     """listed in ``by_stage`` (a pinned GMM stage's loads are judged in the MTE2 ledger only)"""
 
@@ -82,7 +83,10 @@ def idle_decomposition(
     idle member of its pool: that idle is what late binding could recover.
 
     Late-bound GMM stages are also judged on their load phases against the MTE2 pipes (pools
-    ``"gmm1:load"`` / ``"gmm2:load"``, in pipe-µs): the load is where a tile's core is chosen.
+    ``"gmm1:load"`` / ``"gmm2:load"``, in pipe-µs): the load is where a tile's core is chosen. A
+    late-bound stage's events that are pinned all the same (the URMA GETs and PUTs, issued in
+    program order from one AIV1) form a pool ``"<stage>:pinned"`` that is not late-bound: the
+    guardrail does not judge them, as it does not judge any statically pinned pool.
     """
     tab = table or Table.of(rg, s)
     busy_iv, by_stage = _busy_intervals(rg, tab)
@@ -148,11 +152,18 @@ def _busy_intervals(rg: RankGraph, tab: Table) -> tuple[dict[str, list[Interval]
 
 def _pools(rg: RankGraph, tab: Table, by_stage: dict[str, list[int]]) -> list[_Pool]:
     """One pool per stage; the GMM cube is judged on compute phases, and a late-bound GMM
-    stage's loads also on the MTE2 pipes."""
+    stage's loads also on the MTE2 pipes; a late-bound stage's pinned events are a pool apart."""
     events = tab.events
     pools: list[_Pool] = []
 
     def add(key: str, st: str, members: tuple[str, ...], idxs: list[int], late: bool) -> None:
+        if late:
+            # events of a late-bound stage that name a resource all the same (the URMA GETs and
+            # PUTs, issued in program order from one AIV1) are pinned: judged as a pinned pool
+            pinned = [i for i in idxs if not _has_placeholder(events[i].resources)]
+            if pinned:
+                pools.append(_Pool(f"{key}:pinned", st, members, pinned, False))
+                idxs = [i for i in idxs if _has_placeholder(events[i].resources)]
         pools.append(_Pool(key, st, members, idxs, late))
 
     for st, idxs in by_stage.items():
@@ -177,6 +188,10 @@ def _pools(rg: RankGraph, tab: Table, by_stage: dict[str, list[int]]) -> list[_P
         else:
             add(st, st, stage_members, idxs, late)
     return pools
+
+
+def _has_placeholder(resources: Sequence[str]) -> bool:
+    return any(r.endswith(":*") for r in resources)
 
 
 class _SpanCache:
