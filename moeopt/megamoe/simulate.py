@@ -10,8 +10,9 @@ it with :func:`guard_schedule`):
 * :class:`WorkConservationViolation` when a late-bound pool shows avoidable idle, except for
   statically pinned pools, stages colocated with their producer tile, and policies declaring
   ``work_conserving = False``;
-* route conservation (in :mod:`moeopt.megamoe.routing`) and the not-modelled checks of
-  :mod:`moeopt.megamoe.scenario` run before any graph is built.
+* route conservation (in :mod:`moeopt.megamoe.routing`), the not-modelled checks and the
+  buffer budgets of :mod:`moeopt.megamoe.scenario` run before any graph is built (the budget
+  that depends on the routing, the rows a rank receives, in :func:`build_graphs`).
 
 :func:`build_graphs` is the explicit opt-out: it returns the rank graphs without scheduling
 them, and a schedule made of them with the generic ``moeopt.schedule`` carries no guardrail.
@@ -56,6 +57,7 @@ from moeopt.megamoe.results import (
 )
 from moeopt.megamoe.routing import counts_matrix, routing_signature
 from moeopt.megamoe.scenario import Config, Scenario
+from moeopt.megamoe.scenario.resolve import check_routing_budgets
 from moeopt.registry import lookup
 
 AVOIDABLE_TOL_CORE_US = 1e-3
@@ -71,6 +73,8 @@ def build_graphs(scenario: Scenario) -> dict[int, tuple[RankGraph, list[int]]]:
     cfg = scenario.config
     w = scenario.workload
     counts = counts_matrix(w)
+    e = w.local_experts
+    check_routing_budgets(cfg, {r: int(counts[:, r * e : (r + 1) * e].sum()) for r in range(w.world)})
     groups: dict[Hashable, list[int]] = {}
     for r in range(w.world):
         groups.setdefault(routing_signature(counts, r, w.local_experts), []).append(r)

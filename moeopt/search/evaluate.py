@@ -3,8 +3,9 @@
 The order is the cheapest-first order a kernel engineer expects of an auto-tuner:
 
 1. constraints of the study file (pure arithmetic on the parameters);
-2. building every shape's scenario: a point the adapter rejects (tiles that do not fit L1,
-   misaligned sizes, links the implementation cannot express, values that are not modelled)
+2. building every shape's scenario: a point the adapter rejects (buffers that do not fit the
+   kernel's budgets, misaligned sizes, links the implementation cannot express, values that are
+   not modelled; the rows a rank receives beyond the kernel's window when its graph is built)
    is *infeasible*, with the adapter's message as the reason;
 3. the lower bound of each rank: the shape's physical bounds (compute / bandwidth / dependency
    chain, :func:`moeopt.megamoe.analysis.physical_bounds`) and the floors of the point's own event
