@@ -384,8 +384,8 @@ class CalibrationDomainEntry(TypedDict):
     """the implementation it was measured on"""
     compile_point: dict[str, int | str | bool]
     """the compile-point values it was measured at (only those that matter)"""
-    shape: dict[str, int]
-    """the shape values it was measured at (only those that matter)"""
+    shape: dict[str, int | list[int]]
+    """the shape values it was measured at, or `[lo, hi]` the range its measurements span"""
     topology: dict[str, int]
     """the topology it was measured on (only what matters)"""
     note: str

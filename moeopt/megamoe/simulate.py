@@ -43,13 +43,16 @@ from moeopt.megamoe.analysis import (
     physical_bounds,
 )
 from moeopt.megamoe.build import RankGraph
+from moeopt.megamoe.config.budgets import BUDGET_CONSTANTS, PROFILE_BUDGETS
+from moeopt.megamoe.config.implementation import IMPL, implementation_constants_used
 from moeopt.megamoe.config.profiles import IMPLEMENTATIONS
-from moeopt.megamoe.config.provenance import domain_check
+from moeopt.megamoe.config.provenance import Const, domain_check, record, recording
 from moeopt.megamoe.errors import BoundViolation, WorkConservationViolation
 from moeopt.megamoe.results import (
     Bounds,
     Calibration,
     CompilePoint,
+    ConstantEntry,
     IdleDecomposition,
     Implementation,
     RankResult,
@@ -63,7 +66,13 @@ from moeopt.registry import lookup
 AVOIDABLE_TOL_CORE_US = 1e-3
 
 
-def build_graphs(scenario: Scenario) -> dict[int, tuple[RankGraph, list[int]]]:
+class BuiltGraphs(dict[int, tuple[RankGraph, list[int]]]):
+    """``{representative rank: (graph, ranks)}``, and the constants the build read."""
+
+    constants_used: frozenset[str] = frozenset()
+
+
+def build_graphs(scenario: Scenario) -> BuiltGraphs:
     """One built graph per distinct routing signature: ``{representative rank: (graph, ranks)}``.
 
     **No guardrail**: these are the graphs only. Scheduling ``rg.graph`` with the generic
@@ -79,10 +88,14 @@ def build_graphs(scenario: Scenario) -> dict[int, tuple[RankGraph, list[int]]]:
     for r in range(w.world):
         groups.setdefault(routing_signature(counts, r, w.local_experts), []).append(r)
     builder = lookup("builder", cfg.builder)()
-    out = {}
-    for ranks in groups.values():
-        rep = ranks[0]
-        out[rep] = (builder(cfg, w.tokens, w.topk, w.world, counts, rep, w.shared_expert_num), ranks)
+    out = BuiltGraphs()
+    with recording() as used:
+        for ranks in groups.values():
+            rep = ranks[0]
+            out[rep] = (builder(cfg, w.tokens, w.topk, w.world, counts, rep, w.shared_expert_num), ranks)
+    out.constants_used = frozenset(used)
+    for name in used:  # into the run's own record, if one is being kept
+        record(name)
     return out
 
 
@@ -95,9 +108,7 @@ def simulate(
         return _simulate(scenario, check_bounds, check_work_conservation, validate, None)
 
 
-def simulate_built(
-    scenario: Scenario, graphs: dict[int, tuple[RankGraph, list[int]]], check_bounds: bool = True
-) -> SimulateResult:
+def simulate_built(scenario: Scenario, graphs: BuiltGraphs, check_bounds: bool = True) -> SimulateResult:
     """:func:`simulate` on graphs already built by ``build_graphs(scenario)`` (the search driver
     builds them once for the lower bound and reuses them here)."""
     with gc_paused():
@@ -115,8 +126,11 @@ def _simulate(
     assemble the result from the slowest rank's parts."""
     cfg = scenario.config
     policy = make_policy(cfg.scheduling)
-    built = build_graphs(scenario) if graphs is None else graphs
-    per_rank = _rank_results(built, cfg, validate)
+    with recording() as used:
+        built = build_graphs(scenario) if graphs is None else graphs
+        per_rank = _rank_results(built, cfg, validate)
+    if isinstance(built, BuiltGraphs):
+        used |= built.constants_used
     total = max(r["kernel_total_us"] for r in per_rank.values())
     slowest = min(r for r in per_rank if per_rank[r]["kernel_total_us"] == total)
     if check_bounds:
@@ -144,7 +158,7 @@ def _simulate(
         "policy": policy.name,
         "calibration": calibration,
         "out_of_domain": calibration["out_of_domain"],
-        "provenance": {name: c.as_dict() for name, c in sorted(cfg.constants.items())},
+        "provenance": _provenance(scenario, used),
         "simulated_ranks": sorted({v["ranks_sharing_signature"][0] for v in per_rank.values()}),
     }
 
@@ -307,6 +321,20 @@ def schedule_rank(
             rg, cfg, s, policy, check_bounds=check_bounds, check_work_conservation=check_work_conservation
         )
     return s
+
+
+def _provenance(scenario: Scenario, used: set[str]) -> dict[str, ConstantEntry]:
+    """The constants this run used, by name: the model constants read while it ran (and
+    ``l1_bytes``, read by the L1 rule every scenario passes), the implementation constants its
+    configuration uses, and the buffer budgets its profile's kernel is checked against."""
+    cfg = scenario.config
+    w = scenario.workload
+    consts: dict[str, Const] = {n: cfg.constants[n] for n in used | {"l1_bytes"} if n in cfg.constants}
+    consts.update(implementation_constants_used(cfg, w.tokens * w.topk))
+    rules = PROFILE_BUDGETS.get(cfg.profile, PROFILE_BUDGETS[None])
+    for name in rules.constants(cfg.quant):
+        consts[name] = BUDGET_CONSTANTS[name] if name in BUDGET_CONSTANTS else IMPL[name].const
+    return {name: c.as_dict() for name, c in sorted(consts.items())}
 
 
 def _implementation_and_domain(scenario: Scenario) -> tuple[Implementation, Calibration]:

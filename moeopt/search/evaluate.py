@@ -30,10 +30,9 @@ import numpy as np
 from moeopt.core.gcpause import gc_paused
 from moeopt.errors import MoeoptError
 from moeopt.megamoe.analysis import graph_floors, physical_bounds
-from moeopt.megamoe.build import RankGraph
 from moeopt.megamoe.errors import GuardrailError, ScenarioError
 from moeopt.megamoe.scenario import Scenario
-from moeopt.megamoe.simulate import build_graphs, simulate, simulate_built
+from moeopt.megamoe.simulate import BuiltGraphs, build_graphs, simulate, simulate_built
 from moeopt.search.config import ShapeSpec, StudyConfig
 from moeopt.search.metrics import TIME_METRICS, metric_value
 from moeopt.search.space import to_overrides, violated_constraint
@@ -89,7 +88,7 @@ def shape_scenarios(cfg: StudyConfig, shape: ShapeSpec, overrides: Mapping[str, 
     return [shape.scenario({**overrides, "workload.seed": s}) for s in cfg.objective.seeds]
 
 
-Graphs = dict[int, tuple[RankGraph, list[int]]]
+Graphs = BuiltGraphs
 
 
 def lower_bound_us(scenario: Scenario, graphs: Graphs | None = None) -> float:

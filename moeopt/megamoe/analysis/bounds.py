@@ -26,18 +26,9 @@ from __future__ import annotations
 
 from moeopt.megamoe.analysis.table import EPS
 from moeopt.megamoe.build import RankGraph
+from moeopt.megamoe.config.implementation import CUBE_M_ALIGN, ROW_PAD_BYTES, SCALE_BYTES
 from moeopt.megamoe.results import BoundKind, Bounds, Channel, FloorKind, Floors, GraphFloors, PhysicalBounds
 from moeopt.megamoe.scenario import Config
-
-CUBE_M_FRACTAL = 16
-"""spec: the cube works on 16-row fractals (int8 16x32x16, fp16 16x16x16; hardware.md §3), so a
-token's row costs the compute of 16 rows wherever it lands"""
-ROW_PAD_BYTES = 32
-"""impl: a dispatched int8 row is packed with its fp32 scale and pad to K + 32 bytes
-(dispatch.h@HEAD L25-31, hardware.md §2 Dispatch)"""
-SCALE_BYTES = 8
-"""impl: one uint64 per-channel scale per output column of a w8a8 GMM (pto_gmm_preload_async_fixpipe_quant.hpp
-L100-124, hardware.md §2 GMM)"""
 
 
 def physical_bounds(rg: RankGraph, cfg: Config) -> PhysicalBounds:
@@ -72,7 +63,7 @@ def dependency_chain_us(cfg: Config) -> float:
     orchestration.
 
     * dispatch: the token's row (``h + 32`` B int8 with scale and pad, ``2h`` bf16) arrives at
-      the fastest per-AIV rate: ``arrive = row / max(rates)``;
+      the fastest per-AIV rate (remote read, local, URMA GET with URMA): ``arrive = row / max(rates)``;
     * GMM1: every compute of the row needs the row, and a row costs a 16-row fractal over all
       ``hidden_dim`` columns and ``K = h``, spread over all ``n`` cube cores:
       ``c1 = 16 x hidden_dim x h / (n x cube rate)``; every B panel of the row's expert is
@@ -99,10 +90,10 @@ def dependency_chain_us(cfg: Config) -> float:
     scale = SCALE_BYTES if w8a8 else 0
     row = h + ROW_PAD_BYTES if w8a8 else 2 * h
     rates = [cfg.c("aiv_remote_read_bytes_per_us"), cfg.c("aiv_local_bytes_per_us")]
-    if "urma_get_bytes_per_us" in cfg.constants:
+    if cfg.topo_urma:
         rates.append(cfg.c("urma_get_bytes_per_us"))
     arrive = row / max(rates)
-    c1 = CUBE_M_FRACTAL * hd * h / (n * _cube_rate(cfg))
+    c1 = CUBE_M_ALIGN * hd * h / (n * _cube_rate(cfg))
     r = min(n * cfg.c("gm_l1_bytes_per_us"), cfg.c("hbm_bytes_per_us"))
     b1 = h * hd * bpe + hd * scale
     b2 = (hd // 2) * h * bpe + h * scale

@@ -74,14 +74,6 @@ BUDGET_CONSTANTS: dict[str, Const] = {
             f"{HW} §2 GMM: L0C=1, single L0C (utils/pto_gmm_preload_async_fixpipe_quant.hpp:158-173)",
         ),
         _c("l0c_element_bytes", 4, "B", "spec", f"{HW} §2 GMM: L0C 128 KiB = a 128 x 256 fp32 tile"),
-        _c(
-            "l1_scale_bytes",
-            8,
-            "B per column",
-            "impl",
-            f"{HW} §2 GMM: per-channel uint64 scale loaded GM->L1 per output tile, 2 KiB per stage at "
-            "tile_n 256 (utils/pto_gmm_preload_async_fixpipe_quant.hpp:100-124)",
-        ),
         _c("cube_k_fractal_int8", 32, "elements", "spec", f"{HW} §3: int8 cube 16x32x16"),
         _c("cube_k_fractal_fp16", 16, "elements", "spec", f"{HW} §3: fp16 cube 16x16x16"),
         _c(
@@ -144,11 +136,13 @@ class BudgetSet:
     k_align: bool = False
     max_output_rows: bool = False
 
-    def constants(self) -> list[str]:
-        """The budget constants these rules read (``l1_bytes`` is a profile constant)."""
+    def constants(self, quant: str = "w8a8") -> list[str]:
+        """The constants these rules read: budget constants, and ``scale_bytes`` of
+        :mod:`~moeopt.megamoe.config.implementation` (``l1_bytes`` is a profile constant)."""
         names: list[str] = []
-        if self.l1_scales:
-            names.append("l1_scale_bytes")
+        fractal = "cube_k_fractal_int8" if quant == "w8a8" else "cube_k_fractal_fp16"
+        if self.l1_scales and quant == "w8a8":
+            names.append("scale_bytes")
         if self.l0:
             names += [
                 "l0a_bytes",
@@ -158,15 +152,14 @@ class BudgetSet:
                 "l0b_buffers",
                 "l0c_buffers",
                 "l0c_element_bytes",
-                "cube_k_fractal_int8",
-                "cube_k_fractal_fp16",
+                fractal,
             ]
         if self.ub_dispatch:
             names += ["dispatch_ub_budget_bytes", "dispatch_ub_buffers", "ub_align_bytes"]
         if self.front:
             names += ["sort_loop_max_routes", "full_load_max_k", "ub_bytes", "ub_align_bytes"]
         if self.k_align:
-            names += ["cube_k_fractal_int8", "cube_k_fractal_fp16"]
+            names.append(fractal)
         if self.max_output_rows:
             names.append("max_output_rows")
         return sorted(set(names))

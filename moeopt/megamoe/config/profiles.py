@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from moeopt.megamoe.config.calibration import PTO_A2A3_DOMAIN, fit_pto_a2a3
+from moeopt.megamoe.config.implementation import COMBINE_SMALL_MAX_ROUTES
 from moeopt.megamoe.config.provenance import CalibrationDomain, Const
 
 HW = "../shared/hardware.md"
@@ -190,10 +191,19 @@ A35 = f"{HW} §5 (recursion-ascend/cost-model README)"
 A8W8_DOMAIN = CalibrationDomain(
     id="megamoe-a8w8/arch35/28core",
     implementation="megamoe-a8w8.wave",
-    compile_point={"quant": "w8a8"},
-    shape={},
+    # hardware.md §5: GMM1 tiles of m = 256 rows (bs128 / bs8192, one m-group = 256 rows); the
+    # tile_n 256 of the README's example configuration
+    compile_point={"quant": "w8a8", "tile_m": 256, "tile_n": 256},
+    # hardware.md §5: GMM1 tile times at batch 36, 128 and 8192 tokens; the README's runs are
+    # labelled h5120_i4608 (h 5120, hidden_dim 9216)
+    shape={"tokens": (36, 8192), "h": 5120, "hidden_dim": 9216},
     topology={"aic_num": 28},
-    note="single-point calibrations of the seed-000 implementation (hardware.md §5)",
+    note=(
+        "hardware.md §5 (recursion-ascend/cost-model README): single-point calibrations of the arch35 "
+        "wave kernel on the 28 usable cube cores of one card, GMM1 tiles of 256 rows at batch 36, 128 "
+        "and 8192 tokens, runs labelled h5120_i4608; topK, ranks and experts per rank of the runs are "
+        "not documented, so they are not limited"
+    ),
 )
 
 
@@ -385,8 +395,8 @@ PROFILE_DEFAULTS: dict[str, dict[str, Any]] = {
             "tile_n": 256,
             "tile_k": 512,
             "swiglu_segments": "kernel_rule",
-            # combine.h@2d9d4288 L30, L73-85: DirectSmall (per GMM2 tile) iff M x topK <= 4096
-            "combine_small_max_routes": 4096,
+            # DirectSmall (per GMM2 tile) iff M x topK <= 4096 (impl: combine.h@2d9d4288:30,73-85)
+            "combine_small_max_routes": COMBINE_SMALL_MAX_ROUTES,
         },
         "options": {"combine_granularity": "auto"},
     },

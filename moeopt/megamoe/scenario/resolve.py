@@ -15,7 +15,7 @@ from types import MappingProxyType
 from typing import Any
 
 from moeopt.megamoe.config.budgets import PROFILE_BUDGETS, align, budget, front_reorder_path
-from moeopt.megamoe.config.implementation import DISPATCH_BATCH_ROWS
+from moeopt.megamoe.config.implementation import DISPATCH_BATCH_ROWS, ROW_PAD_BYTES, SCALE_BYTES
 from moeopt.megamoe.config.profiles import (
     CONSTANTS,
     GLOBAL_DEFAULTS,
@@ -165,7 +165,7 @@ def _buffer_rules(s: Scenario, raw: Table, consts: Mapping[str, Const], aic: int
     tm, tn, tk, stages = kern["tile_m"], kern["tile_n"], kern["tile_k"], kern["l1_stages"]
     who = f"the {s.profile} kernel"
     if rules.l1_scales:
-        scale = int(budget("l1_scale_bytes")) if w8a8 else 0
+        scale = SCALE_BYTES if w8a8 else 0
         stage = (tm + tn) * tk * bpe + tn * scale
         l1 = int(consts["l1_bytes"].value)
         if stage * stages > l1:
@@ -208,7 +208,7 @@ def _buffer_rules(s: Scenario, raw: Table, consts: Mapping[str, Const], aic: int
                 )
     if rules.ub_dispatch:
         a = int(budget("ub_align_bytes"))
-        row = align(s.h + 32 if w8a8 else 2 * s.h, a)
+        row = align(s.h + ROW_PAD_BYTES if w8a8 else 2 * s.h, a)
         tile = DISPATCH_BATCH_ROWS * row
         need = int(budget("dispatch_ub_buffers")) * tile
         cap = int(budget("dispatch_ub_budget_bytes"))

@@ -17,7 +17,7 @@ from typing import Any
 
 from moeopt.fields import Fields
 from moeopt.megamoe.config.profiles import CONSTANTS, PROFILES
-from moeopt.megamoe.config.provenance import Const
+from moeopt.megamoe.config.provenance import Const, RecordingValues, record
 from moeopt.megamoe.errors import NotModelledError, ScenarioError
 from moeopt.plain import plain
 
@@ -651,7 +651,13 @@ class Config:
     constants: Mapping[str, Const]
 
     def c(self, name: str) -> float:
+        """The value of constant ``name`` (noted as used by the run that reads it)."""
+        record(name)
         return self.constants[name].value
+
+    def constant_values(self) -> Mapping[str, float]:
+        """Every constant's value by name, noting each one read (what the builder reads)."""
+        return RecordingValues(self.constants)
 
     def link(self, producer: str, consumer: str) -> LinkCfg:
         return self.links[(producer, consumer)]
