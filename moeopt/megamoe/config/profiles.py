@@ -53,6 +53,13 @@ CONSTANTS: dict[str, tuple[str, str]] = {
     "bw_unit_bytes_per_us": ("B/µs", "quantum of the bandwidth semaphores"),
 }
 
+NOT_CALIBRATION: dict[str, str] = {
+    "l1_bytes": "a buffer size: a hardware capacity, not a calibrated rate or latency",
+    "bw_unit_bytes_per_us": "the model's bandwidth quantum: a resolution of the model, not of the hardware",
+}
+"""Constants that are not calibration uncertainties: sensitivity never perturbs them (moving a
+capacity makes tiles fit or not, every variant at once)."""
+
 _A3_SPEC = {
     "cube_mac_per_us_int8": Const(
         "cube_mac_per_us_int8",
