@@ -29,13 +29,15 @@ def test_a8w8_domain_has_shape_limits():
     """Item 8: the megamoe-a8w8 domain had no shape limits, so tokens 4096, h 2048, hidden_dim
     1024 reported "inside domain"; its measurements (hardware.md §5) were at h 5120 /
     hidden_dim 9216, batch 36..8192, 28 cube cores, 256-row tiles."""
-    far = mm.simulate(
+    from moeopt.megamoe.simulate import _implementation_and_domain  # what simulate reports
+
+    _impl, far = _implementation_and_domain(
         mm.load_scenario(BS72, {"workload.tokens": 4096, "h": 2048, "hidden_dim": 1024})
     )
     assert far["out_of_domain"]
-    assert "shape h = 2048, calibrated at 5120" in far["calibration"]["reasons"]
-    many = mm.simulate(mm.load_scenario(BS72, {"workload.tokens": 9000}))
-    assert "shape tokens = 9000, calibrated over 36..8192" in many["calibration"]["reasons"]
+    assert "shape h = 2048, calibrated at 5120" in far["reasons"]
+    _impl, many = _implementation_and_domain(mm.load_scenario(BS72, {"workload.tokens": 9000}))
+    assert "shape tokens = 9000, calibrated over 36..8192" in many["reasons"]
     assert not mm.simulate(mm.load_scenario(BS72))["out_of_domain"]  # the seed's bs = 72 example
     for d in (A8W8_DOMAIN, PTO_A2A3_DOMAIN):
         assert d.shape, d.id
