@@ -21,7 +21,7 @@ from moeopt.cli.gap import GAP
 from moeopt.cli.golden import GOLDEN
 from moeopt.cli.report import REPORT, TRACE, TRACE_COMPARE
 from moeopt.cli.simulate import SIMULATE
-from moeopt.cli.trust import AUDIT, COMPARE, DOMAIN
+from moeopt.cli.trust import AUDIT, COMPARE, CONSERVING, DOMAIN
 from moeopt.errors import MoeoptError
 from moeopt.search.__main__ import HELP as SEARCH_HELP
 from moeopt.search.__main__ import add_arguments as search_arguments
@@ -40,6 +40,7 @@ COMMANDS: dict[str, Command] = {
     "compare": COMPARE,
     "audit": AUDIT,
     "domain": DOMAIN,
+    "conserving": CONSERVING,
     "fidelity": FIDELITY,
 }
 

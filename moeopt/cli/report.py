@@ -6,7 +6,8 @@
     per resource, idle decomposition per stage, stage busy time, traffic, the critical path's
     largest waits, the calibration domain, and a Gantt chart of one rank (default: the slowest)
     with one row per core and role, coloured by stage, wait attribution on hover. ``--policy``
-    stacks the same graph scheduled by other greedy policies under it; ``--exact S`` stacks the
+    stacks the same graph scheduled by other greedy policies under it (each simulated like the
+    scenario's own, so the guardrails judge it); ``--exact S`` stacks the
     CP-SAT schedule found within S seconds (hinted with the greedy one). Exit 0, 1 when a
     guardrail fired (the page is not written), 2 for bad input.
 
@@ -42,7 +43,6 @@ from moeopt.cli.common import Command, add_json_argument, add_set_argument, out,
 from moeopt.core.events import EventGraph
 from moeopt.core.policies import make_policy
 from moeopt.core.schedule import Schedule
-from moeopt.core.scheduler import schedule as greedy_schedule
 from moeopt.errors import InputError
 from moeopt.megamoe.errors import GuardrailError
 from moeopt.megamoe.results import SimulateResult
@@ -120,16 +120,20 @@ def _report_run(args: argparse.Namespace) -> int:
     for p in args.policy:
         make_policy(p)
     src = args.file + (f"  (--set {', '.join(args.set)})" if args.set else "")
-    path = write_report(
-        _output(args, ".html"),
-        scenario,
-        result=r,
-        rank=args.rank,
-        policies=args.policy,
-        exact_time_limit_s=args.exact,
-        title=args.title or f"moeopt report: {Path(args.file).name}",
-        source=src,
-    )
+    try:
+        path = write_report(
+            _output(args, ".html"),
+            scenario,
+            result=r,
+            rank=args.rank,
+            policies=args.policy,
+            exact_time_limit_s=args.exact,
+            title=args.title or f"moeopt report: {Path(args.file).name}",
+            source=src,
+        )
+    except GuardrailError as exc:  # another policy's schedule (--policy) stopped by a guardrail
+        out(f"error: {args.file}: guardrail {type(exc).__name__}: {exc}", err=True)
+        return 1
     rk = pick_rank(r, args.rank)
     out(
         f"wrote {path} ({path.stat().st_size / 1e6:.2f} MB): rank {rk}, "
@@ -159,15 +163,16 @@ def _trace_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def _schedule_of(args: argparse.Namespace) -> tuple[Schedule, EventGraph, int, SimulateResult] | None:
+    if getattr(args, "policy", None):
+        # another policy is simulated like the scenario's own, so both guardrails judge it
+        make_policy(args.policy)  # an unknown name fails here with the known names
+        args.set = [*(args.set or []), f"policy.scheduling={make_policy(args.policy).name}"]
     _scenario, r = _simulated(args)
     if r is None:
         return None
     rk = pick_rank(r, args.rank)
     rr = r["rank_results"][rk]
-    s = rr["schedule"]
-    if getattr(args, "policy", None):
-        s = greedy_schedule(rr["graph"], policy=args.policy, normalize=False)
-    return s, rr["graph"], rk, r
+    return rr["schedule"], rr["graph"], rk, r
 
 
 def _trace_run(args: argparse.Namespace) -> int:

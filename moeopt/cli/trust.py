@@ -1,4 +1,4 @@
-"""The trust-tool subcommands of ``python -m moeopt``: ``compare``, ``audit``, ``domain``.
+"""The trust-tool subcommands of ``python -m moeopt``: ``compare``, ``audit``, ``domain``, ``conserving``.
 
 ``compare SCENARIO VARIANTS.yaml [--exact] [--sensitivity] [--json PATH]``
     The design-space table of :func:`~moeopt.trust.compare.compare_variants`; the YAML file
@@ -12,6 +12,10 @@
 
 ``domain SCENARIO``
     Which constants the scenario uses outside the domain they were measured in.
+
+``conserving [SCENARIO ...] [--only NAME ...]``
+    Work conservation with every pool late-bound (:mod:`moeopt.trust.conserving`): the given
+    scenarios, or every golden configuration; exit 1 on any violation.
 
 Exit codes: 0 ok, 1 the baseline was stopped by a guardrail, 2 bad input.
 """
@@ -264,4 +268,45 @@ DOMAIN: Command = (
     "which calibrated constants this scenario uses outside the domain they were measured in",
     _domain_arguments,
     _domain_run,
+)
+
+
+# --------------------------------------------------------------------------- conserving
+def _conserving_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "scenarios",
+        nargs="*",
+        metavar="SCENARIO",
+        help="scenario TOML files (default: every golden configuration)",
+    )
+    add_set_argument(p)
+    p.add_argument("--only", nargs="+", metavar="NAME", help="only these golden configurations")
+
+
+def _conserving_run(args: argparse.Namespace) -> int:
+    from moeopt.cli.common import out
+    from moeopt.trust import golden
+    from moeopt.trust.conserving import check_conserving, format_check, format_summary, golden_sweep
+
+    if args.scenarios:
+        if args.only:
+            raise InputError("--only selects golden configurations; it does not apply to scenario files")
+        checks = []
+        for path in args.scenarios:
+            c = check_conserving(load_scenario(path, parse_sets(args.set)), path)
+            out(format_check(c))
+            checks.append(c)
+    else:
+        if args.set:
+            raise InputError("--set applies to scenario files; the golden configurations are fixed")
+        configs = golden.select(golden.default_configs(), args.only)
+        checks = golden_sweep(configs, progress=lambda c: out(format_check(c)))
+    out(format_summary(checks))
+    return 1 if any(c.violated for c in checks) else 0
+
+
+CONSERVING: Command = (
+    "work conservation with every pool late-bound: the given scenarios, or every golden configuration",
+    _conserving_arguments,
+    _conserving_run,
 )

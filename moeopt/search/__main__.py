@@ -162,6 +162,10 @@ def _print_result(r: Any, out: TextIO | None = None) -> None:
         line = f"best {metric} = {r.best_value:.3f} (trial {r.best_trial})"
         if r.baseline_value is not None and r.delta_pct is not None:
             line += f"; baseline {r.baseline_value:.3f}, {r.delta_pct:+.2f}%"
+            noise = s["best"].get("noise_pct") or {}
+            worst = max(noise.values(), default=None)
+            if worst is not None and len(noise) == 1 and r.delta_pct != 0 and abs(r.delta_pct) < worst:
+                line += f" (within the measured scheduling-anomaly noise {worst:.2f}%)"
         put(line)
         put("best params: " + ", ".join(f"{k}={v}" for k, v in r.best_params.items()))
         if s["best"]["reproduced"] is False:

@@ -22,12 +22,13 @@ from typing import Any
 import optuna
 from optuna.trial import FrozenTrial, TrialState
 
+from moeopt.errors import MoeoptError
 from moeopt.megamoe.scenario import load_scenario
 from moeopt.megamoe.simulate import simulate
 from moeopt.plain import jsonable
 from moeopt.search import exactgap, tomlw
 from moeopt.search.config import StudyConfig
-from moeopt.search.metrics import EXACT_METRICS, metric_value
+from moeopt.search.metrics import EXACT_METRICS, TIME_METRICS, metric_value
 from moeopt.search.space import to_overrides
 from moeopt.search.storage import StorageSpec
 from moeopt.search.trials import (
@@ -157,6 +158,7 @@ def write_outputs(
             gap = _gap(cfg, best_runs)
             if gap.get("available"):
                 _store_gap(cfg, study, best.number, gap)
+        best_info["noise_pct"] = _noise(cfg, best_runs)
 
     states = collections.Counter(t.state.name for t in trials)
     kinds = collections.Counter(attrs(t).get("kind", "?") for t in trials if t.state != TrialState.COMPLETE)
@@ -323,6 +325,28 @@ def _store_gap(cfg: StudyConfig, study: optuna.Study, best: int, gap: Mapping[st
         GAP_ATTR,
         {"trial": best, "exact": _exact_key(cfg), "gap": jsonable(dict(gap), nonfinite="null")},
     )
+
+
+def _noise(cfg: StudyConfig, runs: Mapping[str, Any]) -> dict[str, float] | None:
+    """Per shape, the scheduling-anomaly noise of the best point against the baseline, measured
+    as ``python -m moeopt compare`` measures it (:func:`moeopt.trust.compare.anomaly_pct`: the
+    largest |Δ%| of the time when one critical-path input of the baseline or the best point is
+    made 0.01 µs longer); ``None`` when the objective is not a kernel time."""
+    if cfg.objective.metric not in TIME_METRICS:
+        return None
+    from moeopt.trust.compare import anomaly_pct
+
+    out: dict[str, float] = {}
+    for shape in cfg.shapes:
+        r = runs.get(shape.name)
+        if r is None:
+            continue
+        try:
+            base = simulate(shape.scenario({}))
+            out[shape.name] = max(anomaly_pct(r), anomaly_pct(base))
+        except MoeoptError:  # the baseline may be refused or stopped: no Δ to judge then
+            continue
+    return out
 
 
 def _gap(cfg: StudyConfig, runs: Mapping[str, Any]) -> dict[str, Any]:

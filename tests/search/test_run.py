@@ -89,16 +89,18 @@ def test_lower_bound_prunes_without_scheduling_and_counts_it(tiny, tmp_path):
     trials = _trials(tmp_path / "lb", "tiny")
     pruned = [t for t in trials if t.state == optuna.trial.TrialState.PRUNED]
     assert pruned
-    assert all(t.params["aic_num"] == 4 for t in pruned)
+    # every 4-core point is pruned; a 28-core point may be too, by the floors of its own graph
+    # (tile_m 128 loads more per MTE2 pipe than the best time)
+    assert all(t in pruned for t in trials if t.params["aic_num"] == 4)
     for t in pruned:
         a = t.user_attrs["moeopt"]
         assert a["kind"] == "lower_bound"
         assert a["lower_bound_us"] >= r.best_value
-        assert a["reason"].startswith("physical lower bound")
+        assert a["reason"].startswith("lower bound")
         # soundness: the real time of the pruned point is at least its bound
         sc = m.load_scenario(
             tmp_path / "lb" / "best.toml",
-            overrides={"aic_num": 4, **{"kernel.tile_m": t.params["kernel.tile_m"]}},
+            overrides={"aic_num": t.params["aic_num"], "kernel.tile_m": t.params["kernel.tile_m"]},
         )
         assert m.simulate(sc)["kernel_total_us"] >= a["lower_bound_us"]
     assert r.summary["pruned"]["lower_bound"] == len(pruned)

@@ -22,8 +22,7 @@ from moeopt.megamoe.build.handoff import CombineOut, Gmm2Out
 from moeopt.megamoe.build.plan import ExpertPlan, RankPlan
 from moeopt.megamoe.build.streams import queue_units, stream_rate
 from moeopt.megamoe.build.urma import urma_batch
-
-COMBINE_LANES = 2  # impl: kCombineLargeLanesPerRank = 2 (combine.h@2d9d4288 L27-28)
+from moeopt.megamoe.config.implementation import COMBINE_LANES  # impl: combine.h@2d9d4288:27-28
 
 RowsBySrc = tuple[tuple[int, int], ...]  # (source rank, rows)
 

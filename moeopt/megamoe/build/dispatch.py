@@ -16,8 +16,7 @@ from moeopt.megamoe.build.handoff import DispatchOut
 from moeopt.megamoe.build.plan import ExpertPlan, RankPlan
 from moeopt.megamoe.build.streams import stream_rate
 from moeopt.megamoe.build.urma import urma_batch
-
-DISPATCH_BATCH_ROWS = 2  # impl: kDispatchGatherUbMoveNum = 2 (dispatch.h@HEAD L25-31)
+from moeopt.megamoe.config.implementation import DISPATCH_BATCH_ROWS  # impl: dispatch.h@HEAD:25-31
 
 Segment = tuple[int, int]  # (expert index, source rank)
 
