@@ -81,9 +81,10 @@ def segment_us(ctx: BuildContext, remote: bool, n_rows: int, rate: float) -> flo
 
     ``rate`` is the stream's (:func:`~moeopt.megamoe.build.streams.stream_rate`): the per-stream
     ``aiv_remote_read_bytes_per_us``, or its fair share of ``remote_in_bytes_per_us`` when more
-    sources than the link serves at full rate run together; the local source is read through the
-    same window path (dispatch.h: ``TLOAD`` from ``srcRank.remoteWindow.offsetA`` for every
-    source rank, this one included) at the per-stream rate.
+    sources than the link serves at full rate run together; this rank's own source at
+    ``aiv_local_bytes_per_us`` (pto-a2a3: the kernel reads it through the same window path,
+    dispatch.h ``TLOAD`` from ``srcRank.remoteWindow.offsetA`` for every source rank, so the
+    profile sets it to the per-stream rate; megamoe-a8w8: its measured local segment).
 
     Provenance (config/profiles.py): ``dispatch_call_us`` measured on arch35 (hardware.md §5;
     pto-a2a3 borrows it, assumed); ``remote_latency_us`` assumed (a few HCCS round trips);

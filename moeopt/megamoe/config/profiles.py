@@ -229,7 +229,8 @@ def _pto_constants() -> dict[str, Const]:
         "assumed",
         "no measurement of a stream to this rank's own window; the kernel takes the same window path "
         "for its own source rank as for the others (dispatch.h TLOAD / combine.h TSTORE on "
-        "peer[srcRank] for every srcRank), so it is set to the per-stream write-back rate fitted at §1b",
+        "peer[srcRank] for every srcRank), so it is set to a per-stream rate fitted at §1b (the "
+        "write-back's: one constant serves both directions; the read rate is 6% lower)",
     )
     out["hbm_bytes_per_us"] = Const(
         "hbm_bytes_per_us",
