@@ -109,6 +109,8 @@ KNOB_DOCS: dict[str, str] = {
     "phase 1",
     "options.gmm1_small_m_rebalance": "cut a one-M-tile GMM1 expert into one N slice per core (V1's small-M "
     "rule)",
+    "options.orchestration": "waves of m-groups stage by stage, or the URMA kernel's layered macro waves "
+    "(ranges of whole experts, each received, computed and combined in turn; needs kernel.topo_urma)",
     "options.event_granularity.*": "units of this stage packed into one event",
     "options.roles.*": "vector role running this stage",
     "options.core_groups.*": "core group of this stage",

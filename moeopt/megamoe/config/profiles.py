@@ -423,6 +423,7 @@ GLOBAL_DEFAULTS: dict[str, Any] = {
         "unpermute": "rank_barrier",
         "unpermute_ready_experts": 13,
         "gmm1_small_m_rebalance": False,
+        "orchestration": "waves",
     },
 }
 

@@ -285,7 +285,9 @@ OPTION_FIELDS = (
     "unpermute",
     "unpermute_ready_experts",
     "gmm1_small_m_rebalance",
+    "orchestration",
 )
+ORCHESTRATIONS = ("waves", "layered")
 SYNC_PROTOCOLS = ("hardware_flags", "software_epochs")
 CORE_CURSORS = ("per_stage", "across_stages")
 UNPERMUTE_MODES = ("rank_barrier", "two_phase")
@@ -330,6 +332,10 @@ class Options:
       reaches before phase 1 starts.
     * ``gmm1_small_m_rebalance``: cut a GMM1 expert with one M-tile and fewer tiles than cores
       into one N slice per core (32-column units).
+    * ``orchestration``: ``waves`` (GMM1 waves of m-groups, then GMM2 waves, each stage over all
+      its waves) or ``layered`` (the URMA kernel's macro waves: ranges of whole experts, each
+      received, computed through GMM1 and GMM2 and combined before the next; needs
+      ``kernel.topo_urma``).
     """
 
     links: tuple[Link, ...] | None = None
@@ -350,6 +356,7 @@ class Options:
     unpermute: str | None = None
     unpermute_ready_experts: int | None = None
     gmm1_small_m_rebalance: bool | None = None
+    orchestration: str | None = None
 
     def __post_init__(self) -> None:
         o = "options"
@@ -423,6 +430,8 @@ class Options:
                     raise unknown_key(f"{o}.roles", st, VECTOR_STAGES)
                 check_choice(f"{o}.roles.{st}", role, ("AIV0", "AIV1", "AIV"))
             object.__setattr__(self, "roles", MappingProxyType(dict(self.roles)))
+        if self.orchestration is not None:
+            check_choice(f"{o}.orchestration", self.orchestration, ORCHESTRATIONS)
 
     def _check_v1_knobs(self, o: str) -> None:
         """The orchestration knobs that reach the V1 kernel from the baseline (one rule each)."""
@@ -711,6 +720,7 @@ class Config:
     unpermute: str
     unpermute_ready_experts: int
     gmm1_small_m_rebalance: bool
+    orchestration: str  # waves or layered (the URMA kernel's macro waves of whole experts)
     routing: str  # the workload's routing mode (the two-phase unpermute reads token-level routing)
     constants: Mapping[str, Const]
 
