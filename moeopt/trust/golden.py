@@ -215,6 +215,27 @@ DEFAULT_CONFIGS: list[tuple[str, str, dict[str, Any], bool]] = [
         {"options.links": [{"producer": "gmm1", "consumer": "activation", **_ONCHIP, "depth": 2}]},
         True,
     ),
+    # the URMA kernel's layered orchestration: one macro wave at bs = 72 (432 routes <= 1024), two
+    # at 512 tokens (3 experts of 1024 rows: the latency count), three at 1024 tokens on 2 ranks
+    # (3 experts of 2048 rows: the throughput count, at most one wave per expert)
+    ("bs72.urma.layered", "bs72", {"kernel.topo_urma": True, "options.orchestration": "layered"}, True),
+    (
+        "bs72.urma.layered.t512",
+        "bs72",
+        {"kernel.topo_urma": True, "options.orchestration": "layered", "workload.tokens": 512},
+        True,
+    ),
+    (
+        "bs72.urma.layered.t1024_w2",
+        "bs72",
+        {
+            "kernel.topo_urma": True,
+            "options.orchestration": "layered",
+            "workload.tokens": 1024,
+            "workload.world": 2,
+        },
+        True,
+    ),
 ]
 
 
