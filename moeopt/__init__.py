@@ -30,6 +30,7 @@ from moeopt.core import (
 from moeopt.errors import GraphError, InputError, MoeoptError, ScheduleError, SchedulingError
 from moeopt.megamoe import (
     BoundViolation,
+    ContractError,
     NotModelledError,
     RouteConservationError,
     Scenario,
@@ -83,6 +84,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "BoundViolation",
+    "ContractError",
     "CriticalPathFirst",
     "EarliestStart",
     "Event",

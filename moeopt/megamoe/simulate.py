@@ -9,7 +9,11 @@ Guardrails live here so that no entry point bypasses them:
   statically pinned pools, stages colocated with their producer tile, and policies declaring
   ``work_conserving = False``;
 * route conservation (in :mod:`moeopt.megamoe.routing`) and the not-modelled checks of
-  :mod:`moeopt.megamoe.scenario` run before any graph is built.
+  :mod:`moeopt.megamoe.scenario` run before any graph is built;
+* the grouped-GEMM contract (:mod:`moeopt.megamoe.contract`) is checked on every rank graph as
+  it is built (:func:`~moeopt.megamoe.build.implementation.checked_contract`):
+  :class:`~moeopt.megamoe.contract.ContractError` when the tables or the builder's M-blocks
+  disagree with the kernel's addressing.
 """
 
 from __future__ import annotations

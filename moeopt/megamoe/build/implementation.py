@@ -43,7 +43,7 @@ from moeopt.megamoe.build.sync import (
     software_epochs,
     wire_stage_barriers,
 )
-from moeopt.megamoe.contract import contract_from_sizes
+from moeopt.megamoe.contract import GroupedGemmContract, check_rank, contract_from_sizes
 from moeopt.megamoe.scenario import Config, CoreGroup
 
 HeadStage = Callable[[BuildContext, Emitter], str]
@@ -170,6 +170,7 @@ def compose(
         bpe=1 if w8a8 else 2,
     )
     plan = plan_rank(cfg, rows, tokens, rank, world, shared_experts, topk)
+    contract = checked_contract(cfg, plan)
     em = Emitter(rank, cfg.bandwidth_contention, cfg.c("bw_unit_bytes_per_us"))
     for channel in ("hbm", "remote_in", "remote_out"):  # aggregate bandwidth of the rank
         em.bandwidth(channel, cfg.c(f"{channel}_bytes_per_us"))
@@ -196,9 +197,7 @@ def compose(
         rank=rank,
         graph=graph,
         experts=list(plan.experts),
-        contract=contract_from_sizes(
-            [ex.rows for ex in plan.experts if not ex.shared], cfg.tile_m, cfg.tile_m
-        ),
+        contract=contract,
         stage_members=dict(ctx.layout.members),
         late_stages=set(ctx.layout.late),
         colocated_stages={
@@ -218,6 +217,26 @@ def compose(
         paths={"front_reorder": front_path(ctx)[0], "combine": COMBINE_PATHS[combine_mode(ctx)]},
         dropped_semaphores=dropped,
     )
+
+
+def checked_contract(cfg: Config, plan: RankPlan) -> GroupedGemmContract:
+    """The rank's grouped-GEMM tables (its local experts' rows, blocks of ``tile_m`` rows), after
+    the contract's self-checks and the check that the plan's GMM tiles compute exactly the blocks
+    the kernel addresses (:func:`~moeopt.megamoe.contract.check_rank`; a failure is a
+    :class:`~moeopt.megamoe.contract.ContractError`). Experts with the same tile walks share one
+    list of blocks."""
+    local = [ex for ex in plan.experts if not ex.shared]
+    contract = contract_from_sizes([ex.rows for ex in local], cfg.tile_m, cfg.tile_m)
+    memo: dict[tuple[int, int], list[tuple[int, int, int]]] = {}
+    blocks = []
+    for ex in local:
+        key = (id(ex.g1_tiles), id(ex.g2_tiles))
+        got = memo.get(key)
+        if got is None:
+            got = memo[key] = sorted({(t.mb, t.m0, t.m1) for t in (*ex.g1_tiles, *ex.g2_tiles)})
+        blocks.append(got)
+    check_rank(contract, blocks)
+    return contract
 
 
 def algorithmic_bytes(ctx: BuildContext, plan: RankPlan) -> tuple[float, float, float]:

@@ -68,6 +68,7 @@ from moeopt.megamoe.build.handoff import (
 )
 from moeopt.megamoe.build.plan import ExpertPlan, Item, RankPlan
 from moeopt.megamoe.build.urma import urma_batch
+from moeopt.megamoe.contract import ContractError
 from moeopt.registry import lookup
 
 # impl: DISPATCH_RECEIVE_BATCH_TOKEN_CAPACITY = L1_TILE_M_256, the rows one batched receive (and
@@ -154,13 +155,13 @@ def build_layered_receive(ctx: BuildContext, em: Emitter, plan: RankPlan, head: 
                 carried(name, res, batch)
         events.append(tuple(names))
         owners.append(tuple(owns))
-    for ex in plan.experts:  # every m-block's rows arrive exactly once
+    for ex in plan.experts:  # every block's rows arrive exactly once (the kernel's block_token rows)
         for mb in range(-(-ex.rows // tm)) if not ex.shared else ():
             want = min(tm, ex.rows - mb * tm)
             if got_rows.get((ex.index, mb), 0) != want:
-                raise AssertionError(
-                    f"layered receive: expert {ex.index} m-block {mb} receives "
-                    f"{got_rows.get((ex.index, mb), 0)} rows, expected {want}"
+                raise ContractError(
+                    f"expert {ex.index}: the layered receive brings {got_rows.get((ex.index, mb), 0)} rows "
+                    f"into M-block {mb}; the kernel addresses {want} rows there"
                 )
     ready = {key: em.flag(f"d2c.e{key[0]}.m{key[1]}", evs) for key, evs in carriers.items()}
     return DispatchOut((), tuple(events), ready, tuple(owners))
