@@ -32,6 +32,7 @@ from moeopt.megamoe.planning import Tile
 from moeopt.registry import lookup
 
 CUBE_M_ALIGN = 16  # spec: cube fractal M = 16 rows (int8 16x32x16, fp16 16x16x16)
+GM_BURST_ALIGN = 512  # spec: GM address alignment for full MTE2 read bandwidth (CANN Ascend C best practices)
 
 # (tile rows, tile cols, A resident in L1, B resident in L1, A read before, B read before)
 CostKey = tuple[int, int, bool, bool, bool, bool]
@@ -336,7 +337,11 @@ class TileCosts:
     ``min(L, C)``, which the tile's data-ready edge carries. ``A_k = rows × tile_k × bpe``,
     ``B_k = cols × tile_k × bpe``, plus the tile's per-channel scale ``cols × 8`` B once; a block
     resident in L1 is not loaded, and a B read before (an L2 hit) loads at
-    ``b_reuse_load_factor`` of its time. The tile holds HBM bandwidth for the bytes not read
+    ``b_reuse_load_factor`` of its time. The activation rows (``A``, row-major, K contiguous) are
+    read in bursts of ``tile_k × bpe`` bytes per row; when that is not a multiple of
+    :data:`GM_BURST_ALIGN` the steps start off the 512-B boundary and ``A`` loads at
+    ``gm_unaligned_load_efficiency`` of the rate (the weights' layout is not known, so ``B`` is
+    not penalised). The tile holds HBM bandwidth for the bytes not read
     before (first touch), and ``gm_l1`` units for all it loads (the die's GM->L1 paths, see
     :func:`declare_gmm_semaphores`). The MACs counted are ``rows × cols × K`` (real rows only).
 
@@ -362,6 +367,8 @@ class TileCosts:
         self._frac = 1.0 / chunks
         self._gm_l1 = ctx.c("gm_l1_bytes_per_us")
         self._reuse = ctx.c("b_reuse_load_factor")
+        aligned = (self._tile_k * self._bpe) % GM_BURST_ALIGN == 0
+        self._a_eff = 1.0 if aligned else ctx.c("gm_unaligned_load_efficiency")
         self._rate = ctx.cube_rate()
         self._fabric = em.has("gm_l1")
         self._hbm = ctx.c("hbm_bytes_per_us") if ctx.cfg.bandwidth_contention else 0.0
@@ -396,7 +403,7 @@ class TileCosts:
         steps = -(-k_dim // self._tile_k) * frac  # K steps of this chunk (fractional when cut)
         a_b = 0.0 if a_res else t_rows * k_dim * bpe * frac
         b_b = 0.0 if b_res else (t_cols * k_dim * bpe + t_cols * self._scale) * frac
-        load_us = (a_b + (b_b * self._reuse if b_seen else b_b)) / self._gm_l1
+        load_us = (a_b / self._a_eff + (b_b * self._reuse if b_seen else b_b)) / self._gm_l1
         rows_al = -(-t_rows // CUBE_M_ALIGN) * CUBE_M_ALIGN
         compute_us = rows_al * t_cols * k_dim * frac / self._rate
         step_l, step_c = load_us / steps, compute_us / steps

@@ -56,6 +56,10 @@ CONSTANTS: dict[str, tuple[str, str]] = {
     "front_sort_us_per_route": ("µs per route", "routing sort cost of the front reorder"),
     "l1_bytes": ("B", "L1 buffer of one AIC"),
     "bw_unit_bytes_per_us": ("B/µs", "quantum of the bandwidth semaphores"),
+    "gm_unaligned_load_efficiency": (
+        "ratio",
+        "GM->L1 rate of activation rows whose K step does not start on a 512-B boundary, relative to aligned",
+    ),
     "epoch_sync_us": ("µs", "a software-epoch stage boundary: arrivals, coordinator, ready, poll"),
     "remote_write_excess_share": (
         "share per stream",
@@ -86,6 +90,17 @@ _A3_SPEC = {
         f"{HW} §3: HBM 1.6 TB/s per A3 die (3rd-party simulator config)",
     ),
     "l1_bytes": Const("l1_bytes", 512 * 1024, "B", "spec", f"{HW} §3: L1 512 KiB"),
+    "gm_unaligned_load_efficiency": Const(
+        "gm_unaligned_load_efficiency",
+        0.7,
+        "ratio",
+        "assumed",
+        "CANN Ascend C best practices, 'Using 512-Byte Alignment for the GM Address' "
+        "(hiascend.com, opdevg atlas_ascendc_best_practices_10_0014): GM reads of one core that "
+        "are only 32-B aligned reach as little as 70% of the 512-B aligned bandwidth, measured on "
+        "Atlas A2 products; taken for A3 (A2-class dies) as the rate of every K step of the "
+        "activation rows when tile_k x bytes per element is not a multiple of 512 B",
+    ),
     "bw_unit_bytes_per_us": Const(
         "bw_unit_bytes_per_us",
         1.0,
@@ -340,6 +355,14 @@ def _a8w8_constants() -> dict[str, Const]:
             "l1_bytes", 512 * 1024, "B", "assumed", "arch35 L1 size not in hardware.md; A3 value"
         ),
         "bw_unit_bytes_per_us": _A3_SPEC["bw_unit_bytes_per_us"],
+        "gm_unaligned_load_efficiency": Const(
+            "gm_unaligned_load_efficiency",
+            1.0,
+            "ratio",
+            "assumed",
+            "the vendor documents the 512-B alignment penalty for Atlas A2 products only; nothing "
+            "is known for arch35, so no penalty is assumed",
+        ),
         "remote_write_excess_share": _A3_SPEC["remote_write_excess_share"],
     }
 
