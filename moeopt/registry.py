@@ -12,7 +12,7 @@ from typing import Any
 
 from moeopt.errors import InputError, did_you_mean
 
-KINDS = ("policy", "tile_grid", "core_assignment", "wave_packer", "builder")
+KINDS = ("policy", "tile_grid", "core_assignment", "wave_packer", "builder", "restructure")
 
 _TABLES: dict[str, dict[str, Callable[..., Any]]] = {k: {} for k in KINDS}
 

@@ -18,7 +18,8 @@ The policy picks one eligible event; it is committed at that time; repeat.
   startable earlier than it looked before; the scheduler re-evaluates those events.
 
 The scheduler is deterministic (ties by the order events were added), never mutates the graph,
-and reads no labels. It knows nothing about any operator.
+and reads no labels. It knows nothing about any operator. A restructure hook
+(:mod:`moeopt.core.restructure`) may re-pin pending events within a pool after each commit.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from moeopt.core.events import EventGraph
 from moeopt.core.gcpause import gc_paused
 from moeopt.core.normalize import drop_nonbinding_semaphores
 from moeopt.core.policies import Policy, make_policy
+from moeopt.core.restructure import Restructure, RestructureControl
 from moeopt.core.schedule import Schedule, SemaphoreLevels, Wait
 from moeopt.core.semaphores import SemaphoreProfile
 from moeopt.errors import SchedulingError
@@ -56,6 +58,9 @@ class _State:
         self.cg = cg
         n = cg.n
         self.free = [0.0] * len(cg.res_names)
+        # each event's fixed resources, as the graph declares them until a restructure hook
+        # re-pins one (moeopt.core.restructure)
+        self.fixed: list[tuple[int, ...]] = list(cg.fixed)
         self.ready = [0.0] * n
         self.ready_pred = [-1] * n
         self.indeg = list(map(len, cg.preds))
@@ -123,7 +128,7 @@ class _State:
         cg = self.cg
         own_free = self.free
         ready = self.ready
-        fixed_of = cg.fixed
+        fixed_of = self.fixed
         single = self.single
         placeholders = cg.placeholders
         group_of = cg.group
@@ -266,7 +271,7 @@ class _State:
         end_of = self.end
         order = self.order
         free = self.free
-        fixed_of = cg.fixed
+        fixed_of = self.fixed
         bound = self.bound
         group_of = cg.group
         group_site = self.group_site
@@ -323,7 +328,12 @@ class _State:
 
         return commit
 
-    def to_schedule(self, policy_name: str, record_levels: bool = True) -> Schedule:
+    def to_schedule(
+        self,
+        policy_name: str,
+        record_levels: bool = True,
+        repinned: Mapping[str, tuple[str, str]] | None = None,
+    ) -> Schedule:
         """The schedule of the committed state; ``record_levels``: every semaphore use of the
         graph was scheduled (none dropped by normalisation), so that each profile is its
         semaphore's level curve in the schedule."""
@@ -344,6 +354,7 @@ class _State:
             policy=policy_name,
             order=tuple(map(names.__getitem__, self.order)),
             recorded_levels=levels,
+            repinned=dict(repinned or {}),
         )
 
     def blocked_report(self, blocked: list[int]) -> str:
@@ -453,6 +464,7 @@ def schedule(
     policy: str | Policy = "earliest_start",
     *,
     normalize: bool = True,
+    restructure: Restructure | None = None,
 ) -> Schedule:
     """Greedy list schedule of ``graph`` (SPEC §4): the model's reference timing.
 
@@ -461,6 +473,9 @@ def schedule(
         policy: a registered policy name (``moeopt.registry.names("policy")``) or a Policy object.
         normalize: drop semaphores that provably cannot bind before scheduling (it never changes
             the result; see :func:`moeopt.core.normalize.drop_nonbinding_semaphores`).
+        restructure: a hook called after every commit that may re-pin pending events within a
+            pool (:mod:`moeopt.core.restructure`); the schedule records what it moved
+            (:attr:`Schedule.repinned`).
 
     Raises:
         SchedulingError: when an event can never be admitted (semaphore units that are never
@@ -477,19 +492,22 @@ def schedule(
         state = _State(cg)
         try:
             pol.prepare(cg)
+            if restructure is not None:
+                restructure.prepare(cg)
             if pol.wants_view:
-                _run_view(state, pol)
+                ctl = _run_view(state, pol, restructure)
             else:
-                _run_keyed(state, pol)
+                ctl = _run_keyed(state, pol, restructure)
             # a semaphore whose uses normalisation dropped was never tracked: no levels then
-            return state.to_schedule(pol.name, record_levels=cg is full)
+            moved = ctl.repinned_names() if ctl is not None else None
+            return state.to_schedule(pol.name, record_levels=cg is full, repinned=moved)
         finally:
             # the state's evaluate / admit_all closures refer back to the state: without this the
             # whole scheduling state (tens of thousands of objects) waits for the cycle collector
             state.evaluate = state.admit_all = state.commit = None  # type: ignore[assignment]
 
 
-def _run_keyed(state: _State, pol: Policy) -> None:
+def _run_keyed(state: _State, pol: Policy, hook: Restructure | None = None) -> RestructureControl | None:
     """Lazy-heap list scheduling for keyed policies.
 
     Heap keys ``(before, start, after, index)`` are lower bounds of each event's true key:
@@ -512,6 +530,10 @@ def _run_keyed(state: _State, pol: Policy) -> None:
     start and starved waiters are grouped by the units they need. A waiter is registered only
     with the semaphores that moved its start during admission: every earlier time was refused by
     one of them, so a release on any other semaphore cannot bring the start forward.
+
+    *Restructuring.* With a hook, after every commit the hook may re-pin pending events; an
+    eligible one gets a fresh lower-bound key (its old heap or gate entry is retired by its
+    version), so it is re-evaluated on its new resource: ``O(log n)`` per re-pin.
     """
     cg = state.cg
     n = cg.n
@@ -660,6 +682,20 @@ def _run_keyed(state: _State, pol: Policy) -> None:
     for i in range(n):
         if state.indeg[i] == 0:
             lower_bound(i)
+    ctl: RestructureControl | None = None
+    if hook is not None:
+
+        def refresh(j: int) -> None:
+            # a re-pinned event: retire its heap / gate entry and, if eligible, key it afresh
+            version[j] += 1
+            g = in_gate[j]
+            if g >= 0:
+                in_gate[j] = -1
+                push_rep(g)
+            if state.indeg[j] == 0 and not done[j]:
+                lower_bound(j)
+
+        ctl = RestructureControl(cg, state.fixed, free, done, state.end, refresh)
     committed = 0
     while heap:
         entry = pop(heap)
@@ -684,6 +720,8 @@ def _run_keyed(state: _State, pol: Policy) -> None:
                     on_release(sem, state.end[i])
             for j in new:
                 lower_bound(j)
+            if ctl is not None:
+                hook.after_commit(i, ctl)  # type: ignore[union-attr]
         else:
             route(i, ev)
             if g >= 0 and in_gate[i] != g:
@@ -694,14 +732,20 @@ def _run_keyed(state: _State, pol: Policy) -> None:
             f"deadlock: {n - committed} event(s) can never start because semaphore units they need "
             f"are never given back: " + state.blocked_report(stuck)
         )
+    return ctl
 
 
-def _run_view(state: _State, pol: Policy) -> None:
+def _run_view(state: _State, pol: Policy, hook: Restructure | None = None) -> RestructureControl | None:
     from moeopt.core.view import SchedulerView
 
     cg = state.cg
     eligible = {i for i in range(cg.n) if state.indeg[i] == 0}
     view = SchedulerView(state, eligible)
+    ctl = (
+        RestructureControl(cg, state.fixed, state.free, state.done, state.end, lambda _j: None)
+        if hook is not None
+        else None
+    )
     while eligible:
         view._step()
         name = pol.choose(view)
@@ -722,3 +766,6 @@ def _run_view(state: _State, pol: Policy) -> None:
             )
         eligible.discard(i)
         eligible.update(state.commit(i, ev))
+        if ctl is not None:
+            hook.after_commit(i, ctl)  # type: ignore[union-attr]
+    return ctl

@@ -62,7 +62,7 @@ class SchedulerView:
         i = self._idx(name)
         ev = self._eval(i)
         cg = self._state.cg
-        return tuple(cg.res_names[r] for r in cg.fixed[i] + ev[2])
+        return tuple(cg.res_names[r] for r in self._state.fixed[i] + ev[2])
 
     def resource_free(self, resource: str) -> float:
         """When ``resource`` is free from (0.0 if nothing has used it yet)."""

@@ -10,6 +10,9 @@ Guardrails live here so that no entry point bypasses them:
   ``work_conserving = False``;
 * route conservation (in :mod:`moeopt.megamoe.routing`) and the not-modelled checks of
   :mod:`moeopt.megamoe.scenario` run before any graph is built;
+* a runtime restructuring rule (``policy.restructure``, :mod:`moeopt.megamoe.stealing`) may
+  re-pin tiles while the greedy runs; the validator accepts exactly the moves the schedule
+  records, and the rank's ``graph`` in the result has the moved tiles where they ran;
 * the grouped-GEMM contract (:mod:`moeopt.megamoe.contract`) is checked on every rank graph as
   it is built (:func:`~moeopt.megamoe.build.implementation.checked_contract`):
   :class:`~moeopt.megamoe.contract.ContractError` when the tables or the builder's M-blocks
@@ -18,6 +21,7 @@ Guardrails live here so that no entry point bypasses them:
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 from collections.abc import Hashable
@@ -25,6 +29,7 @@ from typing import cast
 
 from moeopt.core.gcpause import gc_paused
 from moeopt.core.policies import make_policy
+from moeopt.core.restructure import repinned_graph
 from moeopt.core.schedule import Schedule
 from moeopt.core.scheduler import schedule
 from moeopt.core.validate import validate_schedule
@@ -50,6 +55,7 @@ from moeopt.megamoe.results import (
 )
 from moeopt.megamoe.routing import counts_matrix, routing_signature
 from moeopt.megamoe.scenario import Config, Scenario
+from moeopt.megamoe.stealing import restructure_rule
 from moeopt.registry import lookup
 
 AVOIDABLE_TOL_CORE_US = 1e-3
@@ -144,9 +150,14 @@ def _rank_results(
         # scheduler's further normalisation (an ancestor / descendant walk per acquirer) finds
         # nothing more on MegaMoE graphs (their slot semaphores are released by a successor,
         # never by an ancestor of the next acquirer) and would cost more than the schedule
-        s = schedule(rg.graph, policy=cfg.scheduling, normalize=False)
+        hook = restructure_rule(cfg.restructure).hook(rg, cfg)
+        s = schedule(rg.graph, policy=cfg.scheduling, normalize=False, restructure=hook)
         if validate:
             validate_schedule(rg.graph, s)
+        if s.repinned:
+            # the analyses, the result and the exact layer read the graph with every moved tile
+            # where it ran (the schedule is an ordinary valid schedule of that graph)
+            rg = dataclasses.replace(rg, graph=repinned_graph(rg.graph, s.repinned))
         scheduled.append((rg, s, ranks, _last_combine(rg, s)))
     total = max(s.end_us[last] for _rg, s, _ranks, last in scheduled)
     per_rank: dict[int, RankResult] = {}

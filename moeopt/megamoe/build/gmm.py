@@ -192,10 +192,18 @@ def gmm_tiles(
     :func:`assign_cores`). ``cores``: each tile's core when the orchestration assigned them
     (else the registered rule does); ``chain``: in program order on each core now (an
     orchestration that interleaves the stages on a core wires it later, see
-    :meth:`~moeopt.megamoe.build.emitter.Emitter.chain`)."""
+    :meth:`~moeopt.megamoe.build.emitter.Emitter.chain`). A stage whose tiles a restructuring
+    rule may move (``policy.restructure``, :mod:`moeopt.megamoe.stealing`) is never chained: each
+    core takes its queued tiles as they become ready (ties in program order), and the stage's own
+    cores are declared as the pool a tile may move in."""
     stage = gplan.stage
     order = gplan.order
     late = stage in ctx.layout.late
+    if stage in ctx.layout.queued:
+        from moeopt.megamoe.stealing import steal_pool
+
+        chain = False
+        em.pool(steal_pool(stage), [f"c{k}.AIC" for k in ctx.layout.groups[stage].cores])
     if late:
         cores = [-1] * len(order)
     elif cores is None:

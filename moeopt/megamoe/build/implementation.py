@@ -45,6 +45,7 @@ from moeopt.megamoe.build.sync import (
 )
 from moeopt.megamoe.contract import GroupedGemmContract, check_rank, contract_from_sizes
 from moeopt.megamoe.scenario import Config, CoreGroup
+from moeopt.megamoe.stealing import restructure_rule
 
 HeadStage = Callable[[BuildContext, Emitter], str]
 DispatchStage = Callable[[BuildContext, Emitter, RankPlan, str], DispatchOut]
@@ -281,7 +282,9 @@ def join_expert(rg: RankGraph, cfg: Config, check_from: int, epoch_us: float) ->
     the greedy schedule of ``rg`` (built without the join): GMM1 is done when ``gmm1_done`` ends
     (plus one epoch to publish it), the boundary is the earliest start of the expert's GMM2
     tiles; :data:`NO_JOIN` when GMM1 outlasts every boundary."""
-    s = greedy_schedule(rg.graph, policy=cfg.scheduling)
+    # the same schedule as simulate would make of it (its restructuring rule too)
+    hook = restructure_rule(cfg.restructure).hook(rg, cfg)
+    s = greedy_schedule(rg.graph, policy=cfg.scheduling, restructure=hook)
     g1_done = s.end_us["gmm1_done"] + epoch_us
     first: dict[int, float] = {}
     for name, ev in rg.graph.events.items():

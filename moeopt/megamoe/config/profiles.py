@@ -389,6 +389,7 @@ GLOBAL_DEFAULTS: dict[str, Any] = {
         "wave_packing": "sequential_greedy",
         "core_assignment": "static_round_robin",
         "core_cursor": "per_stage",
+        "restructure": "none",
     },
     "options": {
         "links": [

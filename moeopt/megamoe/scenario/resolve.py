@@ -100,6 +100,7 @@ def resolve(s: Scenario) -> Config:
     _wave_rules(pol)
     v1 = _v1_knob_rules(s, opt, groups)
     _orchestration_rules(s, kern, pol, opt, granularity, groups, links)
+    _restructure_rules(pol, opt, links)
     return _config(s, raw, aic, consts, links, groups, granularity, v1)
 
 
@@ -330,6 +331,7 @@ def _registered_name_rules(pol: Table, opt: Table) -> None:
         ("scheduling", "policy"),
         ("wave_packing", "wave_packer"),
         ("core_assignment", "core_assignment"),
+        ("restructure", "restructure"),
     ):
         check_registered(f"policy.{name}", pol[name], kind)
     check_registered("options.builder", opt["builder"], "builder")
@@ -472,6 +474,36 @@ def _orchestration_rules(
         )
 
 
+def _restructure_rules(pol: Table, opt: Table, links: Links) -> None:
+    """``policy.restructure = 'idle_core_stealing'`` (or ``'core_queues'``) queues and moves the
+    tiles of the pinned GMM stages whose output goes to their consumer through GM: it needs one
+    such stage, and the layered orchestration, whose per-core program order is the kernel's, keeps
+    its tiles where they are."""
+    if pol["restructure"] not in ("idle_core_stealing", "core_queues"):
+        return
+    where = f"policy.restructure = {pol['restructure']!r}"
+    from moeopt.megamoe.stealing import GMM_CONSUMER, movable_stages
+
+    onchip = {st: links[(st, GMM_CONSUMER[st])].location == "onchip" for st in GMM_CONSUMER}
+    if not movable_stages(opt["late_bind_pools"], onchip):
+        why = (
+            "the cube is late-bound (options.late_bind_pools has 'AIC'): its tiles already bind at "
+            "dispatch time"
+            if "AIC" in opt["late_bind_pools"]
+            else "both GMM stages hand their tiles to their consumer on chip (gmm1->activation and "
+            "gmm2->combine), which ties each tile to its core"
+        )
+        raise ScenarioError(
+            f"{where}: no GMM stage has pinned tiles that may move: {why}; allowed: 'none', or a "
+            "pinned cube stage with a GM hand-off"
+        )
+    if opt["orchestration"] == "layered":
+        raise ScenarioError(
+            f"{where} with options.orchestration = 'layered': the layered kernel's per-core program "
+            "order keeps each tile on its core; allowed: 'none'"
+        )
+
+
 def _short_groups(raw: Any) -> str:
     """``options.core_groups`` as a user wrote it: a name, or 'a table'."""
     return repr(raw) if isinstance(raw, str) else "a table"
@@ -516,6 +548,7 @@ def _config(
         wave_packing=pol["wave_packing"],
         core_assignment=pol["core_assignment"],
         core_cursor=pol["core_cursor"],
+        restructure=pol["restructure"],
         links=MappingProxyType(links),
         combine_granularity=opt["combine_granularity"],
         late_bind_pools=tuple(opt["late_bind_pools"]),

@@ -190,7 +190,10 @@ class PolicyConfig:
     ``dispatch_lookahead``: dispatch may run at most this many waves ahead of GMM1 (0 = no
     limit); ``dispatch_lag``: GMM1 of wave w waits until dispatch of wave w + lag is in;
     ``core_cursor``: the core-assignment rule's state (the rolling start core) restarts at each
-    GMM stage (``per_stage``) or rolls on from GMM1 into GMM2 (``across_stages``).
+    GMM stage (``per_stage``) or rolls on from GMM1 into GMM2 (``across_stages``);
+    ``restructure``: a registered runtime restructuring rule (``none``; ``core_queues``: the
+    pinned GMM tiles in a queue per core; ``idle_core_stealing``: the queues, and an idle core
+    takes the last queued tile of the busiest one; see :mod:`moeopt.megamoe.stealing`).
     """
 
     dispatch_lookahead: int | None = None
@@ -199,6 +202,7 @@ class PolicyConfig:
     wave_packing: str | None = None
     core_assignment: str | None = None
     core_cursor: str | None = None
+    restructure: str | None = None
 
     def __post_init__(self) -> None:
         p = "policy"
@@ -212,6 +216,7 @@ class PolicyConfig:
             ("scheduling", "policy"),
             ("wave_packing", "wave_packer"),
             ("core_assignment", "core_assignment"),
+            ("restructure", "restructure"),
         ):
             v = getattr(self, name)
             if v is not None:
@@ -702,6 +707,7 @@ class Config:
     wave_packing: str
     core_assignment: str
     core_cursor: str
+    restructure: str  # the registered runtime restructuring rule (none: nothing moves)
     links: Mapping[tuple[str, str], LinkCfg]
     combine_granularity: str
     late_bind_pools: tuple[str, ...]
