@@ -236,6 +236,21 @@ DEFAULT_CONFIGS: list[tuple[str, str, dict[str, Any], bool]] = [
         },
         True,
     ),
+    # idle-core stealing (policy.restructure) and its baseline, the per-core queues without it
+    ("basic_e8.core_queues", "basic_e8", {"policy.restructure": "core_queues"}, True),
+    ("basic_e8.stealing", "basic_e8", {"policy.restructure": "idle_core_stealing"}, True),
+    (
+        "bs72.zipf.stealing",
+        "bs72",
+        {"workload.routing": "zipf", "workload.seed": 2, "policy.restructure": "idle_core_stealing"},
+        True,
+    ),
+    (
+        "pto_m16.zipf.stealing",
+        "pto_m16",
+        {"workload.routing": "zipf", "workload.seed": 3, "policy.restructure": "idle_core_stealing"},
+        True,
+    ),
 ]
 
 
