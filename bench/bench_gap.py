@@ -1,6 +1,7 @@
-"""Wall seconds of a full optimality-gap report (``moeopt.optimality_gap``) on the seed-002 cases.
+"""Wall seconds of a full optimality-gap report (``moeopt.optimality_gap``) on the typical
+PTO MegaMoE cases.
 
-Target (issue 6): a full report -- every distinct rank, the greedy with every built-in policy,
+Target: a full report -- every distinct rank, the greedy with every built-in policy,
 CP-SAT with the default time limit (30 s per distinct rank) on one worker, the divergences --
 finishes within 5 minutes for M = 16 and M = 128 on this machine.
 
@@ -38,7 +39,7 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=1)
     args = ap.parse_args()
     print(
-        f"full gap report, seed-002 typical case; CP-SAT {args.time_limit:g} s per distinct rank, "
+        f"full gap report, typical PTO MegaMoE case; CP-SAT {args.time_limit:g} s per distinct rank, "
         f"{args.workers} worker(s), mode {args.mode}; target {TARGET_S:.0f} s wall per report"
     )
     head = (

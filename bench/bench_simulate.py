@@ -1,11 +1,11 @@
-"""Seconds per ``moeopt.simulate`` call on the scenarios of issue 4's speed targets.
+"""Seconds per ``moeopt.simulate`` call on the scenarios that have a speed target.
 
 Cases (targets on one core):
 
-* ``bs72``: the seed-000 shape (tokens 72, topk 6, world 8, 3 local experts, h 5120,
+* ``bs72``: the bs = 72 example shape (tokens 72, topk 6, world 8, 3 local experts, h 5120,
   hidden_dim 9216, 28 AIC, profile megamoe-a8w8) -- target 0.2 s;
 * ``scenario_basic``: ``examples/scenario_basic.toml`` -- target 0.2 s;
-* ``pto M=16 / 128 / 512 / 2048``: the seed-002 typical cases (world 8, K 7168, N 4096, topK 8,
+* ``pto M=16 / 128 / 512 / 2048``: the typical PTO MegaMoE cases (world 8, K 7168, N 4096, topK 8,
   16 experts per rank, profile pto-a2a3, the kernel's cyclic routing) -- target 2 s each.
 
 Each figure is the median of ``--repeat`` calls in this one process (after one warm-up call

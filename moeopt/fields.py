@@ -121,6 +121,17 @@ class Fields(Generic[E]):
         listed = sorted(allowed) if self.sort_fields else allowed
         return self.error(f"unknown field {loc!r}{hint}; allowed: {', '.join(listed)}")
 
+    def unread(
+        self, where: str, v: Any, context: str, read_with: str, error: type[InputError] | None = None
+    ) -> InputError:
+        """The error for a value the model would not read in this ``context`` (another field's
+        value), so that a sweep over it cannot read as "no effect": it names the field, the
+        value, why it is not read and what is allowed (leaving it out, or ``read_with``).
+        ``error``: the class to raise instead of this format's (e.g. a not-modelled error)."""
+        return (error or self.error)(
+            f"{where} = {v!r}: not read with {context}; allowed: leave it out, or {read_with}"
+        )
+
     def keys(self, where: str, table: Mapping[Any, Any], allowed: Sequence[str]) -> None:
         """Every key of ``table`` is a field name (the first that is not raises :meth:`unknown`)."""
         for key in table:

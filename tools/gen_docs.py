@@ -228,7 +228,9 @@ def _arg_default(a: argparse.Action) -> str:
 
 
 def _parser_section(title: str, prog: str, p: argparse.ArgumentParser, level: str = "###") -> list[str]:
-    actions = [a for a in p._actions if not isinstance(a, argparse._HelpAction)]
+    actions = [
+        a for a in p._actions if not isinstance(a, argparse._HelpAction) and a.help != argparse.SUPPRESS
+    ]
     lines = [f"{level} `{title}`", ""]
     if p.description:
         desc = p.description[0].upper() + p.description[1:]
@@ -251,24 +253,69 @@ def _subcommands(p: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParse
 
 def cli_section() -> list[str]:
     from moeopt.cli import build_parser
-    from moeopt.search.__main__ import _parser as search_parser
 
     main = build_parser()
     subs = _subcommands(main)
     lines = [
         "## Command line",
         "",
-        "Exit codes of `python -m moeopt COMMAND`: 0 ok, 1 some input failed or a guardrail fired, "
-        "2 bad input or usage (one `error:` line, no traceback; `--debug` shows it). "
-        "`python -m moeopt.search`: 0 done, 2 bad input, 130 interrupted (continue with `--resume`), "
-        "1 internal error.",
+        "`moeopt COMMAND` (the console script `pip install` puts on the path; `python -m moeopt COMMAND` "
+        "is the same, and `python -m moeopt.search` is `moeopt search`). `moeopt --help` lists the "
+        "commands, `moeopt --version` prints the version.",
         "",
-        "Commands of `python -m moeopt`: " + ", ".join(f"[`{n}`](#python--m-moeopt-{n})" for n in subs) + ".",
+        "Shared by every command: `--json [PATH]` writes the command's result as JSON to PATH, or with "
+        "no PATH (or `-`) to standard output, the text then going to standard error; `--quiet` turns "
+        "off progress output (a bar on a terminal, periodic lines elsewhere); `--debug` shows the "
+        "traceback of an internal error.",
+        "",
+        "Exit codes: 0 ok, 1 some input failed or a guardrail fired, 2 bad input or usage (one "
+        "`error:` line, no traceback), 130 interrupted (`moeopt search`: continue with `--resume`).",
+        "",
+        "Commands: " + ", ".join(f"[`{n}`](#moeopt-{n})" for n in subs) + ".",
         "",
     ]
     for name, sp in subs.items():
-        lines += _parser_section(f"python -m moeopt {name}", f"python -m moeopt {name}", sp)
-    lines += _parser_section("python -m moeopt.search", "python -m moeopt.search", search_parser())
+        lines += _parser_section(f"moeopt {name}", f"moeopt {name}", sp)
+    return lines
+
+
+# --------------------------------------------------------------------------- measured inputs
+def measured_section() -> list[str]:
+    from moeopt.trace.mapping import KEY_DOCS, KEYS
+    from moeopt.trace.timeline import COLUMNS, UNIT_KINDS
+
+    _check_prose("trace mapping keys", KEY_DOCS, KEYS)
+    example = (REPO / "examples" / "trace_mapping.toml").read_text(encoding="utf-8").rstrip("\n")
+    lines = [
+        "## Measured inputs of trace-compare",
+        "",
+        "`moeopt trace-compare [SCENARIO] MEASURED` compares the predicted schedule with what was "
+        "measured, stage by stage (and with `--units`, expert by expert). MEASURED is one of:",
+        "",
+        "* a **stage timeline**: CSV with the columns "
+        + ", ".join(_code(c) for c in COLUMNS)
+        + " (`unit` = an expert `e3`, a segment `seg1`, or `*` for the whole stage; times in µs from "
+        "the kernel's start), `# key: value` metadata lines before the header; or JSON "
+        '`{"meta": {...}, "rows": [{"stage": ..., "unit": ..., "group": ..., "start_us": ..., '
+        '"end_us": ...}]}`. Metadata `kernel_us` is the measured kernel time, `units` is '
+        + " or ".join(_code(u) for u in UNIT_KINDS)
+        + " (unit bars that overlap, or drawn back to back: then only their ends are compared); "
+        "with the profile and shape keys (`profile`, `tokens`, `world`, `topk`, `local_experts`, "
+        "`h`, `hidden_dim`, `routing`) the scenario file may be left out. The two calibration "
+        "timelines of the kernel ship in `moeopt/trust/timelines/`;",
+        "* a **profiler's Chrome trace** (JSON, or gzip) with `--mapping FILE`, a TOML or YAML file "
+        "saying which events give which stage and unit (below); times may be numbers or strings;",
+        "* a **Chrome trace moeopt exported** (`moeopt trace`), without `--mapping`: compared event "
+        "by event (counts, order, cores, durations).",
+        "",
+        "`--check` exits 1 when a measured stage's start or end is further from the prediction than "
+        "`--tolerance` (µs, or `N%` of the measured span), or the model lacks a measured stage.",
+        "",
+        "Keys of a mapping file (all optional but one of `stage_arg`, `stage_regex`):",
+        "",
+    ]
+    lines += _table(["key", "meaning"], [[_code(k), KEY_DOCS[k]] for k in KEYS])
+    lines += ["", "An example (`examples/trace_mapping.toml`):", "", "```toml", example, "```", ""]
     return lines
 
 
@@ -320,6 +367,9 @@ def scenario_section() -> list[str]:
         + ", ".join(_code(f"[{f}]") for f in TOP_FIELDS if f in SECTIONS or f == "calibration")
         + ". Every field is reachable as a dotted path: `--set kernel.tile_n=128` on the command "
         "line, `overrides={\"kernel.tile_n\": 128}` in `load_scenario`, a key of a study's `space`. "
+        "A table given for a table (`--set 'policy={scheduling = \"critical_path_first\"}'`, "
+        "`overrides={\"policy\": {...}}`) is merged key by key, like the dotted form: the keys it "
+        "does not name keep the file's values. "
         "An unknown field fails with the closest names; a value the model cannot represent "
         "fails with `NotModelledError` instead of being ignored. Unset knobs take the profile's value, "
         "then the global default.",
@@ -498,7 +548,9 @@ RESULT_PARTS: tuple[tuple[str, str], ...] = (
     ("", "SimulateResult"),
     ('`r["rank_results"][rank]`', "RankResult"),
     ("`bounds`", "Bounds"),
+    ("`floors`", "Floors"),
     ("`idle_decomposition`", "IdleDecomposition"),
+    ('`idle_decomposition["by_role"][role]`', "RoleIdle"),
     ('`idle_decomposition["by_stage"][stage]`', "StageIdle"),
     ('`idle_decomposition["samples"][i]`', "IdleSample"),
     ("`critical_path[i]`", "CriticalStep"),
@@ -729,7 +781,8 @@ def generate_usage() -> str:
         "in the code. For what the numbers mean, see [method.md](method.md); for a first run, the "
         "[README](../README.md).",
         "",
-        "Contents: [command line](#command-line) · [scenario files](#scenario-files) · "
+        "Contents: [command line](#command-line) · [measured inputs](#measured-inputs-of-trace-compare) · "
+        "[scenario files](#scenario-files) · "
         "[profiles and constants](#profiles-and-constants) · [registered names](#registered-names) · "
         "[study files](#study-files) · [the simulate result](#the-simulate-result) · "
         "[the gap report](#the-gap-report)",
@@ -737,6 +790,7 @@ def generate_usage() -> str:
     ]
     for part in (
         cli_section,
+        measured_section,
         scenario_section,
         constants_section,
         registry_section,

@@ -17,11 +17,14 @@ from typing import Any
 
 from moeopt.cli.common import (
     Command,
+    add_json_argument,
+    add_quiet_argument,
     add_set_argument,
     emit,
     nonneg_float,
     parse_sets,
     progress_bar,
+    text_stream,
     write_json,
 )
 from moeopt.errors import InputError
@@ -61,14 +64,14 @@ def _arguments(p: argparse.ArgumentParser) -> None:
         metavar="PCT",
         help="exit 1 if a stage is off by more than PCT%% of the span",
     )
-    p.add_argument("--json", metavar="PATH", help="also write the comparison as JSON ('-': stdout)")
-    p.add_argument("--no-progress", action="store_true", help="no progress bar for --sweep")
+    add_json_argument(p, "the comparison")
+    add_quiet_argument(p, "no progress output for --sweep")
 
 
 def _run(args: argparse.Namespace) -> int:
     overrides = parse_sets(args.set)
     paths = args.timelines or [str(p) for p in calibration_timelines()]
-    out = sys.stderr if args.json == "-" else sys.stdout
+    out = text_stream(args)
     doc: dict[str, Any] = {"timelines": []}
     failed = []
     for path in paths:
@@ -88,7 +91,7 @@ def _run(args: argparse.Namespace) -> int:
         if overrides:
             base = base.with_overrides(overrides)
         n = len(profiles) * 14
-        with progress_bar(n, "sweep", not args.no_progress) as step:
+        with progress_bar(n, "sweep", not args.quiet, unit="simulation") as step:
             rows = version_sweep(profiles, base, progress=step)
         emit(out, format_sweep(rows, profiles) + "\n")
         doc["sweep"] = sweep_to_dict(rows, profiles)

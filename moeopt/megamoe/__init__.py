@@ -26,7 +26,7 @@ from moeopt.megamoe.scenario import (
     load_scenario,
     parse_override_value,
 )
-from moeopt.megamoe.simulate import build_graphs, simulate
+from moeopt.megamoe.simulate import build_graphs, guard_schedule, schedule_rank, simulate
 
 __all__ = [
     "BoundViolation",
@@ -46,8 +46,10 @@ __all__ = [
     "WorkConservationViolation",
     "Workload",
     "build_graphs",
+    "guard_schedule",
     "knob_catalogue",
     "load_scenario",
     "parse_override_value",
+    "schedule_rank",
     "simulate",
 ]

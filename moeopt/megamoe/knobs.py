@@ -56,8 +56,8 @@ KNOB_DOCS: dict[str, str] = {
     "workload.local_experts": "experts per rank",
     "workload.routing": "how routes are spread over experts (uniform, cyclic, seeded random / zipf, "
     "explicit, file)",
-    "workload.seed": "seed of the random and zipf routings",
-    "workload.zipf_skew": "zipf routing: expert popularity ~ 1 / rank ** skew",
+    "workload.seed": "seed of the random and zipf routings (refused with any other routing)",
+    "workload.zipf_skew": "zipf routing: expert popularity ~ 1 / rank ** skew (refused with another routing)",
     "workload.counts": "explicit routing: counts[src_rank][global_expert] matrix",
     "workload.file": "file routing: TOML/JSON file with counts or expert ids",
     "workload.shared_expert_num": "shared experts every token of the rank also passes through, locally",
@@ -73,7 +73,7 @@ KNOB_DOCS: dict[str, str] = {
     "kernel.front_reorder": "front reorder as one closed form (single) or the PTO kernel's three paths, "
     "FullLoad / OneCore / MultiCore (kernel_rule)",
     "kernel.combine_small_max_routes": "tokens x topk up to which combine takes the small (per-tile) path "
-    "under combine_granularity auto",
+    "under combine_granularity auto (refused with another granularity or URMA)",
     "policy.dispatch_lookahead": "dispatch may run at most this many waves ahead of GMM1 (0 = no limit)",
     "policy.dispatch_lag": "GMM1 of wave w waits until dispatch of wave w + lag is in",
     "policy.scheduling": "ready-set selection rule of the greedy list scheduler",
@@ -293,6 +293,7 @@ def _knob(path: str) -> Knob:
     if default is None and section == "workload":
         f = {f.name: f for f in dataclasses.fields(sc.Workload)}[parts[1]]
         default = None if f.default is dataclasses.MISSING else f.default
+        default = schema.WORKLOAD_DEFAULTS.get(parts[1], default)
     elif default is None and section == "top" and parts[0] in ("p1_override", "p2_override"):
         default = {f.name: f for f in dataclasses.fields(sc.Scenario)}[parts[0]].default
     per_profile: dict[str, Any] = {}

@@ -16,7 +16,9 @@ How the parts nest::
     │   ├── contract: RowContract, waves: Waves
     │   └── (as below, for this rank)
     ├── bounds: Bounds                  (PhysicalBounds + the judgement against the time)
+    ├── floors: Floors                  (GraphFloors + the judgement against the time)
     ├── idle_decomposition: IdleDecomposition
+    │   ├── by_role: {role: RoleIdle}
     │   ├── by_stage: {pool: StageIdle}
     │   └── samples: [IdleSample]
     ├── critical_path: [CriticalStep]
@@ -38,6 +40,8 @@ from moeopt.core.schedule import Schedule, WaitKind
 
 BoundKind = Literal["compute", "bandwidth", "dependency"]
 """The three physical lower bounds of a rank."""
+FloorKind = Literal["longest_path", "pipe"]
+"""The two floors of one rank's event graph."""
 Channel = Literal["hbm", "remote_in", "remote_out"]
 """The aggregate channels the bandwidth bound is taken over."""
 Why = Literal["dependency", "resource queueing", "capacity", "source"]
@@ -46,8 +50,9 @@ Why = Literal["dependency", "resource queueing", "capacity", "source"]
 
 # --------------------------------------------------------------------------- bounds
 class PhysicalBounds(TypedDict):
-    """A rank's physical lower bounds, from the shape, the constants and the graph's dependencies
-    (what :func:`moeopt.megamoe.analysis.physical_bounds` returns)."""
+    """A rank's physical lower bounds, from the shape, the topology and the constants only: no
+    tiling or orchestration moves them (what :func:`moeopt.megamoe.analysis.physical_bounds`
+    returns)."""
 
     compute_us: float
     """MACs / (cube cores x cube rate)"""
@@ -58,7 +63,8 @@ class PhysicalBounds(TypedDict):
     bandwidth_by_channel_us: dict[Channel, float]
     """channel -> bytes the algorithm must move / the channel's aggregate rate"""
     dependency_us: float
-    """longest data-dependency chain to the last combine (durations + λ, unlimited cores)"""
+    """one token's chain through the stages, each stage's smallest share with the whole die on
+    it (its expert's weights streamed once, its row's GMM1 compute, an activation start-up)"""
 
 
 class Bounds(PhysicalBounds):
@@ -74,14 +80,58 @@ class Bounds(PhysicalBounds):
     """the time is below it (only with check_bounds=False; else BoundViolation)"""
 
 
-# --------------------------------------------------------------------------- idle decomposition
-class StageIdle(TypedDict):
-    """Forced and avoidable idle of one stage pool."""
+class GraphFloors(TypedDict):
+    """Lower bounds of this rank's event graph, which move with the tiling and the orchestration
+    (what :func:`moeopt.megamoe.analysis.graph_floors` returns)."""
 
+    longest_path_us: float
+    """longest data-dependency path of this graph to the last combine (durations + λ, unlimited
+    cores; program-order chains of pinned cores left out)"""
+    pipe_us: dict[str, float]
+    """per execution role (AIC, AIV0, AIV1): the larger of the most work pinned to one
+    member and the role's work over its members, counting the work that must end before the last
+    combine"""
+    busiest_pipe: str
+    """the role with the largest `pipe_us`"""
+    busiest_pipe_us: float
+    """its value"""
+
+
+class Floors(GraphFloors):
+    """This graph's floors judged against the rank's time (``r["floors"]``): the excess over them
+    is what scheduling this graph could still win."""
+
+    binding: FloorKind
+    """the larger floor: `longest_path` or `pipe` (the busiest role)"""
+    lower_bound_us: float
+    """its value"""
+    excess_pct: float
+    """how far the time is above it, in %"""
+
+
+# --------------------------------------------------------------------------- idle decomposition
+class RoleIdle(TypedDict):
+    """The idle ledger of one execution role: busy + forced + avoidable = members x span."""
+
+    members: int
+    """resources of this role on the rank (`c<k>.<role>`)"""
+    span_us: float
+    """the span the ledger covers: from 0 to the rank's time (µs)"""
+    busy_core_us: float
+    """member-µs busy within the span"""
     forced_core_us: float
-    """forced idle of this pool"""
+    """idle member-µs while no ready work could use the idle member (forced by the DAG)"""
     avoidable_core_us: float
-    """avoidable idle of this pool"""
+    """idle member-µs while ready work could have used it (a maximum matching of ready events to
+    idle members at each instant)"""
+
+
+class StageIdle(TypedDict):
+    """Avoidable idle of one stage pool (what the work-conservation guardrail reads)."""
+
+    avoidable_core_us: float
+    """idle member-µs of this pool while this pool's own work was ready (stages sharing members
+    may each count the same idle member: the ledger is `by_role`)"""
     late_bound: bool
     """the pool binds at dispatch time (else statically pinned)"""
     work_conservation_exempt: str | None
@@ -108,11 +158,15 @@ class IdleDecomposition(TypedDict):
     """Forced vs avoidable idle of one rank (``r["idle_decomposition"]``)."""
 
     forced_core_us: float
-    """idle core-µs while no ready work could use the idle member (forced by the DAG)"""
+    """idle core-µs while no ready work could use the idle member (forced by the DAG), summed
+    over the core roles AIC, AIV0, AIV1 of `by_role`"""
     avoidable_core_us: float
-    """idle core-µs while ready work could have used it"""
+    """idle core-µs while ready work could have used it, summed over the same roles"""
+    by_role: dict[str, RoleIdle]
+    """execution role (AIC, AIV0, AIV1) -> its ledger, each member counted once"""
     by_stage: dict[str, StageIdle]
-    """stage pool -> its idle"""
+    """stage pool -> its avoidable idle (a late-bound stage's pinned events, such as the URMA GETs,
+    are a pool `<stage>:pinned` of their own)"""
     samples: list[IdleSample]
     """sample avoidable-idle intervals, up to five per pool"""
 
@@ -246,6 +300,8 @@ class RankResult(TypedDict):
     """one row per event, in graph order (a sequence built on first access)"""
     bounds: Bounds
     """physical lower bounds of this rank"""
+    floors: Floors
+    """lower bounds of this rank's event graph (longest path, busiest role)"""
     idle_decomposition: IdleDecomposition
     """forced / avoidable idle of this rank"""
     critical_path: list[CriticalStep]
@@ -340,8 +396,8 @@ class CalibrationDomainEntry(TypedDict):
     """the implementation it was measured on"""
     compile_point: dict[str, int | str | bool]
     """the compile-point values it was measured at (only those that matter)"""
-    shape: dict[str, int]
-    """the shape values it was measured at (only those that matter)"""
+    shape: dict[str, int | list[int]]
+    """the shape values it was measured at, or `[lo, hi]` the range its measurements span"""
     topology: dict[str, int]
     """the topology it was measured on (only what matters)"""
     note: str
@@ -396,7 +452,9 @@ class SimulateResult(TypedDict):
     rank_results: dict[int, RankResult]
     """rank -> that rank's result; ranks with one routing signature share one dict"""
     bounds: Bounds
-    """the slowest rank's physical lower bounds"""
+    """the slowest rank's physical lower bounds (shape only)"""
+    floors: Floors
+    """the slowest rank's graph floors (this tiling and orchestration)"""
     idle_decomposition: IdleDecomposition
     """the slowest rank's forced / avoidable idle"""
     critical_path: list[CriticalStep]
@@ -441,11 +499,15 @@ __all__ = [
     "CriticalStep",
     "CriticalStepWait",
     "EventRow",
+    "FloorKind",
+    "Floors",
+    "GraphFloors",
     "IdleDecomposition",
     "IdleSample",
     "Implementation",
     "PhysicalBounds",
     "RankResult",
+    "RoleIdle",
     "RowContract",
     "SimulateResult",
     "StageIdle",

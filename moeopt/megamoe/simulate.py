@@ -1,6 +1,8 @@
 """``simulate(scenario)``: routing -> one event graph per distinct rank -> greedy schedule -> analyses.
 
-Guardrails live here so that no entry point bypasses them:
+Guardrails live here so that no entry point bypasses them (every command and tool that shows a
+greedy schedule of a scenario gets it from :func:`simulate` or :func:`schedule_rank`, or checks
+it with :func:`guard_schedule`):
 
 * every schedule is checked by the independent validator (:func:`moeopt.validate_schedule`);
 * :class:`BoundViolation` when a rank's time is below its compute, bandwidth or dependency
@@ -8,8 +10,9 @@ Guardrails live here so that no entry point bypasses them:
 * :class:`WorkConservationViolation` when a late-bound pool shows avoidable idle, except for
   statically pinned pools, stages colocated with their producer tile, and policies declaring
   ``work_conserving = False``;
-* route conservation (in :mod:`moeopt.megamoe.routing`) and the not-modelled checks of
-  :mod:`moeopt.megamoe.scenario` run before any graph is built;
+* route conservation (in :mod:`moeopt.megamoe.routing`), the not-modelled checks and the
+  buffer budgets of :mod:`moeopt.megamoe.scenario` run before any graph is built (the budget
+  that depends on the routing, the rows a rank receives, in :func:`build_graphs`);
 * a runtime restructuring rule (``policy.restructure``, :mod:`moeopt.megamoe.stealing`) may
   re-pin tiles while the greedy runs; the validator accepts exactly the moves the schedule
   records, and the rank's ``graph`` in the result has the moved tiles where they ran;
@@ -17,6 +20,10 @@ Guardrails live here so that no entry point bypasses them:
   it is built (:func:`~moeopt.megamoe.build.implementation.checked_contract`):
   :class:`~moeopt.megamoe.contract.ContractError` when the tables or the builder's M-blocks
   disagree with the kernel's addressing.
+
+:func:`build_graphs` is the explicit opt-out: it returns the rank graphs without scheduling
+them, and a schedule made of them with the generic ``moeopt.schedule`` carries no guardrail.
+:func:`schedule_rank` schedules one of them with both guardrails.
 """
 
 from __future__ import annotations
@@ -38,42 +45,67 @@ from moeopt.megamoe.analysis import (
     Table,
     busy_times,
     critical_path,
+    graph_floors,
     idle_decomposition,
     judge_bounds,
+    judge_floors,
     physical_bounds,
 )
 from moeopt.megamoe.build import RankGraph
+from moeopt.megamoe.config.budgets import BUDGET_CONSTANTS, PROFILE_BUDGETS
+from moeopt.megamoe.config.implementation import IMPL, implementation_constants_used
 from moeopt.megamoe.config.profiles import IMPLEMENTATIONS
-from moeopt.megamoe.config.provenance import domain_check
+from moeopt.megamoe.config.provenance import Const, domain_check, record, recording
 from moeopt.megamoe.errors import BoundViolation, WorkConservationViolation
 from moeopt.megamoe.results import (
+    Bounds,
     Calibration,
     CompilePoint,
+    ConstantEntry,
+    IdleDecomposition,
     Implementation,
     RankResult,
     SimulateResult,
 )
 from moeopt.megamoe.routing import counts_matrix, routing_signature
 from moeopt.megamoe.scenario import Config, Scenario
+from moeopt.megamoe.scenario.resolve import check_routing_budgets
 from moeopt.megamoe.stealing import restructure_rule
 from moeopt.registry import lookup
 
 AVOIDABLE_TOL_CORE_US = 1e-3
 
 
-def build_graphs(scenario: Scenario) -> dict[int, tuple[RankGraph, list[int]]]:
-    """One built graph per distinct routing signature: ``{representative rank: (graph, ranks)}``."""
+class BuiltGraphs(dict[int, tuple[RankGraph, list[int]]]):
+    """``{representative rank: (graph, ranks)}``, and the constants the build read."""
+
+    constants_used: frozenset[str] = frozenset()
+
+
+def build_graphs(scenario: Scenario) -> BuiltGraphs:
+    """One built graph per distinct routing signature: ``{representative rank: (graph, ranks)}``.
+
+    **No guardrail**: these are the graphs only. Scheduling ``rg.graph`` with the generic
+    ``moeopt.schedule`` is the explicit opt-out of ``BoundViolation`` and
+    ``WorkConservationViolation``; :func:`schedule_rank` (one graph) and :func:`simulate_built`
+    (all of them, with the analyses) schedule them with both."""
     cfg = scenario.config
     w = scenario.workload
     counts = counts_matrix(w)
+    e = w.local_experts
+    check_routing_budgets(cfg, {r: int(counts[:, r * e : (r + 1) * e].sum()) for r in range(w.world)})
     groups: dict[Hashable, list[int]] = {}
     for r in range(w.world):
         groups.setdefault(routing_signature(counts, r, w.local_experts), []).append(r)
     builder = lookup("builder", cfg.builder)()
-    out = {}
-    for ranks in groups.values():
-        rep = ranks[0]
-        out[rep] = (builder(cfg, w.tokens, w.topk, w.world, counts, rep, w.shared_expert_num), ranks)
+    out = BuiltGraphs()
+    with recording() as used:
+        for ranks in groups.values():
+            rep = ranks[0]
+            out[rep] = (builder(cfg, w.tokens, w.topk, w.world, counts, rep, w.shared_expert_num), ranks)
+    out.constants_used = frozenset(used)
+    for name in used:  # into the run's own record, if one is being kept
+        record(name)
     return out
 
 
@@ -86,11 +118,9 @@ def simulate(
         return _simulate(scenario, check_bounds, check_work_conservation, validate, None)
 
 
-def simulate_built(
-    scenario: Scenario, graphs: dict[int, tuple[RankGraph, list[int]]], check_bounds: bool = True
-) -> SimulateResult:
+def simulate_built(scenario: Scenario, graphs: BuiltGraphs, check_bounds: bool = True) -> SimulateResult:
     """:func:`simulate` on graphs already built by ``build_graphs(scenario)`` (the search driver
-    builds them once for the physical lower bound and reuses them here)."""
+    builds them once for the lower bound and reuses them here)."""
     with gc_paused():
         return _simulate(scenario, check_bounds, True, True, graphs)
 
@@ -106,8 +136,11 @@ def _simulate(
     assemble the result from the slowest rank's parts."""
     cfg = scenario.config
     policy = make_policy(cfg.scheduling)
-    built = build_graphs(scenario) if graphs is None else graphs
-    per_rank = _rank_results(built, cfg, validate)
+    with recording() as used:
+        built = build_graphs(scenario) if graphs is None else graphs
+        per_rank = _rank_results(built, cfg, validate)
+    if isinstance(built, BuiltGraphs):
+        used |= built.constants_used
     total = max(r["kernel_total_us"] for r in per_rank.values())
     slowest = min(r for r in per_rank if per_rank[r]["kernel_total_us"] == total)
     if check_bounds:
@@ -122,6 +155,7 @@ def _simulate(
         "slowest_rank": slowest,
         "rank_results": per_rank,
         "bounds": sl["bounds"],
+        "floors": sl["floors"],
         "idle_decomposition": sl["idle_decomposition"],
         "critical_path": sl["critical_path"],
         "traffic_bytes": sl["traffic_bytes"],
@@ -134,7 +168,7 @@ def _simulate(
         "policy": policy.name,
         "calibration": calibration,
         "out_of_domain": calibration["out_of_domain"],
-        "provenance": {name: c.as_dict() for name, c in sorted(cfg.constants.items())},
+        "provenance": _provenance(scenario, used),
         "simulated_ranks": sorted({v["ranks_sharing_signature"][0] for v in per_rank.values()}),
     }
 
@@ -195,6 +229,7 @@ def _rank_result(
         "head_us": g[rg.head_event].duration_us,
         "events": EventRows(t),
         "bounds": judge_bounds(physical_bounds(rg, cfg), total),
+        "floors": judge_floors(graph_floors(rg), total),
         "idle_decomposition": idle_decomposition(rg, s, total, table=t),
         "critical_path": critical_path(rg, s, last, table=t),
         "traffic_bytes": dict(rg.traffic_bytes),
@@ -218,41 +253,109 @@ def _rank_result(
 def _check_bounds(per_rank: dict[int, RankResult]) -> None:
     """:class:`BoundViolation` for the lowest rank whose time is below a physical bound."""
     for r, res in sorted(per_rank.items()):
-        b = res["bounds"]
-        if b["violated"]:
-            raise BoundViolation(
-                f"rank {r}: simulated {res['kernel_total_us']:.3f} µs is below the {b['binding']} bound "
-                f"{b['lower_bound_us']:.3f} µs (compute {b['compute_us']:.3f}, bandwidth "
-                f"{b['bandwidth_us']:.3f} [{b['bandwidth_channel']}], dependency {b['dependency_us']:.3f}): "
-                "a cost is missing from the model; do not use this time for a decision "
-                "(simulate(..., check_bounds=False) records it instead)",
-                bounds=b,
-            )
+        _bound_guard(r, res["bounds"], res["kernel_total_us"])
+
+
+def _bound_guard(rank: int, b: Bounds, total: float) -> None:
+    if b["violated"]:
+        raise BoundViolation(
+            f"rank {rank}: simulated {total:.3f} µs is below the {b['binding']} bound "
+            f"{b['lower_bound_us']:.3f} µs (compute {b['compute_us']:.3f}, bandwidth "
+            f"{b['bandwidth_us']:.3f} [{b['bandwidth_channel']}], dependency {b['dependency_us']:.3f}): "
+            "a cost is missing from the model; do not use this time for a decision "
+            "(simulate(..., check_bounds=False) records it instead)",
+            bounds=b,
+        )
 
 
 def _check_work_conservation(per_rank: dict[int, RankResult], policy: str) -> None:
     """:class:`WorkConservationViolation` for the first late-bound, checked pool (lowest rank,
     then pool order) that left avoidable idle beyond the tolerance."""
     for r, res in sorted(per_rank.items()):
-        idle = res["idle_decomposition"]
-        for st, d in idle["by_stage"].items():
-            if (
-                d["late_bound"]
-                and d["work_conservation_exempt"] is None
-                and d["avoidable_core_us"] > AVOIDABLE_TOL_CORE_US
-            ):
-                samples = [x for x in idle["samples"] if x["stage"] == st]
-                unit = "core-µs"
-                raise WorkConservationViolation(
-                    f"rank {r}: late-bound pool of stage {st!r} left {d['avoidable_core_us']:.3f} "
-                    f"{unit} idle while work for it was ready (policy {policy!r} declares "
-                    f"itself work-conserving; first at {samples[0]['from_us']:.3f} µs)"
-                    if samples
-                    else f"rank {r}: late-bound pool of stage {st!r} left "
-                    f"{d['avoidable_core_us']:.3f} {unit} idle while work for it was ready "
-                    f"(policy {policy!r} declares itself work-conserving)",
-                    samples=samples,
-                )
+        _conservation_guard(r, res["idle_decomposition"], policy)
+
+
+def _conservation_guard(rank: int, idle: IdleDecomposition, policy: str) -> None:
+    for st, d in idle["by_stage"].items():
+        if (
+            d["late_bound"]
+            and d["work_conservation_exempt"] is None
+            and d["avoidable_core_us"] > AVOIDABLE_TOL_CORE_US
+        ):
+            samples = [x for x in idle["samples"] if x["stage"] == st]
+            unit = "core-µs"
+            raise WorkConservationViolation(
+                f"rank {rank}: late-bound pool of stage {st!r} left {d['avoidable_core_us']:.3f} "
+                f"{unit} idle while work for it was ready (policy {policy!r} declares "
+                f"itself work-conserving; first at {samples[0]['from_us']:.3f} µs)"
+                if samples
+                else f"rank {rank}: late-bound pool of stage {st!r} left "
+                f"{d['avoidable_core_us']:.3f} {unit} idle while work for it was ready "
+                f"(policy {policy!r} declares itself work-conserving)",
+                samples=samples,
+            )
+
+
+def guard_schedule(
+    rg: RankGraph,
+    cfg: Config,
+    s: Schedule,
+    policy: str | None = None,
+    *,
+    check_bounds: bool = True,
+    check_work_conservation: bool = True,
+) -> None:
+    """Apply both guardrails to a schedule ``s`` of ``rg`` made by the greedy ``policy``
+    (default: the scenario's): :class:`BoundViolation` when its time (the end of its last
+    combine) is below a physical bound, :class:`WorkConservationViolation` when a checked
+    late-bound pool left avoidable idle and the policy declares itself work-conserving. For
+    schedules made outside :func:`simulate` (other policies of the gap report, the report page)."""
+    pol = make_policy(policy or cfg.scheduling)
+    total = s.end_us[_last_combine(rg, s)]
+    if check_bounds:
+        _bound_guard(rg.rank, judge_bounds(physical_bounds(rg, cfg), total), total)
+    if check_work_conservation and pol.work_conserving:
+        _conservation_guard(rg.rank, idle_decomposition(rg, s, total), pol.name)
+
+
+def schedule_rank(
+    scenario: Scenario,
+    rg: RankGraph,
+    policy: str | None = None,
+    *,
+    check_bounds: bool = True,
+    check_work_conservation: bool = True,
+) -> Schedule:
+    """The greedy schedule of one graph of ``build_graphs(scenario)`` with ``policy`` (default:
+    the scenario's) and the scenario's restructuring rule, validated and checked by both
+    guardrails (:func:`guard_schedule`): the guarded way to schedule a built graph yourself. A
+    tile the rule moved runs where ``s.repinned`` says (``moeopt.repinned_graph(rg.graph,
+    s.repinned)`` is the graph with it there)."""
+    cfg = scenario.config
+    with gc_paused():
+        hook = restructure_rule(cfg.restructure).hook(rg, cfg)
+        s = schedule(rg.graph, policy=policy or cfg.scheduling, normalize=False, restructure=hook)
+        validate_schedule(rg.graph, s)
+        if s.repinned:
+            rg = dataclasses.replace(rg, graph=repinned_graph(rg.graph, s.repinned))
+        guard_schedule(
+            rg, cfg, s, policy, check_bounds=check_bounds, check_work_conservation=check_work_conservation
+        )
+    return s
+
+
+def _provenance(scenario: Scenario, used: set[str]) -> dict[str, ConstantEntry]:
+    """The constants this run used, by name: the model constants read while it ran (and
+    ``l1_bytes``, read by the L1 rule every scenario passes), the implementation constants its
+    configuration uses, and the buffer budgets its profile's kernel is checked against."""
+    cfg = scenario.config
+    w = scenario.workload
+    consts: dict[str, Const] = {n: cfg.constants[n] for n in used | {"l1_bytes"} if n in cfg.constants}
+    consts.update(implementation_constants_used(cfg, w.tokens * w.topk))
+    rules = PROFILE_BUDGETS.get(cfg.profile, PROFILE_BUDGETS[None])
+    for name in rules.constants(cfg.quant):
+        consts[name] = BUDGET_CONSTANTS[name] if name in BUDGET_CONSTANTS else IMPL[name].const
+    return {name: c.as_dict() for name, c in sorted(consts.items())}
 
 
 def _implementation_and_domain(scenario: Scenario) -> tuple[Implementation, Calibration]:

@@ -20,9 +20,33 @@ The modules, from the study file to what is written:
   ``summary.json``, ``report.html``.
 """
 
-from moeopt.search.config import StudyConfig, load_study
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
 from moeopt.search.errors import StudyError
-from moeopt.search.outputs import StudyResult
-from moeopt.search.runner import StudyInterrupted, run_study
+
+if TYPE_CHECKING:
+    from moeopt.search.config import StudyConfig, load_study
+    from moeopt.search.outputs import StudyResult
+    from moeopt.search.runner import StudyInterrupted, run_study
 
 __all__ = ["StudyConfig", "StudyError", "StudyInterrupted", "StudyResult", "load_study", "run_study"]
+
+_WHERE = {
+    "StudyConfig": "config",
+    "load_study": "config",
+    "StudyResult": "outputs",
+    "StudyInterrupted": "runner",
+    "run_study": "runner",
+}
+
+
+def __getattr__(name: str) -> Any:
+    # these import Optuna: loaded on first use, so that ``moeopt search --help`` (and every other
+    # command, whose parser includes it) does not pay for it
+    if name in _WHERE:
+        import importlib
+
+        return getattr(importlib.import_module(f"moeopt.search.{_WHERE[name]}"), name)
+    raise AttributeError(f"module 'moeopt.search' has no attribute {name!r}")

@@ -50,6 +50,7 @@ import yaml
 
 from moeopt.errors import MoeoptError
 from moeopt.megamoe.scenario import (
+    SECTIONS,
     Scenario,
     TOMLDecodeError,
     anchor_workload_file,
@@ -154,6 +155,28 @@ class SecondarySpec:
 
 
 @dataclass(frozen=True)
+class OptionNames:
+    """How messages name the run options: the keyword arguments of :func:`moeopt.run_study`
+    (``resume=True``, ``out=DIR``), or the command-line flags (``--resume``, ``--out DIR``)."""
+
+    cli: bool = False
+
+    def field(self, name: str) -> str:
+        """``trials`` / ``--trials`` (``timeout_s`` is ``--timeout`` on the command line)."""
+        return "--" + {"timeout_s": "timeout"}.get(name, name) if self.cli else name
+
+    def set(self, name: str, value: str = "True") -> str:
+        """``resume=True`` / ``--resume``; ``out=DIR`` / ``--out DIR``."""
+        if not self.cli:
+            return f"{name}={value}"
+        return self.field(name) if value == "True" else f"{self.field(name)} {value}"
+
+
+PYTHON_NAMES = OptionNames(cli=False)
+CLI_NAMES = OptionNames(cli=True)
+
+
+@dataclass(frozen=True)
 class StudyConfig:
     """A validated study. Paths are absolute; ``source`` names where it came from (for messages)."""
 
@@ -204,15 +227,16 @@ class StudyConfig:
         out["base_scenarios"] = {s.name: plain(s.base) for s in self.shapes}
         return json.loads(json.dumps(out, sort_keys=True, default=str))
 
-    def with_run_options(self, **kw: Any) -> StudyConfig:
-        """A copy with command-line values (trials, timeout_s, workers, storage, out) applied."""
+    def with_run_options(self, names: OptionNames = PYTHON_NAMES, **kw: Any) -> StudyConfig:
+        """A copy with run options (trials, timeout_s, workers, storage, out) applied; a bad value
+        is named as the caller wrote it (``names``)."""
         kw = {k: v for k, v in kw.items() if v is not None}
         if "trials" in kw:
-            FIELDS.integer("--trials", kw["trials"], 1)
+            FIELDS.integer(names.field("trials"), kw["trials"], 1)
         if "workers" in kw:
-            FIELDS.integer("--workers", kw["workers"], 1, 256)
+            FIELDS.integer(names.field("workers"), kw["workers"], 1, 256)
         if "timeout_s" in kw:
-            FIELDS.number("--timeout", kw["timeout_s"], 0.0, lo_open=True)
+            FIELDS.number(names.field("timeout_s"), kw["timeout_s"], 0.0, lo_open=True)
         if "out" in kw:
             kw["out"] = os.path.abspath(os.fspath(kw["out"]))
         return dataclasses.replace(self, **kw)
@@ -283,6 +307,7 @@ def _build(data: Any, where: str, bdir: str, default_name: str) -> StudyConfig:
     if aggregate == "weighted" and all(s.weight == 1.0 for s in shapes) and len(shapes) > 1:
         pass  # equal weights: the same as mean, allowed
     params = parse_space(data["space"])
+    _check_choices(params)
     constraints = parse_constraints(data.get("constraints"), params)
     objective = _objective(data.get("objective"))
     secondary = _secondary(data.get("secondary"))
@@ -346,6 +371,53 @@ def _build(data: Any, where: str, bdir: str, default_name: str) -> StudyConfig:
     )
     _check_metric_needs(cfg)
     return cfg
+
+
+def _check_choices(params: tuple[ParamSpec, ...]) -> None:
+    """A listed value that the scenario refuses whatever the other parameters are (a section's own
+    field check: ``kernel.quant: int4``, an unknown policy name) is an error now, not a pruned trial
+    on every draw of it. Values refused only together with others (tiles that do not fit L1 at
+    some tile_n) stay: the trial that draws them is pruned with the reason."""
+    for p in params:
+        if p.kind != "categorical":
+            continue
+        for label, value in zip(p.labels, p.values):
+            overrides = dict(value) if p.mapped else {p.name: value}
+            for path, v in overrides.items():
+                why = _refused(path, v)
+                if why is not None:
+                    shown = f"{label!r} ({path} = {v!r})" if p.mapped else repr(label)
+                    raise StudyError(
+                        f"space.{p.name}: the choice {shown} can never be simulated: {why}; "
+                        "remove it from the choices"
+                    )
+
+
+def _refused(path: str, value: Any) -> str | None:
+    """Why ``path = value`` is refused by its own field check, or None (checked alone: a section
+    field in a section with nothing else set, so no other value takes part)."""
+    from moeopt.megamoe.config.profiles import PROFILES
+    from moeopt.megamoe.scenario.schema import check_choice
+
+    parts = path.split(".")
+    if parts == ["profile"]:
+        try:
+            check_choice("profile", value, PROFILES)
+        except MoeoptError as exc:
+            return str(exc)
+        return None
+    if parts[0] not in SECTIONS or parts[0] == "workload" or len(parts) < 2:
+        return None  # workload and top-level sizes are checked against each other: left to the trial
+    nested: Any = value
+    for part in reversed(parts[2:]):
+        nested = {part: nested}
+    try:
+        SECTIONS[parts[0]](**{parts[1]: nested})
+    except MoeoptError as exc:
+        return str(exc)
+    except TypeError:
+        return None
+    return None
 
 
 # --------------------------------------------------------------------------- sections

@@ -1,16 +1,20 @@
-"""Evaluating one point: feasibility, the physical lower bound, simulation, metrics, aggregation.
+"""Evaluating one point: feasibility, the lower bound, simulation, metrics, aggregation.
 
 The order is the cheapest-first order a kernel engineer expects of an auto-tuner:
 
 1. constraints of the study file (pure arithmetic on the parameters);
-2. building every shape's scenario: a point the adapter rejects (tiles that do not fit L1,
-   misaligned sizes, links the implementation cannot express, values that are not modelled)
+2. building every shape's scenario: a point the adapter rejects (buffers that do not fit the
+   kernel's budgets, misaligned sizes, links the implementation cannot express, values that are
+   not modelled; the rows a rank receives beyond the kernel's window when its graph is built)
    is *infeasible*, with the adapter's message as the reason;
-3. the physical lower bound (compute / bandwidth / dependency chain of each rank's event graph,
-   from :func:`moeopt.megamoe.analysis.physical_bounds`), aggregated like the objective: when it is
+3. the lower bound of each rank: the shape's physical bounds (compute / bandwidth / dependency
+   chain, :func:`moeopt.megamoe.analysis.physical_bounds`) and the floors of the point's own event
+   graph (its longest path and busiest role, :func:`moeopt.megamoe.analysis.graph_floors`: valid
+   lower bounds of every schedule of that graph), aggregated like the objective: when it is
    already no better than the best value found, the point cannot win and is pruned without
-   scheduling (valid because every aggregate used is monotone in each shape's time and the
-   adapter guarantees time >= bound, raising ``BoundViolation`` otherwise);
+   scheduling (valid because every aggregate used is monotone in each shape's time; the adapter
+   guarantees time >= the physical bounds, raising ``BoundViolation`` otherwise, and no schedule
+   of a graph undercuts its floors);
 4. :func:`moeopt.simulate` for every shape (and routing seed); a guardrail or any other error
    fails this trial only, with the reason stored.
 """
@@ -25,11 +29,10 @@ import numpy as np
 
 from moeopt.core.gcpause import gc_paused
 from moeopt.errors import MoeoptError
-from moeopt.megamoe.analysis import physical_bounds
-from moeopt.megamoe.build import RankGraph
+from moeopt.megamoe.analysis import graph_floors, physical_bounds
 from moeopt.megamoe.errors import GuardrailError, ScenarioError
 from moeopt.megamoe.scenario import Scenario
-from moeopt.megamoe.simulate import build_graphs, simulate, simulate_built
+from moeopt.megamoe.simulate import BuiltGraphs, build_graphs, simulate, simulate_built
 from moeopt.search.config import ShapeSpec, StudyConfig
 from moeopt.search.metrics import TIME_METRICS, metric_value
 from moeopt.search.space import to_overrides, violated_constraint
@@ -85,16 +88,19 @@ def shape_scenarios(cfg: StudyConfig, shape: ShapeSpec, overrides: Mapping[str, 
     return [shape.scenario({**overrides, "workload.seed": s}) for s in cfg.objective.seeds]
 
 
-Graphs = dict[int, tuple[RankGraph, list[int]]]
+Graphs = BuiltGraphs
 
 
 def lower_bound_us(scenario: Scenario, graphs: Graphs | None = None) -> float:
-    """Physical lower bound of ``kernel_total_us``: max over ranks of compute / bandwidth / chain."""
+    """Lower bound of ``kernel_total_us``: max over ranks of the physical bounds (compute /
+    bandwidth / chain) and the floors of the rank's graph (longest path / busiest role)."""
     lb = 0.0
     with gc_paused():
         for rg, _ranks in (build_graphs(scenario) if graphs is None else graphs).values():
             b = physical_bounds(rg, scenario.config)
+            f = graph_floors(rg)
             lb = max(lb, b["compute_us"], b["bandwidth_us"], b["dependency_us"])
+            lb = max(lb, f["longest_path_us"], f["busiest_pipe_us"])
     return lb
 
 
@@ -192,7 +198,7 @@ class Evaluator:
                     return Outcome(
                         "pruned",
                         "lower_bound",
-                        reason=f"physical lower bound {lb:.3f} µs >= best {best:.3f} µs",
+                        reason=f"lower bound {lb:.3f} µs (physical, graph floors) >= best {best:.3f} µs",
                         lower_bound_us=lb,
                     )
             elif best is not None and self.lb_applies:

@@ -1,6 +1,6 @@
 """The exact layer as the search uses it: the CP-SAT objective and the gap of the best point.
 
-Both go through :func:`moeopt.exact.solve_exact` (SPEC §5, §10) on the event graph of each
+Both go through :func:`moeopt.exact.solve_exact` on the event graph of each
 simulated rank, with the greedy schedule as the hint. When the exact layer is not installed the
 caller gets :class:`ExactUnavailable` with the reason, never a made-up number.
 """

@@ -19,10 +19,10 @@ Result = Mapping[str, Any]
 
 @dataclass(frozen=True)
 class Metric:
-    """One metric. ``kernel_time``: it is a kernel time, so the physical lower bound of the
-    event graph bounds it (points can be pruned without scheduling). ``exact``: it runs CP-SAT,
-    so it depends on a time limit (it is never a secondary objective and is not compared when
-    ``best.toml`` is simulated again)."""
+    """One metric. ``kernel_time``: it is a kernel time, so the physical bounds of the shape and
+    the floors of the event graph bound it (points can be pruned without scheduling).
+    ``exact``: it runs CP-SAT, so it depends on a time limit (it is never a secondary objective
+    and is not compared when ``best.toml`` is simulated again)."""
 
     name: str
     doc: str

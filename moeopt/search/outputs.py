@@ -15,25 +15,27 @@ import math
 import os
 import tempfile
 import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import optuna
 from optuna.trial import FrozenTrial, TrialState
 
+from moeopt.errors import MoeoptError
 from moeopt.megamoe.scenario import load_scenario
 from moeopt.megamoe.simulate import simulate
 from moeopt.plain import jsonable
 from moeopt.search import exactgap, tomlw
 from moeopt.search.config import StudyConfig
-from moeopt.search.metrics import EXACT_METRICS, metric_value
+from moeopt.search.metrics import EXACT_METRICS, TIME_METRICS, metric_value
 from moeopt.search.space import to_overrides
 from moeopt.search.storage import StorageSpec
 from moeopt.search.trials import (
     BASELINE_ATTR,
     BASELINE_TRIAL_ATTR,
     FAILED_KINDS,
+    GAP_ATTR,
     PRUNED_KINDS,
     REASON_KINDS,
     RETRY_ATTR,
@@ -41,6 +43,8 @@ from moeopt.search.trials import (
     WorkerStats,
     attrs,
     counts,
+    set_study_record,
+    study_record,
     target_trials,
     trials_per_minute,
 )
@@ -65,6 +69,8 @@ class StudyResult:
     interrupted: bool
     files: Mapping[str, str]
     summary: Mapping[str, Any]
+    status: str = "finished"
+    """How the run ended: finished, interrupted, timeout or stopped (see ``runner.STATUSES``)."""
 
 
 def _atomic_write(path: str, text: str) -> None:
@@ -95,8 +101,17 @@ def pick_best(cfg: StudyConfig, study: optuna.Study) -> tuple[FrozenTrial | None
 
 
 def write_outputs(
-    cfg: StudyConfig, spec: StorageSpec, study: optuna.Study, stats: WorkerStats, elapsed_s: float
+    cfg: StudyConfig,
+    spec: StorageSpec,
+    study: optuna.Study,
+    stats: WorkerStats,
+    elapsed_s: float,
+    status: str = "finished",
+    phase: Callable[[str], None] | None = None,
 ) -> StudyResult:
+    """Write the outputs of the study; ``phase`` is told what takes time (re-simulating the best
+    point, CP-SAT on it) before it starts."""
+    say = phase or (lambda _text: None)
     out = cfg.out
     os.makedirs(out, exist_ok=True)
     trials = study.get_trials(deepcopy=False)
@@ -106,13 +121,16 @@ def write_outputs(
     _atomic_write(files["trials_csv"], trials_csv(cfg, trials))
 
     best, front = pick_best(cfg, study)
-    baseline = study.user_attrs.get(BASELINE_ATTR) or {}
+    baseline = study_record(study, BASELINE_ATTR) or {}
     base_value = _finite((baseline.get("values") or [None])[0])
 
     best_info: dict[str, Any] | None = None
     gap: dict[str, Any] = {"available": False, "reason": "no completed trial"}
     best_runs: dict[str, Any] = {}
     if best is not None:
+        shown = f"{best.values[0]:.3f} (trial {best.number})"
+        if study.user_attrs.get("best") != shown:  # for people: optuna studies, optuna-dashboard
+            study.set_user_attr("best", shown)
         overrides = to_overrides(cfg, best.params)
         best_info = {
             "trial": best.number,
@@ -122,12 +140,25 @@ def write_outputs(
             "overrides": overrides,
             "per_shape": attrs(best).get("per_shape", {}),
         }
+        say(f"checking the best point (trial {best.number}): writing best.toml, simulating it again")
         best_info["files"], best_runs, best_info["reproduced"], best_info["reproduce_note"] = _write_best(
             cfg, best, overrides
         )
         files.update({f"best:{k}": v for k, v in best_info["files"].items()})
         files["best_toml"] = best_info["files"][cfg.shapes[0].name]
-        gap = _gap(cfg, best_runs)
+        stored = _stored_gap(cfg, study, best.number)
+        if stored is not None:
+            gap = stored
+        else:
+            if cfg.exact_gap is not None:
+                say(
+                    "optimality gap of the best point: CP-SAT on each distinct rank "
+                    f"(up to {cfg.exact_gap.time_limit_s:g} s each)"
+                )
+            gap = _gap(cfg, best_runs)
+            if gap.get("available"):
+                _store_gap(cfg, study, best.number, gap)
+        best_info["noise_pct"] = _noise(cfg, best_runs)
 
     states = collections.Counter(t.state.name for t in trials)
     kinds = collections.Counter(attrs(t).get("kind", "?") for t in trials if t.state != TrialState.COMPLETE)
@@ -157,6 +188,7 @@ def write_outputs(
         ],
         "space": [p.name for p in cfg.params],
         "requested_trials": cfg.trials,
+        "timeout_s": cfg.timeout_s,
         "target_trials": target_trials(cfg),
         "n_trials": n_counted,
         "states": dict(sorted(states.items())),
@@ -172,7 +204,7 @@ def write_outputs(
         else None,
         "importances": importances(cfg, study),
         "exact_gap": gap,
-        "run": _run_summary(cfg, stats, elapsed_s),
+        "run": {"status": status, **_run_summary(cfg, stats, elapsed_s)},
         "files": files,
     }
     files["summary_json"] = os.path.join(out, "summary.json")
@@ -202,6 +234,7 @@ def write_outputs(
         interrupted=stats.interrupted,
         files=files,
         summary=summary,
+        status=status,
     )
 
 
@@ -269,6 +302,51 @@ def _write_best(
                 reproduced = False
                 notes.append(f"{shape.name}: {m} re-simulated {got!r} != trial {v!r}")
     return files, runs, reproduced, "; ".join(notes)
+
+
+def _exact_key(cfg: StudyConfig) -> dict[str, Any] | None:
+    x = cfg.exact_gap
+    return None if x is None else {"time_limit_s": x.time_limit_s, "workers": x.workers, "mode": x.mode}
+
+
+def _stored_gap(cfg: StudyConfig, study: optuna.Study, best: int) -> dict[str, Any] | None:
+    # the optimality gap of the best trial is kept on the study with the CP-SAT settings it was
+    # found with, so that a rerun with the same best point does not solve it again
+    rec = study_record(study, GAP_ATTR)
+    if not isinstance(rec, dict) or rec.get("trial") != best or rec.get("exact") != _exact_key(cfg):
+        return None
+    gap = rec.get("gap")
+    return {**gap, "stored": True} if isinstance(gap, dict) else None
+
+
+def _store_gap(cfg: StudyConfig, study: optuna.Study, best: int, gap: Mapping[str, Any]) -> None:
+    set_study_record(
+        study,
+        GAP_ATTR,
+        {"trial": best, "exact": _exact_key(cfg), "gap": jsonable(dict(gap), nonfinite="null")},
+    )
+
+
+def _noise(cfg: StudyConfig, runs: Mapping[str, Any]) -> dict[str, float] | None:
+    """Per shape, the scheduling-anomaly noise of the best point against the baseline, measured
+    as ``python -m moeopt compare`` measures it (:func:`moeopt.trust.compare.anomaly_pct`: the
+    largest |Δ%| of the time when one critical-path input of the baseline or the best point is
+    made 0.01 µs longer); ``None`` when the objective is not a kernel time."""
+    if cfg.objective.metric not in TIME_METRICS:
+        return None
+    from moeopt.trust.compare import anomaly_pct
+
+    out: dict[str, float] = {}
+    for shape in cfg.shapes:
+        r = runs.get(shape.name)
+        if r is None:
+            continue
+        try:
+            base = simulate(shape.scenario({}))
+            out[shape.name] = max(anomaly_pct(r), anomaly_pct(base))
+        except MoeoptError:  # the baseline may be refused or stopped: no Δ to judge then
+            continue
+    return out
 
 
 def _gap(cfg: StudyConfig, runs: Mapping[str, Any]) -> dict[str, Any]:

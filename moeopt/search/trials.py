@@ -10,8 +10,12 @@ Names stored in the study (user attributes):
   ``reason``, ``lower_bound_us``, ``per_shape``, ``detail``, ``duplicate_of``),
   :data:`WORKER_ATTR` who runs it (host, pid, process start), :data:`RETRY_ATTR` the trial whose
   point it runs again, :data:`BASELINE_TRIAL_ATTR` set on the base scenario's own point;
-* on the study: :data:`STUDY_ATTR` what defines the search (a resumed study must match it) and
-  :data:`BASELINE_ATTR` the base scenario's outcome.
+* on the study, as *system* attributes (records for moeopt, kept out of the user attributes so
+  that ``optuna studies`` and optuna-dashboard stay readable; :func:`study_record`):
+  :data:`STUDY_ATTR` what defines the search (a resumed study must match it),
+  :data:`BASELINE_ATTR` the base scenario's outcome, :data:`GAP_ATTR` the optimality gap of the
+  best trial;
+* on the study, as user attributes, a short summary for people (:data:`SUMMARY_ATTRS`).
 
 A trial *counts* towards the requested number when it is COMPLETE, PRUNED, RUNNING, or FAIL for
 a reason other than an interruption (a failure is a result: a guardrail fired).
@@ -24,8 +28,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+import optuna
 from optuna.trial import FrozenTrial, TrialState
 
+from moeopt.search.optuna_private import storage_of
 from moeopt.search.space import grid_size
 
 if TYPE_CHECKING:
@@ -37,6 +43,10 @@ RETRY_ATTR = "retry_of"
 BASELINE_TRIAL_ATTR = "baseline"
 STUDY_ATTR = "moeopt_study"
 BASELINE_ATTR = "moeopt_baseline"
+GAP_ATTR = "moeopt_best_gap"
+SUMMARY_ATTRS = ("objective", "baseline", "best")
+"""The study's user attributes: ``objective`` (``kernel_total_us, minimize``), ``baseline`` (the
+base scenario's value) and ``best`` (``1754.743 (trial 5)``), one short value each."""
 
 # outcome kinds (``kind`` of the record): why a point was pruned, why a trial failed
 PRUNED_KINDS = ("constraint", "infeasible", "lower_bound")
@@ -69,6 +79,19 @@ class Outcome:
         if self.detail is not None:
             out["detail"] = self.detail[-4000:]
         return out
+
+
+def study_record(study: optuna.Study, key: str) -> Any:
+    """A record moeopt keeps on the study (``None`` when absent). Studies written by earlier
+    versions kept it as a user attribute, where it is still read."""
+    storage = storage_of(study)
+    found = storage.get_study_system_attrs(storage.get_study_id_from_name(study.study_name))
+    return found[key] if key in found else study.user_attrs.get(key)
+
+
+def set_study_record(study: optuna.Study, key: str, value: Any) -> None:
+    storage = storage_of(study)
+    storage.set_study_system_attr(storage.get_study_id_from_name(study.study_name), key, value)
 
 
 def attrs(t: FrozenTrial) -> dict[str, Any]:

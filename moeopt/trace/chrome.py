@@ -14,7 +14,8 @@ written before the events and one event per line, so a cut file loses only its l
 Read (:func:`read_chrome_trace`, :func:`parse_chrome_trace`): complete slices (``X``) and
 begin/end pairs (``B``/``E``) become :class:`TraceEvent` s; process / thread names come from the
 ``M`` records; slices of one exported event on several resources are merged back into one event.
-A truncated file (the writer died, the copy was cut) is read as far as its last complete event
+Times written as strings of digits (as profilers that keep full precision do) are read as
+numbers. A truncated file (the writer died, the copy was cut) is read as far as its last complete event
 with a :class:`TraceTruncatedWarning` (also listed in :attr:`Trace.notes`); anything else that is
 not a valid trace raises one :class:`~moeopt.errors.InputError` naming the file, the event index
 and the field.
@@ -501,7 +502,7 @@ def _build(
         if ph not in ("X", "B", "E"):
             ignored[ph] = ignored.get(ph, 0) + 1
             continue
-        ts = ev.get("ts")
+        ts = _numeric(ev.get("ts"))
         if not is_number(ts):
             raise InputError(f"{where} (ph {ph!r}): 'ts' must be a finite number of µs, got {ts!r}")
         args = ev.get("args", {})
@@ -534,7 +535,7 @@ def _build(
         if ph == "B":
             open_b.setdefault((pid, tid), []).append((k, ev))
             continue
-        dur = ev.get("dur")
+        dur = _numeric(ev.get("dur"))
         if not is_number(dur) or dur < 0:
             raise InputError(
                 f"{where} (name {name!r}, ph 'X'): 'dur' must be a number of µs >= 0, got {dur!r}"
@@ -575,6 +576,17 @@ def _build(
         if isinstance(listed, list) and len(ev.resources) > 1 and sorted(listed) == sorted(ev.resources):
             events[j] = TraceEvent(ev.name, ev.start_us, ev.end_us, tuple(listed), ev.label, ev.args)
     return Trace(events=events, source=source, label_key=key, metadata=other, notes=notes)
+
+
+def _numeric(v: Any) -> Any:
+    """A time as a number: profilers that keep full precision write it as a string
+    (``"ts": "1700000123.456"``); anything else is returned as it is, for the error message."""
+    if isinstance(v, str):
+        try:
+            return float(v)
+        except ValueError:
+            return v
+    return v
 
 
 def _name(ev: Mapping[str, Any], where: str) -> str:

@@ -30,6 +30,7 @@ from typing import Any
 from moeopt.errors import MoeoptError
 from moeopt.megamoe.knobs import Knob, knob_catalogue
 from moeopt.megamoe.scenario import EDGES, LINK_FIELDS, Scenario, effective_table
+from moeopt.megamoe.scenario.schema import WORKLOAD_DEFAULTS
 from moeopt.megamoe.simulate import simulate
 
 EFFECTIVE = "effective"
@@ -75,7 +76,8 @@ def current_value(s: Scenario, path: str) -> Any:
     node: Any = effective_table(s)
     for p in parts:
         if not isinstance(node, Mapping) or p not in node:
-            return None
+            # a workload field left out reads its default (the sampled routings' seed and skew)
+            return WORKLOAD_DEFAULTS.get(parts[-1]) if parts[0] == "workload" else None
         node = node[p]
     if parts[-1] == "cores" and isinstance(node, (list, tuple)):
         return list(node)

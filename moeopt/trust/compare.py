@@ -3,8 +3,9 @@
 ``compare_variants(scenario, {"name": {"dotted.path": value, ...}, ...})`` simulates every
 variant (the first one is the baseline) and returns one :class:`VariantRow` each;
 ``format_design_space(rows)`` prints the seed's table: time, Δ, Δ%, utilisation per role,
-bottleneck and the excess over it, critical-path change per stage, total-busy change, the
-largest wait on the critical path, and the invariants.
+bottleneck and the excess over it, the variant's own graph floor and the excess over it,
+critical-path change per stage, total-busy change, the largest wait on the critical path, and
+the invariants.
 
 **Noise.** List scheduling is not monotone in its input (Graham 1969): the seed measured one
 dependency edge made 0.01 µs longer changing the total by −2.81 %. A Δ is only a difference
@@ -75,6 +76,10 @@ class VariantRow:
     role_utilization: Mapping[str, float] = field(default_factory=dict)
     binding: str = ""
     excess_pct: float | None = None
+    floor: str = ""
+    """this graph's binding floor: the busiest role (e.g. ``AIC``) or ``longest path``"""
+    floor_us: float | None = None
+    floor_excess_pct: float | None = None
     critical_path_us: Mapping[str, float] = field(default_factory=dict)
     critical_path_change_us: Mapping[str, float] = field(default_factory=dict)
     stage_busy_us: Mapping[str, float] = field(default_factory=dict)
@@ -116,18 +121,41 @@ def critical_path_by_stage(cp: Sequence[CriticalStep]) -> dict[str, float]:
 
 
 def largest_wait(cp: Sequence[CriticalStep]) -> tuple[str, float] | None:
-    """The kind of wait the critical path spends most time in: dependency (λ), capacity, queueing."""
-    tot: dict[str, float] = defaultdict(float)
+    """The kind of wait the critical path spends most time in: dependency (λ), capacity, queueing.
+
+    Per kind, the time covered by the steps' waits: each step waited over ``[start - wait,
+    start]`` (for a dependency, ``wait`` = the λ of its edge), and overlapping waits of one kind
+    count once. A resource-queueing wait overlaps the previous holder of the resource, itself on
+    the path, so summing them could exceed the schedule; the union cannot."""
+    spans: dict[str, list[tuple[float, float]]] = defaultdict(list)
     for step in cp:
         why = step["why"]
+        start = float(step["start_us"])
         if why == "dependency":
-            tot["dependency λ"] += float(step.get("lambda_us", 0.0))
+            w, kind = float(step.get("lambda_us", 0.0)), "dependency λ"
         elif why in ("capacity", "resource queueing"):
-            tot[why] += float(step["wait_us"])
+            w, kind = float(step["wait_us"]), why
+        else:
+            continue
+        if w > 0:
+            spans[kind].append((start - w, start))
+    tot = {kind: _covered(iv) for kind, iv in spans.items()}
     if not tot:
         return None
     kind = max(tot, key=lambda k: (tot[k], k))
     return (kind, tot[kind]) if tot[kind] > 0 else None
+
+
+def _covered(iv: list[tuple[float, float]]) -> float:
+    """Length of the union of the intervals ``iv``."""
+    total = 0.0
+    end = -math.inf
+    for a, b in sorted(iv):
+        if b <= end:
+            continue
+        total += b - max(a, end)
+        end = b
+    return total
 
 
 def _conservation(r: SimulateResult) -> tuple[str, float]:
@@ -302,6 +330,7 @@ def compare_variants(
         ):
             ex_delta = (ex.lower_bound_us - base_exact.best_us, ex.best_us - base_exact.lower_bound_us)
         b = r["bounds"]
+        fl = r["floors"]
         rows.append(
             VariantRow(
                 name=name,
@@ -313,6 +342,9 @@ def compare_variants(
                 role_utilization=dict(r["role_utilization"]),
                 binding=str(b["binding"]),
                 excess_pct=float(b["excess_pct"]),
+                floor=fl["busiest_pipe"] if fl["binding"] == "pipe" else "longest path",
+                floor_us=float(fl["lower_bound_us"]),
+                floor_excess_pct=float(fl["excess_pct"]),
                 critical_path_us=cp,
                 critical_path_change_us=cp_change,
                 stage_busy_us=dict(r["stage_busy_us"]),
@@ -358,6 +390,7 @@ def format_design_space(rows: Sequence[VariantRow]) -> str:
         ("Δ%", ">"),
         ("utilisation", "<"),
         ("bottleneck", "<"),
+        ("graph floor", "<"),
         ("critical-path change µs", "<"),
         ("busy change core-µs", "<"),
         ("GM->L1 Δ MB", ">"),
@@ -387,6 +420,7 @@ def format_design_space(rows: Sequence[VariantRow]) -> str:
             f"{noise}{r.delta_pct:+.1f}%",
             _util(r.role_utilization),
             f"{r.binding} {r.excess_pct:+.0f}%",
+            f"{r.floor} {r.floor_us:.0f} {r.floor_excess_pct:+.0f}%" if r.floor_us is not None else "-",
             _changes(r.critical_path_change_us),
             _changes(r.busy_change_us),
             f"{r.gm_to_l1_mb - base_mb:+.1f}",
@@ -427,8 +461,14 @@ def format_design_space(rows: Sequence[VariantRow]) -> str:
         f"baseline or the variant); its sign is not a conclusion."
     )
     out.append(
+        "Bottleneck: the shape's binding physical bound and the time above it; graph floor: this "
+        "variant's own floor (its busiest role's work or its longest path, µs) and the time above it, "
+        "what scheduling this graph could still win."
+    )
+    out.append(
         "Critical-path change: time per stage on the critical path vs the baseline (busy unchanged "
-        "but path changed = a different route); busy change: core-µs per stage (the work itself)."
+        "but path changed = a different route); busy change: core-µs per stage (the work itself); "
+        "largest wait on CP: the time the path's waits of one kind cover (overlaps counted once)."
     )
     if have_exact:
         out.append(

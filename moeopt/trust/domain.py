@@ -117,13 +117,22 @@ def format_domain(rep: DomainReport) -> str:
         use = "-" if c.used is None else f"yes {c.effect_pct:+.3f}%" if c.used else "no"
         lines.append(f"{c.name:<{w}}  {c.tag:<8}  {c.value:12.6g}  {use:>14}  {c.verdict}")
     bad = rep.used_out_of_domain
+    unprobed = [c for c in rep.constants if c.verdict == "OUT OF DOMAIN" and c.used is None]
     lines.append("")
     if bad:
         lines.append(
             f"{len(bad)} measured constant(s) used outside their domain: " + ", ".join(c.name for c in bad)
         )
         lines.append("  their values were fitted elsewhere; treat times that depend on them as extrapolation")
-    else:
+    if unprobed:
+        lines.append(
+            f"{len(unprobed)} measured constant(s) outside their domain whose use was not probed: "
+            + ", ".join(c.name for c in unprobed)
+        )
+        lines.append(
+            "  whether this scenario's time depends on them is unknown (run without --no-use-probe to see)"
+        )
+    if not bad and not unprobed:
         lines.append("no measured constant is used outside its domain")
     lines.append("used: time change when the constant is 1% larger (measured / assumed constants only)")
     return "\n".join(lines) + "\n"

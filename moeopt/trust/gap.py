@@ -77,7 +77,7 @@ from moeopt.megamoe.build import RankGraph
 from moeopt.megamoe.errors import BoundViolation
 from moeopt.megamoe.results import PhysicalBounds
 from moeopt.megamoe.scenario import Scenario
-from moeopt.megamoe.simulate import build_graphs
+from moeopt.megamoe.simulate import build_graphs, guard_schedule
 
 MODES = ("auto", "exact", "relaxed")
 AUTO_EXACT_MAX_EVENTS = 3000
@@ -505,7 +505,9 @@ def optimality_gap(
 
     Raises:
         InputError: a bad argument. BoundViolation: a greedy schedule below a physical bound
-        (the model misses a cost; the gap would be meaningless).
+        (the model misses a cost; the gap would be meaningless). WorkConservationViolation: a
+        policy that declares itself work-conserving left a checked late-bound pool idle with work
+        ready (as in ``simulate``).
     """
     from moeopt.exact.gap import graph_optimality_gap
     from moeopt.exact.solve import LowerLimitError
@@ -547,6 +549,10 @@ def optimality_gap(
                 "missing from the model and the gap would be meaningless",
                 bounds=phys.copy(),
             ) from None
+        # the work-conservation guardrail on every greedy schedule shown (the bounds were the
+        # solver's lower limits above)
+        for pname, sched in rep_gap.schedules.items():
+            guard_schedule(rg, cfg, sched, pname, check_bounds=False)
         if rep_gap.policy(own).makespan_us is None:
             raise InputError(
                 f"rank {rep}: the scenario's policy {own!r} could not schedule the graph: "

@@ -27,13 +27,13 @@ from __future__ import annotations
 
 import html
 import math
+import re
 from collections import defaultdict
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from moeopt.core.policies import make_policy
-from moeopt.core.scheduler import schedule as greedy_schedule
 from moeopt.errors import InputError
 from moeopt.megamoe.results import SimulateResult
 from moeopt.megamoe.scenario import Scenario
@@ -65,6 +65,11 @@ def _num(x: Any, digits: int = 3) -> str:
     if isinstance(x, float):
         return f"{x:,.{digits}f}"
     return _e(str(x))
+
+
+def _natural(item: tuple[str, Any]) -> tuple[Any, ...]:
+    """Sort key of a resource name read as people count: c2.AIC before c10.AIC."""
+    return tuple(int(p) if p.isdigit() else p for p in re.split(r"(\d+)", item[0]))
 
 
 def _table(head: Sequence[str], rows: Sequence[Sequence[Any]], left: int = 1) -> str:
@@ -113,9 +118,9 @@ def report_html(
     tracks = [GanttTrack(f"rank {rk}, greedy ({s.policy or r['policy']})", s, g)]
     for p in policies:
         pol = make_policy(p)  # an unknown name fails here with the known names
-        tracks.append(
-            GanttTrack(f"rank {rk}, greedy ({pol.name})", greedy_schedule(g, policy=p, normalize=False), g)
-        )
+        # simulated like the scenario itself, so both guardrails judge this policy's schedule
+        other = simulate(scenario.with_overrides({"policy.scheduling": pol.name}))
+        tracks.append(GanttTrack(f"rank {rk}, greedy ({pol.name})", other["rank_results"][rk]["schedule"], g))
     exact_note = ""
     if exact_time_limit_s is not None:
         from moeopt.exact import solve_exact
@@ -160,7 +165,7 @@ def report_html(
     parts.append(
         _table(
             ["resource", "busy µs", "idle µs", "utilisation"],
-            [[k, busy.get(k), idle.get(k), _bar(v)] for k, v in ru.items()],
+            [[k, busy.get(k), idle.get(k), _bar(v)] for k, v in sorted(ru.items(), key=_natural)],
         )
     )
     parts.append("</details>\n")
@@ -174,14 +179,23 @@ def report_html(
         parts.append(f"<p>{_e(exact_note)}</p>\n")
     parts.append(gantt_fragment(tracks, color_by="stage", row_order="role", chart_id="schedule"))
     idl = r["idle_decomposition"]
-    parts.append("<h2>Idle decomposition per stage pool (core-µs)</h2>\n")
+    parts.append("<h2>Idle ledger per role (member-µs; busy + forced + avoidable = members x span)</h2>\n")
     parts.append(
         _table(
-            ["stage", "forced", "avoidable", "late-bound", "work conservation"],
+            ["role", "members", "busy", "forced", "avoidable"],
+            [
+                [role, d["members"], d["busy_core_us"], d["forced_core_us"], d["avoidable_core_us"]]
+                for role, d in idl["by_role"].items()
+            ],
+        )
+    )
+    parts.append("<h2>Avoidable idle per stage pool (core-µs)</h2>\n")
+    parts.append(
+        _table(
+            ["stage", "avoidable", "late-bound", "work conservation"],
             [
                 [
                     st,
-                    d["forced_core_us"],
                     d["avoidable_core_us"],
                     _Raw("yes" if d["late_bound"] else "no"),
                     _Raw(_e(d["work_conservation_exempt"] or "checked")),

@@ -69,7 +69,13 @@ def _mask_golden_seconds(text: str) -> str:
     return re.sub(r"(?m)^(ok .* µs\s+)\d+\.\d+ s$", r"\1<s> s", text)
 
 
+def _mask_datetimes(text: str) -> str:
+    # Optuna's own tools print when a study or trial started: "2026-12-01 15:46:06"
+    return re.sub(r"\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:\.\d+)?", "<datetime>", text)
+
+
 MASKS: dict[str, Callable[[str], str]] = {
+    "datetimes": _mask_datetimes,
     "gap-seconds": _mask_gap_seconds,
     "gap-times": _mask_gap_times,
     "golden-seconds": _mask_golden_seconds,

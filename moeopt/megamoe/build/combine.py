@@ -22,8 +22,7 @@ from moeopt.megamoe.build.handoff import CombineOut, Gmm2Out
 from moeopt.megamoe.build.plan import ExpertPlan, RankPlan
 from moeopt.megamoe.build.streams import queue_units, stream_rate
 from moeopt.megamoe.build.urma import urma_batch
-
-COMBINE_LANES = 2  # impl: kCombineLargeLanesPerRank = 2 (combine.h@2d9d4288 L27-28)
+from moeopt.megamoe.config.implementation import COMBINE_LANES  # impl: combine.h@2d9d4288:27-28
 
 RowsBySrc = tuple[tuple[int, int], ...]  # (source rank, rows)
 
@@ -82,10 +81,11 @@ class RowWrites:
     ``dispatch_call_us + Σ_src bytes_src / rate_src`` with ``bytes = rows × cols × 2`` (bf16):
     each write-back is a stream (:mod:`~moeopt.megamoe.build.streams`) whose per-row pipeline
     reads GMM2's output, scales and converts it and stores it into the source rank's window
-    (combine.h: ``TLOAD`` / ``TSTORE`` per row; this rank's own rows take the same window path).
-    ``rate_src`` is the per-stream ``aiv_remote_write_bytes_per_us``, or for a remote source its
-    fair share of ``remote_out_bytes_per_us`` among the ``concurrent`` write-backs of the same
-    expert. It holds HBM bandwidth for the readback (GMM2's output from GM, when the hand-off is
+    (combine.h: ``TLOAD`` / ``TSTORE`` per row). ``rate_src`` is the per-stream
+    ``aiv_remote_write_bytes_per_us``, or for a remote source its fair share of
+    ``remote_out_bytes_per_us`` among the ``concurrent`` write-backs of the same expert; this
+    rank's own rows move at ``aiv_local_bytes_per_us`` (pto-a2a3: the same window path, so the
+    per-stream rate; megamoe-a8w8: its measured local write). It holds HBM bandwidth for the readback (GMM2's output from GM, when the hand-off is
     not on-chip) and the local bytes, ``remote_out`` for the remote ones, and, throttled by the
     link, its share of the cube cores' ``gm_l1`` paths. Memoised per (rows by source, cols,
     readback, released slot, concurrency): every N-tile of an M-block writes the same rows; the

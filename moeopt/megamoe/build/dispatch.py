@@ -16,8 +16,7 @@ from moeopt.megamoe.build.handoff import DispatchOut
 from moeopt.megamoe.build.plan import ExpertPlan, RankPlan
 from moeopt.megamoe.build.streams import stream_rate
 from moeopt.megamoe.build.urma import urma_batch
-
-DISPATCH_BATCH_ROWS = 2  # impl: kDispatchGatherUbMoveNum = 2 (dispatch.h@HEAD L25-31)
+from moeopt.megamoe.config.implementation import DISPATCH_BATCH_ROWS  # impl: dispatch.h@HEAD:25-31
 
 Segment = tuple[int, int]  # (expert index, source rank)
 
@@ -82,9 +81,10 @@ def segment_us(ctx: BuildContext, remote: bool, n_rows: int, rate: float) -> flo
 
     ``rate`` is the stream's (:func:`~moeopt.megamoe.build.streams.stream_rate`): the per-stream
     ``aiv_remote_read_bytes_per_us``, or its fair share of ``remote_in_bytes_per_us`` when more
-    sources than the link serves at full rate run together; the local source is read through the
-    same window path (dispatch.h: ``TLOAD`` from ``srcRank.remoteWindow.offsetA`` for every
-    source rank, this one included) at the per-stream rate.
+    sources than the link serves at full rate run together; this rank's own source at
+    ``aiv_local_bytes_per_us`` (pto-a2a3: the kernel reads it through the same window path,
+    dispatch.h ``TLOAD`` from ``srcRank.remoteWindow.offsetA`` for every source rank, so the
+    profile sets it to the per-stream rate; megamoe-a8w8: its measured local segment).
 
     Provenance (config/profiles.py): ``dispatch_call_us`` measured on arch35 (hardware.md §5;
     pto-a2a3 borrows it, assumed); ``remote_latency_us`` assumed (a few HCCS round trips);

@@ -28,10 +28,10 @@ from moeopt.megamoe.build.emitter import Emitter
 from moeopt.megamoe.build.handoff import ActivationOut, DispatchOut, Gmm1Out, Gmm2Out, GmmTiles
 from moeopt.megamoe.build.plan import ExpertPlan, GmmPlan, Item, RankPlan
 from moeopt.megamoe.build.sync import wire_lookahead
+from moeopt.megamoe.config.implementation import CUBE_M_ALIGN  # spec: the cube's 16-row fractal
 from moeopt.megamoe.planning import Tile
 from moeopt.registry import lookup
 
-CUBE_M_ALIGN = 16  # spec: cube fractal M = 16 rows (int8 16x32x16, fp16 16x16x16)
 GM_BURST_ALIGN = 512  # spec: GM address alignment for full MTE2 read bandwidth (CANN Ascend C best practices)
 
 # (tile rows, tile cols, A resident in L1, B resident in L1, A read before, B read before)

@@ -166,7 +166,7 @@ def compose(
         shared_experts=shared_experts,
         layout=Layout.of(cfg, impl.core_groups(cfg), gmm2_join_from),
         sync=impl.sync(cfg),
-        const={name: const.value for name, const in cfg.constants.items()},
+        const=cfg.constant_values(),  # notes the constants the build reads (r["provenance"])
         row_bytes=cfg.h + 32 if w8a8 else cfg.h * 2,  # int8 payload + fp32 scale + pad, or bf16
         bpe=1 if w8a8 else 2,
     )

@@ -5,7 +5,10 @@ combine writes back) or its own (the local source goes through the same window p
 rules, each a closed form the stage builders apply per event:
 
 1. **Per-stream rate.** One AIV moves ``aiv_remote_read_bytes_per_us`` (pulling) or
-   ``aiv_remote_write_bytes_per_us`` (writing back) when nothing limits it but itself.
+   ``aiv_remote_write_bytes_per_us`` (writing back) when nothing limits it but itself; the rows
+   of this rank's own source move at ``aiv_local_bytes_per_us`` either way (on pto-a2a3 the
+   kernel takes the same window path for them, so the profile sets it to the per-stream rate; the
+   arch35 kernel has a local path of its own, measured separately).
 2. **Fair share of the link.** ``S`` remote streams of a stage that run together (the
    stage's structure says how many: the sources of a dispatch wave, the write-back tasks of a
    combine expert, at most the stage's cores) share the rank's aggregate
@@ -52,9 +55,11 @@ class StreamRate(NamedTuple):
 
 def stream_rate(ctx: BuildContext, direction: str, remote: bool, concurrent: int) -> StreamRate:
     """The rate of one stream among ``concurrent`` remote streams of its stage (rules 1 and 2)."""
+    if not remote:
+        return StreamRate(ctx.c("aiv_local_bytes_per_us"), 0.0)
     const, channel = _DIRECTION[direction]
     r = ctx.c(const)
-    if not remote or not ctx.cfg.bandwidth_contention or concurrent <= 1:
+    if not ctx.cfg.bandwidth_contention or concurrent <= 1:
         return StreamRate(r, 0.0)
     f = min(r, ctx.c(f"{channel}_bytes_per_us") / concurrent)
     return StreamRate(f, 1.0 - f / r)

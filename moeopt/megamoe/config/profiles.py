@@ -21,6 +21,7 @@ from moeopt.megamoe.config.calibration import (
     fit_pto_a2a3,
     fit_pto_a2a3_v1,
 )
+from moeopt.megamoe.config.implementation import COMBINE_SMALL_MAX_ROUTES
 from moeopt.megamoe.config.provenance import CalibrationDomain, Const
 
 HW = "../shared/hardware.md"
@@ -66,6 +67,13 @@ CONSTANTS: dict[str, tuple[str, str]] = {
         "share of the cube cores' GM->L1 paths one write-back stream takes while the link throttles it",
     ),
 }
+
+NOT_CALIBRATION: dict[str, str] = {
+    "l1_bytes": "a buffer size: a hardware capacity, not a calibrated rate or latency",
+    "bw_unit_bytes_per_us": "the model's bandwidth quantum: a resolution of the model, not of the hardware",
+}
+"""Constants that are not calibration uncertainties: sensitivity never perturbs them (moving a
+capacity makes tiles fit or not, every variant at once)."""
 
 _A3_SPEC = {
     "cube_mac_per_us_int8": Const(
@@ -221,7 +229,8 @@ def _pto_constants() -> dict[str, Const]:
         "assumed",
         "no measurement of a stream to this rank's own window; the kernel takes the same window path "
         "for its own source rank as for the others (dispatch.h TLOAD / combine.h TSTORE on "
-        "peer[srcRank] for every srcRank), so it is set to the per-stream write-back rate fitted at §1b",
+        "peer[srcRank] for every srcRank), so it is set to a per-stream rate fitted at §1b (the "
+        "write-back's: one constant serves both directions; the read rate is 6% lower)",
     )
     out["hbm_bytes_per_us"] = Const(
         "hbm_bytes_per_us",
@@ -240,10 +249,19 @@ A35 = f"{HW} §5 (recursion-ascend/cost-model README)"
 A8W8_DOMAIN = CalibrationDomain(
     id="megamoe-a8w8/arch35/28core",
     implementation="megamoe-a8w8.wave",
-    compile_point={"quant": "w8a8"},
-    shape={},
+    # hardware.md §5: GMM1 tiles of m = 256 rows (bs128 / bs8192, one m-group = 256 rows); the
+    # tile_n 256 of the README's example configuration
+    compile_point={"quant": "w8a8", "tile_m": 256, "tile_n": 256},
+    # hardware.md §5: GMM1 tile times at batch 36, 128 and 8192 tokens; the README's runs are
+    # labelled h5120_i4608 (h 5120, hidden_dim 9216)
+    shape={"tokens": (36, 8192), "h": 5120, "hidden_dim": 9216},
     topology={"aic_num": 28},
-    note="single-point calibrations of the seed-000 implementation (hardware.md §5)",
+    note=(
+        "hardware.md §5 (recursion-ascend/cost-model README): single-point calibrations of the arch35 "
+        "wave kernel on the 28 usable cube cores of one card, GMM1 tiles of 256 rows at batch 36, 128 "
+        "and 8192 tokens, runs labelled h5120_i4608; topK, ranks and experts per rank of the runs are "
+        "not documented, so they are not limited"
+    ),
 )
 
 
@@ -459,8 +477,8 @@ PROFILE_DEFAULTS: dict[str, dict[str, Any]] = {
             "tile_n": 256,
             "tile_k": 512,
             "swiglu_segments": "kernel_rule",
-            # combine.h@2d9d4288 L30, L73-85: DirectSmall (per GMM2 tile) iff M x topK <= 4096
-            "combine_small_max_routes": 4096,
+            # DirectSmall (per GMM2 tile) iff M x topK <= 4096 (impl: combine.h@2d9d4288:30,73-85)
+            "combine_small_max_routes": COMBINE_SMALL_MAX_ROUTES,
             # the front reorder picks FullLoad / OneCore / MultiCore (tiling_builder.cpp@HEAD L215-322)
             "front_reorder": "kernel_rule",
         },

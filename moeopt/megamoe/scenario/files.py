@@ -76,7 +76,12 @@ def _section(name: str, cls: type, value: Any) -> Any:
 
 
 def apply_overrides(data: Mapping[str, Any], overrides: Mapping[str, Any] | None) -> dict[str, Any]:
-    """A deep copy of ``data`` with each ``"dotted.path": value`` set; unknown paths fail."""
+    """A deep copy of ``data`` with each ``"dotted.path": value`` set; unknown paths fail.
+
+    A table given for a table field (``{"policy": {"dispatch_lookahead": 1}}``,
+    ``--set 'policy={dispatch_lookahead = 1}'``) is merged key by key into what is there, exactly
+    as the dotted form ``policy.dispatch_lookahead = 1`` would set it: the keys it does not name
+    keep their values. A list (``options.links``) or a value replaces what is there."""
     out = plain(data)
     for path, value in (overrides or {}).items():
         if not isinstance(path, str) or not path:
@@ -92,7 +97,10 @@ def apply_overrides(data: Mapping[str, Any], overrides: Mapping[str, Any] | None
                 raise unknown_key(where, part, list(schema))
             schema = schema[part]
             if depth == len(parts) - 1:
-                node[part] = value
+                if isinstance(value, Mapping) and isinstance(schema, dict):
+                    _merge_table(node, part, value, schema, path)
+                else:
+                    node[part] = value
             else:
                 nxt = node.get(part)
                 if nxt is None:
@@ -103,6 +111,25 @@ def apply_overrides(data: Mapping[str, Any], overrides: Mapping[str, Any] | None
                 node[part] = nxt
                 node = nxt
     return out
+
+
+def _merge_table(
+    node: dict[str, Any], key: str, value: Mapping[str, Any], schema: dict[str, Any], path: str
+) -> None:
+    """Merge the table ``value`` into ``node[key]`` key by key (nested tables too), each key checked
+    against ``schema``; a non-table value there (``core_groups = "v1_fixed"``) starts a new table."""
+    target = node.get(key)
+    if not isinstance(target, dict):
+        target = {}
+    node[key] = target
+    for k, v in value.items():
+        if not isinstance(k, str) or k not in schema:
+            raise unknown_key(path, str(k), list(schema))
+        sub = schema[k]
+        if isinstance(v, Mapping) and isinstance(sub, dict):
+            _merge_table(target, k, v, sub, f"{path}.{k}")
+        else:
+            target[k] = plain(v)
 
 
 def parse_override_value(text: str) -> Any:

@@ -14,6 +14,8 @@ from collections.abc import Mapping, Sequence
 from types import MappingProxyType
 from typing import Any
 
+from moeopt.megamoe.config.budgets import PROFILE_BUDGETS, align, budget, front_reorder_path
+from moeopt.megamoe.config.implementation import DISPATCH_BATCH_ROWS, ROW_PAD_BYTES, SCALE_BYTES
 from moeopt.megamoe.config.profiles import (
     CONSTANTS,
     GLOBAL_DEFAULTS,
@@ -28,6 +30,7 @@ from moeopt.megamoe.errors import NotModelledError, ScenarioError
 from moeopt.megamoe.scenario.schema import (
     CUBE_STAGES,
     EDGES,
+    FIELDS,
     LINK_FIELDS,
     STAGES,
     VECTOR_STAGES,
@@ -91,9 +94,11 @@ def resolve(s: Scenario) -> Config:
     aic = _core_count_rule(raw)
     consts = _constant_rules(s, kern["topo_urma"])
     _tile_rules(kern, consts)
+    _buffer_rules(s, raw, consts, aic)
     links = _link_table(opt["links"])
     _edge_rules(links)
     _link_combination_rules(s, kern, opt, links)
+    _read_only_with_rules(s, kern, opt)
     groups = _core_group_rules(opt["core_groups"], opt["roles"], aic, s.workload.local_experts)
     granularity = _granularity_rules(opt, kern)
     _registered_name_rules(pol, opt)
@@ -141,7 +146,8 @@ def _constant_rules(s: Scenario, topo_urma: bool) -> dict[str, Const]:
 
 def _tile_rules(kern: Table, consts: Mapping[str, Const]) -> None:
     """The A and B k-slices of one tile, ``l1_stages`` deep, fit the core's L1:
-    ``(tile_m + tile_n) x tile_k x bytes per element x l1_stages <= l1_bytes``."""
+    ``(tile_m + tile_n) x tile_k x bytes per element x l1_stages <= l1_bytes`` (the rule every
+    profile checks; the PTO kernel's own, with the scales, is :func:`_buffer_rules`)."""
     bpe = 1 if kern["quant"] == "w8a8" else 2
     l1_need = (kern["tile_m"] + kern["tile_n"]) * kern["tile_k"] * bpe * kern["l1_stages"]
     if l1_need > consts["l1_bytes"].value:
@@ -150,6 +156,100 @@ def _tile_rules(kern: Table, consts: Mapping[str, Const]) -> None:
             f"{kern['tile_k']} x {bpe} B x l1_stages {kern['l1_stages']} = {l1_need} B > L1 "
             f"{int(consts['l1_bytes'].value)} B; allowed: a geometry within L1"
         )
+
+
+def _buffer_rules(s: Scenario, raw: Table, consts: Mapping[str, Const], aic: int) -> None:
+    """Every buffer the profile's kernel allocates fits its budget (the rules and their sources:
+    :mod:`moeopt.megamoe.config.budgets`): L1 with the per-channel scales, L0A / L0B / L0C, the
+    dispatch UB budget, the front reorder's sort cores and the K alignment. The HCCL window
+    depends on the routing and is checked when a rank's graph is built."""
+    rules = PROFILE_BUDGETS.get(s.profile, PROFILE_BUDGETS[None])
+    kern = raw["kernel"]
+    w8a8 = kern["quant"] == "w8a8"
+    bpe = 1 if w8a8 else 2
+    tm, tn, tk, stages = kern["tile_m"], kern["tile_n"], kern["tile_k"], kern["l1_stages"]
+    who = f"the {s.profile} kernel"
+    if rules.l1_scales:
+        scale = SCALE_BYTES if w8a8 else 0
+        stage = (tm + tn) * tk * bpe + tn * scale
+        l1 = int(consts["l1_bytes"].value)
+        if stage * stages > l1:
+            raise ScenarioError(
+                f"kernel tiles do not fit L1 ({who} keeps A, B and the per-channel scales in every L1 "
+                f"stage): (tile_m {tm} + tile_n {tn}) x tile_k {tk} x {bpe} B + tile_n {tn} x {scale} B "
+                f"scales = {stage} B per stage x l1_stages {stages} = {stage * stages} B > L1 {l1} B "
+                f"({l1 // 1024} KiB); allowed: a geometry within L1"
+            )
+    if rules.l0:
+        kf = int(budget("cube_k_fractal_int8" if w8a8 else "cube_k_fractal_fp16"))
+        for name, need, what in (
+            ("l0a", tm * kf * bpe * int(budget("l0a_buffers")), f"tile_m {tm} x K part {kf}"),
+            ("l0b", kf * tn * bpe * int(budget("l0b_buffers")), f"K part {kf} x tile_n {tn}"),
+        ):
+            cap = int(budget(f"{name}_bytes"))
+            if need > cap:
+                bufs = int(budget(f"{name}_buffers"))
+                raise ScenarioError(
+                    f"kernel tiles do not fit {name.upper()}: {what} x {bpe} B x {bufs} buffers = {need} B > "
+                    f"{name.upper()} {cap} B even with the smallest K part the cube takes; allowed: a "
+                    f"smaller tile"
+                )
+        acc = tm * tn * int(budget("l0c_element_bytes")) * int(budget("l0c_buffers"))
+        cap = int(budget("l0c_bytes"))
+        if acc > cap:
+            raise ScenarioError(
+                f"kernel tile does not fit L0C: tile_m {tm} x tile_n {tn} x "
+                f"{int(budget('l0c_element_bytes'))} B fp32 accumulators = {acc} B > L0C {cap} B ({who} "
+                f"keeps one L0C buffer). Such a tile would need several L0 passes, which the model does "
+                f"not charge, so it is refused; allowed: tile_m x tile_n <= {cap // 4}"
+            )
+    if rules.k_align:
+        kf = int(budget("cube_k_fractal_int8" if w8a8 else "cube_k_fractal_fp16"))
+        for field, k in (("h", s.h), ("hidden_dim / 2", s.hidden_dim // 2)):
+            if k % kf:
+                raise ScenarioError(
+                    f"{field} = {k}: a GEMM's K must be a multiple of the cube's fractal K {kf} "
+                    f"({kern['quant']}); allowed: multiples of {kf}"
+                )
+    if rules.ub_dispatch:
+        a = int(budget("ub_align_bytes"))
+        row = align(s.h + ROW_PAD_BYTES if w8a8 else 2 * s.h, a)
+        tile = DISPATCH_BATCH_ROWS * row
+        need = int(budget("dispatch_ub_buffers")) * tile
+        cap = int(budget("dispatch_ub_budget_bytes"))
+        if need > cap:
+            raise ScenarioError(
+                f"dispatch does not fit its UB budget: {int(budget('dispatch_ub_buffers'))} buffers x "
+                f"{DISPATCH_BATCH_ROWS} rows x {row} B (h = {s.h}) = {need} B > {cap} B ({who}'s host "
+                f"check); allowed: a smaller h"
+            )
+    if rules.front:
+        w = s.workload
+        routes = w.tokens * w.topk
+        path, cores = front_reorder_path(routes, s.h, w.world * w.local_experts)
+        aiv = aic * int(raw["aiv_per_core"])
+        if cores > aiv:
+            raise ScenarioError(
+                f"front reorder of {routes} routes per rank (tokens x topk) takes the {path} path on "
+                f"{cores} sort cores (Pow4Ceil(ceil(routes / {int(budget('sort_loop_max_routes'))}))), more "
+                f"than the {aiv} AIV of the die; allowed: tokens x topk with at most {aiv} sort cores"
+            )
+
+
+def check_routing_budgets(cfg: Config, rows_by_rank: Mapping[int, int]) -> None:
+    """The budgets that depend on the routing, checked when the ranks' graphs are built: the rows
+    a rank receives fit the kernel's ``maxOutputSize`` (the HCCL window is sized from it)."""
+    rules = PROFILE_BUDGETS.get(cfg.profile, PROFILE_BUDGETS[None])
+    if not rules.max_output_rows:
+        return
+    cap = int(budget("max_output_rows"))
+    for rank, rows in sorted(rows_by_rank.items()):
+        if rows > cap:
+            raise ScenarioError(
+                f"rank {rank} receives {rows} rows (routes to its experts), more than the kernel's "
+                f"maxOutputSize {cap} (the HCCL window holds maxOut x (K + 32) bytes per third); allowed: "
+                f"a routing that sends at most {cap} rows to every rank"
+            )
 
 
 def _link_table(merged: Sequence[Table]) -> Links:
@@ -244,6 +344,34 @@ def _link_combination_rules(s: Scenario, kern: Table, opt: Table, links: Links) 
                 "a core hold more tiles than its slots); allowed: pinned cube tiles, or a GM link "
                 "(options.links location = 'gm')"
             )
+
+
+def _read_only_with_rules(s: Scenario, kern: Table, opt: Table) -> None:
+    """A knob the scenario sets is refused where the model would not read it: the combine
+    small-path threshold is read only by ``combine_granularity = 'auto'`` on the peer-write path.
+    Only the scenario's own value is judged: a profile default (pto-a2a3 sets the threshold) is
+    never the user's doing, so it cannot trip the rule."""
+    mine = s.kernel.combine_small_max_routes
+    if mine is None:
+        return
+    if opt["combine_granularity"] != "auto":
+        raise FIELDS.unread(
+            "kernel.combine_small_max_routes",
+            mine,
+            f"options.combine_granularity = {opt['combine_granularity']!r} (the threshold picks the small or "
+            "large combine path under 'auto' only)",
+            "options.combine_granularity = 'auto'",
+            NotModelledError,
+        )
+    if kern["topo_urma"]:
+        raise FIELDS.unread(
+            "kernel.combine_small_max_routes",
+            mine,
+            "kernel.topo_urma = true (URMA combine is batched PUTs; the small / large path choice is "
+            "the peer-write kernel's)",
+            "kernel.topo_urma = false",
+            NotModelledError,
+        )
 
 
 def _core_group_rules(raw: Any, roles: Mapping[str, str], aic: int, experts: int) -> dict[str, CoreGroup]:

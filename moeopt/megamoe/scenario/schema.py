@@ -17,7 +17,7 @@ from typing import Any
 
 from moeopt.fields import Fields
 from moeopt.megamoe.config.profiles import CONSTANTS, PROFILES
-from moeopt.megamoe.config.provenance import Const
+from moeopt.megamoe.config.provenance import Const, RecordingValues, record
 from moeopt.megamoe.errors import NotModelledError, ScenarioError
 from moeopt.plain import plain
 
@@ -29,6 +29,9 @@ ROUTINGS = ("uniform", "cyclic", "random", "zipf", "explicit", "file")
 QUANTS = ("w8a8", "bf16")
 NOT_MODELLED_QUANTS = {"w4a8": "the int4 dequantisation cost of the a8w4 kernel is not modelled"}
 ROLES = ("AIC", "AIV0", "AIV1", "AIV")
+SEEDED_ROUTINGS = ("random", "zipf")
+WORKLOAD_DEFAULTS: dict[str, Any] = {"seed": 0, "zipf_skew": 1.2}
+"""What the sampled routings use for ``workload.seed`` / ``workload.zipf_skew`` left out (``None``)."""
 
 TRAP_HINT = (
     "h is the model hidden size (GMM1's K, GMM2's N); hidden_dim is GMM1's output width "
@@ -75,6 +78,9 @@ class Workload:
     token), ``zipf`` (seeded, expert popularity ~ 1/rank**zipf_skew), ``explicit`` (``counts``:
     a world x (world*local_experts) matrix), ``file`` (``file``: a TOML/JSON file with
     ``counts`` or ``expert_ids``).
+
+    ``seed`` is read by ``random`` and ``zipf`` only, ``zipf_skew`` by ``zipf`` only; ``None``
+    (left out) is :data:`WORKLOAD_DEFAULTS`, and a value the routing would not read is refused.
     """
 
     tokens: int
@@ -82,11 +88,21 @@ class Workload:
     world: int
     local_experts: int
     routing: str = "uniform"
-    seed: int = 0
-    zipf_skew: float = 1.2
+    seed: int | None = None
+    zipf_skew: float | None = None
     counts: tuple[tuple[int, ...], ...] | None = None
     file: str | None = None
     shared_expert_num: int = 0
+
+    @property
+    def routing_seed(self) -> int:
+        """The seed the sampled routings use (``seed``, or its default when left out)."""
+        return int(WORKLOAD_DEFAULTS["seed"] if self.seed is None else self.seed)
+
+    @property
+    def skew(self) -> float:
+        """The zipf skew in force (``zipf_skew``, or its default when left out)."""
+        return float(WORKLOAD_DEFAULTS["zipf_skew"] if self.zipf_skew is None else self.zipf_skew)
 
     def __post_init__(self) -> None:
         w = "workload"
@@ -95,8 +111,26 @@ class Workload:
         check_int(f"{w}.local_experts", self.local_experts, 1, 1024)
         check_int(f"{w}.topk", self.topk, 1, self.world * self.local_experts)
         check_choice(f"{w}.routing", self.routing, ROUTINGS)
-        check_int(f"{w}.seed", self.seed, 0)
-        check_num(f"{w}.zipf_skew", self.zipf_skew, 0.0, 10.0, lo_open=True)
+        if self.seed is not None:
+            check_int(f"{w}.seed", self.seed, 0)
+            if self.routing not in SEEDED_ROUTINGS:
+                raise FIELDS.unread(
+                    f"{w}.seed",
+                    self.seed,
+                    f"{w}.routing = {self.routing!r} (only the sampled routings read a seed)",
+                    f"{w}.routing = 'random' or 'zipf'",
+                    NotModelledError,
+                )
+        if self.zipf_skew is not None:
+            check_num(f"{w}.zipf_skew", self.zipf_skew, 0.0, 10.0, lo_open=True)
+            if self.routing != "zipf":
+                raise FIELDS.unread(
+                    f"{w}.zipf_skew",
+                    self.zipf_skew,
+                    f"{w}.routing = {self.routing!r} (only 'zipf' reads a skew)",
+                    f"{w}.routing = 'zipf'",
+                    NotModelledError,
+                )
         check_int(f"{w}.shared_expert_num", self.shared_expert_num, 0, 16)
         if self.counts is not None:
             if isinstance(self.counts, (str, bytes)) or not isinstance(self.counts, Sequence):
@@ -731,7 +765,13 @@ class Config:
     constants: Mapping[str, Const]
 
     def c(self, name: str) -> float:
+        """The value of constant ``name`` (noted as used by the run that reads it)."""
+        record(name)
         return self.constants[name].value
+
+    def constant_values(self) -> Mapping[str, float]:
+        """Every constant's value by name, noting each one read (what the builder reads)."""
+        return RecordingValues(self.constants)
 
     def link(self, producer: str, consumer: str) -> LinkCfg:
         return self.links[(producer, consumer)]
