@@ -1,15 +1,17 @@
 """Scheduling time with the idle-core stealing hook, against events, for growing graphs.
 
 The generic scheduler calls a restructure hook after every commit (:mod:`moeopt.core.restructure`);
-SPEC asks that such hooks not make scheduling quadratic in the event count. This prints, for the
-seed-002 typical shape at growing M (profile pto-a2a3, both GMM stages movable), the events of the
-slowest rank's graph and the CPU seconds of one ``moeopt.schedule`` call
+such a hook must not make scheduling quadratic in the event count. This prints, for the typical
+PTO MegaMoE shape (world 8, K 7168, N 4096, topK 8, 16 experts per rank, profile pto-a2a3, both GMM
+stages movable) at growing M, the events of the slowest rank's graph and the CPU seconds of one
+``moeopt.schedule`` call
 
 * ``none``: the same queued graph without a hook (``policy.restructure = core_queues``);
 * ``stealing``: with :class:`~moeopt.megamoe.stealing.IdleCoreStealing` (amortised ``O(log n)``
   per commit, see its docstring);
-* ``naive``: a hook with the same rule written the straightforward way (it rescans every queued
-  tile after each commit, as the seed model's hook did): quadratic, run on the smaller graphs only.
+* ``naive``: a hook with a similar rule written the straightforward way (it rescans every queued
+  tile after each commit, as the original cost model's hook did): quadratic, run on the smaller
+  graphs only.
 
 Each figure is the median of ``--repeat`` calls (CPU seconds of this process). A near-linear hook
 shows a roughly constant ``µs/event`` as the graph grows; the naive one's grows with it.
@@ -93,9 +95,13 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--tokens", type=int, nargs="+", default=[512, 2048, 8192, 32768])
-    ap.add_argument("--naive-max", type=int, default=8000, help="largest graph (events) the naive hook runs on")
+    ap.add_argument(
+        "--naive-max", type=int, default=8000, help="largest graph (events) the naive hook runs on"
+    )
     args = ap.parse_args()
-    print(f"{'tokens':>7} {'events':>7} {'none s':>8} {'stealing s':>10} {'naive s':>9}   µs/event: none  stealing  naive")
+    print(
+        f"{'tokens':>7} {'events':>7} {'none s':>8} {'stealing s':>10} {'naive s':>9}   µs/event: none  stealing  naive"
+    )
     for m in args.tokens:
         n, base, steal, naive = run(m, args.repeat, args.naive_max)
         per = [1e6 * x / n for x in (base, steal, naive)]

@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any
 
 from moeopt.core.compiled import CompiledGraph
 from moeopt.core.restructure import Restructure, RestructureControl
+from moeopt.megamoe.config.implementation import STEAL_MIN_PENDING as IMPL_STEAL_MIN_PENDING
 from moeopt.registry import register
 
 if TYPE_CHECKING:
@@ -40,10 +41,9 @@ if TYPE_CHECKING:
 
 GMM_CONSUMER = {"gmm1": "activation", "gmm2": "combine"}
 
-# assumed: the seed model's default threshold of its idle-core stealing (analysis/stealing.py of
-# recursion-ascend/cost-model, min_pending = 2): a core steals when it has fewer than this many
-# tiles of the stage left, from a core that has at least this many
-STEAL_MIN_PENDING = 2
+# a core steals when it has fewer than this many tiles of the stage left, from a core that has at
+# least this many (steal_min_pending, assumed: config/implementation.py)
+STEAL_MIN_PENDING = IMPL_STEAL_MIN_PENDING
 
 
 def steal_pool(stage: str) -> str:

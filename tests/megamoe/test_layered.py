@@ -283,3 +283,14 @@ def test_shared_experts_are_computed_in_the_first_wave():
     assert shared
     assert {ev.labels["wave"] for ev in shared} == {0}
     assert {ev.labels["expert"] for ev in shared} == {3}
+
+
+def test_the_layered_constants_are_listed_with_their_source():
+    prov = mm.simulate(_three_waves())["provenance"]
+    assert prov["layered_receive_batch_rows"]["value"] == 256
+    assert prov["layered_receive_batch_rows"]["tag"] == "impl"
+    assert "hardware.py@033f9f6:108-109" in prov["layered_receive_batch_rows"]["provenance"]
+    assert prov["layered_put_batch_rows"]["tag"] == "assumed"
+    assert {"layered_first_wave_rows", "layered_few_experts"} <= set(prov)
+    waves = mm.simulate(_three_waves().with_overrides({"options.orchestration": "waves"}))["provenance"]
+    assert not [n for n in waves if n.startswith("layered_")]

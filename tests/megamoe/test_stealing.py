@@ -93,8 +93,13 @@ def test_core_queues_moves_nothing_and_differs_from_stealing_only_by_the_moves(b
         (
             {
                 "options.links": [
-                    {"producer": "gmm2", "consumer": "combine", "location": "onchip", "depth": 1,
-                     "colocated_by_hardware": True},
+                    {
+                        "producer": "gmm2",
+                        "consumer": "combine",
+                        "location": "onchip",
+                        "depth": 1,
+                        "colocated_by_hardware": True,
+                    },
                 ]
             },
             "both GMM stages hand their tiles to their consumer on chip",
@@ -103,8 +108,13 @@ def test_core_queues_moves_nothing_and_differs_from_stealing_only_by_the_moves(b
             {
                 "options.late_bind_pools": ["AIC"],
                 "options.links": [
-                    {"producer": "gmm1", "consumer": "activation", "location": "gm", "depth": 0,
-                     "colocated_by_hardware": False},
+                    {
+                        "producer": "gmm1",
+                        "consumer": "activation",
+                        "location": "gm",
+                        "depth": 0,
+                        "colocated_by_hardware": False,
+                    },
                 ],
             },
             "the cube is late-bound",
@@ -122,3 +132,9 @@ def test_stealing_is_refused_where_no_tile_may_move(bs72, overrides, match):
 def test_an_unknown_rule_names_the_registered_ones(bs72):
     with pytest.raises(ScenarioError, match=r"policy\.restructure.*idle_core_stealing"):
         bs72.with_overrides({"policy.restructure": "steal_everything"})
+
+
+def test_the_stealing_threshold_is_listed_as_assumed(stolen):
+    _s, r = stolen
+    assert r["provenance"]["steal_min_pending"]["value"] == 2
+    assert r["provenance"]["steal_min_pending"]["tag"] == "assumed"

@@ -68,17 +68,13 @@ from moeopt.megamoe.build.handoff import (
 )
 from moeopt.megamoe.build.plan import ExpertPlan, Item, RankPlan
 from moeopt.megamoe.build.urma import urma_batch
+from moeopt.megamoe.config.implementation import LAYERED_PUT_BATCH_ROWS, LAYERED_RECEIVE_BATCH_ROWS
 from moeopt.megamoe.contract import ContractError
 from moeopt.registry import lookup
 
-# impl: DISPATCH_RECEIVE_BATCH_TOKEN_CAPACITY = L1_TILE_M_256, the rows one batched receive (and
-# one flag window) covers (recursion-ascend/cost-model src/moe_cost_model/config/hardware.py@033f9f6:108-109,
-# and builders/comm/urma.py, where a remote batch is sent at 256 rows and flushed at the wave end)
-RECEIVE_BATCH_ROWS = 256
-# assumed: the PUT commit batch equals the receive batch; the seed's model of the kernel commits a
-# channel's PUTs every 256 rows and at the wave end (builders/comm/urma.py, flush_wave), no kernel
-# constant for it is known here
-PUT_BATCH_ROWS = 256
+# the rows of one batched receive, and of one PUT commit batch (config/implementation.py)
+RECEIVE_BATCH_ROWS = LAYERED_RECEIVE_BATCH_ROWS
+PUT_BATCH_ROWS = LAYERED_PUT_BATCH_ROWS
 
 
 def pieces(ex: ExpertPlan, src: int, tile_m: int) -> list[tuple[int, int]]:

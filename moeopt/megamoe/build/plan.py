@@ -21,6 +21,15 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from moeopt.megamoe.config.implementation import (
+    LAYERED_BALANCED_WAVES,
+    LAYERED_FEW_EXPERTS,
+    LAYERED_FIRST_WAVE_ROWS,
+    LAYERED_LATENCY_ROWS,
+    LAYERED_LATENCY_WAVES,
+    LAYERED_THROUGHPUT_ROWS,
+    LAYERED_THROUGHPUT_WAVES,
+)
 from moeopt.megamoe.planning import MGroup, Tile, check_grid, swizzle_order
 from moeopt.megamoe.scenario import Config
 from moeopt.registry import lookup
@@ -147,20 +156,9 @@ def plan_waves(cfg: Config, experts: tuple[ExpertPlan, ...], per_wave: int) -> t
     return tuple(tuple(wave) for wave in waves)
 
 
-# impl: the URMA (Layered) kernel's macro-wave rule, CalcTargetWaveCount / CalcFirstWaveExpertCount /
-# CalcSteadyWaveExpertCount with its constants LAYERED_* (recursion-ascend/cost-model
-# src/moe_cost_model/config/hardware.py@033f9f6:112-119 and planning/waves.py, its port of the kernel)
-LAYERED_FIRST_WAVE_ROWS = 1024  # impl: row budget of the first (warm-up) wave; at most this: one wave
-LAYERED_LATENCY_WAVES = 2  # impl: waves when experts are small (<= 256 rows) or few (<= 8)
-LAYERED_BALANCED_WAVES = 6  # impl: waves otherwise
-LAYERED_THROUGHPUT_WAVES = 4  # impl: waves when experts are large (>= 2048 rows)
-LAYERED_LATENCY_ROWS = 256  # impl: rows per expert up to which the latency count applies
-LAYERED_THROUGHPUT_ROWS = 2048  # impl: rows per expert from which the throughput count applies
-LAYERED_FEW_EXPERTS = 8  # impl: local experts up to which the latency count applies
-
-
 def layered_ranges(n_experts: int, tokens: int, topk: int) -> list[tuple[int, int]]:
-    """The URMA kernel's macro waves as ranges ``[begin, end)`` of local experts.
+    """The URMA kernel's macro waves as ranges ``[begin, end)`` of local experts (its constants,
+    ``LAYERED_*``, with their source in ``config/implementation.py``).
 
     With ``E`` local experts and the estimate ``r = ceil(tokens × topk / E)`` rows per expert (the
     rank's own routes spread evenly; the kernel does not look at the real counts):
