@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING
 
 from moeopt.core.compiled import CompiledGraph
 from moeopt.errors import InputError
-from moeopt.registry import lookup, register
+from moeopt.registry import builtin_names, lookup, register_builtin
 
 if TYPE_CHECKING:
     from moeopt.core.view import SchedulerView
@@ -194,15 +194,10 @@ class LookaheadOneStep(Policy):
 
 
 for _cls in (EarliestStart, CriticalPathFirst, WorkConservingCriticalPath, PriorityByStage, LookaheadOneStep):
-    register("policy", _cls.name, _cls)
+    register_builtin("policy", _cls.name, _cls)
 
-BUILTIN_POLICIES = (
-    "earliest_start",
-    "critical_path_first",
-    "work_conserving_critical_path",
-    "priority_by_stage",
-    "lookahead_one_step",
-)
+BUILTIN_POLICIES: tuple[str, ...] = builtin_names("policy")
+"""The built-in policy names, in the order they were registered (read back from the registry)."""
 
 
 def make_policy(policy: str | Policy) -> Policy:

@@ -40,7 +40,7 @@ from moeopt.core.events import Event, EventGraph
 from moeopt.megamoe.contract import GroupedGemmContract, contract_from_sizes
 from moeopt.megamoe.planning import MGroup, Tile, check_grid, swizzle_order
 from moeopt.megamoe.scenario import Config, CoreGroup
-from moeopt.registry import lookup, register
+from moeopt.registry import lookup, register_builtin
 
 DISPATCH_BATCH_ROWS = 2  # impl: kDispatchGatherUbMoveNum = 2 (dispatch.h@HEAD L25-31)
 COMBINE_LANES = 2  # impl: kCombineLargeLanesPerRank = 2 (combine.h@2d9d4288 L27-28)
@@ -1346,4 +1346,4 @@ def build_rank(
     return _Builder(cfg, tokens, topk, world, rows, rank, shared_experts).build()
 
 
-register("builder", "megamoe", lambda: build_rank, replace=True)
+register_builtin("builder", "megamoe", lambda: build_rank)

@@ -21,29 +21,29 @@ def test_unknown_policy_suggests_the_closest_name() -> None:
         m.schedule(g, "earliest_strat")
 
 
-def test_a_user_policy_can_be_registered_by_name(monkeypatch: pytest.MonkeyPatch) -> None:
-    # the registration is undone after the test: generated docs list the registered policies
-    monkeypatch.setitem(registry._TABLES, "policy", dict(registry._TABLES["policy"]))
+class LongestFirst(m.Policy):
+    name = "test_longest_first"
+    work_conserving = False
 
-    class LongestFirst(m.Policy):
-        name = "test_longest_first"
-        work_conserving = False
+    def prepare(self, cg):  # type: ignore[no-untyped-def]
+        self._neg = [-d for d in cg.dur]
 
-        def prepare(self, cg):  # type: ignore[no-untyped-def]
-            self._neg = [-d for d in cg.dur]
+    def rank(self, i: int) -> tuple[float, float]:
+        return (self._neg[i], 0.0)
 
-        def rank(self, i: int) -> tuple[float, float]:
-            return (self._neg[i], 0.0)
 
-    m.register("policy", "test_longest_first", LongestFirst, replace=True)
+def test_a_user_policy_can_be_registered_by_name() -> None:
     g = m.EventGraph()
     g.add(m.Event("short", resources=["c0.x"], duration_us=1.0))
     g.add(m.Event("long", resources=["c0.x"], duration_us=5.0))
-    s = m.schedule(g, "test_longest_first")
-    # longest first on the shared resource: long [0, 5), short [5, 6)
-    assert (s.start_us["long"], s.start_us["short"]) == (0.0, 5.0)
-    with pytest.raises(m.InputError, match="already registered"):
-        m.register("policy", "test_longest_first", LongestFirst)
+    # registered for this block only: generated docs list the registered policies
+    with registry.registered("policy", "test_longest_first", LongestFirst):
+        s = m.schedule(g, "test_longest_first")
+        # longest first on the shared resource: long [0, 5), short [5, 6)
+        assert (s.start_us["long"], s.start_us["short"]) == (0.0, 5.0)
+        with pytest.raises(m.InputError, match="already registered"):
+            m.register("policy", "test_longest_first", LongestFirst)
+    assert "test_longest_first" not in registry.names("policy")
 
 
 def test_priority_by_stage_lets_a_core_wait_for_the_higher_stage() -> None:
