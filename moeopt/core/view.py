@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     from collections.abc import Mapping
 
     from moeopt.core.events import Event
-    from moeopt.core.scheduler import Eval, _State
+    from moeopt.core.state import Eval, SchedulerState
 
 
 class SchedulerView:
@@ -24,14 +24,13 @@ class SchedulerView:
 
     __slots__ = ("_cache", "_eligible", "_state", "_tails")
 
-    def __init__(self, state: _State, eligible: set[int]) -> None:
+    def __init__(self, state: SchedulerState, eligible: set[int]) -> None:
         self._state = state
         self._eligible = eligible
-        self._cache: dict[int, Eval] = {}
+        # the evaluations of the current step, kept in the state: the scheduler empties them
+        # after every commit
+        self._cache = state.step_evals
         self._tails: list[float] | None = None
-
-    def _step(self) -> None:
-        self._cache.clear()
 
     def _idx(self, name: str) -> int:
         i = self._state.cg.index.get(name)
@@ -55,14 +54,15 @@ class SchedulerView:
 
     def earliest_start(self, name: str) -> float:
         """When ``name`` would start if committed now (``inf`` if its semaphores never admit it)."""
-        return self._eval(self._idx(name))[0]
+        start, _tb, _chosen, _rb, _sb, _blk, _movers = self._eval(self._idx(name))
+        return start
 
     def binding_if(self, name: str) -> tuple[str, ...]:
         """The resources ``name`` would occupy if committed now."""
         i = self._idx(name)
-        ev = self._eval(i)
+        _start, _tb, chosen, _rb, _sb, _blk, _movers = self._eval(i)
         cg = self._state.cg
-        return tuple(cg.res_names[r] for r in cg.fixed[i] + ev[2])
+        return tuple(cg.res_names[r] for r in cg.fixed[i] + chosen)
 
     def resource_free(self, resource: str) -> float:
         """When ``resource`` is free from (0.0 if nothing has used it yet)."""
@@ -86,7 +86,8 @@ class SchedulerView:
                 raise InputError(f"no resource named {res!r} in this graph")
             if until > free[r]:
                 free[r] = until
-        return self._state.evaluate(i, free)[0]
+        start, _tb, _chosen, _rb, _sb, _blk, _movers = self._state.evaluate(i, free)
+        return start
 
     def duration(self, name: str) -> float:
         return self._state.cg.dur[self._idx(name)]
