@@ -48,6 +48,21 @@ def test_a_user_policy_can_be_registered_by_name() -> None:
     assert "test_longest_first" not in registry.names("policy")
 
 
+def test_a_policy_defining_key_is_refused() -> None:
+    # the scheduler's key is always (before, start, after, index): a key() of its own would be
+    # silently ignored, so such a policy is refused with the way out
+    class OwnKey(m.Policy):
+        name = "own_key"
+
+        def key(self, i: int, start_us: float) -> tuple[float, ...]:
+            return (-start_us,)
+
+    g = m.EventGraph()
+    g.add(m.Event("a", duration_us=1.0))
+    with pytest.raises(m.InputError, match=r"policy 'own_key' \(OwnKey\) defines key\(\), which the scheduler never calls.*rank\(i\)"):
+        m.schedule(g, OwnKey())
+
+
 def test_a_policy_cannot_change_the_compiled_graph() -> None:
     # the compiled graph is cached on the graph and shared by every later run: a policy that
     # tries to change it in prepare() fails there, and the next run sees the graph unchanged
