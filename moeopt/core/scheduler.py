@@ -34,7 +34,7 @@ from moeopt.core.gcpause import gc_paused
 from moeopt.core.normalize import drop_nonbinding_semaphores
 from moeopt.core.policies import Policy, make_policy
 from moeopt.core.schedule import Schedule, SemaphoreLevels, Wait
-from moeopt.core.state import SchedulerState, Wait4
+from moeopt.core.state import SchedulerState, WaitRecord
 from moeopt.core.view import SchedulerView
 from moeopt.errors import SchedulingError
 
@@ -132,7 +132,7 @@ class _LazyWaits(_LazyByEvent[Wait]):
     def __init__(
         self,
         cg: CompiledGraph,
-        raw: Sequence[Wait4],
+        raw: Sequence[WaitRecord],
         ready: list[float],
         start: list[float],
     ) -> None:

@@ -41,7 +41,7 @@ placeholder's members) whose free time set ``t_base`` (``None``: none did); ``mo
 acquire triples ``(semaphore, take, give back)`` whose semaphores moved the start (only their
 releases can make it earlier)."""
 
-Wait4 = tuple[int, int, float, int]
+WaitRecord = tuple[int, int, float, int]
 """Why a committed event started when it did, read by unpacking:
 ``ready_pred, rb, t_base, sb = state.waits[i]`` (the predecessor that set its ready time, the
 resource that set ``t_base``, ``t_base``, the semaphore that moved the start; -1: none)."""
@@ -68,7 +68,7 @@ class SchedulerState:
         # per committed event: (predecessor that set its ready time, resource that set t_base,
         # t_base, semaphore that moved the start); the waits are derived from these, the ready
         # times and the starts when read
-        self.waits: list[Wait4] = [(-1, -1, 0.0, -1)] * n
+        self.waits: list[WaitRecord] = [(-1, -1, 0.0, -1)] * n
         self.order: list[int] = []
         self.profiles = [SemaphoreProfile(c) for c in cg.sem_cap]
         # acquire triples (semaphore, take, give back by the same event)
