@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 class SchedulerView:
     """Read-only questions about the current scheduling step."""
 
-    __slots__ = ("_cache", "_eligible", "_state", "_tails")
+    __slots__ = ("_cache", "_eligible", "_index", "_res_index", "_state", "_tails")
 
     def __init__(self, state: SchedulerState, eligible: set[int]) -> None:
         self._state = state
@@ -31,9 +31,13 @@ class SchedulerView:
         # after every commit
         self._cache = state.step_evals
         self._tails: list[float] | None = None
+        # name lookups on every call: plain dicts, copied once from the compiled graph's
+        # read-only mappings (a lookup through the read-only proxy costs an extra call)
+        self._index = dict(state.cg.index)
+        self._res_index = dict(state.cg.res_index)
 
     def _idx(self, name: str) -> int:
-        i = self._state.cg.index.get(name)
+        i = self._index.get(name)
         if i is None:
             raise InputError(f"no event named {name!r} in this graph")
         return i
@@ -66,8 +70,7 @@ class SchedulerView:
 
     def resource_free(self, resource: str) -> float:
         """When ``resource`` is free from (0.0 if nothing has used it yet)."""
-        cg = self._state.cg
-        r = cg.res_index.get(resource)
+        r = self._res_index.get(resource)
         if r is None:
             raise InputError(f"no resource named {resource!r} in this graph")
         return self._state.free[r]
@@ -78,10 +81,9 @@ class SchedulerView:
         i = self._idx(name)
         if i not in self._eligible:
             raise InputError(f"event {name!r} is not eligible at this step")
-        cg = self._state.cg
         free = list(self._state.free)
         for res, until in occupied.items():
-            r = cg.res_index.get(res)
+            r = self._res_index.get(res)
             if r is None:
                 raise InputError(f"no resource named {res!r} in this graph")
             if until > free[r]:
