@@ -14,7 +14,7 @@ Two layers per kind, so that who registers first never matters:
   built-in's name only with ``replace=True`` (an explicit override); :func:`unregister` removes
   the override and the built-in is visible again.
 
-For tests and notebooks, :func:`scoped` and :func:`registered` undo every user registration made
+For tests and notebooks, :func:`scoped` and :func:`registered` undo every registration made
 inside a ``with`` block; nothing outside this module touches the tables.
 """
 
@@ -115,15 +115,15 @@ def is_builtin(kind: str, name: str) -> bool:
 
 @contextmanager
 def scoped() -> Iterator[None]:
-    """Undo, on leaving the block, every user registration, override and unregistration made
-    inside it (built-ins are never touched)."""
-    saved = {kind: dict(table) for kind, table in _USER.items()}
+    """Undo, on leaving the block, every registration, override and unregistration made inside
+    it (the tables are as they were on entering it)."""
+    saved = [(table, dict(table)) for layer in (_USER, _BUILTIN) for table in layer.values()]
     try:
         yield
     finally:
-        for kind, table in _USER.items():
+        for table, entries in saved:
             table.clear()
-            table.update(saved[kind])
+            table.update(entries)
 
 
 @contextmanager

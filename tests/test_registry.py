@@ -72,10 +72,17 @@ def test_a_builtin_registers_once_and_never_over_a_user_entry() -> None:
         with pytest.raises(m.InputError, match="built-in policy 'earliest_start' is registered twice"):
             registry.register_builtin("policy", "earliest_start", Mine)
         assert registry.lookup("policy", "earliest_start") is EarliestStart
-        # a user entry registered before a built-in of the same name stays in front of it
-        m.register("wave_packer", "test_registry_packer", Mine)
-        assert registry.lookup("wave_packer", "test_registry_packer") is Mine
-    assert "test_registry_packer" not in registry.names("wave_packer")
+        # whichever comes first, a user entry stays in front of a built-in of the same name
+        m.register("wave_packer", "test_registry_first", Mine)
+        registry.register_builtin("wave_packer", "test_registry_first", EarliestStart)
+        registry.register_builtin("wave_packer", "test_registry_second", EarliestStart)
+        m.register("wave_packer", "test_registry_second", Mine, replace=True)
+        for name in ("test_registry_first", "test_registry_second"):
+            assert registry.lookup("wave_packer", name) is Mine
+            registry.unregister("wave_packer", name)
+            assert registry.lookup("wave_packer", name) is EarliestStart
+    assert "test_registry_first" not in registry.names("wave_packer")
+    assert "test_registry_second" not in registry.builtin_names("wave_packer")
 
 
 def test_scoped_undoes_registrations_overrides_and_removals() -> None:
