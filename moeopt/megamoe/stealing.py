@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any
 from moeopt.core.compiled import CompiledGraph
 from moeopt.core.restructure import Restructure, RestructureControl
 from moeopt.megamoe.config.implementation import STEAL_MIN_PENDING as IMPL_STEAL_MIN_PENDING
-from moeopt.registry import register
+from moeopt.registry import register_builtin
 
 if TYPE_CHECKING:
     from moeopt.megamoe.build.rankgraph import RankGraph
@@ -128,6 +128,7 @@ class IdleCoreStealing(Restructure):
 
     def prepare(self, cg: CompiledGraph) -> None:
         n = cg.n
+        self._started = False  # a hook scheduled twice starts afresh each time
         self.group = [-1] * n  # stage group of each movable tile (-1: not movable)
         self.owner = [-1] * n  # the core (resource index) a movable tile is queued on now
         self.lists: list[dict[int, list[int]]] = []  # group -> core -> tiles (program order, then moved in)
@@ -198,6 +199,6 @@ def restructure_rule(name: str) -> Any:
     return lookup("restructure", name)()
 
 
-register("restructure", "none", NoRestructure, replace=True)
-register("restructure", "core_queues", CoreQueues, replace=True)
-register("restructure", "idle_core_stealing", IdleCoreStealingRule, replace=True)
+register_builtin("restructure", "none", NoRestructure)
+register_builtin("restructure", "core_queues", CoreQueues)
+register_builtin("restructure", "idle_core_stealing", IdleCoreStealingRule)

@@ -198,7 +198,18 @@ def probe_shapes(s: Scenario) -> list[tuple[str, dict[str, Any]]]:
     shapes: list[tuple[str, dict[str, Any]]] = [
         (f"tokens {w.tokens * 8}", {"workload.tokens": w.tokens * 8}),
         (f"kernel.topo_urma = {str(not cfg.topo_urma).lower()}", {"kernel.topo_urma": not cfg.topo_urma}),
-        ("late-bound pools AIC, AIV", {"options.late_bind_pools": ["AIC", "AIV"]}),
+        (
+            "late-bound pools AIC, AIV" + (", gmm1->activation in GM" if onchip else ""),
+            {
+                "options.late_bind_pools": ["AIC", "AIV"],
+                # late-bound tiles cannot keep an on-chip slot per core (refused): hand off in GM
+                **(
+                    {"options.links": [{"producer": "gmm1", "consumer": "activation", **flip_act}]}
+                    if onchip
+                    else {}
+                ),
+            },
+        ),
         (
             f"gmm1->activation {'in GM' if onchip else 'on-chip'}",
             {"options.links": [{"producer": "gmm1", "consumer": "activation", **flip_act}]},
@@ -220,6 +231,15 @@ def probe_shapes(s: Scenario) -> list[tuple[str, dict[str, Any]]]:
         ("bandwidth_contention off", {"options.bandwidth_contention": not cfg.bandwidth_contention}),
         ("barriers staged, GM links", {"options.barriers": "staged", **_gm_links()}),
         ("quant bf16", {"kernel.quant": "bf16", "kernel.tile_k": 256}),
+        ("tile_k 256", {"kernel.tile_k": 256}),
+        (
+            "software-epoch sync",
+            {
+                "options.sync_protocol": (
+                    "software_epochs" if cfg.sync_protocol == "hardware_flags" else "hardware_flags"
+                )
+            },
+        ),
     ]
     if w.shared_expert_num == 0:
         shapes.append(("shared_expert_num 1", {"workload.shared_expert_num": 1}))

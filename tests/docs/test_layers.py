@@ -27,6 +27,9 @@ LAYERS: dict[str, set[str]] = {
     "viz": BASE | {"core"},
     "trace": BASE | {"core"},
     "synthetic": BASE | {"core"},
+    # the test helpers shipped for users (policy contract suite, graph strategies, naive
+    # scheduler); nothing in the package imports them
+    "testing": BASE | {"core", "exact"},
     # the MegaMoE adapter: the model only (scenario -> routing -> planning -> build -> simulate ->
     # analysis); it asks no questions of itself, so it needs neither CP-SAT nor charts
     "megamoe": BASE | {"core"},

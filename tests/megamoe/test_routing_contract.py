@@ -122,16 +122,16 @@ def _bands64(rows: int, cols: int, tile_m: int, tile_n: int) -> list:
 def test_simulate_checks_the_builder_against_the_grouped_gemm_tables(bs72):
     # bs72: 72 x 6 x 8 / 24 = 144 rows per expert, tile_m 256: one kernel block of 144 rows; a
     # grid of 64-row bands makes M-blocks [0, 64), [64, 128), [128, 144)
-    import moeopt as m
+    from moeopt.registry import registered
 
-    m.register("tile_grid", "test_bands64", lambda: _bands64, replace=True)
-    with pytest.raises(ct.ContractError) as ei:
-        mm.simulate(bs72.with_overrides({"options.tile_grid": "test_bands64"}))
-    msg = str(ei.value)
-    assert msg.startswith("expert 0: the builder's M-block 0 holds rows [0, 64) of the expert")
-    assert "compact rows [0, 144)" in msg  # what the kernel addresses there
-    assert "\n" not in msg
-    # with 64-row kernel blocks the same grid is the kernel's own cut
-    r = mm.simulate(bs72.with_overrides({"options.tile_grid": "test_bands64", "kernel.tile_m": 64}))
-    assert r["rank_results"][0]["contract"]["m_blocks"] > 0
+    with registered("tile_grid", "test_bands64", lambda: _bands64):
+        with pytest.raises(ct.ContractError) as ei:
+            mm.simulate(bs72.with_overrides({"options.tile_grid": "test_bands64"}))
+        msg = str(ei.value)
+        assert msg.startswith("expert 0: the builder's M-block 0 holds rows [0, 64) of the expert")
+        assert "compact rows [0, 144)" in msg  # what the kernel addresses there
+        assert "\n" not in msg
+        # with 64-row kernel blocks the same grid is the kernel's own cut
+        r = mm.simulate(bs72.with_overrides({"options.tile_grid": "test_bands64", "kernel.tile_m": 64}))
+        assert r["rank_results"][0]["contract"]["m_blocks"] > 0
 

@@ -60,7 +60,7 @@ from moeopt.megamoe.build.implementation import (
 from moeopt.megamoe.build.plan import ExpertPlan, RankPlan
 from moeopt.megamoe.build.rankgraph import RankGraph
 from moeopt.megamoe.build.sync import SyncProtocol
-from moeopt.registry import register
+from moeopt.registry import register_builtin
 
 __all__ = [
     "BASELINE",
@@ -78,4 +78,4 @@ __all__ = [
     "implementation_for",
 ]
 
-register("builder", "megamoe", lambda: build_rank, replace=True)
+register_builtin("builder", "megamoe", lambda: build_rank)
