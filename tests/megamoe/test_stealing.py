@@ -32,6 +32,9 @@ def test_an_idle_core_takes_the_last_queued_tile_of_the_busiest_one():
     ]
     assert dict(s.repinned) == {"t3": ("c0.AIC", "c1.AIC"), "t4": ("c0.AIC", "c1.AIC")}
     m.validate_schedule(g, s)
+    # the same hook object scheduled again starts afresh (its first-call steal included)
+    again = m.schedule(g, restructure=hook)
+    assert (dict(again.start_us), dict(again.repinned)) == (dict(s.start_us), dict(s.repinned))
 
 
 @pytest.fixture(scope="module")
