@@ -6,7 +6,9 @@ bug in a scheduler cannot hide itself here. Every violation found is listed, not
 
 Rules: every event scheduled once; ``end - start = duration``; ``start >= 0``;
 ``start >= end(pred) + λ``; each placeholder bound to a member of its pool and each fixed
-resource kept; no two events overlap on one resource; colocated events on one site; every
+resource kept, except where the schedule records that a restructure hook re-pinned the event
+(``Schedule.repinned``) from that fixed resource to another member of a pool containing it;
+no two events overlap on one resource; colocated events on one site; every
 semaphore's free units within ``[0, capacity]`` at every instant (changes at one instant are
 applied together, within the time tolerance).
 """
@@ -59,6 +61,7 @@ def validate_schedule(graph: EventGraph, schedule: Schedule, *, durations_exact:
     # first and computes the tolerance only when that fails (the common case is a clean pass).
     A, R = ABS_TOL_US, REL_TOL
     pools = graph.pools
+    moved = _repinned(graph, schedule, v)
     pool_sets = {role: frozenset(members) for role, members in pools.items()}
     occupied: dict[str, list[tuple[float, float, str]]] = defaultdict(list)
     sites_of: dict[str, set[str]] = {}
@@ -101,7 +104,7 @@ def validate_schedule(graph: EventGraph, schedule: Schedule, *, durations_exact:
         for sem, units in ev.releases.items():
             changes[sem].append((e, units))
         got = res.get(name, ())
-        wanted = ev.resources
+        wanted = moved.get(name, ev.resources) if moved else ev.resources
         if len(wanted) == 1 and len(got) == 1:
             # the common case: one resource, fixed or one placeholder
             r0 = got[0]
@@ -176,6 +179,28 @@ def validate_schedule(graph: EventGraph, schedule: Schedule, *, durations_exact:
         raise ScheduleError(v)
 
 
+def _repinned(graph: EventGraph, schedule: Schedule, v: list[str]) -> dict[str, tuple[str, ...]]:
+    """The declared resources of each event the schedule says was re-pinned, with the move
+    applied, for the re-pins that are legal (the event declares the fixed resource it moved from,
+    and some pool contains both); each illegal one is reported."""
+    out: dict[str, tuple[str, ...]] = {}
+    for name, (frm, to) in schedule.repinned.items():
+        ev = graph.events.get(name)
+        if ev is None:
+            v.append(f"schedule re-pins {name!r}, which is not an event of the graph")
+            continue
+        if frm not in ev.resources and to in ev.resources:
+            continue  # the graph already has the event where it ran (moeopt.repinned_graph)
+        if frm not in ev.resources or placeholder_role(frm) is not None:
+            v.append(f"schedule re-pins {name!r} from {frm!r}, which is not one of its fixed resources")
+            continue
+        if not any(frm in members and to in members for members in graph.pools.values()):
+            v.append(f"schedule re-pins {name!r} from {frm!r} to {to!r}: no pool of the graph contains both")
+            continue
+        out[name] = tuple(to if r == frm else r for r in ev.resources)
+    return out
+
+
 def _semaphore_problem(
     v: list[str],
     graph: EventGraph,
@@ -239,19 +264,30 @@ def _binding_ok(
 
 
 def _matches(bound: list[str], roles: list[str], pool_map: Mapping[str, tuple[str, ...]]) -> bool:
-    """Whether the bound resources can be assigned one-to-one to the placeholders' pools."""
+    """Whether the bound resources can be assigned one-to-one to the placeholders' pools: a
+    perfect matching in the bipartite graph placeholder -- member of its pool, found by
+    augmenting paths (Kuhn's algorithm), exact for any number of placeholders.
+
+    Each placeholder in turn looks for a free resource of its pool, or for one whose current
+    placeholder can move to another resource of its own pool (recursively, each resource
+    visited once per search). A placeholder that finds neither proves, by the visited set, that
+    some set of placeholders has fewer usable resources than members (Hall's condition fails),
+    so no assignment exists.
+    """
     if len(bound) != len(roles):
         return False
-    if len(roles) <= 6:
-        return any(
-            all(r in pool_map.get(role, ()) for r, role in zip(perm, roles))
-            for perm in itertools.permutations(bound)
-        )
-    # many placeholders: greedy in order (pools of one event rarely overlap)
-    rest = list(bound)
-    for role in roles:
-        hit = next((r for r in rest if r in pool_map.get(role, ())), None)
-        if hit is None:
-            return False
-        rest.remove(hit)
-    return True
+    # the resources each placeholder may take, as positions in ``bound``
+    options = [[k for k, r in enumerate(bound) if r in pool_map.get(role, ())] for role in roles]
+    owner = [-1] * len(bound)  # resource position -> the placeholder holding it
+
+    def augment(p: int, seen: list[bool]) -> bool:
+        for k in options[p]:
+            if seen[k]:
+                continue
+            seen[k] = True
+            if owner[k] < 0 or augment(owner[k], seen):
+                owner[k] = p
+                return True
+        return False
+
+    return all(augment(p, [False] * len(bound)) for p in range(len(roles)))

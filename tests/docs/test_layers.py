@@ -27,6 +27,9 @@ LAYERS: dict[str, set[str]] = {
     "viz": BASE | {"core"},
     "trace": BASE | {"core"},
     "synthetic": BASE | {"core"},
+    # the test helpers shipped for users (policy contract suite, graph strategies, naive
+    # scheduler); nothing in the package imports them
+    "testing": BASE | {"core", "exact"},
     # the MegaMoE adapter: the model only (scenario -> routing -> planning -> build -> simulate ->
     # analysis); it asks no questions of itself, so it needs neither CP-SAT nor charts
     "megamoe": BASE | {"core"},
@@ -128,3 +131,20 @@ def test_the_scanner_sees_lazy_and_from_package_imports() -> None:
         "from moeopt import registry\nimport moeopt\nfrom moeopt import simulate\n"
     )
     assert sorted(_imported_parts(tree)) == [(2, "search"), (3, "registry"), (4, "api"), (5, "api")]
+
+
+# The adapter stays readable stage by stage: a function longer than this is a stage doing two
+# things (the architecture rule that split the builder into stage modules).
+MAX_ADAPTER_FUNCTION_LINES = 120
+
+
+def test_no_adapter_function_longer_than_the_rule() -> None:
+    long = []
+    for path in sorted((PKG / "megamoe").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                assert node.end_lineno is not None
+                n = node.end_lineno - node.lineno + 1
+                if n > MAX_ADAPTER_FUNCTION_LINES:
+                    long.append(f"{path.relative_to(PKG)}:{node.lineno} {node.name} ({n} lines)")
+    assert not long, "split these functions: " + "; ".join(long)

@@ -37,9 +37,9 @@ class _Claims(CriticalPathFirst):
 
 
 @pytest.fixture
-def lying(monkeypatch):
-    monkeypatch.setitem(registry._TABLES["policy"], _Claims.name, _Claims)
-    return _Claims.name
+def lying():
+    with registry.registered("policy", _Claims.name, _Claims):
+        yield _Claims.name
 
 
 @pytest.fixture

@@ -40,11 +40,9 @@ class ClaimsConservingCriticalPath(CriticalPathFirst):
 
 
 @pytest.fixture
-def lying_policy(monkeypatch):
-    monkeypatch.setitem(
-        registry._TABLES["policy"], ClaimsConservingCriticalPath.name, ClaimsConservingCriticalPath
-    )
-    return ClaimsConservingCriticalPath.name
+def lying_policy():
+    with registry.registered("policy", ClaimsConservingCriticalPath.name, ClaimsConservingCriticalPath) as name:
+        yield name
 
 
 def with_policy(s: mm.Scenario, name: str) -> mm.Scenario:

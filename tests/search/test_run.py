@@ -114,13 +114,17 @@ def _boom_builder() -> object:
     return build
 
 
-def test_one_failing_trial_never_stops_the_study(tiny, tmp_path, monkeypatch):
-    # the registration is undone after the test: generated docs list the registered builders
-    monkeypatch.setitem(registry._TABLES, "builder", dict(registry._TABLES["builder"]))
-    m.register("builder", "test_search_boom", _boom_builder, replace=True)
+@pytest.fixture
+def boom_builder():
+    # registered for this test only: generated docs list the registered builders
+    with registry.registered("builder", "test_search_boom", _boom_builder) as name:
+        yield name
+
+
+def test_one_failing_trial_never_stops_the_study(tiny, tmp_path, boom_builder):
     tiny.update(
         space={
-            "options.builder": {"choices": ["megamoe", "test_search_boom"]},
+            "options.builder": {"choices": ["megamoe", boom_builder]},
             "kernel.tile_m": {"choices": [128, 256]},
         },
         sampler="grid",

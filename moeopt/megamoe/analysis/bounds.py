@@ -24,6 +24,8 @@ bounds is what the tiling and orchestration cost.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from moeopt.megamoe.analysis.table import EPS
 from moeopt.megamoe.build import RankGraph
 from moeopt.megamoe.config.implementation import CUBE_M_ALIGN, ROW_PAD_BYTES, SCALE_BYTES
@@ -155,7 +157,7 @@ def graph_floors(rg: RankGraph) -> GraphFloors:
     }
 
 
-def _ancestors_or_self(preds: list[tuple[tuple[int, float], ...]], ends: list[int], n: int) -> list[bool]:
+def _ancestors_or_self(preds: Sequence[tuple[tuple[int, float], ...]], ends: list[int], n: int) -> list[bool]:
     needed = [False] * n
     stack = list(ends)
     for i in ends:

@@ -33,7 +33,7 @@ from __future__ import annotations
 import math
 from bisect import bisect_left, bisect_right
 from collections import defaultdict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from moeopt.core.schedule import Schedule
@@ -183,7 +183,7 @@ class _SpanCache:
 
 
 def _bound_member(
-    pool: _Pool, i: int, tab: Table, ready: list[float], index: dict[str, int], members: set[str]
+    pool: _Pool, i: int, tab: Table, ready: list[float], index: Mapping[str, int], members: set[str]
 ) -> str:
     """The member a ready event of ``pool`` is tied to by its colocation partner (late-bound
     events whose partner started before the event was ready), else ``""`` (any member)."""
@@ -203,7 +203,7 @@ def _ready_points(
     tab: Table,
     ready: list[float],
     spans: _SpanCache,
-    index: dict[str, int],
+    index: Mapping[str, int],
 ) -> list[_Point]:
     """The sweep points of the spans where the pool's events were ready but not started (empty
     when none of them ever waited)."""
@@ -288,7 +288,7 @@ def _role_ledger(
     merged_of: Callable[[str], list[Interval]],
     spans: _SpanCache,
     ready: list[float],
-    index: dict[str, int],
+    index: Mapping[str, int],
     span: float,
 ) -> dict[str, RoleIdle]:
     """Per role: members, busy, forced and avoidable member-µs before ``span``, with busy +
