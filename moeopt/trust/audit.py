@@ -233,7 +233,7 @@ def probe_shapes(s: Scenario) -> list[tuple[str, dict[str, Any]]]:
     )
     w = s.workload
     shapes: list[tuple[str, dict[str, Any]]] = [
-        (f"tokens {w.tokens * 8}", {"workload.tokens": w.tokens * 8}),
+        _more_tokens(s),
         _urma_flip(s),
         (
             "late-bound pools AIC, AIV" + (", gmm1->activation in GM" if onchip else ""),
@@ -304,6 +304,19 @@ def probe_shapes(s: Scenario) -> list[tuple[str, dict[str, Any]]]:
 WIDE_WAVE = 64
 """m-groups per GMM1 wave on the wide-wave probe shape: waves of several experts, so that one
 AIV pulls several segments of a source per wave (what ``event_granularity.dispatch`` packs)."""
+
+
+def _more_tokens(s: Scenario) -> tuple[str, dict[str, Any]]:
+    """Eight times the tokens, or four or two times where the scenario refuses more (the front
+    reorder's sort cores outgrow the die's AIVs: examples/seed002_typical.toml, 2048 tokens x topk 8)."""
+    for factor in (8, 4, 2):
+        over = {"workload.tokens": s.workload.tokens * factor}
+        try:
+            s.with_overrides(over)
+        except MoeoptError:
+            continue
+        break
+    return f"tokens {over['workload.tokens']}", over
 
 
 def _urma_flip(s: Scenario) -> tuple[str, dict[str, Any]]:

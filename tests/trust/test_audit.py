@@ -132,14 +132,19 @@ def test_a_knob_that_moves_only_the_unpermute_tail_is_judged_on_the_time_with_it
 
 
 def test_every_probe_shape_is_accepted_by_the_examples(bs72: mm.Scenario) -> None:
-    """A probe shape the scenario refuses is silently left out of the audit: on the two arch35
-    examples every one must resolve (the staged barriers drop the look-ahead basic sets, the PTO
+    """A probe shape the scenario refuses is silently left out of the audit: on every shipped
+    example each one must resolve (the staged barriers drop the look-ahead basic sets, the PTO
     profile takes its own tile where the scenario sets another, the split groups leave the
-    activation's cores to GMM1 when the hand-off is on-chip)."""
+    activation's cores to GMM1 when the hand-off is on-chip, URMA on the PTO profile takes
+    megamoe-a8w8's rates)."""
     basic = mm.load_scenario(EXAMPLES / "scenario_basic.toml")
-    for s in (bs72, basic):
+    seed002 = mm.load_scenario(EXAMPLES / "seed002_typical.toml")
+    for s in (bs72, basic, seed002):
         for name, over in au.probe_shapes(s):
             assert s.with_overrides(over).config is not None, name
+    # 8 x 2048 tokens x topk 8 = 131072 routes would sort on Pow4Ceil(ceil(131072 / 6144) = 22)
+    # = 64 cores (48 AIV exist); 4 x: Pow4Ceil(11) = 16 cores
+    assert dict(au.probe_shapes(seed002))["tokens 8192"] == {"workload.tokens": 8192}
     names = dict(au.probe_shapes(basic))
     assert names["barriers staged, GM links, no look-ahead"]["policy.dispatch_lookahead"] == 0
     pto = names["profile pto-a2a3 (its tile 128 x 256 x 512)"]
