@@ -198,7 +198,7 @@ def test_knobs_that_act_only_elsewhere_or_by_design_are_classified_so(bs72: mm.S
     * l1_bytes x0.5 refuses the tiles, x1.5 moves nothing: a capacity;
     * bw_unit_bytes_per_us: the quantum chosen to move nothing: a resolution;
     * event_granularity.dispatch packs an AIV's segments of one wave: one expert per wave
-      gives each AIV one segment; waves of 8 m-groups (all 3 experts) give it 3;
+      gives each AIV one segment; waves of 64 m-groups (all 3 experts) give it 3;
     * gmm1_small_m_rebalance needs fewer GMM1 tiles (9216 / 256 = 36) than cores: 56 cores;
     * the two-phase unpermute moves only the tail, where phase 1 runs on fewer AIVs than all
       (v1_fixed groups)."""
@@ -218,7 +218,7 @@ def test_knobs_that_act_only_elsewhere_or_by_design_are_classified_so(bs72: mm.S
     assert got["calibration.l1_bytes"].verdict == au.CAPACITY
     assert "262144 refused (kernel tiles do not fit L1" in got["calibration.l1_bytes"].detail
     assert got["calibration.bw_unit_bytes_per_us"].verdict == au.RESOLUTION
-    assert got["options.event_granularity.dispatch"].shape == "p1_override 8"
+    assert got["options.event_granularity.dispatch"].shape == f"p1_override {au.WIDE_WAVE}"  # 64
     assert got["options.gmm1_small_m_rebalance"].shape == "aic_num 56"
     assert got["options.unpermute"].shape == "core_groups v1_fixed"
     assert got["options.unpermute"].detail.endswith("of the time with the unpermute tail")
