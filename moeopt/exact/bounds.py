@@ -76,11 +76,15 @@ class Bound:
     """One lower bound on the makespan: where it comes from and its value (µs or ticks).
 
     ``source`` is ``"longest_path"``, ``"resource:<name>"``, ``"pool:<role>"``,
-    ``"semaphore:<name>"`` or ``"cpsat"``.
+    ``"pools:<role>+<role>"``, ``"semaphore:<name>"`` or ``"cpsat"`` (or a caller's limit);
+    :func:`constraint_class` is the part before the colon. ``method`` says which argument
+    reached the value for a capacity set: ``"energy"``, ``"fit"`` / ``"dff<k>"`` (weighted
+    energy) or ``"machines<m>"`` (parallel machines), see :mod:`moeopt.exact.packing`.
     """
 
     source: str
     value: float
+    method: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -177,8 +181,10 @@ def static_bounds(
     ``dur`` / ``preds`` / ``succs`` give durations and λ (real µs, or ticks with ``integral``);
     ``pairings`` maps semaphore index -> pairing for the semaphores that have one.
     """
+    from moeopt.exact.packing import machine_bound, weighted_energy_bound
+
     head, tail = longest_paths(cg, dur, preds, succs)
-    out = [Bound("longest_path", max((head[i] + tail[i] for i in range(cg.n)), default=0.0))]
+    out = [Bound("longest_path", max((head[i] + tail[i] for i in range(cg.n)), default=0.0), "path")]
     for cs in capacity_sets(cg, pairings, dur, succs):
         items = [
             Item(head[first], length, tail[last] - dur[last], q)
@@ -186,8 +192,20 @@ def static_bounds(
             else Item(head[first], tail[first], 0.0, q)
             for first, last, length, q in cs.items
         ]
-        out.append(Bound(cs.source, energy_bound(items, cs.capacity, integral=integral)))
+        best = Bound(cs.source, energy_bound(items, cs.capacity, integral=integral), "energy")
+        for value, method in (
+            weighted_energy_bound(items, cs.capacity, integral=integral),
+            machine_bound(items, cs.capacity),
+        ):
+            if value > best.value:
+                best = Bound(cs.source, value, method)
+        out.append(best)
     return out
+
+
+def constraint_class(source: str) -> str:
+    """The constraint class of a bound's source: ``"semaphore:hbm"`` -> ``"semaphore"``."""
+    return source.split(":", 1)[0]
 
 
 def best_bound(bounds: Sequence[Bound]) -> Bound:
