@@ -203,9 +203,23 @@ def static_bounds(
     return out
 
 
+CLASS_OF_PREFIX = {
+    "longest_path": "precedence",
+    "resource": "resource",
+    "pool": "pool",
+    "pools": "pool",
+    "semaphore": "semaphore",
+    "cpsat": "cpsat",
+}
+"""Bound source prefix -> constraint class; a caller's limit keeps its own prefix (``physical``)."""
+
+
 def constraint_class(source: str) -> str:
-    """The constraint class of a bound's source: ``"semaphore:hbm"`` -> ``"semaphore"``."""
-    return source.split(":", 1)[0]
+    """The constraint class of a bound's source: ``"semaphore:hbm"`` -> ``"semaphore"``,
+    ``"longest_path"`` -> ``"precedence"``, ``"pools:a+b"`` -> ``"pool"``, ``"cpsat"`` -> the
+    whole model; any other ``"<prefix>:..."`` (a caller's limit) -> ``"<prefix>"``."""
+    prefix = source.split(":", 1)[0]
+    return CLASS_OF_PREFIX.get(prefix, prefix)
 
 
 def best_bound(bounds: Sequence[Bound]) -> Bound:

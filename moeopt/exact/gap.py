@@ -85,6 +85,11 @@ class GapReport:
             return None
         return min(ok, key=lambda p: p.makespan_us if p.makespan_us is not None else 0.0)
 
+    def bound_explanation(self) -> str:
+        """Where the lower bound comes from when it is not proven optimal: the winning bound, its
+        argument and how far each constraint class reaches alone (``""`` when proven)."""
+        return self.exact.bound_explanation()
+
     def policy(self, name: str) -> PolicyResult:
         for p in self.greedy:
             if p.policy == name:

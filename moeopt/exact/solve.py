@@ -273,6 +273,7 @@ def solve_exact(
         total_s=time.perf_counter() - t_begin,
         message=message,
         symmetric_sites=tuple(len(sc.sites) for sc in inst.site_classes),
+        bound_methods={b.source: b.method for b in bounds if b.method},
     )
 
 
@@ -311,6 +312,7 @@ def _proven_by_static(
         semaphore_models=dict(zip(sem_names, sem_model)),
         total_s=time.perf_counter() - t_begin,
         message=f"the hint reaches the {won.source} bound: proven optimal without CP-SAT",
+        bound_methods={b.source: b.method for b in bounds if b.method},
     )
 
 

@@ -128,3 +128,72 @@ def test_solve_exact_bound_never_exceeds_the_brute_force_optimum(g: m.EventGraph
     assert x.best_us >= opt - 1e-9
     assert x.proven_optimal
     assert x.best_us == pytest.approx(opt)
+
+
+# ---------------------------------------------------------------------- the report by class
+def test_class_bounds_and_the_explanation_of_a_loose_certificate() -> None:
+    from moeopt.exact import ExactResult, SolveStatus
+
+    x = ExactResult(
+        status=SolveStatus.FEASIBLE,
+        lower_bound_us=540.0,
+        best_us=550.0,
+        schedule=None,
+        solve_s=1.0,
+        mode="exact",
+        params_used={},
+        bound_source="semaphore:hbm",
+        bounds_us={
+            "longest_path": 356.5,
+            "resource:c0.AIC": 300.0,
+            "resource:c1.AIC": 310.0,
+            "semaphore:hbm": 540.0,
+            "semaphore:remote_out": 373.6,
+            "pools:a+b": 200.0,
+            "physical:bandwidth(hbm)": 476.0,
+            "cpsat": 539.0,
+        },
+        cpsat_status="FEASIBLE",
+        cpsat_bound_us=539.0,
+        cpsat_best_us=550.0,
+        best_source="cpsat",
+        replay_error=None,
+        tick_us=0.001,
+        durations_rounded=True,
+        horizon_us=560.0,
+        semaphore_models={},
+        total_s=1.0,
+        bound_methods={"semaphore:hbm": "dff12", "longest_path": "path"},
+    )
+    # per class the largest of its sources, largest class first
+    assert list(x.class_bounds_us.items()) == [
+        ("semaphore", 540.0),
+        ("cpsat", 539.0),
+        ("physical", 476.0),
+        ("precedence", 356.5),
+        ("resource", 310.0),
+        ("pool", 200.0),
+    ]
+    assert x.class_bounds["resource"] == ("resource:c1.AIC", 310.0)
+    assert x.bound_method == "dff12"
+    text = x.bound_explanation()
+    # 550 / 540 − 1 = 1.85%
+    assert text.startswith("bound from semaphore:hbm (dff12), 1.85% below the best schedule; each class alone: ")
+    assert "semaphore 540.00 [semaphore:hbm]" in text
+    assert "cpsat 539.00," in text
+    assert "precedence 356.50 [longest_path]" in text
+    d = x.to_dict()
+    assert d["class_bounds_us"]["physical"] == 476.0
+    assert d["class_bound_sources"]["pool"] == "pools:a+b"
+    assert d["bound_method"] == "dff12"
+
+
+def test_a_proven_result_needs_no_explanation() -> None:
+    g = m.EventGraph(semaphores={"hbm": 1600})
+    for k in range(13):
+        g.add(m.Event(f"ld{k}", acquires={"hbm": 128}, releases={"hbm": 128}, duration_us=1.0))
+    x = solve_exact(g, 10.0, 1)
+    assert x.proven_optimal
+    assert x.bound_explanation() == ""
+    assert x.class_bounds_us["semaphore"] == pytest.approx(2.0)
+    assert x.class_bounds_us["precedence"] == pytest.approx(1.0)
