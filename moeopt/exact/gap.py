@@ -130,7 +130,8 @@ def graph_optimality_gap(
     makespan_lower_limits: Mapping[str, float] | None = None,
     skip_proven: bool = False,
 ) -> GapReport:
-    """Run the greedy with every policy, then CP-SAT hinted with the best greedy schedule.
+    """Run the greedy with every policy, then CP-SAT hinted with the best greedy schedule (improved
+    first by forward-backward passes from every policy's schedule, see :func:`moeopt.solve_exact`).
 
     Args:
         graph: the event graph.
@@ -166,6 +167,7 @@ def graph_optimality_gap(
         workers,
         mode,
         hint,
+        hints=[s for s in valid if s is not hint],
         params=params,
         tick_us=tick_us,
         makespan_lower_limits=makespan_lower_limits,

@@ -311,6 +311,8 @@ def _best_from(r: RankGap) -> str:
     s = r.exact.schedule
     if r.exact.best_source == "cpsat":
         return "cpsat"
+    if r.exact.best_source == "improved":
+        return "improved greedy"
     return f"greedy:{s.policy}" if s is not None and s.policy else "greedy"
 
 
