@@ -179,6 +179,8 @@ class ExactModel:
         self.choices: list[Choice] = []
         self.site_lits: dict[int, dict[int, Any]] = {}
         self.holding: list[tuple[Any, int, int]] = []
+        self.makespan_interval: Any = None  # [makespan, horizon + 1), see Constraints
+        self.makespan_tail: Any = None  # its size
         self.num_intervals = 0  # every interval of the model (sizes CP-SAT's work)
         self.largest_reservoir = 0  # time points of the largest reservoir constraint
         self._variables()
@@ -273,6 +275,7 @@ class ExactModel:
             cp.add_hint(self.start[i], s_t[i])
         makespan = max(e_t, default=0)
         cp.add_hint(self.makespan, makespan)
+        cp.add_hint(self.makespan_tail, inst.horizon + 1 - makespan)
         for var, a, r in self.holding:
             cp.add_hint(var, (e_t[r] if r >= 0 else inst.horizon + 1) - s_t[a])
         # pool bindings and sites

@@ -348,3 +348,20 @@ def _all_at_zero(g: m.EventGraph) -> m.Schedule:
     )
     m.validate_schedule(g, s)
     return s
+
+
+def test_makespan_interval_leaves_room_for_units_never_released() -> None:
+    # S has 2 units; `grab` takes one and never gives it back, and `b` and `c` (1 unit each,
+    # 2 µs) come after it, so they share the other unit: 2 + 2 = 4 µs. After the makespan the never-released unit is still
+    # held, so the model's makespan interval may take only 2 − 1 units of S there (taking both
+    # would make every schedule infeasible).
+    g = m.EventGraph(semaphores={"S": 2})
+    g.add(m.Event("grab", acquires={"S": 1}, duration_us=0.0))
+    g.add(m.Event("b", deps={"grab": 0.0}, acquires={"S": 1}, releases={"S": 1}, duration_us=2.0))
+    g.add(m.Event("c", deps={"grab": 0.0}, acquires={"S": 1}, releases={"S": 1}, duration_us=2.0))
+    x = solve_exact(g, TL, 1, improve_share=0.0)
+    _check(g, x)
+    assert x.semaphore_models == {"S": "holding"}
+    assert x.cpsat_status == "OPTIMAL"
+    assert x.best_us == pytest.approx(4.0)
+    assert x.proven_optimal
