@@ -65,6 +65,9 @@ from moeopt.exact.pairing import Pairing
 EXACT_2D_LIMIT = 300
 """Interval sets up to this size get the two-threshold energy bound in pure Python (quadratic);
 larger ones get it vectorised (:func:`_energy_2d`) within ``ENERGY_2D_BUDGET``."""
+WINDOW_PROMISING = 0.95
+"""Energetic reasoning on windows runs for the capacity sets whose other bounds reach this share
+of the best bound (it costs far more than the threshold bounds, and rarely lifts a weak set)."""
 ENERGY_2D_BUDGET = 20_000_000
 """Thresholds × intervals of the vectorised two-threshold energy bound."""
 
@@ -181,26 +184,54 @@ def static_bounds(
     ``dur`` / ``preds`` / ``succs`` give durations and λ (real µs, or ticks with ``integral``);
     ``pairings`` maps semaphore index -> pairing for the semaphores that have one.
     """
-    from moeopt.exact.packing import machine_bound, weighted_energy_bound
-
     head, tail = longest_paths(cg, dur, preds, succs)
     out = [Bound("longest_path", max((head[i] + tail[i] for i in range(cg.n)), default=0.0), "path")]
-    for cs in capacity_sets(cg, pairings, dur, succs):
-        items = [
-            Item(head[first], length, tail[last] - dur[last], q)
-            if last >= 0
-            else Item(head[first], tail[first], 0.0, q)
-            for first, last, length, q in cs.items
-        ]
-        best = Bound(cs.source, energy_bound(items, cs.capacity, integral=integral), "energy")
-        for value, method in (
-            weighted_energy_bound(items, cs.capacity, integral=integral),
-            machine_bound(items, cs.capacity),
-        ):
-            if value > best.value:
-                best = Bound(cs.source, value, method)
-        out.append(best)
+    sets = capacity_sets(cg, pairings, dur, succs)
+    set_bounds = []
+    for cs in sets:
+        items = _items(cs, head, tail, dur)
+        set_bounds.append((cs, items, capacity_bound(cs, items, integral=integral, windows=False)))
+    top = max([out[0].value, *(b.value for _cs, _its, b in set_bounds)])
+    for cs, items, b in set_bounds:
+        if b.value >= WINDOW_PROMISING * top:  # windows cost more: only where they may win
+            b = capacity_bound(cs, items, integral=integral)
+        out.append(b)
     return out
+
+
+def _items(
+    cs: CapacitySet, head: Sequence[float], tail: Sequence[float], dur: Sequence[float]
+) -> list[Item]:
+    return [
+        Item(head[first], length, tail[last] - dur[last], q)
+        if last >= 0
+        else Item(head[first], tail[first], 0.0, q)
+        for first, last, length, q in cs.items
+    ]
+
+
+def capacity_bound(
+    cs: CapacitySet, items: Sequence[Item], *, integral: bool, windows: bool = True
+) -> Bound:
+    """The best bound of one capacity set: energy with thresholds (:func:`energy_bound`), with
+    knapsack-weighted demands and as parallel machines (:mod:`moeopt.exact.packing`), and by
+    energetic reasoning on windows (:mod:`moeopt.exact.windows`) from there."""
+    from moeopt.exact.packing import best_weighting, machine_bound
+    from moeopt.exact.windows import window_bound
+
+    best = Bound(cs.source, energy_bound(items, cs.capacity, integral=integral), "energy")
+    weighted = best_weighting(items, cs.capacity, integral=integral)
+    if weighted is not None and weighted[0] > best.value:
+        best = Bound(cs.source, weighted[0], weighted[1])
+    value, method = machine_bound(items, cs.capacity)
+    if value > best.value:
+        best = Bound(cs.source, value, method)
+    if windows:
+        wt = None if weighted is None else (weighted[1], weighted[2], weighted[3])
+        value, method = window_bound(items, cs.capacity, best.value, integral=integral, weighting=wt)
+        if method and value > best.value:
+            best = Bound(cs.source, value, method)
+    return best
 
 
 CLASS_OF_PREFIX = {

@@ -143,14 +143,23 @@ def weighted_energy_bound(
     items: Sequence[Item], capacity: int, *, integral: bool = False
 ) -> tuple[float, str]:
     """The best weighted energy bound over :func:`weightings` (``(0, "")`` when none applies)."""
+    got = best_weighting(items, capacity, integral=integral)
+    return (0.0, "") if got is None else (got[0], got[1])
+
+
+def best_weighting(
+    items: Sequence[Item], capacity: int, *, integral: bool = False
+) -> tuple[float, str, dict[int, int], int] | None:
+    """``(bound, label, weights, K_W)`` of the weighting of :func:`weightings` whose energy bound
+    is largest, or ``None`` when none applies."""
     counts = Counter(it.demand for it in items if it.length > 0 and it.demand > 0)
-    best, label = 0.0, ""
+    best: tuple[float, str, dict[int, int], int] | None = None
     for name, w, kw in weightings(counts, capacity):
         weighted = [Item(it.head, it.length, it.after, w.get(it.demand, 0)) for it in items]
         v = energy_bound(weighted, kw, integral=integral)
-        if v > best:
-            best, label = v, name
-    return best, label
+        if best is None or v > best[0]:
+            best = (v, name, w, kw)
+    return best
 
 
 def max_fit(demands: Sequence[int], capacity: int) -> int:
