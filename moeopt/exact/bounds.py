@@ -1,4 +1,4 @@
-"""Static lower bounds on the makespan of any event graph: longest path and energy.
+"""Static lower bounds on the makespan of any event graph: longest path, energy and their refinements.
 
 Every bound here holds for every schedule of the graph, so each is a lower bound on the optimum
 (and the solver gets the ones in ticks as redundant constraints, see
@@ -41,6 +41,17 @@ Every bound here holds for every schedule of the graph, so each is a lower bound
     from ``a``'s start to the end of the schedule: length ``tail(a)``, nothing after.
 
   A semaphore without a pairing gives no energy bound (its units may come back from anywhere).
+
+* **Packing** (:mod:`moeopt.exact.packing`): the same sets with knapsack-weighted demands (the
+  largest total demand that fits at once, dual-feasible functions) and as parallel machines
+  (``P||Cmax`` rounds).
+
+* **Windows** (:mod:`moeopt.exact.windows`): energetic reasoning, the part of every interval that
+  must fall inside a time window, refuting candidate makespans.
+
+* **Combined** (:mod:`moeopt.exact.heads`): heads and tails raised by the capacity sets along the
+  precedences (an event waits for all its ancestors that share a capacity), then the longest
+  path and every set's bound again on them: the constraint classes combined along paths.
 
 * **Energy distances** (:func:`energy_delays`, for the solver only): the same argument between two
   events ``i`` and ``j`` of a chain, over the intervals that must run after ``i`` starts and
@@ -179,14 +190,19 @@ def static_bounds(
     *,
     integral: bool = False,
 ) -> list[Bound]:
-    """Longest path plus the energy bound of every resource, pool and paired semaphore.
+    """Longest path, the best bound of every resource, pool and paired semaphore
+    (:func:`capacity_bound`), and the combined bounds of :mod:`moeopt.exact.heads` (sources
+    ``combined:paths`` and ``combined:<set>``, the latter only where they beat the set alone).
 
     ``dur`` / ``preds`` / ``succs`` give durations and λ (real µs, or ticks with ``integral``);
     ``pairings`` maps semaphore index -> pairing for the semaphores that have one.
     """
+    from moeopt.exact.heads import adjusted_heads_tails
+
     head, tail = longest_paths(cg, dur, preds, succs)
     out = [Bound("longest_path", max((head[i] + tail[i] for i in range(cg.n)), default=0.0), "path")]
     sets = capacity_sets(cg, pairings, dur, succs)
+    plain: dict[str, float] = {}
     set_bounds = []
     for cs in sets:
         items = _items(cs, head, tail, dur)
@@ -195,7 +211,19 @@ def static_bounds(
     for cs, items, b in set_bounds:
         if b.value >= WINDOW_PROMISING * top:  # windows cost more: only where they may win
             b = capacity_bound(cs, items, integral=integral)
+        plain[cs.source] = b.value
         out.append(b)
+    adjusted = adjusted_heads_tails(
+        cg, [(cs.capacity, cs.items) for cs in sets], dur, preds, succs, head, tail, integral=integral
+    )
+    if adjusted is not None:
+        big_h, big_t = adjusted
+        paths = max((big_h[i] + big_t[i] for i in range(cg.n)), default=0.0)
+        out.append(Bound("combined:paths", paths, "heads"))
+        for cs in sets:
+            b = capacity_bound(cs, _items(cs, big_h, big_t, dur), integral=integral, windows=False)
+            if b.value > plain[cs.source]:
+                out.append(Bound(f"combined:{cs.source}", b.value, b.method))
     return out
 
 
@@ -236,6 +264,7 @@ def capacity_bound(
 
 CLASS_OF_PREFIX = {
     "longest_path": "precedence",
+    "combined": "combined",
     "resource": "resource",
     "pool": "pool",
     "pools": "pool",

@@ -1,6 +1,6 @@
-"""Energetic reasoning on windows (:mod:`moeopt.exact.windows`): hand cases. Its soundness on random
-graphs is checked against the exhaustive optimum with every other static bound in
-test_exact_packing.py."""
+"""Energetic reasoning on windows (:mod:`moeopt.exact.windows`) and heads and tails adjusted by the
+capacities (:mod:`moeopt.exact.heads`): hand cases. Their soundness on random graphs is checked
+against the exhaustive optimum with every other static bound in test_exact_packing.py."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ import pytest
 import moeopt as m
 from moeopt.exact import solve_exact
 from moeopt.exact.bounds import Item, energy_bound, static_bounds
+from moeopt.exact.heads import adjusted_heads_tails
 from moeopt.exact.windows import window_bound
 
 
@@ -52,3 +53,50 @@ def test_static_and_solver_bounds_on_the_window_graph() -> None:
     x = solve_exact(g, 10.0, 1)
     assert x.best_us == pytest.approx(17.0)
     assert x.proven_optimal
+
+
+def _combined_graph() -> m.EventGraph:
+    """a, b (3 µs each) share c0.X and both precede j (1 µs); j precedes c and d (1 µs each),
+    which share c0.Y. Per class: X gives 0 + 6 + 2 = 8 (j and one of c, d after each), Y gives
+    head 4 + 2 = 6, the longest path 3 + 1 + 1 = 5. Combined: j cannot start before both a and b
+    are through X (6), and c, d then take 2 on Y after j: 6 + 1 + 2 = 9, the optimum."""
+    g = m.EventGraph()
+    g.add(m.Event("a", resources=["c0.X"], duration_us=3.0))
+    g.add(m.Event("b", resources=["c0.X"], duration_us=3.0))
+    g.add(m.Event("j", deps={"a": 0.0, "b": 0.0}, duration_us=1.0))
+    g.add(m.Event("c", resources=["c0.Y"], deps={"j": 0.0}, duration_us=1.0))
+    g.add(m.Event("d", resources=["c0.Y"], deps={"j": 0.0}, duration_us=1.0))
+    return g
+
+
+def test_adjusted_heads_and_tails_combine_two_resources_along_a_path() -> None:
+    g = _combined_graph()
+    cg = g.compiled()
+    head, tail = cg.heads(), cg.tails()
+    ix = cg.index
+    x_items = ((ix["a"], ix["a"], 3.0, 1), (ix["b"], ix["b"], 3.0, 1))
+    y_items = ((ix["c"], ix["c"], 1.0, 1), (ix["d"], ix["d"], 1.0, 1))
+    got = adjusted_heads_tails(cg, [(1, x_items), (1, y_items)], cg.dur, cg.preds, cg.succs, head, tail)
+    assert got is not None
+    big_h, big_t = got
+    assert head[ix["j"]] == pytest.approx(3.0)
+    assert big_h[ix["j"]] == pytest.approx(6.0)  # a and b one after the other on X
+    assert big_h[ix["c"]] == pytest.approx(7.0)
+    assert big_t[ix["j"]] == pytest.approx(3.0)  # j, then c and d one after the other on Y
+    assert big_t[ix["a"]] == pytest.approx(3.0 + 1.0 + 2.0)
+    bounds = {b.source: b.value for b in static_bounds(cg, {}, cg.dur, cg.preds, cg.succs)}
+    assert bounds["longest_path"] == pytest.approx(5.0)
+    assert bounds["resource:c0.X"] == pytest.approx(8.0)
+    assert bounds["resource:c0.Y"] == pytest.approx(6.0)
+    assert bounds["combined:paths"] == pytest.approx(9.0)
+    x = solve_exact(g, 10.0, 1)
+    assert x.best_us == pytest.approx(9.0)
+    assert x.class_bounds_us["combined"] == pytest.approx(9.0)
+    assert x.class_bounds_us["resource"] == pytest.approx(8.0)
+
+
+def test_adjusted_heads_stay_within_budget() -> None:
+    g = _combined_graph()
+    cg = g.compiled()
+    items = ((0, 0, 3.0, 1), (1, 1, 3.0, 1))
+    assert adjusted_heads_tails(cg, [(1, items)], cg.dur, cg.preds, cg.succs, cg.heads(), cg.tails(), budget=5) is None
