@@ -190,6 +190,29 @@ def static_bounds(
     *,
     integral: bool = False,
 ) -> list[Bound]:
+    """:func:`static_analysis`'s bounds."""
+    return static_analysis(cg, pairings, dur, preds, succs, integral=integral).bounds
+
+
+@dataclass(frozen=True, slots=True)
+class StaticAnalysis:
+    """The static bounds and the best heads and tails known (the adjusted ones of
+    :mod:`moeopt.exact.heads` when they were computed, else the longest paths)."""
+
+    bounds: list[Bound]
+    head: list[float]
+    tail: list[float]
+
+
+def static_analysis(
+    cg: CompiledGraph,
+    pairings: dict[int, Pairing],
+    dur: Sequence[float],
+    preds: Edges,
+    succs: Edges,
+    *,
+    integral: bool = False,
+) -> StaticAnalysis:
     """Longest path, the best bound of every resource, pool and paired semaphore
     (:func:`capacity_bound`), and the combined bounds of :mod:`moeopt.exact.heads` (sources
     ``combined:paths`` and ``combined:<set>``, the latter only where they beat the set alone).
@@ -224,7 +247,8 @@ def static_bounds(
             b = capacity_bound(cs, _items(cs, big_h, big_t, dur), integral=integral, windows=False)
             if b.value > plain[cs.source]:
                 out.append(Bound(f"combined:{cs.source}", b.value, b.method))
-    return out
+        return StaticAnalysis(out, big_h, big_t)
+    return StaticAnalysis(out, list(head), list(tail))
 
 
 def _items(

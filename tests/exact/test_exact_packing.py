@@ -8,7 +8,7 @@ from hypothesis import given, settings
 
 import moeopt as m
 from moeopt.exact import solve_exact
-from moeopt.exact.bounds import Item, energy_bound, static_bounds
+from moeopt.exact.bounds import Item, energy_bound, static_analysis, static_bounds
 from moeopt.exact.packing import (
     dff_weights,
     knapsack_capacity,
@@ -110,8 +110,13 @@ def test_static_bounds_never_exceed_the_brute_force_optimum(g: m.EventGraph) -> 
     m.validate_schedule(g, best)  # the brute force's own schedule is valid
     cg = g.compiled()
     pairings = {s: p for s in range(len(cg.sem_names)) if (p := find_pairing(cg, s)) is not None}
-    for b in static_bounds(cg, pairings, cg.dur, cg.preds, cg.succs):
+    static = static_analysis(cg, pairings, cg.dur, cg.preds, cg.succs)
+    for b in static.bounds:
         assert b.value <= opt + 1e-9, (b, opt)
+    # the heads and tails raised by the capacities hold in the optimal schedule too
+    for i, name in enumerate(cg.names):
+        assert static.head[i] <= best.start_us[name] + 1e-9, name
+        assert best.start_us[name] + static.tail[i] <= opt + 1e-9, name
     # on ticks: exact (0.5 µs) and rounding the half-µs values down (1 µs)
     for tick in (0.5, 1.0):
         for source, value in _tick_bounds(g, tick).items():
