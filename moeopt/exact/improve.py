@@ -151,24 +151,30 @@ class Improver:
         mirrored = [span - back.end_us[name] for name in self.cg.names]
         return self._valid(self._run(self.graph, mirrored))
 
-    def improve(self, starts: Sequence[Schedule], budget_s: float) -> Schedule:
-        """The best valid schedule found from ``starts`` (valid schedules) within ``budget_s``."""
+    def improve(self, starts: Sequence[Schedule], budget_s: float, target_us: float = 0.0) -> Schedule:
+        """The best valid schedule found from ``starts`` (valid schedules) within ``budget_s``,
+        stopping early once a schedule reaches ``target_us`` (a lower bound: nothing to gain)."""
         t_end = time.perf_counter() + budget_s
         best = min(starts, key=lambda s: s.makespan_us)
+
+        def done() -> bool:
+            reached = best.makespan_us <= target_us + 1e-9 * max(1.0, target_us)
+            return reached or time.perf_counter() >= t_end
+
         for s in sorted(starts, key=lambda s: s.makespan_us):
             cur: Schedule | None = s
             for _ in range(JUSTIFY_ROUNDS):
-                if time.perf_counter() >= t_end or cur is None:
+                if done() or cur is None:
                     break
                 cur = self.justify(cur)
                 if cur is not None and cur.makespan_us < best.makespan_us:
                     best = cur
-        while time.perf_counter() < t_end:
+        while not done():
             noise = NOISE_SHARE * best.makespan_us
             prio = [best.start_us[name] + self.rng.uniform(0.0, noise) for name in self.cg.names]
             cur = self._valid(self._run(self.graph, prio))
             for _ in range(JUSTIFY_ROUNDS):
-                if cur is None or time.perf_counter() >= t_end:
+                if cur is None or done():
                     break
                 if cur.makespan_us < best.makespan_us:
                     best = cur
