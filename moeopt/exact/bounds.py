@@ -286,6 +286,24 @@ def capacity_bound(
     return best
 
 
+def describe_method(method: str) -> str:
+    """A bound's ``method`` in words, for reports: ``"dff12"`` -> ``"energy with demands rounded
+    to 1/12 of the capacity"``."""
+    if method.startswith("window"):
+        rest = method.removeprefix("window").removeprefix("-")
+        return "energetic reasoning on time windows" + (f" ({describe_method(rest)})" if rest else "")
+    if method.startswith("dff") and method[3:].isdigit():
+        return f"energy with demands rounded to 1/{method[3:]} of the capacity"
+    if method.startswith("machines") and method[8:].isdigit():
+        return f"{method[8:]} parallel machines"
+    return {
+        "energy": "energy",
+        "fit": "energy on the largest total demand that fits",
+        "path": "longest path",
+        "heads": "heads and tails raised by the capacities",
+    }.get(method, method)
+
+
 CLASS_OF_PREFIX = {
     "longest_path": "precedence",
     "combined": "combined",

@@ -128,12 +128,16 @@ class ExactResult:
     def bound_explanation(self) -> str:
         """One line on where the certificate comes from: the winning bound, its argument, and how
         far each constraint class reaches alone (``""`` when the bound is proven optimal)."""
+        from moeopt.exact.bounds import describe_method
+
         if self.proven_optimal or self.best_us is None:
             return ""
         method = self.bound_method
-        won = self.bound_source + (f" ({method})" if method else "")
+        won = self.bound_source + (f" ({describe_method(method)})" if method else "")
         parts = []
         for cls, (source, value) in self.class_bounds.items():
+            if value <= 0:
+                continue  # e.g. CP-SAT stopped before proving anything
             detail = "" if source == cls else f" [{source}]"
             parts.append(f"{cls} {value:.2f}{detail}")
         gap = self.gap

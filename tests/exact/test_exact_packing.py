@@ -3,6 +3,8 @@ soundness against the exhaustive optimum of :mod:`tests.exact.brute` on small ra
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 from hypothesis import given, settings
 
@@ -183,10 +185,17 @@ def test_class_bounds_and_the_explanation_of_a_loose_certificate() -> None:
     assert x.bound_method == "dff12"
     text = x.bound_explanation()
     # 550 / 540 − 1 = 1.85%
-    assert text.startswith("bound from semaphore:hbm (dff12), 1.85% below the best schedule; each class alone: ")
+    assert text.startswith(
+        "bound from semaphore:hbm (energy with demands rounded to 1/12 of the capacity), "
+        "1.85% below the best schedule; each class alone: "
+    )
     assert "semaphore 540.00 [semaphore:hbm]" in text
     assert "cpsat 539.00," in text
     assert "precedence 356.50 [longest_path]" in text
+    # a class that proved nothing (CP-SAT stopped early) is left out of the sentence
+    y = replace(x, bounds_us={**x.bounds_us, "cpsat": 0.0})
+    assert "cpsat" not in y.bound_explanation()
+    assert y.class_bounds_us["cpsat"] == 0.0
     d = x.to_dict()
     assert d["class_bounds_us"]["physical"] == 476.0
     assert d["class_bound_sources"]["pool"] == "pools:a+b"
@@ -202,3 +211,14 @@ def test_a_proven_result_needs_no_explanation() -> None:
     assert x.bound_explanation() == ""
     assert x.class_bounds_us["semaphore"] == pytest.approx(2.0)
     assert x.class_bounds_us["precedence"] == pytest.approx(1.0)
+
+
+def test_methods_in_words() -> None:
+    from moeopt.exact.bounds import describe_method
+
+    assert describe_method("machines10") == "10 parallel machines"
+    assert describe_method("window-dff12") == (
+        "energetic reasoning on time windows (energy with demands rounded to 1/12 of the capacity)"
+    )
+    assert describe_method("fit") == "energy on the largest total demand that fits"
+    assert describe_method("heads") == "heads and tails raised by the capacities"
