@@ -220,7 +220,7 @@ def static_analysis(
     ``dur`` / ``preds`` / ``succs`` give durations and λ (real µs, or ticks with ``integral``);
     ``pairings`` maps semaphore index -> pairing for the semaphores that have one.
     """
-    from moeopt.exact.heads import adjusted_heads_tails
+    from moeopt.exact.heads import adjusted_heads_tails, raised_ends
 
     head, tail = longest_paths(cg, dur, preds, succs)
     out = [Bound("longest_path", max((head[i] + tail[i] for i in range(cg.n)), default=0.0), "path")]
@@ -248,7 +248,37 @@ def static_analysis(
             if b.value > plain[cs.source]:
                 out.append(Bound(f"combined:{cs.source}", b.value, b.method))
         return StaticAnalysis(out, big_h, big_t)
-    return StaticAnalysis(out, list(head), list(tail))
+    # too large for every event: raise the heads (tails) of the intervals of the winning sets only
+    top = max(b.value for b in out)
+    winners = [(cs, b) for cs, _its, b in set_bounds if b.value >= WINDOW_PROMISING * top]
+    if not winners:
+        return StaticAnalysis(out, list(head), list(tail))
+    heads_of = [f for cs, _b in winners for f, _la, _ln, _q in cs.items]
+    tails_of = [la for cs, _b in winners for _f, la, _ln, _q in cs.items if la >= 0]
+    raised_h, raised_t = raised_ends(
+        cg,
+        [(cs.capacity, cs.items) for cs in sets],
+        dur,
+        preds,
+        succs,
+        head,
+        tail,
+        heads_of,
+        tails_of,
+        integral=integral,
+    )
+    big_h = list(head)
+    big_t = list(tail)
+    for j, v in raised_h.items():
+        big_h[j] = v
+    for j, v in raised_t.items():
+        big_t[j] = v
+    if raised_h or raised_t:
+        for cs, b in winners:
+            nb = capacity_bound(cs, _items(cs, big_h, big_t, dur), integral=integral, windows=False)
+            if nb.value > b.value:
+                out.append(Bound(f"combined:{cs.source}", nb.value, nb.method))
+    return StaticAnalysis(out, big_h, big_t)
 
 
 def _items(

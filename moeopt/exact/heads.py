@@ -37,7 +37,10 @@ longest-path heads and tails (source ``combined:<set>``). Their class is ``combi
 the constraint classes that the per-class bounds keep apart.
 
 Ancestors and descendants are bit sets; the work is events × intervals of the sets, skipped
-beyond ``HEADS_BUDGET``.
+beyond ``HEADS_BUDGET``. Larger graphs get the targeted form, :func:`raised_ends`: only the
+intervals of the winning capacity sets, each raised from its own ancestors (descendants) when
+there are few, with energy, weighted energy and parallel machines (on the seed-002 M = 128 graph
+the first loads wait for two rounds of transfers on the cross-rank link: +0.8 µs on the bound).
 """
 
 from __future__ import annotations
@@ -124,3 +127,148 @@ def adjusted_heads_tails(
                 rest = max(rest, _fluid(pairs, cap, integral))
         big_t[j] = max(big_t[j], dur[j] + rest)
     return big_h, big_t
+
+
+RAISE_MAX_NEIGHBOURS = 400
+"""Targeted raising (:func:`raised_ends`): only events with at most this many ancestors
+(descendants) get a raised head (tail)."""
+MACHINE_THRESHOLDS = 3
+"""Demand thresholds per set for the machine part of the targeted raising (largest demands)."""
+
+
+class _Completion:
+    """Lower bounds on when a subset of one capacity set's intervals can all be through, given a
+    release ``x`` per interval: ``max_x x + span(intervals released at or after x)``, with span
+    the energy on the capacity, the energy under each knapsack weighting of the *whole* set (a
+    weighting's ``K_W`` for the whole set is at least the one for any subset: still valid), or
+    the ``P||Cmax`` bound on the machine count of the whole set (never fewer than a subset's)."""
+
+    def __init__(self, capacity: int, items: Sequence[tuple[int, int, float, int]], integral: bool) -> None:
+        from collections import Counter
+
+        from moeopt.exact.packing import max_fit, weightings
+
+        counts: Counter[int] = Counter(q for _f, _la, ln, q in items if ln > 0 and q > 0)
+        self.capacity = capacity
+        self.integral = integral
+        self.weightings = [(w, kw) for _name, w, kw in weightings(counts, capacity)]
+        self.machines = []
+        for q in sorted(counts, reverse=True)[:MACHINE_THRESHOLDS]:
+            m = max_fit([d for d in counts.elements() if d >= q], capacity)
+            if m > 1:
+                self.machines.append((q, m))
+
+    def __call__(self, released: list[tuple[float, float, int]]) -> float:
+        """``released``: ``(x, length, demand)`` per interval."""
+        order = sorted(released, key=lambda r: -r[0])
+        best = _fluid([(x, q * ln) for x, ln, q in order], self.capacity, self.integral)
+        for w, kw in self.weightings:
+            best = max(best, _fluid([(x, w.get(q, 0) * ln) for x, ln, q in order], kw, self.integral))
+        for q0, m in self.machines:
+            lengths: list[float] = []
+            for x, ln, q in order:  # releases from the latest down: the subsets {x' >= x}
+                if q < q0:
+                    continue
+                lengths.append(ln)
+                if len(lengths) > m:
+                    best = max(best, x + _rounds(lengths, m))
+        return best
+
+
+def _rounds(lengths: list[float], m: int) -> float:
+    """The ``P||Cmax`` bound of :mod:`moeopt.exact.packing` on ``m`` machines."""
+    p = sorted(lengths, reverse=True)
+    best = 0.0
+    k = 0
+    while k * m < len(p):
+        best = max(best, sum(p[k * m - k : k * m + 1]))
+        k += 1
+    return best
+
+
+def raised_ends(
+    cg: CompiledGraph,
+    sets: Sequence[tuple[int, Sequence[tuple[int, int, float, int]]]],
+    dur: Sequence[float],
+    preds: Sequence[Sequence[tuple[int, float]]],
+    succs: Sequence[Sequence[tuple[int, float]]],
+    head: Sequence[float],
+    tail: Sequence[float],
+    heads_of: Sequence[int],
+    tails_of: Sequence[int],
+    *,
+    integral: bool = False,
+) -> tuple[dict[int, float], dict[int, float]]:
+    """Raised heads for the events ``heads_of`` and raised tails for ``tails_of``, each from its
+    own ancestors (descendants) only: the cheap, targeted form of :func:`adjusted_heads_tails`
+    for graphs too large for it, where only a few events matter (the intervals of the capacity
+    set whose bound wins).
+
+    For an event ``j`` with ancestors ``A``: every interval of a set whose closing event is in
+    ``A`` runs between its opening event's head and ``start(j)``, so ``start(j)`` is at least
+    the time by which those intervals can all be through (:class:`_Completion`: energy, weighted
+    energy or parallel machines, released at their heads). Mirrored for tails: the intervals
+    opened by descendants start after ``j`` ends and are followed by their ``after``, so
+    ``tail(j) ≥ d(j) + max_t (t + span(intervals with after ≥ t))``. Events with more than
+    ``RAISE_MAX_NEIGHBOURS`` ancestors (descendants) keep their longest-path value.
+    """
+    n = cg.n
+    used = [(cap, [it for it in items if it[1] >= 0 and it[2] > 0 and it[3] > 0]) for cap, items in sets]
+    completions = [_Completion(cap, items, integral) for cap, items in used]
+    by_last: dict[int, list[tuple[int, int, float, int]]] = {}
+    by_first: dict[int, list[tuple[int, int, float, int]]] = {}
+    for k, (_cap, items) in enumerate(used):
+        for f, la, ln, q in items:
+            by_last.setdefault(la, []).append((k, f, ln, q))
+            by_first.setdefault(f, []).append((k, la, ln, q))
+    anc = [0] * n
+    for j in cg.topo:
+        a = 0
+        for p, _lam in preds[j]:
+            a |= anc[p] | (1 << p)
+        anc[j] = a
+    desc = [0] * n
+    for j in reversed(cg.topo):
+        d = 0
+        for x, _lam in succs[j]:
+            d |= desc[x] | (1 << x)
+        desc[j] = d
+
+    def members(bits: int) -> list[int]:
+        out = []
+        while bits:
+            low = bits & -bits
+            out.append(low.bit_length() - 1)
+            bits ^= low
+        return out
+
+    heads: dict[int, float] = {}
+    for j in set(heads_of):
+        if anc[j].bit_count() > RAISE_MAX_NEIGHBOURS:
+            continue
+        per_set: dict[int, list[tuple[float, float, int]]] = {}
+        for a in members(anc[j]):
+            for k, f, ln, q in by_last.get(a, ()):
+                per_set.setdefault(k, []).append((head[f], ln, q))
+        best = head[j]
+        for k, released in per_set.items():
+            # every span is at most the sum of the lengths: skip sets that cannot raise it
+            if max(r[0] for r in released) + sum(r[1] for r in released) > best:
+                best = max(best, completions[k](released))
+        if best > head[j]:
+            heads[j] = best
+    tails: dict[int, float] = {}
+    for j in set(tails_of):
+        if desc[j].bit_count() > RAISE_MAX_NEIGHBOURS:
+            continue
+        per_set = {}
+        for d in members(desc[j]):
+            for k, la, ln, q in by_first.get(d, ()):
+                per_set.setdefault(k, []).append((tail[la] - dur[la], ln, q))
+        best = tail[j]
+        for k, released in per_set.items():
+            if dur[j] + max(r[0] for r in released) + sum(r[1] for r in released) > best:
+                best = max(best, dur[j] + completions[k](released))
+        if best > tail[j]:
+            tails[j] = best
+    return heads, tails

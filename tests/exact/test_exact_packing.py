@@ -10,7 +10,8 @@ from hypothesis import given, settings
 
 import moeopt as m
 from moeopt.exact import solve_exact
-from moeopt.exact.bounds import Item, energy_bound, static_analysis, static_bounds
+from moeopt.exact.bounds import Item, capacity_sets, energy_bound, static_analysis, static_bounds
+from moeopt.exact.heads import raised_ends
 from moeopt.exact.packing import (
     dff_weights,
     knapsack_capacity,
@@ -115,10 +116,18 @@ def test_static_bounds_never_exceed_the_brute_force_optimum(g: m.EventGraph) -> 
     static = static_analysis(cg, pairings, cg.dur, cg.preds, cg.succs)
     for b in static.bounds:
         assert b.value <= opt + 1e-9, (b, opt)
-    # the heads and tails raised by the capacities hold in the optimal schedule too
+    # the heads and tails raised by the capacities hold in the optimal schedule too, and so do
+    # the targeted ones (used on graphs too large for the full adjustment), asked for every event
+    sets = [(cs.capacity, cs.items) for cs in capacity_sets(cg, pairings, cg.dur, cg.succs)]
+    everyone = list(range(cg.n))
+    raised_h, raised_t = raised_ends(
+        cg, sets, cg.dur, cg.preds, cg.succs, cg.heads(), cg.tails(), everyone, everyone
+    )
     for i, name in enumerate(cg.names):
         assert static.head[i] <= best.start_us[name] + 1e-9, name
         assert best.start_us[name] + static.tail[i] <= opt + 1e-9, name
+        assert raised_h.get(i, 0.0) <= best.start_us[name] + 1e-9, name
+        assert best.start_us[name] + raised_t.get(i, 0.0) <= opt + 1e-9, name
     # on ticks: exact (0.5 µs) and rounding the half-µs values down (1 µs)
     for tick in (0.5, 1.0):
         for source, value in _tick_bounds(g, tick).items():
