@@ -40,7 +40,7 @@ Ancestors and descendants are bit sets; the work is events × intervals of the s
 beyond ``HEADS_BUDGET``. Larger graphs get the targeted form, :func:`raised_ends`: only the
 intervals of the winning capacity sets, each raised from its own ancestors (descendants) when
 there are few, with energy, weighted energy and parallel machines (on the seed-002 M = 128 graph
-the first loads wait for two rounds of transfers on the cross-rank link: +0.8 µs on the bound).
+the first loads wait for two rounds of transfers on the cross-rank link: +1.4 µs on the bound).
 """
 
 from __future__ import annotations
@@ -204,12 +204,14 @@ def raised_ends(
     for graphs too large for it, where only a few events matter (the intervals of the capacity
     set whose bound wins).
 
-    For an event ``j`` with ancestors ``A``: every interval of a set whose closing event is in
-    ``A`` runs between its opening event's head and ``start(j)``, so ``start(j)`` is at least
-    the time by which those intervals can all be through (:class:`_Completion`: energy, weighted
-    energy or parallel machines, released at their heads). Mirrored for tails: the intervals
-    opened by descendants start after ``j`` ends and are followed by their ``after``, so
-    ``tail(j) ≥ d(j) + max_t (t + span(intervals with after ≥ t))``. Events with more than
+    For an event ``j`` with ancestors ``A``: every interval of a set whose closing event ``r`` is
+    in ``A`` runs between its opening event's head and ``end(r)``, and ``start(j) ≥ end(r) +
+    gap(r)`` with ``gap(r)`` the longest path from ``r``'s end to ``j``'s start; so ``start(j)``
+    is at least the time by which those intervals can all be through (:class:`_Completion`:
+    energy, weighted energy or parallel machines, released at their heads) plus the smallest
+    ``gap`` among them. Mirrored for tails: the intervals opened by descendants ``f`` start at
+    least ``gap(f)`` after ``j`` ends and are followed by their ``after``, so ``tail(j) ≥ d(j) +
+    min gap + max_t (t + span(intervals with after ≥ t))``. Events with more than
     ``RAISE_MAX_NEIGHBOURS`` ancestors (descendants) keep their longest-path value.
     """
     n = cg.n
@@ -242,33 +244,49 @@ def raised_ends(
             bits ^= low
         return out
 
+    position = {e: p for p, e in enumerate(cg.topo)}
     heads: dict[int, float] = {}
     for j in set(heads_of):
         if anc[j].bit_count() > RAISE_MAX_NEIGHBOURS:
             continue
+        ancestors = sorted(members(anc[j]), key=lambda x: -position[x])
+        # gap[x]: longest path from x's end to j's start (λ and durations in between)
+        gap = {j: 0.0}
+        for x in ancestors:
+            gap[x] = max(lam + (0.0 if y == j else dur[y] + gap[y]) for y, lam in succs[x] if y in gap)
         per_set: dict[int, list[tuple[float, float, int]]] = {}
-        for a in members(anc[j]):
+        least: dict[int, float] = {}
+        for a in ancestors:
             for k, f, ln, q in by_last.get(a, ()):
                 per_set.setdefault(k, []).append((head[f], ln, q))
+                least[k] = min(least.get(k, math.inf), gap[a])
         best = head[j]
         for k, released in per_set.items():
             # every span is at most the sum of the lengths: skip sets that cannot raise it
-            if max(r[0] for r in released) + sum(r[1] for r in released) > best:
-                best = max(best, completions[k](released))
+            if max(r[0] for r in released) + sum(r[1] for r in released) + least[k] > best:
+                best = max(best, completions[k](released) + least[k])
         if best > head[j]:
             heads[j] = best
     tails: dict[int, float] = {}
     for j in set(tails_of):
         if desc[j].bit_count() > RAISE_MAX_NEIGHBOURS:
             continue
+        descendants = sorted(members(desc[j]), key=lambda x: position[x])
+        # gap[x]: longest path from j's end to x's start
+        gap = {j: 0.0}
+        for x in descendants:
+            gap[x] = max(lam + (0.0 if p == j else gap[p] + dur[p]) for p, lam in preds[x] if p in gap)
         per_set = {}
-        for d in members(desc[j]):
+        least = {}
+        for d in descendants:
             for k, la, ln, q in by_first.get(d, ()):
                 per_set.setdefault(k, []).append((tail[la] - dur[la], ln, q))
+                least[k] = min(least.get(k, math.inf), gap[d])
         best = tail[j]
         for k, released in per_set.items():
-            if dur[j] + max(r[0] for r in released) + sum(r[1] for r in released) > best:
-                best = max(best, dur[j] + completions[k](released))
+            top = dur[j] + least[k] + max(r[0] for r in released) + sum(r[1] for r in released)
+            if top > best:
+                best = max(best, dur[j] + least[k] + completions[k](released))
         if best > tail[j]:
             tails[j] = best
     return heads, tails
