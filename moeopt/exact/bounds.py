@@ -214,8 +214,8 @@ def static_analysis(
     integral: bool = False,
 ) -> StaticAnalysis:
     """Longest path, the best bound of every resource, pool and paired semaphore
-    (:func:`capacity_bound`), and the combined bounds of :mod:`moeopt.exact.heads` (sources
-    ``combined:paths`` and ``combined:<set>``, the latter only where they beat the set alone).
+    (:func:`capacity_bound`), and the joint bounds of :mod:`moeopt.exact.heads` (sources
+    ``joint:paths`` and ``joint:<set>``, the latter only where they beat the set alone).
 
     ``dur`` / ``preds`` / ``succs`` give durations and λ (real µs, or ticks with ``integral``);
     ``pairings`` maps semaphore index -> pairing for the semaphores that have one.
@@ -242,11 +242,11 @@ def static_analysis(
     if adjusted is not None:
         big_h, big_t = adjusted
         paths = max((big_h[i] + big_t[i] for i in range(cg.n)), default=0.0)
-        out.append(Bound("combined:paths", paths, "heads"))
+        out.append(Bound("joint:paths", paths, "heads"))
         for cs in sets:
             b = capacity_bound(cs, _items(cs, big_h, big_t, dur), integral=integral, windows=False)
             if b.value > plain[cs.source]:
-                out.append(Bound(f"combined:{cs.source}", b.value, b.method))
+                out.append(Bound(f"joint:{cs.source}", b.value, b.method))
         return StaticAnalysis(out, big_h, big_t)
     # too large for every event: raise the heads (tails) of the intervals of the winning sets only
     top = max(b.value for b in out)
@@ -277,7 +277,7 @@ def static_analysis(
         for cs, b in winners:
             nb = capacity_bound(cs, _items(cs, big_h, big_t, dur), integral=integral, windows=False)
             if nb.value > b.value:
-                out.append(Bound(f"combined:{cs.source}", nb.value, nb.method))
+                out.append(Bound(f"joint:{cs.source}", nb.value, nb.method))
     return StaticAnalysis(out, big_h, big_t)
 
 
@@ -336,7 +336,7 @@ def describe_method(method: str) -> str:
 
 CLASS_OF_PREFIX = {
     "longest_path": "precedence",
-    "combined": "combined",
+    "joint": "joint",
     "resource": "resource",
     "pool": "pool",
     "pools": "pool",

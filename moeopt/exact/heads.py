@@ -31,9 +31,9 @@ whose opening event is a strict descendant of ``j`` (they start after ``j`` ends
 ``after_i = T(last_i) − d(last_i)`` is the work that must follow the interval. Same proof,
 mirrored.
 
-**Bounds.** ``max_j H(j) + T(j)`` (source ``combined:paths``) is a lower bound on the makespan,
+**Bounds.** ``max_j H(j) + T(j)`` (source ``joint:paths``) is a lower bound on the makespan,
 and so is every capacity set's energy bound recomputed with ``H`` and ``T`` in place of the
-longest-path heads and tails (source ``combined:<set>``). Their class is ``combined``: they mix
+longest-path heads and tails (source ``joint:<set>``). Their class is ``joint``: they mix
 the constraint classes that the per-class bounds keep apart.
 
 Ancestors and descendants are bit sets; the work is events × intervals of the sets, skipped

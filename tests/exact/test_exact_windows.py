@@ -88,10 +88,10 @@ def test_adjusted_heads_and_tails_combine_two_resources_along_a_path() -> None:
     assert bounds["longest_path"] == pytest.approx(5.0)
     assert bounds["resource:c0.X"] == pytest.approx(8.0)
     assert bounds["resource:c0.Y"] == pytest.approx(6.0)
-    assert bounds["combined:paths"] == pytest.approx(9.0)
+    assert bounds["joint:paths"] == pytest.approx(9.0)
     x = solve_exact(g, 10.0, 1)
     assert x.best_us == pytest.approx(9.0)
-    assert x.class_bounds_us["combined"] == pytest.approx(9.0)
+    assert x.class_bounds_us["joint"] == pytest.approx(9.0)
     assert x.class_bounds_us["resource"] == pytest.approx(8.0)
 
 
