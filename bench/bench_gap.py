@@ -10,10 +10,12 @@ The cases (:data:`CASES`, one line each; a new shape, profile or override is one
 * ``m16`` ... ``m2048``: ``examples/seed002_typical.toml`` (pto-a2a3, world 8, K 7168, N 4096,
   topK 8, 16 experts per rank, cyclic routing) with ``workload.tokens = M``;
 * ``basic-late-aic``: ``examples/scenario_basic.toml`` with ``options.late_bind_pools = ["AIC"]``
-  (the tiles bind to a cube core at dispatch time: pools, relaxed mode).
+  (the tiles bind to a cube core at dispatch time: pools, relaxed mode) and the GMM1 -> activation
+  hand-off through GM (late binding refuses on-chip slots, which belong to one core);
+* ``v1-m512``: the typical shape on profile ``pto-a2a3-v1`` with M = 512.
 
 ``--scenario FILE [--set PATH=VALUE ...]`` adds one more case (``--set`` as in ``moeopt gap``,
-e.g. ``--set profile="..."``); ``--m`` adds seed-002 cases by M.
+e.g. ``--set profile="..."``); ``--m`` adds cases of the typical shape by M.
 
 Per case it prints the worst rank's (largest certified gap) events, greedy (the scenario's
 policy), best greedy over the policies, CP-SAT's best schedule, the bound, which bound won, the
@@ -45,13 +47,15 @@ SEED002 = os.path.join(HERE, "..", "examples", "seed002_typical.toml")
 BASIC = os.path.join(HERE, "..", "examples", "scenario_basic.toml")
 TARGET_S = 300.0
 TARGET_BOUND_GAP = 0.01
+GM_GMM1_ACT = {"producer": "gmm1", "consumer": "activation", "location": "gm", "depth": 0, "colocated_by_hardware": False}
 
 CASES: dict[str, tuple[str, Mapping[str, Any]]] = {
     "m16": (SEED002, {"workload.tokens": 16}),
     "m128": (SEED002, {"workload.tokens": 128}),
     "m512": (SEED002, {"workload.tokens": 512}),
     "m2048": (SEED002, {"workload.tokens": 2048}),
-    "basic-late-aic": (BASIC, {"options.late_bind_pools": ["AIC"]}),
+    "basic-late-aic": (BASIC, {"options.late_bind_pools": ["AIC"], "options.links": [GM_GMM1_ACT]}),
+    "v1-m512": (SEED002, {"workload.tokens": 512, "profile": "pto-a2a3-v1"}),
 }
 """name -> (scenario file, dotted-path overrides)."""
 
@@ -59,7 +63,7 @@ CASES: dict[str, tuple[str, Mapping[str, Any]]] = {
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--cases", nargs="*", default=None, choices=sorted(CASES), help="default: all")
-    ap.add_argument("--m", type=int, nargs="+", default=[], help="extra seed-002 cases: tokens per rank")
+    ap.add_argument("--m", type=int, nargs="+", default=[], help="extra cases of the typical shape: tokens per rank")
     ap.add_argument("--scenario", help="an extra case: a scenario file (with --set overrides)")
     ap.add_argument("--set", action="append", metavar="PATH=VALUE", help="override for --scenario")
     ap.add_argument("--time-limit", type=float, default=DEFAULT_TIME_LIMIT_S, help="CP-SAT s per distinct rank")

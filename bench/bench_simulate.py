@@ -1,11 +1,11 @@
-"""Seconds per ``moeopt.simulate`` call on the scenarios of issue 4's speed targets.
+"""Seconds per ``moeopt.simulate`` call on the scenarios that have a speed target.
 
 Cases (targets on one core):
 
-* ``bs72``: the seed-000 shape (tokens 72, topk 6, world 8, 3 local experts, h 5120,
+* ``bs72``: the bs = 72 example shape (tokens 72, topk 6, world 8, 3 local experts, h 5120,
   hidden_dim 9216, 28 AIC, profile megamoe-a8w8) -- target 0.2 s;
 * ``scenario_basic``: ``examples/scenario_basic.toml`` -- target 0.2 s;
-* ``pto M=16 / 128 / 512 / 2048``: the seed-002 typical cases (world 8, K 7168, N 4096, topK 8,
+* ``pto M=16 / 128 / 512 / 2048``: the typical PTO MegaMoE cases (world 8, K 7168, N 4096, topK 8,
   16 experts per rank, profile pto-a2a3, the kernel's cyclic routing) -- target 2 s each.
 
 Each figure is the median of ``--repeat`` calls in this one process (after one warm-up call
@@ -34,7 +34,7 @@ import moeopt.megamoe as mm
 from moeopt.core.events import Event, EventGraph
 from moeopt.core.scheduler import schedule
 from moeopt.core.validate import validate_schedule
-from moeopt.megamoe.simulate import _rank_result, build_graphs
+from moeopt.megamoe.simulate import _last_combine, _rank_result, build_graphs
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 BASIC = os.path.join(HERE, "..", "examples", "scenario_basic.toml")
@@ -77,11 +77,13 @@ def timed2(fn: Callable[[], Any]) -> tuple[float, float]:
 def breakdown(s: mm.Scenario) -> str:
     t_build, graphs = timed(lambda: build_graphs(s))
     t_sched = t_val = t_an = 0.0
-    for rg, _ranks in graphs.values():
+    for rg, ranks in graphs.values():
         dt, sch = timed(lambda rg=rg: schedule(rg.graph, policy=s.config.scheduling, normalize=False))
         t_sched += dt
         t_val += timed(lambda rg=rg, sch=sch: validate_schedule(rg.graph, sch))[0]
-        t_an += timed(lambda rg=rg, sch=sch: _rank_result(rg, sch, s.config))[0]
+        t_an += timed(
+            lambda rg=rg, sch=sch, ranks=ranks: _rank_result(rg, sch, s.config, _last_combine(rg, sch), ranks, 0.0)
+        )[0]
     return f"build {t_build:.3f}  schedule {t_sched:.3f}  validate {t_val:.3f}  analyses {t_an:.3f}"
 
 

@@ -1,4 +1,4 @@
-"""Seconds per trust-tool call on the seed's bs=72 shape (no speed target; figures for the docs).
+"""Seconds per trust-tool call on the bs=72 example shape (no speed target; figures for the docs).
 
 Cases:
 

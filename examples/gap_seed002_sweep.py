@@ -10,7 +10,7 @@ summary table over M printed and written as ``sweep.md``.
     python examples/gap_seed002_sweep.py                         # M = 16 ... 2048, 30 s per rank
     python examples/gap_seed002_sweep.py --m 16 128 --time-limit 60 --out runs/gap_seed002
 
-One report is the same as ``python -m moeopt gap examples/seed002_typical.toml --set
+One report is the same as ``moeopt gap examples/seed002_typical.toml --set
 workload.tokens=M --markdown gap.md --html gap.html``.
 """
 

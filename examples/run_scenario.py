@@ -1,4 +1,4 @@
-"""Simulate a scenario file and print the seed-style summary (same as ``python -m moeopt simulate``).
+"""Simulate a scenario file and print the seed-style summary (same as ``moeopt simulate``).
 
 Usage: python examples/run_scenario.py [SCENARIO.toml] [dotted.path=value ...]
 """

@@ -1,6 +1,6 @@
 """moeopt: simulate the MegaMoE fused operator as an event graph, bound it with CP-SAT, tune it with Optuna.
 
-Library entry points (SPEC §10)::
+Library entry points::
 
     import moeopt as m
     g = m.EventGraph(semaphores={"l1_slot": 2}, pools={"AIC": ["core0.AIC", "core1.AIC"]})

@@ -2,4 +2,4 @@
 
 from moeopt.cli import main
 
-raise SystemExit(main())
+raise SystemExit(main(prog="python -m moeopt"))

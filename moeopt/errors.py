@@ -48,19 +48,3 @@ def did_you_mean(name: str, choices: Iterable[str], n: int = 3) -> str:
     if not close:
         return ""
     return " (did you mean " + " or ".join(repr(c) for c in close) + "?)"
-
-
-def _num_text(x: float) -> str:
-    return str(int(x)) if float(x).is_integer() and abs(x) < 1e15 else f"{x:g}"
-
-
-def range_text(lo: float | None, hi: float | None, lo_open: bool = False) -> str:
-    """The allowed range in a message: ``" in [1, 8]"``, ``" > 0"``, ``" <= 64"`` or ``""``
-    (whole numbers print as integers, never as ``1e+06``)."""
-    if lo is not None and hi is not None:
-        return f" in {'(' if lo_open else '['}{_num_text(lo)}, {_num_text(hi)}]"
-    if lo is not None:
-        return f" {'>' if lo_open else '>='} {_num_text(lo)}"
-    if hi is not None:
-        return f" <= {_num_text(hi)}"
-    return ""

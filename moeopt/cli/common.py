@@ -7,15 +7,16 @@ import argparse
 import json
 import math
 import sys
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from types import MappingProxyType
 from typing import Any, TextIO
 
 from moeopt.errors import InputError
 from moeopt.megamoe.errors import GuardrailError
+from moeopt.megamoe.results import SimulateResult
 from moeopt.megamoe.scenario import parse_override_value
+from moeopt.plain import jsonable
 
 Command = tuple[str, Callable[[argparse.ArgumentParser], None], Callable[[argparse.Namespace], int]]
 """``(help, add_arguments(parser), run(args) -> exit code)``."""
@@ -59,13 +60,47 @@ def add_set_argument(p: argparse.ArgumentParser, applies_to: str = "") -> None:
     )
 
 
+# --------------------------------------------------------------------------- the shared options
+def add_json_argument(p: argparse.ArgumentParser, what: str) -> None:
+    """``--json [PATH]``, the same on every command: ``what`` as JSON to PATH, or with no PATH (or
+    ``-``) to standard output, the human-readable text then going to standard error. Read it with
+    :func:`text_stream` and :func:`write_json`."""
+    p.add_argument(
+        "--json",
+        nargs="?",
+        const="-",
+        metavar="PATH",
+        help=f"write {what} as JSON to PATH (no PATH or '-': standard output; the text then goes to "
+        "standard error)",
+    )
+
+
+def text_stream(args: argparse.Namespace) -> TextIO:
+    """Where a command's human-readable text goes: standard error when ``--json`` takes stdout."""
+    return sys.stderr if getattr(args, "json", None) == "-" else sys.stdout
+
+
+def add_quiet_argument(p: argparse.ArgumentParser, what: str = "no progress output") -> None:
+    """``--quiet``, the same on every command that reports progress (``--no-progress``, its older
+    name, is still read)."""
+    p.add_argument("--quiet", action="store_true", help=what)
+    p.add_argument("--no-progress", action="store_true", dest="quiet", help=argparse.SUPPRESS)
+
+
 # --------------------------------------------------------------------------- JSON
-def result_to_jsonable(r: Mapping[str, Any]) -> dict[str, Any]:
-    """The result dict without graphs and schedules, with plain JSON types only."""
-    out = {k: v for k, v in r.items() if k != "rank_results"}
-    ranks: dict[str, Any] = {}
+def result_to_jsonable(r: SimulateResult) -> dict[str, Any]:
+    """The result dict without graphs and schedules, with plain JSON types only.
+
+    Ranks with the same routing signature are simulated once: ``rank_results`` holds the
+    simulated ranks only (each lists the ranks it stands for in ``ranks_sharing_signature``),
+    and ``representative_of_rank`` maps every rank of the scenario to the entry that holds it."""
+    out: dict[str, object] = {k: v for k, v in r.items() if k != "rank_results"}
+    ranks: dict[str, dict[str, object]] = {}
+    stands_for: dict[str, int] = {}
     for rep in r["simulated_ranks"]:
         rr = r["rank_results"][rep]
+        for k in rr["ranks_sharing_signature"]:
+            stands_for[str(k)] = rep
         ranks[str(rep)] = {
             "ranks_sharing_signature": rr["ranks_sharing_signature"],
             "kernel_total_us": rr["kernel_total_us"],
@@ -77,32 +112,8 @@ def result_to_jsonable(r: Mapping[str, Any]) -> dict[str, Any]:
             "contract": rr["contract"],
         }
     out["rank_results"] = ranks
-    return plain(out)
-
-
-def plain(v: Any) -> Any:
-    if isinstance(v, (Mapping, MappingProxyType)):
-        return {str(k): plain(x) for k, x in v.items()}
-    if isinstance(v, (list, tuple, set, frozenset)):
-        return [plain(x) for x in v]
-    if isinstance(v, float):
-        return v if math.isfinite(v) else str(v)
-    if isinstance(v, (str, int, bool)) or v is None:
-        return v
-    if hasattr(v, "item"):  # numpy scalars
-        return plain(v.item())
-    return str(v)
-
-
-def finite(v: Any) -> Any:
-    """JSON has no infinity: non-finite floats become strings."""
-    if isinstance(v, dict):
-        return {k: finite(x) for k, x in v.items()}
-    if isinstance(v, list):
-        return [finite(x) for x in v]
-    if isinstance(v, float) and not math.isfinite(v):
-        return str(v)
-    return v
+    out["representative_of_rank"] = dict(sorted(stands_for.items(), key=lambda kv: int(kv[0])))
+    return jsonable(out)
 
 
 def write_text(dest: str, text: str) -> None:
@@ -117,14 +128,8 @@ def write_text(dest: str, text: str) -> None:
 
 
 def write_json(dest: str, doc: Any) -> None:
-    text = json.dumps(plain(doc), indent=1) + "\n"
-    if dest == "-":
-        sys.stdout.write(text)
-        return
-    try:
-        Path(dest).write_text(text)
-    except OSError as exc:
-        raise InputError(f"{dest}: cannot write: {exc.strerror or exc}") from None
+    """``doc`` as indented JSON (see :func:`moeopt.plain.jsonable`) to a file or, for ``-``, stdout."""
+    write_text(dest, json.dumps(jsonable(doc), indent=1) + "\n")
 
 
 # --------------------------------------------------------------------------- argument types
@@ -170,23 +175,22 @@ nonneg_int = at_least_zero(int)
 
 # --------------------------------------------------------------------------- progress, guardrails
 @contextmanager
-def progress_bar(total: int, desc: str, enabled: bool = True) -> Iterator[Callable[[int, int, str], None]]:
-    """A tqdm bar on standard error (only when there is more than one step and it is enabled)."""
+def progress_bar(
+    total: int, desc: str, enabled: bool = True, unit: str = "run"
+) -> Iterator[Callable[[int, int, str], None]]:
+    """Progress on standard error while ``total`` steps run (only when there is more than one and it
+    is enabled): a bar on a terminal, periodic one-line reports anywhere else (a CI log, a pipe)."""
     if not enabled or total <= 1:
         yield lambda _d, _t, _n: None
         return
-    from tqdm import tqdm  # type: ignore[import-untyped,unused-ignore]
+    from moeopt.search.progress import Progress, progress_mode  # loads Optuna: only when shown
 
-    bar = tqdm(total=total, desc=desc, unit="run", file=sys.stderr, leave=False, dynamic_ncols=True)
-    try:
+    with Progress(desc, total, mode=progress_mode(True), unit=unit) as shown:
 
         def step(done: int, _total: int, name: str) -> None:
-            bar.set_postfix_str(name[:40], refresh=False)
-            bar.update(done - bar.n)
+            shown.update(done, name[:40])
 
         yield step
-    finally:
-        bar.close()
 
 
 def guarded(what: str, run: Callable[[], Any]) -> Any:

@@ -19,7 +19,6 @@ Commands (a registry, :data:`COMMANDS`; each has ``add_arguments(parser)`` and `
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import sys
 from collections.abc import Callable, Sequence
@@ -29,11 +28,13 @@ from typing import Any, Protocol, TextIO
 
 from moeopt.cli.common import (
     Command,
+    add_json_argument,
+    add_quiet_argument,
     add_set_argument,
-    finite,
     parse_sets,
     positive_float,
     positive_int,
+    write_json,
     write_text,
 )
 from moeopt.core.events import EventGraph
@@ -230,8 +231,15 @@ def _gap_arguments(p: argparse.ArgumentParser) -> None:
         help="comma-separated greedy policies (default: every built-in one)",
     )
     p.add_argument("--optima", metavar="CSV", help="known optima (instance,optimal_makespan) to compare")
-    for flag, what in (("--json", "full results as JSON"), ("--markdown", "results as Markdown")):
-        p.add_argument(flag, nargs="?", const="-", metavar="PATH", help=f"write the {what} (no PATH: stdout)")
+    add_json_argument(p, "the full results")
+    p.add_argument(
+        "--markdown",
+        nargs="?",
+        const="-",
+        metavar="PATH",
+        help="write the results as Markdown to PATH (no PATH or '-': standard output; the text then goes "
+        "to standard error)",
+    )
     p.add_argument(
         "--html", metavar="FILE", help="scenario inputs: one HTML page with the greedy and best Gantt charts"
     )
@@ -243,7 +251,7 @@ def _gap_arguments(p: argparse.ArgumentParser) -> None:
         metavar="N",
         help="scenario inputs: first divergences listed per rank (default 10)",
     )
-    p.add_argument("--quiet", action="store_true", help="no table, only errors and the summary")
+    add_quiet_argument(p, "no progress: no row per input as it finishes, only errors and the summary")
 
 
 def _gap_run(args: argparse.Namespace) -> int:
@@ -346,9 +354,17 @@ def _gap_run(args: argparse.Namespace) -> int:
     what += f" from {total} input(s): {proven} proven optimal, {len(errors)} failed"
     print(what, file=term, flush=True)
     if args.json:
+        # the CP-SAT time limit each kind of input was given (the defaults differ)
+        limits = {}
+        if rows or len(report_inputs) < len(args.files):
+            limits["graphs"] = time_limit
+        if report_inputs:
+            limits["scenarios"] = DEFAULT_TIME_LIMIT_S if args.time_limit is None else args.time_limit
+        used = set(limits.values())
         doc_json: dict[str, Any] = {
             "settings": {
-                "time_limit_s": args.time_limit,
+                "time_limit_s": used.pop() if len(used) == 1 else None,
+                "time_limit_s_by_input": limits,
                 "workers": args.workers,
                 "mode": args.mode,
                 "policies": policies,
@@ -359,7 +375,7 @@ def _gap_run(args: argparse.Namespace) -> int:
         }
         if report_inputs:
             doc_json["reports"] = [d.to_dict() for _sfx, d in docs]
-        write_text(args.json, json.dumps(finite(doc_json), indent=1) + "\n")
+        write_json(args.json, doc_json)
     if args.markdown:
         parts = [markdown(rows, policies)] if rows else []
         parts += [d.markdown() for _sfx, d in docs]

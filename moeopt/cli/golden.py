@@ -1,4 +1,4 @@
-"""``python -m moeopt golden [--check] [--only NAME ...] [--file PATH] [--list]``
+"""``moeopt golden [--check] [--only NAME ...] [--file PATH] [--list] [--quiet]``
 
 Schedule fingerprints of the fixed configurations of :mod:`moeopt.trust.golden`. Without
 ``--check`` it (re)writes the file; with ``--check`` it re-simulates every configuration stored
@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from moeopt.cli.common import Command, out
+from moeopt.cli.common import Command, add_quiet_argument, out
 from moeopt.trust import golden
 
 
@@ -25,6 +25,7 @@ def _golden_arguments(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--only", nargs="+", metavar="NAME", help="only these configurations")
     p.add_argument("--list", action="store_true", help="list the configurations and exit")
+    add_quiet_argument(p, "no line per configuration, only mismatches and the summary")
 
 
 def _golden_run(args: argparse.Namespace) -> int:
@@ -34,7 +35,7 @@ def _golden_run(args: argparse.Namespace) -> int:
             out(f"{c.name:<28} {c.base:<10} {json.dumps(dict(c.overrides))}")
         return 0
     if args.check:
-        bad = golden.check(args.file, args.only, progress=out)
+        bad = golden.check(args.file, args.only, progress=(lambda _line: None) if args.quiet else out)
         n = len(golden.select(golden.load_golden(args.file)[0], args.only))
         if bad:
             for line in bad:
@@ -49,7 +50,8 @@ def _golden_run(args: argparse.Namespace) -> int:
         run = golden.run_config(c)
         runs.append(run)
         us, sec = run.kernel_total_us, run.seconds
-        out(f"{c.name:<28} {run.fingerprint}  {us:12.4f} µs  {sec:6.2f} s")
+        if not args.quiet:
+            out(f"{c.name:<28} {run.fingerprint}  {us:12.4f} µs  {sec:6.2f} s")
     golden.write_golden(args.file, runs, keep_others=bool(args.only))
     out(f"wrote {len(runs)} fingerprint(s) to {args.file}")
     return 0

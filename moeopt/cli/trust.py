@@ -1,4 +1,4 @@
-"""The trust-tool subcommands of ``python -m moeopt``: ``compare``, ``audit``, ``domain``.
+"""The trust-tool subcommands of ``python -m moeopt``: ``compare``, ``audit``, ``domain``, ``conserving``.
 
 ``compare SCENARIO VARIANTS.yaml [--exact] [--sensitivity] [--json PATH]``
     The design-space table of :func:`~moeopt.trust.compare.compare_variants`; the YAML file
@@ -8,10 +8,14 @@
 
 ``audit [SCENARIO] [--only PATH ...]``
     Every knob of the catalogue classified by perturbing it (:mod:`moeopt.trust.audit`);
-    without a scenario, the seed's bs = 72 shape.
+    without a scenario, the bs = 72 shape of the original cost model's example.
 
 ``domain SCENARIO``
     Which constants the scenario uses outside the domain they were measured in.
+
+``conserving [SCENARIO ...] [--only NAME ...]``
+    Work conservation with every pool late-bound (:mod:`moeopt.trust.conserving`): the given
+    scenarios, or every golden configuration; exit 1 on any violation.
 
 Exit codes: 0 ok, 1 the baseline was stopped by a guardrail, 2 bad input.
 """
@@ -19,13 +23,14 @@ Exit codes: 0 ok, 1 the baseline was stopped by a guardrail, 2 bad input.
 from __future__ import annotations
 
 import argparse
-import sys
 from typing import Any
 
 import yaml
 
 from moeopt.cli.common import (
     Command,
+    add_json_argument,
+    add_quiet_argument,
     add_set_argument,
     emit,
     guarded,
@@ -33,16 +38,17 @@ from moeopt.cli.common import (
     nonneg_int,
     parse_sets,
     progress_bar,
+    text_stream,
     write_json,
 )
 from moeopt.errors import InputError
 from moeopt.megamoe.scenario import Scenario, Workload, load_scenario
 
-SEED_BS72 = "the seed's bs=72 shape (h 5120, hidden_dim 9216, topk 6, 8 ranks, 3 experts/rank, megamoe-a8w8)"
+SEED_BS72 = "the bs=72 example shape (h 5120, hidden_dim 9216, topk 6, 8 ranks, 3 experts/rank, megamoe-a8w8)"
 
 
 def seed_bs72() -> Scenario:
-    """The seed-000 example shape (also ``studies/seed000_bs72.yaml``)."""
+    """The bs = 72 example shape of the original cost model (also ``studies/seed000_bs72.yaml``)."""
     return Scenario(
         workload=Workload(tokens=72, topk=6, world=8, local_experts=3, routing="uniform"),
         h=5120,
@@ -122,8 +128,8 @@ def _compare_arguments(p: argparse.ArgumentParser) -> None:
         metavar="TAG=FRACTION",
         help="default relative range of a tag for --sensitivity, e.g. --rel measured=0.05",
     )
-    p.add_argument("--json", metavar="PATH", help="write the rows as JSON ('-': stdout)")
-    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    add_json_argument(p, "the rows")
+    add_quiet_argument(p)
 
 
 def _compare_run(args: argparse.Namespace) -> int:
@@ -146,7 +152,7 @@ def _compare_run(args: argparse.Namespace) -> int:
     rel = parse_rel(args.rel)
 
     def run() -> list[Any]:
-        with progress_bar(len(variants), "variants", not args.no_progress) as step:
+        with progress_bar(len(variants), "compare", not args.quiet, unit="variant") as step:
             return compare_variants(
                 scenario,
                 variants,
@@ -161,13 +167,13 @@ def _compare_run(args: argparse.Namespace) -> int:
     rows = guarded("the baseline: ", run)
     if rows is None:
         return 1
-    out = sys.stderr if args.json == "-" else sys.stdout
+    out = text_stream(args)
     emit(out, format_design_space(rows))
     doc: dict[str, Any] = {"rows": [r.to_dict() for r in rows]}
     if args.sensitivity:
         n_ranges = len(calibration_ranges(scenario, ranges, rel))
         total = 1 + 2 * n_ranges + (2 if n_ranges else 0)
-        with progress_bar(total, "sensitivity", not args.no_progress) as step:
+        with progress_bar(total, "sensitivity", not args.quiet, unit="simulation") as step:
             rep = calibration_sensitivity(scenario, variants, ranges=ranges, rel=rel, progress=step)
         emit(out, "\n" + format_sensitivity(rep))
         doc["sensitivity"] = {
@@ -191,8 +197,8 @@ COMPARE: Command = (
 def _audit_arguments(p: argparse.ArgumentParser) -> None:
     _scenario_arg(p, optional=True)
     p.add_argument("--only", nargs="+", metavar="PATH", help="audit only these knob paths")
-    p.add_argument("--json", metavar="PATH", help="write the verdicts as JSON ('-': stdout)")
-    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    add_json_argument(p, "the verdicts")
+    add_quiet_argument(p)
 
 
 def _audit_run(args: argparse.Namespace) -> int:
@@ -203,13 +209,13 @@ def _audit_run(args: argparse.Namespace) -> int:
     n = len(args.only) if args.only else len(knob_catalogue())
 
     def run() -> list[Any]:
-        with progress_bar(n, "knobs", not args.no_progress) as step:
+        with progress_bar(n, "audit", not args.quiet, unit="knob") as step:
             return audit_knobs(scenario, args.only, progress=step)
 
     verdicts = guarded("the audited scenario: ", run)
     if verdicts is None:
         return 1
-    out = sys.stderr if args.json == "-" else sys.stdout
+    out = text_stream(args)
     emit(out, f"scenario: {args.scenario or SEED_BS72}\n" + format_audit(verdicts))
     if args.json:
         write_json(
@@ -232,7 +238,7 @@ def _domain_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--no-use-probe", action="store_true", help="do not simulate to see which constants are used"
     )
-    p.add_argument("--json", metavar="PATH", help="write the report as JSON ('-': stdout)")
+    add_json_argument(p, "the report")
 
 
 def _domain_run(args: argparse.Namespace) -> int:
@@ -242,7 +248,7 @@ def _domain_run(args: argparse.Namespace) -> int:
     rep = guarded("", lambda: domain_report(scenario, probe_use=not args.no_use_probe))
     if rep is None:
         return 1
-    out = sys.stderr if args.json == "-" else sys.stdout
+    out = text_stream(args)
     emit(out, format_domain(rep))
     if args.json:
         write_json(
@@ -262,4 +268,45 @@ DOMAIN: Command = (
     "which calibrated constants this scenario uses outside the domain they were measured in",
     _domain_arguments,
     _domain_run,
+)
+
+
+# --------------------------------------------------------------------------- conserving
+def _conserving_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "scenarios",
+        nargs="*",
+        metavar="SCENARIO",
+        help="scenario TOML files (default: every golden configuration)",
+    )
+    add_set_argument(p)
+    p.add_argument("--only", nargs="+", metavar="NAME", help="only these golden configurations")
+
+
+def _conserving_run(args: argparse.Namespace) -> int:
+    from moeopt.cli.common import out
+    from moeopt.trust import golden
+    from moeopt.trust.conserving import check_conserving, format_check, format_summary, golden_sweep
+
+    if args.scenarios:
+        if args.only:
+            raise InputError("--only selects golden configurations; it does not apply to scenario files")
+        checks = []
+        for path in args.scenarios:
+            c = check_conserving(load_scenario(path, parse_sets(args.set)), path)
+            out(format_check(c))
+            checks.append(c)
+    else:
+        if args.set:
+            raise InputError("--set applies to scenario files; the golden configurations are fixed")
+        configs = golden.select(golden.default_configs(), args.only)
+        checks = golden_sweep(configs, progress=lambda c: out(format_check(c)))
+    out(format_summary(checks))
+    return 1 if any(c.violated for c in checks) else 0
+
+
+CONSERVING: Command = (
+    "work conservation with every pool late-bound: the given scenarios, or every golden configuration",
+    _conserving_arguments,
+    _conserving_run,
 )

@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from types import MappingProxyType
 
 import networkx as nx
 
@@ -21,31 +22,46 @@ from moeopt.core.events import Event, EventGraph, placeholder_role, split_resour
 from moeopt.errors import GraphError
 
 
-@dataclass(slots=True)
+@dataclass(frozen=True, slots=True)
 class CompiledGraph:
-    """Index-based arrays of a validated graph. Event ``i`` is the i-th event added."""
+    """Index-based arrays of a validated graph. Event ``i`` is the i-th event added.
 
-    names: list[str]
-    index: dict[str, int]
-    dur: list[float]
-    preds: list[tuple[tuple[int, float], ...]]
-    succs: list[tuple[tuple[int, float], ...]]
-    topo: list[int]
-    res_names: list[str]
-    res_index: dict[str, int]
-    res_site: list[int]
-    site_names: list[str]
-    fixed: list[tuple[int, ...]]
-    placeholders: list[tuple[int, ...]]
-    pool_names: list[str]
-    pool_members: list[tuple[int, ...]]
-    acq: list[tuple[tuple[int, int], ...]]
-    rel: list[tuple[tuple[int, int], ...]]
-    sem_names: list[str]
-    sem_cap: list[int]
-    group: list[int]
-    group_sites: list[tuple[int, ...] | None]
-    events: list[Event]
+    Frozen: every field is a tuple or a read-only mapping, and fields cannot be reassigned. The
+    form is cached on its :class:`EventGraph` and handed to every policy's ``prepare``, so a
+    policy (or anything else) that tried to change it would change every later run; it cannot.
+    The conversion to tuples happens once, in :func:`compile_graph`; reading a tuple costs what
+    reading a list does.
+
+    Per event ``i``: ``names[i]``, ``dur[i]``, ``preds[i]`` / ``succs[i]`` as ``(event, λ)``
+    pairs, ``fixed[i]`` (resource indices), ``placeholders[i]`` (pool indices), ``acq[i]`` /
+    ``rel[i]`` as ``(semaphore, units)`` pairs, ``group[i]`` (colocation group, -1 for none) and
+    ``events[i]``. Per resource ``r``: ``res_names[r]``, ``res_site[r]``. Per pool ``p``:
+    ``pool_names[p]``, ``pool_members[p]``. Per semaphore ``s``: ``sem_names[s]``,
+    ``sem_cap[s]``. Per colocation group ``k``: ``group_sites[k]``, the sites it may use
+    (``None``: no restriction). ``topo`` is a topological order of the events.
+    """
+
+    names: tuple[str, ...]
+    index: Mapping[str, int]
+    dur: tuple[float, ...]
+    preds: tuple[tuple[tuple[int, float], ...], ...]
+    succs: tuple[tuple[tuple[int, float], ...], ...]
+    topo: tuple[int, ...]
+    res_names: tuple[str, ...]
+    res_index: Mapping[str, int]
+    res_site: tuple[int, ...]
+    site_names: tuple[str, ...]
+    fixed: tuple[tuple[int, ...], ...]
+    placeholders: tuple[tuple[int, ...], ...]
+    pool_names: tuple[str, ...]
+    pool_members: tuple[tuple[int, ...], ...]
+    acq: tuple[tuple[tuple[int, int], ...], ...]
+    rel: tuple[tuple[tuple[int, int], ...], ...]
+    sem_names: tuple[str, ...]
+    sem_cap: tuple[int, ...]
+    group: tuple[int, ...]
+    group_sites: tuple[tuple[int, ...] | None, ...]
+    events: tuple[Event, ...]
 
     @property
     def n(self) -> int:
@@ -351,7 +367,12 @@ def compile_graph(g: EventGraph) -> CompiledGraph:
     if len(topo) < n:
         done = set(topo)
         rest = [names[i] for i in range(n) if i not in done]
-        sub = g._raw_nx().subgraph(rest)
+        # the dependency graph among the events left over (each has a predecessor among them),
+        # nodes and edges in graph order
+        left = [i for i in range(n) if i not in done]
+        sub = nx.DiGraph()
+        sub.add_nodes_from(rest)
+        sub.add_edges_from((names[p], names[i]) for i in left for p, _lam in preds[i] if p not in done)
         try:
             cyc = nx.find_cycle(sub)
             path = " -> ".join([str(u) for u, _v in cyc] + [str(cyc[0][0])])
@@ -363,25 +384,25 @@ def compile_graph(g: EventGraph) -> CompiledGraph:
         raise GraphError("invalid event graph:\n  " + "\n  ".join(problems))
 
     return CompiledGraph(
-        names=names,
-        index=index,
-        dur=[e.duration_us for e in events],
-        preds=preds,
-        succs=succs,
-        topo=topo,
-        res_names=res_names,
-        res_index=res_index,
-        res_site=res_site,
-        site_names=site_names,
-        fixed=fixed,
-        placeholders=placeholders,
-        pool_names=pool_names,
-        pool_members=pool_members,
-        acq=acq,
-        rel=rel,
-        sem_names=sem_names,
-        sem_cap=sem_cap,
-        group=group,
-        group_sites=group_sites,
-        events=events,
+        names=tuple(names),
+        index=MappingProxyType(index),
+        dur=tuple([e.duration_us for e in events]),
+        preds=tuple(preds),
+        succs=tuple(succs),
+        topo=tuple(topo),
+        res_names=tuple(res_names),
+        res_index=MappingProxyType(res_index),
+        res_site=tuple(res_site),
+        site_names=tuple(site_names),
+        fixed=tuple(fixed),
+        placeholders=tuple(placeholders),
+        pool_names=tuple(pool_names),
+        pool_members=tuple(pool_members),
+        acq=tuple(acq),
+        rel=tuple(rel),
+        sem_names=tuple(sem_names),
+        sem_cap=tuple(sem_cap),
+        group=tuple(group),
+        group_sites=tuple(group_sites),
+        events=tuple(events),
     )

@@ -21,12 +21,15 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from operator import attrgetter
 from types import MappingProxyType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import networkx as nx
 from networkx import DiGraph as _DiGraph  # the class below has a property named ``nx``
 
 from moeopt.errors import GraphError
+
+if TYPE_CHECKING:
+    from moeopt.core.compiled import CompiledGraph
 
 _SITE_ROLE = re.compile(r"^(?P<site>[A-Za-z0-9_\-.\[\]/]+)\.(?P<role>[A-Za-z0-9_\-]+)$")
 _PLACEHOLDER = re.compile(r"^(?P<role>[A-Za-z0-9_\-]+):\*$")
@@ -310,7 +313,7 @@ class EventGraph:
         self._events: dict[str, Event] = {}
         self._semaphores: dict[str, int] = {}
         self._pools: dict[str, tuple[str, ...]] = {}
-        self._compiled: Any = None
+        self._compiled: CompiledGraph | None = None
         for sem, cap in dict(semaphores or {}).items():
             self.add_semaphore(sem, cap)
         for role, members in dict(pools or {}).items():
@@ -450,8 +453,9 @@ class EventGraph:
         """Check every cross-event rule; raise one :class:`GraphError` listing all problems."""
         self.compiled()
 
-    def compiled(self) -> Any:
-        """The validated integer-indexed form used by the schedulers (cached)."""
+    def compiled(self) -> CompiledGraph:
+        """The validated integer-indexed form used by the schedulers (cached until the graph
+        changes; frozen, so every reader sees the same form)."""
         if self._compiled is None:
             from moeopt.core.compiled import compile_graph
 

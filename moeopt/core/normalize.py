@@ -88,6 +88,6 @@ def drop_nonbinding_semaphores(graph: EventGraph) -> CompiledGraph:
         return cg
     return dataclasses.replace(
         cg,
-        acq=[tuple(x for x in acq if x[0] not in drop) for acq in cg.acq],
-        rel=[tuple(x for x in rel if x[0] not in drop) for rel in cg.rel],
+        acq=tuple([tuple([(s, a) for s, a in acq if s not in drop]) for acq in cg.acq]),
+        rel=tuple([tuple([(s, r) for s, r in rel if s not in drop]) for rel in cg.rel]),
     )

@@ -4,21 +4,28 @@ The contract (every policy, built-in or registered by a user):
 
 * A *keyed* policy (``wants_view = False``) ranks each eligible event by the key
   ``(before, start_us, after, index)`` compared left to right, where ``(before, after) =
-  rank(i)`` are numbers fixed per event (computed in ``prepare``), ``start_us`` is when the event
-  could start now and ``index`` the order it was added to the graph. The scheduler commits the
-  smallest key. Keeping the start-dependent part in this fixed shape is what lets the scheduler
-  park events that wait for the same resource in one queue instead of re-ranking each of them
-  after every commit.
+  rank(i)`` are numbers fixed per event (asked once per event per run, after ``prepare``),
+  ``start_us`` is when the event could start now and ``index`` the order it was added to the
+  graph. The scheduler commits the smallest key. The key's shape is fixed: a policy chooses
+  ``rank`` only, and a policy class that defines a ``key`` method of its own is refused (the
+  scheduler would never call it). Keeping the start-dependent part in this fixed shape is what
+  lets the scheduler park events that wait for the same resource in one queue instead of
+  re-ranking each of them after every commit.
 * A *view* policy (``wants_view = True``) is asked ``choose(view)`` at every step and returns
   the name of an eligible event. The :class:`~moeopt.core.view.SchedulerView` it receives is
   read-only: it can ask, probe and compare, never commit or undo.
-* ``prepare(cg)`` is called once per run with the compiled graph, before any ``key`` call; a
-  policy object may be reused across runs but must not keep state between them otherwise.
+* ``prepare(cg)`` is called once per run with the :class:`~moeopt.core.compiled.CompiledGraph`
+  (frozen: tuples and read-only mappings), before any ``rank`` or ``choose`` call; a policy
+  object may be reused across runs but must not keep state between them otherwise.
 * ``work_conserving`` declares whether the policy promises to start ready work whenever a
   pool member is free; the work-conservation guardrail is not checked for policies that
   declare ``False``.
 
-Policies must be deterministic: same graph in, same choices out.
+Policies must be deterministic: same graph in, same choices out. :mod:`moeopt.testing` has a
+test suite that checks a policy against this contract (``PolicyContract``).
+
+The built-in policies are registered once, below; :data:`BUILTIN_POLICIES` lists them in that
+order, read back from the registry.
 """
 
 from __future__ import annotations
@@ -28,7 +35,7 @@ from typing import TYPE_CHECKING
 
 from moeopt.core.compiled import CompiledGraph
 from moeopt.errors import InputError
-from moeopt.registry import lookup, register
+from moeopt.registry import builtin_names, lookup, register_builtin
 
 if TYPE_CHECKING:
     from moeopt.core.view import SchedulerView
@@ -42,16 +49,11 @@ class Policy:
     wants_view: bool = False
 
     def prepare(self, cg: CompiledGraph) -> None:
-        """Precompute what ``key`` needs for this graph."""
+        """Precompute what ``rank`` (or ``choose``) needs for this graph."""
 
     def rank(self, i: int) -> tuple[float, float]:
-        """``(before, after)`` of event ``i``: its key is ``(before, start_us, after, i)``."""
+        """``(before, after)`` of event ``i``: the scheduler's key is ``(before, start_us, after, i)``."""
         return (0.0, 0.0)
-
-    def key(self, i: int, start_us: float) -> tuple[float, float, float, int]:
-        """The full sort key of eligible event ``i`` if it started at ``start_us``."""
-        before, after = self.rank(i)
-        return (before, start_us, after, i)
 
     def choose(self, view: SchedulerView) -> str:
         """For ``wants_view`` policies: the name of the eligible event to commit next."""
@@ -194,24 +196,26 @@ class LookaheadOneStep(Policy):
 
 
 for _cls in (EarliestStart, CriticalPathFirst, WorkConservingCriticalPath, PriorityByStage, LookaheadOneStep):
-    register("policy", _cls.name, _cls)
+    register_builtin("policy", _cls.name, _cls)
 
-BUILTIN_POLICIES = (
-    "earliest_start",
-    "critical_path_first",
-    "work_conserving_critical_path",
-    "priority_by_stage",
-    "lookahead_one_step",
-)
+BUILTIN_POLICIES: tuple[str, ...] = builtin_names("policy")
+"""The built-in policy names, in the order they were registered (read back from the registry)."""
 
 
 def make_policy(policy: str | Policy) -> Policy:
     """A policy object from a registered name or an instance."""
     if isinstance(policy, Policy):
-        return policy
-    if isinstance(policy, str):
+        obj = policy
+    elif isinstance(policy, str):
         obj = lookup("policy", policy)()
         if not isinstance(obj, Policy):
             raise InputError(f"policy {policy!r} was registered with a factory that does not build a Policy")
-        return obj
-    raise InputError(f"policy must be a registered name or a Policy object, got {policy!r}")
+    else:
+        raise InputError(f"policy must be a registered name or a Policy object, got {policy!r}")
+    if getattr(type(obj), "key", None) is not None:
+        raise InputError(
+            f"policy {obj.name!r} ({type(obj).__name__}) defines key(), which the scheduler never calls: "
+            f"the key is always (before, start_us, after, index); define rank(i) -> (before, after) "
+            f"instead, or set wants_view = True and define choose(view)"
+        )
+    return obj

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import heapq
 import math
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, TypeVar
 
 from moeopt.core.compiled import CompiledGraph
@@ -34,329 +34,36 @@ from moeopt.core.gcpause import gc_paused
 from moeopt.core.normalize import drop_nonbinding_semaphores
 from moeopt.core.policies import Policy, make_policy
 from moeopt.core.schedule import Schedule, SemaphoreLevels, Wait
-from moeopt.core.semaphores import SemaphoreProfile
+from moeopt.core.state import SchedulerState, WaitRecord
+from moeopt.core.view import SchedulerView
 from moeopt.errors import SchedulingError
 
 INF = math.inf
 _V = TypeVar("_V")
 
-# result of evaluating an event: start, t_base, chosen pool members, resource that set t_base,
-# semaphore that moved the start past t_base, the candidate resources (one fixed resource or
-# one placeholder's members) whose free time set t_base, and the acquires whose semaphores moved
-# the start (only their releases can make it earlier)
-Eval = tuple[
-    float, float, tuple[int, ...], int, int, "tuple[int, ...] | None", "tuple[tuple[int, int, int], ...]"
-]
 
-
-class _State:
-    """Mutable scheduling state over one compiled graph (private to this module and the view)."""
-
-    def __init__(self, cg: CompiledGraph) -> None:
-        self.cg = cg
-        n = cg.n
-        self.free = [0.0] * len(cg.res_names)
-        self.ready = [0.0] * n
-        self.ready_pred = [-1] * n
-        self.indeg = list(map(len, cg.preds))
-        self.done = [False] * n
-        self.start = [0.0] * n
-        self.end = [0.0] * n
-        self.bound: list[tuple[int, ...]] = [()] * n
-        # per committed event: (predecessor that set its ready time, resource that set t_base,
-        # t_base, semaphore that moved the start); the waits are derived from these, the ready
-        # times and the starts when read
-        self.waits: list[tuple[int, int, float, int]] = [(-1, -1, 0.0, -1)] * n
-        self.order: list[int] = []
-        self.profiles = [SemaphoreProfile(c) for c in cg.sem_cap]
-        # acquire triples (semaphore, take, give back by the same event)
-        self.acq3: list[tuple[tuple[int, int, int], ...]] = []
-        acq3 = self.acq3
-        # few distinct pairs, and events with equal maps share the compiled tuples (see
-        # compile_graph): keyed by identity, which the compiled graph keeps alive
-        seen: dict[tuple[int, int], tuple[tuple[int, int, int], ...]] = {}
-        for acq, rel in zip(cg.acq, cg.rel):
-            key = (id(acq), id(rel))
-            got = seen.get(key)
-            if got is None:
-                own = dict(rel)
-                got = seen[key] = tuple([(s, a, own.get(s, 0)) for s, a in acq])
-            acq3.append(got)
-        # colocation: the site of each group, -1 while undecided
-        self.group_site = [
-            sites[0] if sites is not None and len(sites) == 1 else -1 for sites in cg.group_sites
-        ]
-        self.members_at: dict[tuple[int, int], tuple[int, ...]] = {}
-        # per event: the member lists of its placeholders when no site restriction applies, and
-        # for a colocated event with one placeholder whose pool has one member per allowed site,
-        # those members (choosing the member then chooses the site)
-        self.single = [(r,) for r in range(len(cg.res_names))]
-        pool_members = cg.pool_members
-        self.ph_lists: list[tuple[tuple[int, ...], ...]] = [
-            tuple([pool_members[p] for p in phs]) if phs else () for phs in cg.placeholders
-        ]
-        self.site_members: list[tuple[int, ...] | None] = [None] * n
-        interned: dict[tuple[int, ...], tuple[int, ...]] = {}
-        if cg.group_sites:
-            for i, g in enumerate(cg.group):
-                if g < 0 or not cg.placeholders[i]:
-                    continue  # no placeholder: its site follows from its fixed resources
-                allowed = cg.group_sites[g] or ()
-                for p in cg.placeholders[i]:
-                    for site in allowed:
-                        if (p, site) not in self.members_at:
-                            self.members_at[(p, site)] = cg.pool_members_at(p, site)
-                if len(cg.placeholders[i]) == 1:
-                    ok_sites = set(allowed)
-                    pool = cg.pool_members[cg.placeholders[i][0]]
-                    mem = tuple(m for m in pool if cg.res_site[m] in ok_sites)
-                    if len({cg.res_site[m] for m in mem}) == len(mem):
-                        # one shared object per distinct list: the scheduler's gates key on identity
-                        self.site_members[i] = interned.setdefault(mem, mem)
-        self.evaluate = self._make_evaluate()
-        self.commit = self._make_commit()
-
-    # -------------------------------------------------------------- evaluation
-    def _make_evaluate(self) -> Callable[..., Eval]:
-        """Build ``evaluate(i, free=None)`` as a closure over the state's arrays (the scheduler's
-        hottest function; closure variables are much cheaper than attribute lookups)."""
-        cg = self.cg
-        own_free = self.free
-        ready = self.ready
-        fixed_of = cg.fixed
-        single = self.single
-        placeholders = cg.placeholders
-        group_of = cg.group
-        group_site = self.group_site
-        ph_lists = self.ph_lists
-        members_at = self.members_at
-        site_members = self.site_members
-        acq3 = self.acq3
-        dur = cg.dur
-        profiles = self.profiles
-        best_site = self._best_site
-
-        def admit_all(
-            acq: tuple[tuple[int, int, int], ...], t: float, d: float
-        ) -> tuple[float, int, tuple[tuple[int, int, int], ...]]:
-            """Earliest time >= t at which every semaphore in ``acq`` admits an event of duration
-            ``d``, the semaphore that moved it last (-1 if none did) and the entries of ``acq``
-            whose semaphore moved it at all (every earlier time is refused by one of those)."""
-            sb = -1
-            if len(acq) == 1:
-                s, a, back = acq[0]
-                t2 = profiles[s].admit(t, a, back, d)
-                return (t2, s, acq) if t2 > t else (t, -1, ())
-            movers: list[tuple[int, int, int]] = []
-            # cycle through the semaphores until each has admitted the same start in turn
-            m = len(acq)
-            k = 0
-            ok = 0
-            while ok < m and t < INF:
-                s, a, back = acq[k]
-                t2 = profiles[s].admit(t, a, back, d)
-                if t2 > t:
-                    t = t2
-                    sb = s
-                    ok = 1
-                    if acq[k] not in movers:
-                        movers.append(acq[k])
-                else:
-                    ok += 1
-                k = k + 1 if k + 1 < m else 0
-            return (t, sb, tuple(movers))
-
-        self.admit_all = admit_all
-
-        def evaluate(i: int, free: list[float] | None = None) -> Eval:
-            """Earliest start of eligible event ``i`` given the committed state (``free``
-            overrides the resource free times, for probes)."""
-            if free is None:
-                free = own_free
-            t = ready[i]
-            rb = -1
-            blk: tuple[int, ...] | None = None
-            for r in fixed_of[i]:
-                f = free[r]
-                if f > t:
-                    t = f
-                    rb = r
-                    blk = single[r]
-            chosen: tuple[int, ...] = ()
-            phs = placeholders[i]
-            if phs:
-                g = group_of[i]
-                if g < 0:
-                    lists = ph_lists[i]
-                else:
-                    site = group_site[g]
-                    if site >= 0:
-                        lists = tuple(members_at[(p, site)] for p in phs)
-                    else:
-                        fast = site_members[i]
-                        if fast is not None:
-                            lists = (fast,)
-                        else:
-                            site = best_site(i, g, t, free)
-                            lists = tuple(members_at[(p, site)] for p in phs)
-                if len(lists) == 1:
-                    lst = lists[0]
-                    vals = [free[m] for m in lst]
-                    bf = min(vals)
-                    if bf > t:
-                        # every member is busy past t: the earliest to free up (first on ties)
-                        best = lst[vals.index(bf)]
-                        t = bf
-                        rb = best
-                        blk = lst
-                    else:
-                        best = lst[0]
-                        for k, f in enumerate(vals):
-                            if f <= t:
-                                best = lst[k]
-                                break
-                    chosen = (best,)
-                else:
-                    # the start is the latest of each placeholder's earliest member; then take,
-                    # per placeholder, the first member free by that time
-                    for members in lists:
-                        mf = min(free[m] for m in members)
-                        if mf > t:
-                            t = mf
-                            rb = next(m for m in members if free[m] == mf)
-                            blk = members
-                    chosen = tuple(next(m for m in members if free[m] <= t) for members in lists)
-            tb = t
-            sb = -1
-            movers: tuple[tuple[int, int, int], ...] = ()
-            acq = acq3[i]
-            if acq:
-                t, sb, movers = admit_all(acq, t, dur[i])
-                if t > tb and phs and t < INF:
-                    # semaphores moved the start: every member free by then gives that same
-                    # start, so the binding goes to the first of them in pool order
-                    chosen = tuple(next(m for m in members if free[m] <= t) for members in lists)
-            return (t, tb, chosen, rb, sb, blk, movers)
-
-        return evaluate
-
-    def _best_site(self, i: int, g: int, t: float, free: list[float]) -> int:
-        cg = self.cg
-        sites = cg.group_sites[g] or ()
-        best_site = -1
-        best_t = INF
-        for site in sites:
-            ts = t
-            for p in cg.placeholders[i]:
-                mf = min(free[m] for m in self.members_at[(p, site)])
-                if mf > ts:
-                    ts = mf
-            if ts < best_t:
-                best_t = ts
-                best_site = site
-        return best_site
-
-    # -------------------------------------------------------------- commit
-    def _make_commit(self) -> Callable[[int, Eval], list[int]]:
-        """Build ``commit(i, ev)`` as a closure over the state's arrays (called once per event)."""
-        cg = self.cg
-        dur_of = cg.dur
-        done = self.done
-        start_of = self.start
-        end_of = self.end
-        order = self.order
-        free = self.free
-        fixed_of = cg.fixed
-        bound = self.bound
-        group_of = cg.group
-        group_site = self.group_site
-        res_site = cg.res_site
-        readyl = self.ready
-        rpred = self.ready_pred
-        waits = self.waits
-        profiles = self.profiles
-        acq3 = self.acq3
-        rel_of = cg.rel
-        sem_cap = cg.sem_cap
-        succs = cg.succs
-        indeg = self.indeg
-
-        def commit(i: int, ev: Eval) -> list[int]:
-            """Commit event ``i``; return the events that became eligible."""
-            start, tb, chosen, rb, sb, _blk, _movers = ev
-            end = start + dur_of[i]
-            done[i] = True
-            start_of[i] = start
-            end_of[i] = end
-            order.append(i)
-            fixed = fixed_of[i]
-            for r in fixed:
-                free[r] = end
-            for m in chosen:
-                free[m] = end
-            rs = bound[i] = fixed + chosen if chosen else fixed
-            g = group_of[i]
-            if g >= 0 and group_site[g] < 0:
-                group_site[g] = res_site[rs[0]]
-            waits[i] = (rpred[i], rb, tb, sb)
-            for s, a, _back in acq3[i]:
-                profiles[s].add(start, -a)
-            for s, r in rel_of[i]:
-                hi = profiles[s].add(end, r)
-                if hi > sem_cap[s]:
-                    raise SchedulingError(
-                        f"event {cg.names[i]!r} releases {r} unit(s) of semaphore {cg.sem_names[s]!r} at "
-                        f"t={end:g} µs, lifting its free units to {hi} above the capacity "
-                        f"{sem_cap[s]}: the units were not acquired by an event scheduled before it. "
-                        f"Make the releasing event depend on the event that acquires the units."
-                    )
-            new: list[int] = []
-            for j, lam in succs[i]:
-                v = end + lam
-                if v > readyl[j] or rpred[j] < 0:
-                    readyl[j] = v
-                    rpred[j] = i
-                indeg[j] -= 1
-                if indeg[j] == 0:
-                    new.append(j)
-            return new
-
-        return commit
-
-    def to_schedule(self, policy_name: str, record_levels: bool = True) -> Schedule:
-        """The schedule of the committed state; ``record_levels``: every semaphore use of the
-        graph was scheduled (none dropped by normalisation), so that each profile is its
-        semaphore's level curve in the schedule."""
-        cg = self.cg
-        names = cg.names
-        start_us = dict(zip(names, self.start))
-        end_us = dict(zip(names, self.end))
-        levels = None
-        if record_levels:
-            # every event is committed: each profile is its semaphore's final level curve
-            curves = {sem: (p.times, p.levels) for sem, p in zip(cg.sem_names, self.profiles)}
-            levels = SemaphoreLevels(start_us, end_us, curves)
-        return Schedule(
-            start_us=start_us,
-            end_us=end_us,
-            resources=_bound_names(cg, self.bound),
-            waits=_LazyWaits(cg, self.waits, self.ready, self.start),
-            policy=policy_name,
-            order=tuple(map(names.__getitem__, self.order)),
-            recorded_levels=levels,
-        )
-
-    def blocked_report(self, blocked: list[int]) -> str:
-        cg = self.cg
-        lines = []
-        for i in blocked[:10]:
-            sems = ", ".join(
-                f"{cg.sem_names[s]} (needs {a}, free now {self.profiles[s].level_at(self.ready[i])})"
-                for s, a, _b in self.acq3[i]
-            )
-            lines.append(f"{cg.names[i]!r} waits on {sems}")
-        more = f" and {len(blocked) - 10} more" if len(blocked) > 10 else ""
-        return "; ".join(lines) + more
+def _to_schedule(state: SchedulerState, policy_name: str, record_levels: bool = True) -> Schedule:
+    """The schedule of the committed state; ``record_levels``: every semaphore use of the
+    graph was scheduled (none dropped by normalisation), so that each profile is its
+    semaphore's level curve in the schedule."""
+    cg = state.cg
+    names = cg.names
+    start_us = dict(zip(names, state.start))
+    end_us = dict(zip(names, state.end))
+    levels = None
+    if record_levels:
+        # every event is committed: each profile is its semaphore's final level curve
+        curves = {sem: (p.times, p.levels) for sem, p in zip(cg.sem_names, state.profiles)}
+        levels = SemaphoreLevels(start_us, end_us, curves)
+    return Schedule(
+        start_us=start_us,
+        end_us=end_us,
+        resources=_bound_names(cg, state.bound),
+        waits=_LazyWaits(cg, state.waits, state.ready, state.start),
+        policy=policy_name,
+        order=tuple(map(names.__getitem__, state.order)),
+        recorded_levels=levels,
+    )
 
 
 def _bound_names(cg: CompiledGraph, bound: list[tuple[int, ...]]) -> dict[str, tuple[str, ...]]:
@@ -425,7 +132,7 @@ class _LazyWaits(_LazyByEvent[Wait]):
     def __init__(
         self,
         cg: CompiledGraph,
-        raw: list[tuple[int, int, float, int]],
+        raw: Sequence[WaitRecord],
         ready: list[float],
         start: list[float],
     ) -> None:
@@ -474,7 +181,7 @@ def schedule(
         graph.validate()
         full = graph.compiled()
         cg = drop_nonbinding_semaphores(graph) if normalize else full
-        state = _State(cg)
+        state = SchedulerState(cg)
         try:
             pol.prepare(cg)
             if pol.wants_view:
@@ -482,14 +189,12 @@ def schedule(
             else:
                 _run_keyed(state, pol)
             # a semaphore whose uses normalisation dropped was never tracked: no levels then
-            return state.to_schedule(pol.name, record_levels=cg is full)
+            return _to_schedule(state, pol.name, record_levels=cg is full)
         finally:
-            # the state's evaluate / admit_all closures refer back to the state: without this the
-            # whole scheduling state (tens of thousands of objects) waits for the cycle collector
-            state.evaluate = state.admit_all = state.commit = None  # type: ignore[assignment]
+            state.close()
 
 
-def _run_keyed(state: _State, pol: Policy) -> None:
+def _run_keyed(state: SchedulerState, pol: Policy) -> None:
     """Lazy-heap list scheduling for keyed policies.
 
     Heap keys ``(before, start, after, index)`` are lower bounds of each event's true key:
@@ -520,8 +225,8 @@ def _run_keyed(state: _State, pol: Policy) -> None:
         before = after = [0.0] * n
     else:
         ranks = [pol.rank(i) for i in range(n)]
-        before = [float(r[0]) for r in ranks]
-        after = [float(r[1]) for r in ranks]
+        before = [float(b) for b, _a in ranks]
+        after = [float(a) for _b, a in ranks]
         del ranks
     evaluate = state.evaluate
     admit_all = state.admit_all
@@ -567,9 +272,9 @@ def _run_keyed(state: _State, pol: Policy) -> None:
     def push_rep(g: int) -> None:
         gh = gate_heap[g]
         while gh:
-            top = gh[0]
-            j = top[2]
-            if done[j] or version[j] != top[3]:
+            # a gate's entries: (before, after, event, version)
+            b, a, j, ver = gh[0]
+            if done[j] or version[j] != ver:
                 pop(gh)
                 continue
             t = min([free[m] for m in gate_members[g]])
@@ -584,20 +289,26 @@ def _run_keyed(state: _State, pol: Policy) -> None:
                         cur_key[j] = None
                     return
                 t = t2
-            key = (top[0], t, top[1], j)
+            key = (b, t, a, j)
             if cur_key[j] != key:
                 cur_key[j] = key
                 push(heap, key)
             return
 
-    def route(j: int, ev: Eval) -> None:
-        s = ev[0]
+    def route(
+        j: int,
+        s: float,
+        tb: float,
+        sb: int,
+        blk: tuple[int, ...] | None,
+        movers: tuple[tuple[int, int, int], ...],
+    ) -> None:
+        # j's evaluation (start s, t_base tb, ...; see Eval) is later than its heap key said
         version[j] += 1
         vj = version[j]
-        blk = ev[5]
-        if blk is not None and ev[1] > ready[j] and s < INF:
+        if blk is not None and tb > ready[j] and s < INF:
             # held back by a busy resource (and maybe then by semaphores): park in a gate
-            if ev[4] < 0:
+            if sb < 0:
                 gkey: Any = id(blk)
                 acq: tuple[tuple[int, int, int], ...] = ()
             else:
@@ -621,13 +332,13 @@ def _run_keyed(state: _State, pol: Policy) -> None:
             return
         if s == INF:
             cur_key[j] = None
-            register(j, vj, ev[6], INF)
+            register(j, vj, movers, INF)
             return
         key = (before[j], s, after[j], j)
         cur_key[j] = key
         push(heap, key)
-        if ev[4] >= 0:
-            register(j, vj, ev[6], s)
+        if sb >= 0:
+            register(j, vj, movers, s)
 
     def lower_bound(j: int) -> None:
         # start >= ready[j] always holds, so this key may be pushed without evaluating j
@@ -638,8 +349,12 @@ def _run_keyed(state: _State, pol: Policy) -> None:
     def on_release(sem: int, r: float) -> None:
         wake: list[int] = []
         dh = delayed[sem]
-        while dh and -dh[0][0] > r:
-            _negs, owner, ver = pop(dh)
+        while dh:
+            # delayed waiters: (-start, owner, version), the latest start first
+            neg_start, owner, ver = dh[0]
+            if -neg_start <= r:
+                break
+            pop(dh)
             if live(owner, ver):
                 wake.append(owner)
         groups = starved[sem]
@@ -663,18 +378,17 @@ def _run_keyed(state: _State, pol: Policy) -> None:
     committed = 0
     while heap:
         entry = pop(heap)
-        i = entry[3]
+        _before, lower, _after, i = entry
         if done[i] or cur_key[i] != entry:
             continue
         cur_key[i] = None
         g = in_gate[i]
         if g >= 0:
             in_gate[i] = -1
-        ev = evaluate(i)
-        s = ev[0]
-        if s <= entry[1]:
+        s, tb, chosen, rb, sb, blk, movers = evaluate(i)
+        if s <= lower:
             # s is never below the lower bound; equal means this is the true minimum
-            new = commit(i, ev)
+            new = commit(i, s, tb, chosen, rb, sb)
             committed += 1
             version[i] += 1
             if g >= 0:
@@ -685,7 +399,7 @@ def _run_keyed(state: _State, pol: Policy) -> None:
             for j in new:
                 lower_bound(j)
         else:
-            route(i, ev)
+            route(i, s, tb, sb, blk, movers)
             if g >= 0 and in_gate[i] != g:
                 push_rep(g)
     if committed < n:
@@ -696,22 +410,21 @@ def _run_keyed(state: _State, pol: Policy) -> None:
         )
 
 
-def _run_view(state: _State, pol: Policy) -> None:
-    from moeopt.core.view import SchedulerView
-
+def _run_view(state: SchedulerState, pol: Policy) -> None:
     cg = state.cg
     eligible = {i for i in range(cg.n) if state.indeg[i] == 0}
     view = SchedulerView(state, eligible)
+    step_evals = state.step_evals
     while eligible:
-        view._step()
+        step_evals.clear()  # a new step: the view's evaluations of the last one are stale
         name = pol.choose(view)
         i = cg.index.get(name, -1) if isinstance(name, str) else -1
         if i not in eligible:
             raise SchedulingError(
                 f"policy {pol.name!r} chose {name!r}, which is not an eligible event at this step"
             )
-        ev = state.evaluate(i)
-        if ev[0] == INF:
+        start, tb, chosen, rb, sb, _blk, _movers = state.evaluate(i)
+        if start == INF:
             if all(view.earliest_start(cg.names[j]) == INF for j in eligible):
                 raise SchedulingError(
                     "deadlock: every eligible event waits on semaphore units that are never given "
@@ -721,4 +434,4 @@ def _run_view(state: _State, pol: Policy) -> None:
                 f"policy {pol.name!r} chose {name!r}, which cannot start (its semaphores never admit it)"
             )
         eligible.discard(i)
-        eligible.update(state.commit(i, ev))
+        eligible.update(state.commit(i, start, tb, chosen, rb, sb))

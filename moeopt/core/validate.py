@@ -239,19 +239,30 @@ def _binding_ok(
 
 
 def _matches(bound: list[str], roles: list[str], pool_map: Mapping[str, tuple[str, ...]]) -> bool:
-    """Whether the bound resources can be assigned one-to-one to the placeholders' pools."""
+    """Whether the bound resources can be assigned one-to-one to the placeholders' pools: a
+    perfect matching in the bipartite graph placeholder -- member of its pool, found by
+    augmenting paths (Kuhn's algorithm), exact for any number of placeholders.
+
+    Each placeholder in turn looks for a free resource of its pool, or for one whose current
+    placeholder can move to another resource of its own pool (recursively, each resource
+    visited once per search). A placeholder that finds neither proves, by the visited set, that
+    some set of placeholders has fewer usable resources than members (Hall's condition fails),
+    so no assignment exists.
+    """
     if len(bound) != len(roles):
         return False
-    if len(roles) <= 6:
-        return any(
-            all(r in pool_map.get(role, ()) for r, role in zip(perm, roles))
-            for perm in itertools.permutations(bound)
-        )
-    # many placeholders: greedy in order (pools of one event rarely overlap)
-    rest = list(bound)
-    for role in roles:
-        hit = next((r for r in rest if r in pool_map.get(role, ())), None)
-        if hit is None:
-            return False
-        rest.remove(hit)
-    return True
+    # the resources each placeholder may take, as positions in ``bound``
+    options = [[k for k, r in enumerate(bound) if r in pool_map.get(role, ())] for role in roles]
+    owner = [-1] * len(bound)  # resource position -> the placeholder holding it
+
+    def augment(p: int, seen: list[bool]) -> bool:
+        for k in options[p]:
+            if seen[k]:
+                continue
+            seen[k] = True
+            if owner[k] < 0 or augment(owner[k], seen):
+                owner[k] = p
+                return True
+        return False
+
+    return all(augment(p, [False] * len(bound)) for p in range(len(roles)))

@@ -16,25 +16,28 @@ if TYPE_CHECKING:
     from collections.abc import Mapping
 
     from moeopt.core.events import Event
-    from moeopt.core.scheduler import Eval, _State
+    from moeopt.core.state import Eval, SchedulerState
 
 
 class SchedulerView:
     """Read-only questions about the current scheduling step."""
 
-    __slots__ = ("_cache", "_eligible", "_state", "_tails")
+    __slots__ = ("_cache", "_eligible", "_index", "_res_index", "_state", "_tails")
 
-    def __init__(self, state: _State, eligible: set[int]) -> None:
+    def __init__(self, state: SchedulerState, eligible: set[int]) -> None:
         self._state = state
         self._eligible = eligible
-        self._cache: dict[int, Eval] = {}
+        # the evaluations of the current step, kept in the state: the scheduler empties them
+        # after every commit
+        self._cache = state.step_evals
         self._tails: list[float] | None = None
-
-    def _step(self) -> None:
-        self._cache.clear()
+        # name lookups on every call: plain dicts, copied once from the compiled graph's
+        # read-only mappings (a lookup through the read-only proxy costs an extra call)
+        self._index = dict(state.cg.index)
+        self._res_index = dict(state.cg.res_index)
 
     def _idx(self, name: str) -> int:
-        i = self._state.cg.index.get(name)
+        i = self._index.get(name)
         if i is None:
             raise InputError(f"no event named {name!r} in this graph")
         return i
@@ -55,19 +58,19 @@ class SchedulerView:
 
     def earliest_start(self, name: str) -> float:
         """When ``name`` would start if committed now (``inf`` if its semaphores never admit it)."""
-        return self._eval(self._idx(name))[0]
+        start, _tb, _chosen, _rb, _sb, _blk, _movers = self._eval(self._idx(name))
+        return start
 
     def binding_if(self, name: str) -> tuple[str, ...]:
         """The resources ``name`` would occupy if committed now."""
         i = self._idx(name)
-        ev = self._eval(i)
+        _start, _tb, chosen, _rb, _sb, _blk, _movers = self._eval(i)
         cg = self._state.cg
-        return tuple(cg.res_names[r] for r in cg.fixed[i] + ev[2])
+        return tuple(cg.res_names[r] for r in cg.fixed[i] + chosen)
 
     def resource_free(self, resource: str) -> float:
         """When ``resource`` is free from (0.0 if nothing has used it yet)."""
-        cg = self._state.cg
-        r = cg.res_index.get(resource)
+        r = self._res_index.get(resource)
         if r is None:
             raise InputError(f"no resource named {resource!r} in this graph")
         return self._state.free[r]
@@ -78,15 +81,15 @@ class SchedulerView:
         i = self._idx(name)
         if i not in self._eligible:
             raise InputError(f"event {name!r} is not eligible at this step")
-        cg = self._state.cg
         free = list(self._state.free)
         for res, until in occupied.items():
-            r = cg.res_index.get(res)
+            r = self._res_index.get(res)
             if r is None:
                 raise InputError(f"no resource named {res!r} in this graph")
             if until > free[r]:
                 free[r] = until
-        return self._state.evaluate(i, free)[0]
+        start, _tb, _chosen, _rb, _sb, _blk, _movers = self._state.evaluate(i, free)
+        return start
 
     def duration(self, name: str) -> float:
         return self._state.cg.dur[self._idx(name)]

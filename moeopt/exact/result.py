@@ -9,6 +9,7 @@ from enum import Enum
 from typing import Any
 
 from moeopt.core.schedule import Schedule
+from moeopt.plain import jsonable
 
 REL_TOL = 1e-9
 ABS_TOL_US = 1e-9
@@ -178,7 +179,7 @@ class ExactResult:
             "durations_rounded": self.durations_rounded,
             "horizon_us": self.horizon_us,
             "semaphore_models": dict(self.semaphore_models),
-            "params_used": {k: _jsonable(v) for k, v in self.params_used.items()},
+            "params_used": jsonable(dict(self.params_used)),
             "message": self.message,
             "symmetric_sites": list(self.symmetric_sites),
             "bound_method": self.bound_method,
@@ -186,9 +187,3 @@ class ExactResult:
             "class_bounds_us": self.class_bounds_us,
             "class_bound_sources": {cls: src for cls, (src, _v) in self.class_bounds.items()},
         }
-
-
-def _jsonable(v: Any) -> Any:
-    if isinstance(v, (bool, int, float, str)) or v is None:
-        return v
-    return str(v)

@@ -14,6 +14,7 @@ from moeopt.megamoe.errors import (
     WorkConservationViolation,
 )
 from moeopt.megamoe.knobs import Knob, knob_catalogue
+from moeopt.megamoe.results import RankResult, SimulateResult
 from moeopt.megamoe.scenario import (
     Kernel,
     Link,
@@ -24,7 +25,7 @@ from moeopt.megamoe.scenario import (
     load_scenario,
     parse_override_value,
 )
-from moeopt.megamoe.simulate import build_graphs, simulate
+from moeopt.megamoe.simulate import build_graphs, guard_schedule, schedule_rank, simulate
 
 __all__ = [
     "BoundViolation",
@@ -35,14 +36,18 @@ __all__ = [
     "NotModelledError",
     "Options",
     "PolicyConfig",
+    "RankResult",
     "RouteConservationError",
     "Scenario",
     "ScenarioError",
+    "SimulateResult",
     "WorkConservationViolation",
     "Workload",
     "build_graphs",
+    "guard_schedule",
     "knob_catalogue",
     "load_scenario",
     "parse_override_value",
+    "schedule_rank",
     "simulate",
 ]

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Mapping
 
 from moeopt.errors import InputError, MoeoptError
+from moeopt.megamoe.results import IdleSample, PhysicalBounds
 
 
 class ScenarioError(InputError):
@@ -30,14 +31,14 @@ class GuardrailError(MoeoptError, RuntimeError):
 class BoundViolation(GuardrailError):
     """The simulated time is below a physical lower bound: some cost was missed."""
 
-    def __init__(self, message: str, bounds: dict[str, Any] | None = None) -> None:
+    def __init__(self, message: str, bounds: PhysicalBounds | None = None) -> None:
         super().__init__(message)
-        self.bounds = bounds or {}
+        self.bounds: Mapping[str, object] = bounds or {}  # the rank's bounds (empty when not given)
 
 
 class WorkConservationViolation(GuardrailError):
     """A late-bound pool left a member idle while work for it was ready."""
 
-    def __init__(self, message: str, samples: list[dict[str, Any]] | None = None) -> None:
+    def __init__(self, message: str, samples: list[IdleSample] | None = None) -> None:
         super().__init__(message)
-        self.samples = samples or []
+        self.samples = samples or []  # the pool's avoidable-idle samples

@@ -37,6 +37,8 @@ from moeopt.megamoe.config.profiles import (
     profile_constants,
 )
 from moeopt.megamoe.errors import NotModelledError, ScenarioError
+from moeopt.megamoe.scenario import schema
+from moeopt.plain import plain
 
 # One line of meaning per schema path (calibration constants take theirs from CONSTANTS).
 # tests/megamoe/test_knobs.py checks that this table covers the schema exactly.
@@ -54,8 +56,8 @@ KNOB_DOCS: dict[str, str] = {
     "workload.local_experts": "experts per rank",
     "workload.routing": "how routes are spread over experts (uniform, cyclic, seeded random / zipf, "
     "explicit, file)",
-    "workload.seed": "seed of the random and zipf routings",
-    "workload.zipf_skew": "zipf routing: expert popularity ~ 1 / rank ** skew",
+    "workload.seed": "seed of the random and zipf routings (refused with any other routing)",
+    "workload.zipf_skew": "zipf routing: expert popularity ~ 1 / rank ** skew (refused with another routing)",
     "workload.counts": "explicit routing: counts[src_rank][global_expert] matrix",
     "workload.file": "file routing: TOML/JSON file with counts or expert ids",
     "workload.shared_expert_num": "shared experts every token of the rank also passes through, locally",
@@ -68,8 +70,10 @@ KNOB_DOCS: dict[str, str] = {
     "AIV1 program-order chain",
     "kernel.swizzle_n": "N-columns per swizzle group (B-panel reuse across adjacent tiles)",
     "kernel.swiglu_segments": "how activation over GM is cut: the kernel's rule, per expert, or one segment",
+    "kernel.front_reorder": "front reorder as one closed form (single) or the PTO kernel's three paths, "
+    "FullLoad / OneCore / MultiCore (kernel_rule)",
     "kernel.combine_small_max_routes": "tokens x topk up to which combine takes the small (per-tile) path "
-    "under combine_granularity auto",
+    "under combine_granularity auto (refused with another granularity or URMA)",
     "policy.dispatch_lookahead": "dispatch may run at most this many waves ahead of GMM1 (0 = no limit)",
     "policy.dispatch_lag": "GMM1 of wave w waits until dispatch of wave w + lag is in",
     "policy.scheduling": "ready-set selection rule of the greedy list scheduler",
@@ -77,8 +81,8 @@ KNOB_DOCS: dict[str, str] = {
     "policy.core_assignment": "build-time tile -> core rule for statically pinned pools",
     "options.links": "stage edges: location (gm / onchip), depth (slots), readiness (whole / per_chunk), "
     "chunks, colocated_by_hardware",
-    "options.combine_granularity": "combine window: per GMM2 tile, per expert slice, or the kernel's "
-    "small-path rule (auto)",
+    "options.combine_granularity": "combine window: per GMM2 tile, per expert slice in lanes, whole rows by "
+    "source rank (V1), or the baseline kernel's small-path rule (auto)",
     "options.late_bind_pools": "roles whose events bind to a core at dispatch time (the others are pinned at "
     "build time)",
     "options.bandwidth_contention": "aggregate HBM / cross-rank limits as shared semaphores (false = the "
@@ -89,6 +93,22 @@ KNOB_DOCS: dict[str, str] = {
     "options.builder": "registered orchestration builder that lowers the plan into events",
     "options.tile_grid": "registered rule cutting an expert's output into tiles",
     "options.roles": "vector role (AIV0, AIV1 or both) per vector stage",
+    "policy.core_cursor": "the core-assignment cursor restarts at each GMM stage (per_stage, the PTO kernel) "
+    "or rolls on from GMM1 into GMM2 (across_stages, the arch35 kernel)",
+    "options.sync_protocol": "how stages signal each other: hardware flags + all-AIV SYNCALLs (baseline) or "
+    "software epochs in GM (V1)",
+    "options.gmm1_full_experts": "first experts GMM1 runs on every cube core, an AIC-only SYNCALL after each "
+    "(V1: 2)",
+    "options.gmm2_join_check": "first expert at whose boundary GMM2 checks whether GMM1 is done to take over "
+    "its cores (none, kernel_rule or an expert)",
+    "options.combine_start_after": "GMM2 expert combine waits for before starting expert 0 (none, "
+    "kernel_rule or an expert)",
+    "options.swiglu_active": "activation cores that take rows (all, kernel_rule or a count)",
+    "options.unpermute": "unpermute after an all-rank barrier, or in two phases on ready tokens first (V1)",
+    "options.unpermute_ready_experts": "two-phase unpermute: combine progress every producer reaches before "
+    "phase 1",
+    "options.gmm1_small_m_rebalance": "cut a one-M-tile GMM1 expert into one N slice per core (V1's small-M "
+    "rule)",
     "options.event_granularity.*": "units of this stage packed into one event",
     "options.roles.*": "vector role running this stage",
     "options.core_groups.*": "core group of this stage",
@@ -179,13 +199,17 @@ def _allowed(path: str) -> str:
         text = f"integers >= {lo}; the upper bound depends on other fields of the shape"
     if text.startswith("one of") and "list" in _knob_type(path):
         text = "each " + text
+    words = [t for t in seen if t.startswith("one of")]
+    numbers = [t for t in seen if t.startswith("integers")]
+    if words and numbers:  # a rule word or a whole number (options.gmm2_join_check)
+        text = f"{words[0]}, or {numbers[0]}"
     return text
 
 
 def _type_text(owner: type | None, name: str, fallback: str) -> str:
     if owner is None:
         return fallback
-    hints = typing.get_type_hints(owner, vars(sc))
+    hints = typing.get_type_hints(owner)
     t = hints.get(name)
     if t is None:
         return fallback
@@ -197,7 +221,7 @@ def _typing_text(t: Any) -> str:
     text = getattr(t, "__name__", None) if not typing.get_args(t) else None
     if text:
         return text
-    s = str(t).replace("typing.", "").replace("collections.abc.", "").replace(f"{sc.__name__}.", "")
+    s = str(t).replace("typing.", "").replace("collections.abc.", "").replace(f"{schema.__name__}.", "")
     while True:  # tuples are written as TOML lists
         s2 = re.sub(r"tuple\[([\w\[\]]+), \.\.\.\]", r"list[\1]", s)
         if s2 == s:
@@ -265,13 +289,14 @@ def _knob(path: str) -> Knob:
     if default is None and section == "workload":
         f = {f.name: f for f in dataclasses.fields(sc.Workload)}[parts[1]]
         default = None if f.default is dataclasses.MISSING else f.default
+        default = schema.WORKLOAD_DEFAULTS.get(parts[1], default)
     elif default is None and section == "top" and parts[0] in ("p1_override", "p2_override"):
         default = {f.name: f for f in dataclasses.fields(sc.Scenario)}[parts[0]].default
     per_profile: dict[str, Any] = {}
     for p in PROFILES:
         v = _lookup(PROFILE_DEFAULTS.get(p, {}), parts)
         if v is not None:
-            per_profile[p] = sc._deepcopy(v)
+            per_profile[p] = plain(v)
     doc_key = ".".join(
         "*" if i == 2 and parts[1] in ("event_granularity", "roles", "core_groups") else x
         for i, x in enumerate(parts)
@@ -281,7 +306,7 @@ def _knob(path: str) -> Knob:
         section=section,
         type=typ,
         allowed=_allowed(path),
-        default=sc._deepcopy(default),
+        default=plain(default),
         doc=KNOB_DOCS.get(path) or KNOB_DOCS.get(doc_key, ""),
         profile_defaults=MappingProxyType(per_profile),
     )
@@ -298,7 +323,7 @@ def schema_paths() -> list[str]:
             if isinstance(sub, dict):
                 walk(path, sub)
 
-    walk("", sc._SCHEMA)
+    walk("", sc.OVERRIDE_SCHEMA)
     # sections themselves are tables, not knobs
     return [p for p in out if p not in sc.SECTIONS and p != "calibration"]
 

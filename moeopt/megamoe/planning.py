@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import NamedTuple
 
 from moeopt.megamoe.errors import ScenarioError
-from moeopt.registry import register
+from moeopt.registry import register_builtin
 
 
 class Tile(NamedTuple):
@@ -190,17 +190,17 @@ def assign_contiguous_block(groups: Sequence[Sequence[float]], n: int) -> list[l
 
 
 for _name, _fn in (("rect", lambda: rect_grid),):
-    register("tile_grid", _name, _fn, replace=True)
+    register_builtin("tile_grid", _name, _fn)
 for _name, _pk in (
     ("sequential_greedy", pack_sequential_greedy),
     ("longest_expert_first", pack_longest_expert_first),
     ("balanced_waves", pack_balanced_waves),
 ):
-    register("wave_packer", _name, (lambda f: lambda: f)(_pk), replace=True)
+    register_builtin("wave_packer", _name, (lambda f: lambda: f)(_pk))
 for _name, _as in (
     ("static_round_robin", assign_static_round_robin),
     ("static_round_robin_v1", assign_static_round_robin_v1),
     ("greedy_least_busy", assign_greedy_least_busy),
     ("contiguous_block", assign_contiguous_block),
 ):
-    register("core_assignment", _name, (lambda f: lambda: f)(_as), replace=True)
+    register_builtin("core_assignment", _name, (lambda f: lambda: f)(_as))

@@ -109,10 +109,10 @@ def _sampled(w: Workload, n_exp: int) -> np.ndarray:
             f"workload: routing {w.routing!r} samples tokens x experts = {w.tokens * n_exp} cells per rank; "
             f"allowed up to {MAX_SAMPLED_CELLS} (use routing 'explicit' or 'file' for larger cases)"
         )
-    rng = np.random.default_rng(w.seed)
+    rng = np.random.default_rng(w.routing_seed)
     if w.routing == "zipf":
         ranks = rng.permutation(n_exp) + 1.0
-        logp = -w.zipf_skew * np.log(ranks)
+        logp = -w.skew * np.log(ranks)
     else:
         logp = np.zeros(n_exp)
     counts = np.zeros((w.world, n_exp), dtype=np.int64)

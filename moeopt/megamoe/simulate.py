@@ -1,6 +1,8 @@
 """``simulate(scenario)``: routing -> one event graph per distinct rank -> greedy schedule -> analyses.
 
-Guardrails live here so that no entry point bypasses them:
+Guardrails live here so that no entry point bypasses them (every command and tool that shows a
+greedy schedule of a scenario gets it from :func:`simulate` or :func:`schedule_rank`, or checks
+it with :func:`guard_schedule`):
 
 * every schedule is checked by the independent validator (:func:`moeopt.validate_schedule`);
 * :class:`BoundViolation` when a rank's time is below its compute, bandwidth or dependency
@@ -8,61 +10,107 @@ Guardrails live here so that no entry point bypasses them:
 * :class:`WorkConservationViolation` when a late-bound pool shows avoidable idle, except for
   statically pinned pools, stages colocated with their producer tile, and policies declaring
   ``work_conserving = False``;
-* route conservation (in :mod:`moeopt.megamoe.routing`) and the not-modelled checks of
-  :mod:`moeopt.megamoe.scenario` run before any graph is built.
+* route conservation (in :mod:`moeopt.megamoe.routing`), the not-modelled checks and the
+  buffer budgets of :mod:`moeopt.megamoe.scenario` run before any graph is built (the budget
+  that depends on the routing, the rows a rank receives, in :func:`build_graphs`).
+
+:func:`build_graphs` is the explicit opt-out: it returns the rank graphs without scheduling
+them, and a schedule made of them with the generic ``moeopt.schedule`` carries no guardrail.
+:func:`schedule_rank` schedules one of them with both guardrails.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-from typing import Any
+from collections.abc import Hashable
+from typing import cast
 
 from moeopt.core.gcpause import gc_paused
 from moeopt.core.policies import make_policy
+from moeopt.core.schedule import Schedule
 from moeopt.core.scheduler import schedule
 from moeopt.core.validate import validate_schedule
-from moeopt.megamoe import analysis
-from moeopt.megamoe.builders import RankGraph
+from moeopt.megamoe.analysis import (
+    EventRows,
+    Table,
+    busy_times,
+    critical_path,
+    graph_floors,
+    idle_decomposition,
+    judge_bounds,
+    judge_floors,
+    physical_bounds,
+)
+from moeopt.megamoe.build import RankGraph
+from moeopt.megamoe.config.budgets import BUDGET_CONSTANTS, PROFILE_BUDGETS
+from moeopt.megamoe.config.implementation import IMPL, implementation_constants_used
 from moeopt.megamoe.config.profiles import IMPLEMENTATIONS
-from moeopt.megamoe.config.provenance import domain_check
+from moeopt.megamoe.config.provenance import Const, domain_check, record, recording
 from moeopt.megamoe.errors import BoundViolation, WorkConservationViolation
+from moeopt.megamoe.results import (
+    Bounds,
+    Calibration,
+    CompilePoint,
+    ConstantEntry,
+    IdleDecomposition,
+    Implementation,
+    RankResult,
+    SimulateResult,
+)
 from moeopt.megamoe.routing import counts_matrix, routing_signature
 from moeopt.megamoe.scenario import Config, Scenario
+from moeopt.megamoe.scenario.resolve import check_routing_budgets
 from moeopt.registry import lookup
 
 AVOIDABLE_TOL_CORE_US = 1e-3
 
 
-def build_graphs(scenario: Scenario) -> dict[int, tuple[RankGraph, list[int]]]:
-    """One built graph per distinct routing signature: ``{representative rank: (graph, ranks)}``."""
+class BuiltGraphs(dict[int, tuple[RankGraph, list[int]]]):
+    """``{representative rank: (graph, ranks)}``, and the constants the build read."""
+
+    constants_used: frozenset[str] = frozenset()
+
+
+def build_graphs(scenario: Scenario) -> BuiltGraphs:
+    """One built graph per distinct routing signature: ``{representative rank: (graph, ranks)}``.
+
+    **No guardrail**: these are the graphs only. Scheduling ``rg.graph`` with the generic
+    ``moeopt.schedule`` is the explicit opt-out of ``BoundViolation`` and
+    ``WorkConservationViolation``; :func:`schedule_rank` (one graph) and :func:`simulate_built`
+    (all of them, with the analyses) schedule them with both."""
     cfg = scenario.config
     w = scenario.workload
     counts = counts_matrix(w)
-    groups: dict[Any, list[int]] = {}
+    e = w.local_experts
+    check_routing_budgets(cfg, {r: int(counts[:, r * e : (r + 1) * e].sum()) for r in range(w.world)})
+    groups: dict[Hashable, list[int]] = {}
     for r in range(w.world):
         groups.setdefault(routing_signature(counts, r, w.local_experts), []).append(r)
     builder = lookup("builder", cfg.builder)()
-    out = {}
-    for ranks in groups.values():
-        rep = ranks[0]
-        out[rep] = (builder(cfg, w.tokens, w.topk, w.world, counts, rep, w.shared_expert_num), ranks)
+    out = BuiltGraphs()
+    with recording() as used:
+        for ranks in groups.values():
+            rep = ranks[0]
+            out[rep] = (builder(cfg, w.tokens, w.topk, w.world, counts, rep, w.shared_expert_num), ranks)
+    out.constants_used = frozenset(used)
+    for name in used:  # into the run's own record, if one is being kept
+        record(name)
     return out
 
 
 def simulate(
     scenario: Scenario, check_bounds: bool = True, check_work_conservation: bool = True, validate: bool = True
-) -> dict[str, Any]:
-    """Simulate ``scenario``; the result dict of SPEC §7 (see the module docstring for guardrails)."""
+) -> SimulateResult:
+    """Simulate ``scenario``: a :class:`~moeopt.megamoe.results.SimulateResult` (plain dicts; see
+    the module docstring for the guardrails)."""
     with gc_paused():
         return _simulate(scenario, check_bounds, check_work_conservation, validate, None)
 
 
-def simulate_built(
-    scenario: Scenario, graphs: dict[int, tuple[RankGraph, list[int]]], check_bounds: bool = True
-) -> dict[str, Any]:
+def simulate_built(scenario: Scenario, graphs: BuiltGraphs, check_bounds: bool = True) -> SimulateResult:
     """:func:`simulate` on graphs already built by ``build_graphs(scenario)`` (the search driver
-    builds them once for the physical lower bound and reuses them here)."""
+    builds them once for the lower bound and reuses them here)."""
     with gc_paused():
         return _simulate(scenario, check_bounds, True, True, graphs)
 
@@ -73,12 +121,54 @@ def _simulate(
     check_work_conservation: bool,
     validate: bool,
     graphs: dict[int, tuple[RankGraph, list[int]]] | None,
-) -> dict[str, Any]:
+) -> SimulateResult:
+    """Schedule every distinct rank graph, analyse each schedule, apply the guardrails, and
+    assemble the result from the slowest rank's parts."""
     cfg = scenario.config
-    w = scenario.workload
     policy = make_policy(cfg.scheduling)
-    per_rank: dict[int, dict[str, Any]] = {}
-    built = build_graphs(scenario) if graphs is None else graphs
+    with recording() as used:
+        built = build_graphs(scenario) if graphs is None else graphs
+        per_rank = _rank_results(built, cfg, validate)
+    if isinstance(built, BuiltGraphs):
+        used |= built.constants_used
+    total = max(r["kernel_total_us"] for r in per_rank.values())
+    slowest = min(r for r in per_rank if per_rank[r]["kernel_total_us"] == total)
+    if check_bounds:
+        _check_bounds(per_rank)
+    if check_work_conservation and policy.work_conserving:
+        _check_work_conservation(per_rank, policy.name)
+    sl = per_rank[slowest]
+    implementation, calibration = _implementation_and_domain(scenario)
+    return {
+        "kernel_total_us": total,
+        "kernel_dag_end_us": max(r["kernel_dag_end_us"] for r in per_rank.values()),
+        "slowest_rank": slowest,
+        "rank_results": per_rank,
+        "bounds": sl["bounds"],
+        "floors": sl["floors"],
+        "idle_decomposition": sl["idle_decomposition"],
+        "critical_path": sl["critical_path"],
+        "traffic_bytes": sl["traffic_bytes"],
+        "stage_busy_us": sl["stage_busy_us"],
+        "resource_busy_us": sl["resource_busy_us"],
+        "resource_idle_us": sl["resource_idle_us"],
+        "resource_utilization": sl["resource_utilization"],
+        "role_utilization": sl["role_utilization"],
+        "implementation": implementation,
+        "policy": policy.name,
+        "calibration": calibration,
+        "out_of_domain": calibration["out_of_domain"],
+        "provenance": _provenance(scenario, used),
+        "simulated_ranks": sorted({v["ranks_sharing_signature"][0] for v in per_rank.values()}),
+    }
+
+
+def _rank_results(
+    built: dict[int, tuple[RankGraph, list[int]]], cfg: Config, validate: bool
+) -> dict[int, RankResult]:
+    """Rank -> its result: each distinct graph scheduled (and validated) once, then analysed; the
+    ranks sharing a routing signature share the dict."""
+    scheduled: list[tuple[RankGraph, Schedule, list[int], str]] = []
     for _rep, (rg, ranks) in sorted(built.items()):
         # the builder already left out every semaphore whose capacity covers its demand; the
         # scheduler's further normalisation (an ancestor / descendant walk per acquirer) finds
@@ -87,52 +177,172 @@ def _simulate(
         s = schedule(rg.graph, policy=cfg.scheduling, normalize=False)
         if validate:
             validate_schedule(rg.graph, s)
-        res = _rank_result(rg, s, cfg)
-        res["ranks_sharing_signature"] = ranks
+        scheduled.append((rg, s, ranks, _last_combine(rg, s)))
+    total = max(s.end_us[last] for _rg, s, _ranks, last in scheduled)
+    per_rank: dict[int, RankResult] = {}
+    for rg, s, ranks, last in scheduled:
+        # the unpermute waits for a cross-rank barrier: every rank's combines must be in
+        dag_end = max(
+            s.end_us[rg.tail_event], total + cfg.c("cross_rank_flag_us") + rg.graph[rg.tail_event].duration_us
+        )
+        res = _rank_result(rg, s, cfg, last, ranks, dag_end)
         for r in ranks:
             per_rank[r] = res
-    total = max(r["kernel_total_us"] for r in per_rank.values())
-    for res in per_rank.values():
-        # the unpermute waits for a cross-rank barrier: every rank's combines must be in
-        res["kernel_dag_end_us"] = max(
-            res["tail_end_us"], total + cfg.c("cross_rank_flag_us") + res["tail_us"]
-        )
-    dag_end = max(r["kernel_dag_end_us"] for r in per_rank.values())
-    slowest = min(r for r in per_rank if per_rank[r]["kernel_total_us"] == total)
-    sl = per_rank[slowest]
+    return per_rank
 
-    violations = [(r, res["bounds"]) for r, res in sorted(per_rank.items()) if res["bounds"]["violated"]]
-    if violations and check_bounds:
-        r, b = violations[0]
+
+def _last_combine(rg: RankGraph, s: Schedule) -> str:
+    """The event whose end is the rank's time: its last combine (the last event but the tail
+    in a graph without combines), the greatest name on ties."""
+    comb = rg.combine_events or [n for n in rg.graph.events if n != rg.tail_event]
+    return max(comb, key=lambda n: (s.end_us[n], n))
+
+
+def _rank_result(
+    rg: RankGraph, s: Schedule, cfg: Config, last: str, ranks: list[int], dag_end: float
+) -> RankResult:
+    """The analyses of one rank's schedule; ``last``: its last combine, ``ranks``: the ranks it
+    stands for, ``dag_end``: its end after the cross-rank barrier and the tail."""
+    g = rg.graph
+    t = Table.of(rg, s)
+    total = s.end_us[last]
+    return {
+        "rank": rg.rank,
+        "kernel_total_us": total,
+        "tail_end_us": s.end_us[rg.tail_event],
+        "tail_us": g[rg.tail_event].duration_us,
+        "head_us": g[rg.head_event].duration_us,
+        "events": EventRows(t),
+        "bounds": judge_bounds(physical_bounds(rg, cfg), total),
+        "floors": judge_floors(graph_floors(rg), total),
+        "idle_decomposition": idle_decomposition(rg, s, total, table=t),
+        "critical_path": critical_path(rg, s, last, table=t),
+        "traffic_bytes": dict(rg.traffic_bytes),
+        "contract": {
+            "group_sizes": list(rg.contract.group_sizes),
+            "group_offsets": list(rg.contract.group_offsets),
+            "group_padded_offsets": list(rg.contract.group_padded_offsets),
+            "m_blocks": rg.contract.m_blocks,
+        },
+        "waves": {"gmm1": rg.waves_gmm1, "gmm2": rg.waves_gmm2},
+        "paths": {"front_reorder": rg.paths["front_reorder"], "combine": rg.paths["combine"]},
+        "n_events": len(g),
+        "schedule": s,
+        "graph": g,
+        **busy_times(rg, s, s.makespan_us, table=t),
+        "ranks_sharing_signature": ranks,
+        "kernel_dag_end_us": dag_end,
+    }
+
+
+def _check_bounds(per_rank: dict[int, RankResult]) -> None:
+    """:class:`BoundViolation` for the lowest rank whose time is below a physical bound."""
+    for r, res in sorted(per_rank.items()):
+        _bound_guard(r, res["bounds"], res["kernel_total_us"])
+
+
+def _bound_guard(rank: int, b: Bounds, total: float) -> None:
+    if b["violated"]:
         raise BoundViolation(
-            f"rank {r}: simulated {per_rank[r]['kernel_total_us']:.3f} µs is below the {b['binding']} bound "
-            f"{b['lower_bound_us']:.3f} µs (compute {b['compute_us']:.3f}, bandwidth {b['bandwidth_us']:.3f} "
-            f"[{b['bandwidth_channel']}], dependency {b['dependency_us']:.3f}): a cost is missing from the "
-            f"model; "
-            "do not use this time for a decision (simulate(..., check_bounds=False) records it instead)",
+            f"rank {rank}: simulated {total:.3f} µs is below the {b['binding']} bound "
+            f"{b['lower_bound_us']:.3f} µs (compute {b['compute_us']:.3f}, bandwidth "
+            f"{b['bandwidth_us']:.3f} [{b['bandwidth_channel']}], dependency {b['dependency_us']:.3f}): "
+            "a cost is missing from the model; do not use this time for a decision "
+            "(simulate(..., check_bounds=False) records it instead)",
             bounds=b,
         )
-    if check_work_conservation and policy.work_conserving:
-        for r, res in sorted(per_rank.items()):
-            for st, d in res["idle_decomposition"]["by_stage"].items():
-                if (
-                    d["late_bound"]
-                    and d["work_conservation_exempt"] is None
-                    and d["avoidable_core_us"] > AVOIDABLE_TOL_CORE_US
-                ):
-                    samples = [x for x in res["idle_decomposition"]["samples"] if x["stage"] == st]
-                    unit = "pipe-µs of its MTE2 load pipes" if st.endswith(":load") else "core-µs"
-                    raise WorkConservationViolation(
-                        f"rank {r}: late-bound pool of stage {st!r} left {d['avoidable_core_us']:.3f} "
-                        f"{unit} idle while work for it was ready (policy {policy.name!r} declares "
-                        f"itself work-conserving; first at {samples[0]['from_us']:.3f} µs)"
-                        if samples
-                        else f"rank {r}: late-bound pool of stage {st!r} left "
-                        f"{d['avoidable_core_us']:.3f} {unit} idle while work for it was ready "
-                        f"(policy {policy.name!r} declares itself work-conserving)",
-                        samples=samples,
-                    )
 
+
+def _check_work_conservation(per_rank: dict[int, RankResult], policy: str) -> None:
+    """:class:`WorkConservationViolation` for the first late-bound, checked pool (lowest rank,
+    then pool order) that left avoidable idle beyond the tolerance."""
+    for r, res in sorted(per_rank.items()):
+        _conservation_guard(r, res["idle_decomposition"], policy)
+
+
+def _conservation_guard(rank: int, idle: IdleDecomposition, policy: str) -> None:
+    for st, d in idle["by_stage"].items():
+        if (
+            d["late_bound"]
+            and d["work_conservation_exempt"] is None
+            and d["avoidable_core_us"] > AVOIDABLE_TOL_CORE_US
+        ):
+            samples = [x for x in idle["samples"] if x["stage"] == st]
+            unit = "core-µs"
+            raise WorkConservationViolation(
+                f"rank {rank}: late-bound pool of stage {st!r} left {d['avoidable_core_us']:.3f} "
+                f"{unit} idle while work for it was ready (policy {policy!r} declares "
+                f"itself work-conserving; first at {samples[0]['from_us']:.3f} µs)"
+                if samples
+                else f"rank {rank}: late-bound pool of stage {st!r} left "
+                f"{d['avoidable_core_us']:.3f} {unit} idle while work for it was ready "
+                f"(policy {policy!r} declares itself work-conserving)",
+                samples=samples,
+            )
+
+
+def guard_schedule(
+    rg: RankGraph,
+    cfg: Config,
+    s: Schedule,
+    policy: str | None = None,
+    *,
+    check_bounds: bool = True,
+    check_work_conservation: bool = True,
+) -> None:
+    """Apply both guardrails to a schedule ``s`` of ``rg`` made by the greedy ``policy``
+    (default: the scenario's): :class:`BoundViolation` when its time (the end of its last
+    combine) is below a physical bound, :class:`WorkConservationViolation` when a checked
+    late-bound pool left avoidable idle and the policy declares itself work-conserving. For
+    schedules made outside :func:`simulate` (other policies of the gap report, the report page)."""
+    pol = make_policy(policy or cfg.scheduling)
+    total = s.end_us[_last_combine(rg, s)]
+    if check_bounds:
+        _bound_guard(rg.rank, judge_bounds(physical_bounds(rg, cfg), total), total)
+    if check_work_conservation and pol.work_conserving:
+        _conservation_guard(rg.rank, idle_decomposition(rg, s, total), pol.name)
+
+
+def schedule_rank(
+    scenario: Scenario,
+    rg: RankGraph,
+    policy: str | None = None,
+    *,
+    check_bounds: bool = True,
+    check_work_conservation: bool = True,
+) -> Schedule:
+    """The greedy schedule of one graph of ``build_graphs(scenario)`` with ``policy`` (default:
+    the scenario's), validated and checked by both guardrails (:func:`guard_schedule`): the
+    guarded way to schedule a built graph yourself."""
+    cfg = scenario.config
+    with gc_paused():
+        s = schedule(rg.graph, policy=policy or cfg.scheduling, normalize=False)
+        validate_schedule(rg.graph, s)
+        guard_schedule(
+            rg, cfg, s, policy, check_bounds=check_bounds, check_work_conservation=check_work_conservation
+        )
+    return s
+
+
+def _provenance(scenario: Scenario, used: set[str]) -> dict[str, ConstantEntry]:
+    """The constants this run used, by name: the model constants read while it ran (and
+    ``l1_bytes``, read by the L1 rule every scenario passes), the implementation constants its
+    configuration uses, and the buffer budgets its profile's kernel is checked against."""
+    cfg = scenario.config
+    w = scenario.workload
+    consts: dict[str, Const] = {n: cfg.constants[n] for n in used | {"l1_bytes"} if n in cfg.constants}
+    consts.update(implementation_constants_used(cfg, w.tokens * w.topk))
+    rules = PROFILE_BUDGETS.get(cfg.profile, PROFILE_BUDGETS[None])
+    for name in rules.constants(cfg.quant):
+        consts[name] = BUDGET_CONSTANTS[name] if name in BUDGET_CONSTANTS else IMPL[name].const
+    return {name: c.as_dict() for name, c in sorted(consts.items())}
+
+
+def _implementation_and_domain(scenario: Scenario) -> tuple[Implementation, Calibration]:
+    """What was simulated (implementation, compile point, topology) and whether it lies inside
+    its profile's calibration domain."""
+    cfg = scenario.config
+    w = scenario.workload
     impl = IMPLEMENTATIONS.get(cfg.profile, IMPLEMENTATIONS[None])
     domain = impl["domain"]
     shape = {
@@ -143,6 +353,7 @@ def _simulate(
         "local_experts": w.local_experts,
     }
     topo = {"world": w.world, "aic_num": cfg.aic_num}
+    cal: Calibration
     if domain is not None:
         reasons = domain_check(domain, cfg.implementation, cfg.compile_point(), shape, topo)
         if w.routing not in ("uniform", "cyclic"):
@@ -161,66 +372,15 @@ def _simulate(
             "reasons": ["no profile: no calibration domain"],
             "overridden_constants": list(scenario.calibration),
         }
-    fingerprint = hashlib.sha256(json.dumps(cfg.compile_point(), sort_keys=True).encode()).hexdigest()[:12]
-    return {
-        "kernel_total_us": total,
-        "kernel_dag_end_us": dag_end,
-        "slowest_rank": slowest,
-        "rank_results": per_rank,
-        "bounds": sl["bounds"],
-        "idle_decomposition": sl["idle_decomposition"],
-        "critical_path": sl["critical_path"],
-        "traffic_bytes": sl["traffic_bytes"],
-        "stage_busy_us": sl["stage_busy_us"],
-        "resource_busy_us": sl["resource_busy_us"],
-        "resource_idle_us": sl["resource_idle_us"],
-        "resource_utilization": sl["resource_utilization"],
-        "role_utilization": sl["role_utilization"],
-        "implementation": {
-            "id": cfg.implementation,
-            "profile": cfg.profile,
-            "source_refs": list(cfg.source_refs),
-            "compile_fingerprint": fingerprint,
-            "compile_point": cfg.compile_point(),
-            "topology": {**topo, "aiv_num": cfg.aic_num * cfg.aiv_per_core},
-        },
-        "policy": policy.name,
-        "calibration": cal,
-        "out_of_domain": cal["out_of_domain"],
-        "provenance": {name: c.as_dict() for name, c in sorted(cfg.constants.items())},
-        "simulated_ranks": sorted({v["ranks_sharing_signature"][0] for v in per_rank.values()}),
+    # Config.compile_point() is a plain dict with the keys of CompilePoint
+    point = cast(CompilePoint, cfg.compile_point())
+    fingerprint = hashlib.sha256(json.dumps(point, sort_keys=True).encode()).hexdigest()[:12]
+    implementation: Implementation = {
+        "id": cfg.implementation,
+        "profile": cfg.profile,
+        "source_refs": list(cfg.source_refs),
+        "compile_fingerprint": fingerprint,
+        "compile_point": point,
+        "topology": {"world": w.world, "aic_num": cfg.aic_num, "aiv_num": cfg.aic_num * cfg.aiv_per_core},
     }
-
-
-def _rank_result(rg: RankGraph, s: Any, cfg: Config) -> dict[str, Any]:
-    g = rg.graph
-    t = analysis.Table.of(rg, s)
-    comb = rg.combine_events or [n for n in g.events if n != rg.tail_event]
-    total = max(s.end_us[n] for n in comb)
-    span = s.makespan_us
-    b = analysis.judge_bounds(analysis.bounds(rg, cfg), total)
-    last = max(comb, key=lambda n: (s.end_us[n], n))
-    out = {
-        "rank": rg.rank,
-        "kernel_total_us": total,
-        "tail_end_us": s.end_us[rg.tail_event],
-        "tail_us": g[rg.tail_event].duration_us,
-        "head_us": g[rg.head_event].duration_us,
-        "events": analysis.EventRows(t),
-        "bounds": b,
-        "idle_decomposition": analysis.idle_decomposition(rg, s, total, table=t),
-        "critical_path": analysis.critical_path(rg, s, last, table=t),
-        "traffic_bytes": dict(rg.traffic_bytes),
-        "contract": {
-            "group_sizes": list(rg.contract.group_sizes),
-            "group_offsets": list(rg.contract.group_offsets),
-            "group_padded_offsets": list(rg.contract.group_padded_offsets),
-            "m_blocks": rg.contract.m_blocks,
-        },
-        "waves": {"gmm1": rg.waves_gmm1, "gmm2": rg.waves_gmm2},
-        "n_events": len(g),
-        "schedule": s,
-        "graph": g,
-    }
-    out.update(analysis.busy(rg, s, span, table=t))
-    return out
+    return implementation, cal

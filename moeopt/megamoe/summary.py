@@ -1,15 +1,25 @@
 """The seed-style summary of one :func:`moeopt.simulate` result: a few lines a kernel developer
-reads first (time, bounds, utilisation, idle, traffic, implementation, calibration domain)."""
+reads first (time, bounds, this graph's floors, utilisation, idle, traffic, implementation,
+calibration domain).
+
+The bounds are the shape's (no orchestration moves them); the graph floors are this tiling's and
+orchestration's (the longest path of its graph, the busiest role's work). Time over the floors
+is what scheduling the graph could still win; floors over the bounds is what the tiling and
+orchestration cost."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
+from moeopt.megamoe.results import SimulateResult
 
 
-def format_summary(r: Mapping[str, Any]) -> str:
+def _over(floor: float, bound: float) -> str:
+    return f"{(floor / bound - 1) * 100:+.1f}% over" if bound > 0 else "n/a over"
+
+
+def format_summary(r: SimulateResult) -> str:
     """The seed-style summary of one :func:`moeopt.simulate` result (several lines)."""
     b = r["bounds"]
+    f = r["floors"]
     util = "  ".join(f"{role} {100 * u:.1f}%" for role, u in r["role_utilization"].items())
     idle = r["idle_decomposition"]
     late = {st: d for st, d in idle["by_stage"].items() if d["late_bound"]}
@@ -28,6 +38,9 @@ def format_summary(r: Mapping[str, Any]) -> str:
         f"bounds          compute {b['compute_us']:.2f} / bandwidth {b['bandwidth_us']:.2f} "
         f"[{b['bandwidth_channel']}] / dependency {b['dependency_us']:.2f} µs -> {b['binding']}-bound, "
         f"{b['excess_pct']:+.1f}% above it" + ("  ** BELOW THE BOUND **" if b.get("violated") else ""),
+        f"graph floors    longest path {f['longest_path_us']:.2f} / busiest role {f['busiest_pipe']} "
+        f"{f['busiest_pipe_us']:.2f} µs (this tiling and orchestration) -> {f['excess_pct']:+.1f}% above; "
+        f"floor {_over(f['lower_bound_us'], b['lower_bound_us'])} the bounds",
         f"utilisation     {util}",
         f"avoidable idle  {idle['avoidable_core_us']:.1f} core-µs "
         f"(statically pinned pools {pinned:.1f}; {conserve})",
@@ -38,8 +51,9 @@ def format_summary(r: Mapping[str, Any]) -> str:
         f"(identical routing signatures share one)",
     ]
     cal = r["calibration"]
-    if cal["out_of_domain"]:
+    dom = cal["domain"]
+    if cal["out_of_domain"] or dom is None:  # (no domain is always out of domain)
         lines.append("calibration     OUT OF DOMAIN: " + "; ".join(cal["reasons"]))
     else:
-        lines.append(f"calibration     inside domain {cal['domain']['id']}")
+        lines.append(f"calibration     inside domain {dom['id']}")
     return "\n".join(lines)

@@ -39,28 +39,52 @@ checked, including that every shape's base scenario is valid, before any trial r
 
 from __future__ import annotations
 
-import ast
 import dataclasses
-import importlib.util
-import inspect
 import json
-import math
 import os
-import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 import yaml
 
-from moeopt.errors import MoeoptError, did_you_mean, range_text
-from moeopt.megamoe.scenario import Scenario, apply_overrides, scenario_from_dict
-from moeopt.search.errors import StudyError
+from moeopt.errors import MoeoptError
+from moeopt.megamoe.scenario import (
+    SECTIONS,
+    Scenario,
+    TOMLDecodeError,
+    anchor_workload_file,
+    apply_overrides,
+    read_scenario_table,
+    scenario_from_dict,
+)
+from moeopt.plain import plain
+from moeopt.search.errors import FIELDS, StudyError
+from moeopt.search.exactgap import ExactSpec
+from moeopt.search.metrics import EXACT_METRICS, METRICS
+from moeopt.search.samplers import SAMPLERS, SINGLE_OBJECTIVE_SAMPLERS, missing_packages, parse_sampler
+from moeopt.search.space import (
+    PARAM_FIELDS,
+    ParamSpec,
+    overrides_field,
+    param,
+    parse_constraints,
+    parse_space,
+)
 
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - exercised on Python 3.10 only
-    import tomli as tomllib  # type: ignore[import-not-found,no-redef,unused-ignore]
+__all__ = [  # the study file's API; the space, the metrics and the samplers have modules of their own
+    "METRICS",
+    "PARAM_FIELDS",
+    "SAMPLERS",
+    "ExactSpec",
+    "ObjectiveSpec",
+    "ParamSpec",
+    "SecondarySpec",
+    "ShapeSpec",
+    "StudyConfig",
+    "load_study",
+    "missing_packages",
+]
 
 TOP_FIELDS = (
     "name",
@@ -84,7 +108,6 @@ TOP_FIELDS = (
     "baseline_trial",
 )
 SHAPE_FIELDS = ("name", "scenario", "overrides", "weight")
-PARAM_FIELDS = ("choices", "int", "float", "step", "log", "when")
 OBJECTIVE_FIELDS = ("metric", "direction", "seeds", "statistic", "exact")
 SECONDARY_FIELDS = ("metric", "direction")
 PRUNE_FIELDS = ("lower_bound", "duplicates")
@@ -97,88 +120,8 @@ DIRECTIONS = ("minimize", "maximize")
 LOWER_BOUND_MODES = ("auto", "always", "never")
 EXACT_MODES = ("exact", "relaxed")
 
-# metric name -> what it measures (the functions live in moeopt.search.evaluate)
-METRICS: dict[str, str] = {
-    "kernel_total_us": "greedy time to the last combine (the reference timing)",
-    "kernel_dag_end_us": "greedy time including the unpermute tail",
-    "cpsat_us": "CP-SAT best schedule of the same event graphs (anomaly-free; needs moeopt.exact)",
-    "aic_busy_us": "sum of AIC busy time on the slowest rank",
-    "aiv_busy_us": "sum of AIV busy time on the slowest rank",
-    "aic_utilization": "mean AIC utilisation on the slowest rank (0..1)",
-    "aiv_utilization": "mean AIV utilisation on the slowest rank (0..1)",
-    "gm_to_l1_bytes": "bytes loaded GM -> L1 on the slowest rank",
-    "hbm_bytes": "HBM bytes on the slowest rank",
-    "excess_over_bound_pct": "how far the time is above its physical lower bound, in %",
-}
-# metrics that are a kernel time, so that the physical lower bound applies to them
-TIME_METRICS = ("kernel_total_us", "kernel_dag_end_us", "cpsat_us")
-
-# sampler name -> (optuna class name, packages it needs beyond optuna's own dependencies)
-SAMPLERS: dict[str, tuple[str, tuple[str, ...]]] = {
-    "tpe": ("TPESampler", ()),
-    "cmaes": ("CmaEsSampler", ("cmaes",)),
-    "gp": ("GPSampler", ("torch", "scipy")),
-    "random": ("RandomSampler", ()),
-    "grid": ("GridSampler", ()),
-    "nsga2": ("NSGAIISampler", ()),
-    "bruteforce": ("BruteForceSampler", ()),
-}
-SINGLE_OBJECTIVE_SAMPLERS = ("cmaes",)
-
-_SCALARS = (bool, int, float, str, type(None))
-
 
 # --------------------------------------------------------------------------- typed config
-@dataclass(frozen=True)
-class ParamSpec:
-    """One search dimension.
-
-    ``kind`` is ``categorical`` / ``int`` / ``float``. For a categorical, ``labels`` are the values
-    Optuna sees (scalars) and ``values`` what they stand for: the value written at the dotted
-    path ``name`` (``mapped = False``), or a dict of dotted-path overrides (``mapped = True``,
-    the ``label -> overrides`` form). ``when`` lists ``(parameter, allowed values)`` pairs that
-    must all hold for this parameter to exist in a trial.
-    """
-
-    name: str
-    kind: str
-    labels: tuple[Any, ...] = ()
-    values: tuple[Any, ...] = ()
-    mapped: bool = False
-    low: float = 0.0
-    high: float = 0.0
-    step: float | None = None
-    log: bool = False
-    when: tuple[tuple[str, tuple[Any, ...]], ...] = ()
-
-    def decode(self, optuna_value: Any) -> Any:
-        """The scenario value (or overrides dict) that an Optuna parameter value stands for."""
-        if self.kind == "categorical":
-            return self.values[self.labels.index(optuna_value)]
-        return optuna_value
-
-    def overrides(self, optuna_value: Any) -> dict[str, Any]:
-        v = self.decode(optuna_value)
-        if self.mapped:
-            return dict(v)
-        return {self.name: v}
-
-    def grid_values(self) -> list[Any]:
-        """Every value of this dimension, in Optuna's representation (for grid samplers)."""
-        if self.kind == "categorical":
-            return list(self.labels)
-        step = self.step if self.step is not None else (1 if self.kind == "int" else None)
-        if step is None:
-            raise StudyError(
-                f"space.{self.name}: a float range without step cannot be enumerated; allowed for the grid "
-                f"sampler: choices, int, or float with step"
-            )
-        n = math.floor((self.high - self.low) / step + 1e-9) + 1
-        if self.kind == "int":
-            return [int(self.low + i * step) for i in range(n)]
-        return [round(self.low + i * step, 12) for i in range(n)]
-
-
 @dataclass(frozen=True)
 class ShapeSpec:
     """One workload shape: a base scenario (as a nested dict) plus dotted-path overrides."""
@@ -197,13 +140,6 @@ class ShapeSpec:
 
 
 @dataclass(frozen=True)
-class ExactSpec:
-    time_limit_s: float = 10.0
-    workers: int = 1
-    mode: str = "exact"
-
-
-@dataclass(frozen=True)
 class ObjectiveSpec:
     metric: str = "kernel_total_us"
     direction: str = "minimize"
@@ -216,6 +152,28 @@ class ObjectiveSpec:
 class SecondarySpec:
     metric: str
     direction: str = "minimize"
+
+
+@dataclass(frozen=True)
+class OptionNames:
+    """How messages name the run options: the keyword arguments of :func:`moeopt.run_study`
+    (``resume=True``, ``out=DIR``), or the command-line flags (``--resume``, ``--out DIR``)."""
+
+    cli: bool = False
+
+    def field(self, name: str) -> str:
+        """``trials`` / ``--trials`` (``timeout_s`` is ``--timeout`` on the command line)."""
+        return "--" + {"timeout_s": "timeout"}.get(name, name) if self.cli else name
+
+    def set(self, name: str, value: str = "True") -> str:
+        """``resume=True`` / ``--resume``; ``out=DIR`` / ``--out DIR``."""
+        if not self.cli:
+            return f"{name}={value}"
+        return self.field(name) if value == "True" else f"{self.field(name)} {value}"
+
+
+PYTHON_NAMES = OptionNames(cli=False)
+CLI_NAMES = OptionNames(cli=True)
 
 
 @dataclass(frozen=True)
@@ -259,28 +217,26 @@ class StudyConfig:
         return bool(self.secondary)
 
     def param(self, name: str) -> ParamSpec:
-        for p in self.params:
-            if p.name == name:
-                return p
-        raise KeyError(name)
+        return param(self, name)
 
     def search_fingerprint(self) -> dict[str, Any]:
         """What defines the search: a resumed study must match it (trials/timeout/workers may change)."""
         keep: tuple[str, ...] = ("scenario", "overrides", "shapes", "aggregate", "space", "constraints")
         keep += ("objective", "secondary", "sampler", "seed")
         out = {k: self.raw.get(k) for k in keep}
-        out["base_scenarios"] = {s.name: _plain(s.base) for s in self.shapes}
+        out["base_scenarios"] = {s.name: plain(s.base) for s in self.shapes}
         return json.loads(json.dumps(out, sort_keys=True, default=str))
 
-    def with_run_options(self, **kw: Any) -> StudyConfig:
-        """A copy with command-line values (trials, timeout_s, workers, storage, out) applied."""
+    def with_run_options(self, names: OptionNames = PYTHON_NAMES, **kw: Any) -> StudyConfig:
+        """A copy with run options (trials, timeout_s, workers, storage, out) applied; a bad value
+        is named as the caller wrote it (``names``)."""
         kw = {k: v for k, v in kw.items() if v is not None}
         if "trials" in kw:
-            _int_field("", "--trials", kw["trials"], 1)
+            FIELDS.integer(names.field("trials"), kw["trials"], 1)
         if "workers" in kw:
-            _int_field("", "--workers", kw["workers"], 1, 256)
+            FIELDS.integer(names.field("workers"), kw["workers"], 1, 256)
         if "timeout_s" in kw:
-            _num_field("", "--timeout", kw["timeout_s"], 0.0, lo_open=True)
+            FIELDS.number(names.field("timeout_s"), kw["timeout_s"], 0.0, lo_open=True)
         if "out" in kw:
             kw["out"] = os.path.abspath(os.fspath(kw["out"]))
         return dataclasses.replace(self, **kw)
@@ -331,9 +287,7 @@ def _build(data: Any, where: str, bdir: str, default_name: str) -> StudyConfig:
         raise StudyError("the study file is empty; it needs at least 'scenario' and 'space'")
     if not isinstance(data, Mapping):
         raise StudyError(f"a study must be a mapping of fields, got {type(data).__name__}")
-    for key in data:
-        if key not in TOP_FIELDS:
-            raise _unknown("", key, TOP_FIELDS)
+    FIELDS.keys("", data, TOP_FIELDS)
     for need in ("scenario", "space"):
         if need not in data:
             raise StudyError(
@@ -346,17 +300,18 @@ def _build(data: Any, where: str, bdir: str, default_name: str) -> StudyConfig:
             f"name = {name!r}: must be a non-empty string without '/' (it names the output folder)"
         )
 
-    overrides = _overrides_field("overrides", data.get("overrides"))
+    overrides = overrides_field("overrides", data.get("overrides"))
     base = _scenario_source("scenario", data["scenario"], bdir)
     shapes = _shapes(data.get("shapes"), base, overrides, bdir)
-    aggregate = _choice("aggregate", data.get("aggregate", "mean"), AGGREGATES)
+    aggregate = FIELDS.choice("aggregate", data.get("aggregate", "mean"), AGGREGATES)
     if aggregate == "weighted" and all(s.weight == 1.0 for s in shapes) and len(shapes) > 1:
         pass  # equal weights: the same as mean, allowed
-    params = _space(data["space"])
-    constraints = _constraints(data.get("constraints"), params)
+    params = parse_space(data["space"])
+    _check_choices(params)
+    constraints = parse_constraints(data.get("constraints"), params)
     objective = _objective(data.get("objective"))
     secondary = _secondary(data.get("secondary"))
-    sampler, sampler_options = _sampler(data.get("sampler", "tpe"))
+    sampler, sampler_options = parse_sampler(data.get("sampler", "tpe"))
     if sampler in SINGLE_OBJECTIVE_SAMPLERS and secondary:
         raise StudyError(
             f"sampler = {sampler!r} optimises one objective but 'secondary' adds {len(secondary)}; "
@@ -365,12 +320,12 @@ def _build(data: Any, where: str, bdir: str, default_name: str) -> StudyConfig:
     if sampler == "grid":
         for p in params:
             p.grid_values()  # raises for a float range without step
-    seed = _int_field("", "seed", data.get("seed", 0), 0)
-    trials = _int_field("", "trials", data.get("trials", 100), 1)
+    seed = FIELDS.integer("seed", data.get("seed", 0), 0)
+    trials = FIELDS.integer("trials", data.get("trials", 100), 1)
     timeout_s = data.get("timeout_s")
     if timeout_s is not None:
-        timeout_s = _num_field("", "timeout_s", timeout_s, 0.0, lo_open=True)
-    workers = _int_field("", "workers", data.get("workers", 1), 1, 256)
+        timeout_s = FIELDS.number("timeout_s", timeout_s, 0.0, lo_open=True)
+    workers = FIELDS.integer("workers", data.get("workers", 1), 1, 256)
     storage = data.get("storage")
     if storage is not None and (not isinstance(storage, str) or not storage.strip()):
         raise StudyError(
@@ -387,8 +342,7 @@ def _build(data: Any, where: str, bdir: str, default_name: str) -> StudyConfig:
     lower_bound, duplicates = _prune(data.get("prune"))
     report, exact_gap = _outputs(data.get("outputs"))
     baseline_trial = data.get("baseline_trial", True)
-    if not isinstance(baseline_trial, bool):
-        raise StudyError(f"baseline_trial = {baseline_trial!r}: must be true or false")
+    FIELDS.boolean("baseline_trial", baseline_trial)
 
     cfg = StudyConfig(
         name=name,
@@ -413,10 +367,57 @@ def _build(data: Any, where: str, bdir: str, default_name: str) -> StudyConfig:
         report=report,
         exact_gap=exact_gap,
         baseline_trial=baseline_trial,
-        raw=_plain(data),
+        raw=plain(data),
     )
     _check_metric_needs(cfg)
     return cfg
+
+
+def _check_choices(params: tuple[ParamSpec, ...]) -> None:
+    """A listed value that the scenario refuses whatever the other parameters are (a section's own
+    field check: ``kernel.quant: int4``, an unknown policy name) is an error now, not a pruned trial
+    on every draw of it. Values refused only together with others (tiles that do not fit L1 at
+    some tile_n) stay: the trial that draws them is pruned with the reason."""
+    for p in params:
+        if p.kind != "categorical":
+            continue
+        for label, value in zip(p.labels, p.values):
+            overrides = dict(value) if p.mapped else {p.name: value}
+            for path, v in overrides.items():
+                why = _refused(path, v)
+                if why is not None:
+                    shown = f"{label!r} ({path} = {v!r})" if p.mapped else repr(label)
+                    raise StudyError(
+                        f"space.{p.name}: the choice {shown} can never be simulated: {why}; "
+                        "remove it from the choices"
+                    )
+
+
+def _refused(path: str, value: Any) -> str | None:
+    """Why ``path = value`` is refused by its own field check, or None (checked alone: a section
+    field in a section with nothing else set, so no other value takes part)."""
+    from moeopt.megamoe.config.profiles import PROFILES
+    from moeopt.megamoe.scenario.schema import check_choice
+
+    parts = path.split(".")
+    if parts == ["profile"]:
+        try:
+            check_choice("profile", value, PROFILES)
+        except MoeoptError as exc:
+            return str(exc)
+        return None
+    if parts[0] not in SECTIONS or parts[0] == "workload" or len(parts) < 2:
+        return None  # workload and top-level sizes are checked against each other: left to the trial
+    nested: Any = value
+    for part in reversed(parts[2:]):
+        nested = {part: nested}
+    try:
+        SECTIONS[parts[0]](**{parts[1]: nested})
+    except MoeoptError as exc:
+        return str(exc)
+    except TypeError:
+        return None
+    return None
 
 
 # --------------------------------------------------------------------------- sections
@@ -424,18 +425,15 @@ def _scenario_source(where: str, v: Any, bdir: str) -> tuple[dict[str, Any], str
     if isinstance(v, str):
         path = os.path.normpath(os.path.join(bdir, v))
         try:
-            with open(path, "rb") as fh:
-                data = tomllib.load(fh)
+            data = read_scenario_table(path)
         except FileNotFoundError:
             raise StudyError(f"{where} = {v!r}: no such scenario file ({path})") from None
-        except tomllib.TOMLDecodeError as exc:
+        except TOMLDecodeError as exc:
             raise StudyError(f"{where} = {v!r}: not valid TOML: {exc}") from None
-        wl = data.get("workload")
-        if isinstance(wl, dict) and isinstance(wl.get("file"), str) and not os.path.isabs(wl["file"]):
-            wl["file"] = os.path.normpath(os.path.join(os.path.dirname(path), wl["file"]))
+        anchor_workload_file(data, path)
         return data, path
     if isinstance(v, Mapping):
-        return _plain(v), "inline"
+        return plain(v), "inline"
     raise StudyError(f"{where} = {v!r}: must be a scenario TOML path or an inline scenario table")
 
 
@@ -452,17 +450,15 @@ def _shapes(
             w = f"shapes[{i}]"
             if not isinstance(sh, Mapping):
                 raise StudyError(f"{w} = {sh!r}: must be a mapping with name, overrides, weight, scenario")
-            for key in sh:
-                if key not in SHAPE_FIELDS:
-                    raise _unknown(w, key, SHAPE_FIELDS)
+            FIELDS.keys(w, sh, SHAPE_FIELDS)
             name = sh.get("name", f"shape{i}")
             if not isinstance(name, str) or not name or any(c in name for c in "/\\"):
                 raise StudyError(f"{w}.name = {name!r}: must be a non-empty string without '/'")
             if any(s.name == name for s in specs):
                 raise StudyError(f"{w}.name = {name!r}: used by two shapes; shape names must be unique")
             src = _scenario_source(f"{w}.scenario", sh["scenario"], bdir) if "scenario" in sh else base
-            ov = {**overrides, **_overrides_field(f"{w}.overrides", sh.get("overrides"))}
-            weight = _num_field("", f"{w}.weight", sh.get("weight", 1.0), 0.0, lo_open=True)
+            ov = {**overrides, **overrides_field(f"{w}.overrides", sh.get("overrides"))}
+            weight = FIELDS.number(f"{w}.weight", sh.get("weight", 1.0), 0.0, lo_open=True)
             specs.append(ShapeSpec(name, src[0], src[1], ov, weight))
     for s in specs:
         label = "scenario" if raw is None else f"shape {s.name!r}"
@@ -471,265 +467,6 @@ def _shapes(
         except MoeoptError as exc:
             raise StudyError(f"{label}: the base scenario is invalid: {exc}") from None
     return tuple(specs)
-
-
-def _overrides_field(where: str, v: Any) -> dict[str, Any]:
-    if v is None:
-        return {}
-    if not isinstance(v, Mapping):
-        raise StudyError(f"{where} = {v!r}: must be a mapping 'dotted.path': value")
-    out = {}
-    for path, value in v.items():
-        _check_path(f"{where}.{path}", path)
-        out[str(path)] = _plain(value)
-    return out
-
-
-def _check_path(where: str, path: Any) -> None:
-    if not isinstance(path, str) or not path:
-        raise StudyError(f"{where}: {path!r} is not a dotted scenario path such as 'kernel.tile_n'")
-    try:
-        apply_overrides({}, {path: 0})
-    except MoeoptError as exc:
-        raise StudyError(f"{where}: unknown scenario path: {exc}") from None
-
-
-def _space(raw: Any) -> tuple[ParamSpec, ...]:
-    if not isinstance(raw, Mapping):
-        raise StudyError(f"space = {raw!r}: must be a mapping 'dotted.path': {{choices | int | float ...}}")
-    if not raw:
-        raise StudyError("space = {}: the search space is empty; give at least one parameter")
-    specs: dict[str, ParamSpec] = {}
-    pending_when: dict[str, Any] = {}
-    for name, spec in raw.items():
-        w = f"space.{name}"
-        if not isinstance(spec, Mapping):
-            raise StudyError(f"{w} = {spec!r}: must be a mapping with one of choices, int, float")
-        for key in spec:
-            if key not in PARAM_FIELDS:
-                raise _unknown(w, key, PARAM_FIELDS)
-        kinds = [k for k in ("choices", "int", "float") if k in spec]
-        if len(kinds) != 1:
-            raise StudyError(
-                f"{w}: needs exactly one of choices, int, float (got {', '.join(kinds) or 'none'}); "
-                "e.g. {choices: [128, 256]} or {int: [1, 4]} or {float: [0.5, 1.0], step: 0.1}"
-            )
-        kind = kinds[0]
-        mapped = kind == "choices" and isinstance(spec["choices"], Mapping)
-        if not mapped:
-            _check_path(w, name)
-        if kind == "choices":
-            specs[name] = _categorical(w, str(name), spec["choices"])
-            for k in ("step", "log"):
-                if k in spec:
-                    raise StudyError(f"{w}.{k}: only applies to int and float ranges, not to choices")
-        else:
-            specs[name] = _numeric(w, str(name), kind, spec)
-        if "when" in spec:
-            pending_when[str(name)] = spec["when"]
-    for name, when in pending_when.items():
-        specs[name] = dataclasses.replace(specs[name], when=_when(f"space.{name}.when", name, when, specs))
-    return tuple(specs[n] for n in _condition_order(specs))
-
-
-def _categorical(w: str, name: str, choices: Any) -> ParamSpec:
-    if isinstance(choices, Mapping):
-        if not choices:
-            raise StudyError(f"{w}.choices = {{}}: empty; give at least one label -> overrides")
-        labels: list[Any] = []
-        values: list[Any] = []
-        for label, ov in choices.items():
-            if not isinstance(label, (str, int, bool)):
-                raise StudyError(f"{w}.choices: label {label!r} must be a string or integer")
-            labels.append(label)
-            values.append(_overrides_field(f"{w}.choices.{label}", ov))
-        return ParamSpec(name, "categorical", tuple(labels), tuple(values), mapped=True)
-    if not isinstance(choices, list) or not choices:
-        raise StudyError(f"{w}.choices = {choices!r}: must be a non-empty list of values")
-    labels = []
-    values = []
-    for v in choices:
-        v = _plain(v)
-        if isinstance(v, float) and not math.isfinite(v):
-            raise StudyError(f"{w}.choices: {v!r} is not a finite number")
-        label = v if isinstance(v, _SCALARS) else json.dumps(v, sort_keys=True)
-        if label in labels:
-            raise StudyError(f"{w}.choices: {v!r} is listed twice")
-        labels.append(label)
-        values.append(v)
-    return ParamSpec(name, "categorical", tuple(labels), tuple(values))
-
-
-def _numeric(w: str, name: str, kind: str, spec: Mapping[str, Any]) -> ParamSpec:
-    rng = spec[kind]
-    if not isinstance(rng, list) or len(rng) != 2:
-        raise StudyError(f"{w}.{kind} = {rng!r}: must be [low, high]")
-    check = _int_field if kind == "int" else _num_field
-    low = check("", f"{w}.{kind}[0]", rng[0])
-    high = check("", f"{w}.{kind}[1]", rng[1])
-    if low > high:
-        raise StudyError(f"{w}.{kind}: `low <= high` must hold, but got (low={low}, high={high})")
-    log = spec.get("log", False)
-    if not isinstance(log, bool):
-        raise StudyError(f"{w}.log = {log!r}: must be true or false")
-    step = spec.get("step")
-    if step is not None:
-        if kind == "float":
-            step = _num_field("", f"{w}.step", step, 0, lo_open=True)
-        else:
-            step = _int_field("", f"{w}.step", step, 1)
-        if log:
-            raise StudyError(
-                f"{w}: step and log cannot be combined (Optuna samples log ranges without a step)"
-            )
-    if log and low <= 0:
-        raise StudyError(f"{w}.{kind}: a log range needs low > 0, got low={low}")
-    if kind == "float":
-        low, high = float(low), float(high)
-        step = None if step is None else float(step)
-    return ParamSpec(name, kind, low=low, high=high, step=step, log=log)
-
-
-def _when(
-    w: str, name: str, raw: Any, specs: Mapping[str, ParamSpec]
-) -> tuple[tuple[str, tuple[Any, ...]], ...]:
-    if not isinstance(raw, Mapping) or not raw:
-        raise StudyError(f"{w} = {raw!r}: must be a mapping 'other parameter': value (or a list of values)")
-    out = []
-    for other, allowed in raw.items():
-        if other == name:
-            raise StudyError(f"{w}: a parameter cannot depend on itself")
-        if other not in specs:
-            raise StudyError(
-                f"{w}: {other!r} is not a parameter of the space{did_you_mean(str(other), list(specs))}; "
-                f"allowed: {', '.join(sorted(map(str, specs)))}"
-            )
-        values = tuple(_plain(a) for a in (allowed if isinstance(allowed, list) else [allowed]))
-        o = specs[other]
-        for a in values:
-            if o.kind == "categorical":
-                if not o.mapped and a not in o.values:
-                    raise StudyError(
-                        f"{w}.{other} = {a!r}: not one of that parameter's choices; allowed: "
-                        + ", ".join(repr(v) for v in o.values)
-                    )
-                if o.mapped and a not in o.labels:
-                    raise StudyError(
-                        f"{w}.{other} = {a!r}: not one of that parameter's labels; allowed: "
-                        + ", ".join(repr(v) for v in o.labels)
-                    )
-            elif not isinstance(a, (int, float)) or isinstance(a, bool) or not o.low <= a <= o.high:
-                raise StudyError(f"{w}.{other} = {a!r}: outside that parameter's range [{o.low}, {o.high}]")
-        out.append((str(other), values))
-    return tuple(out)
-
-
-def _condition_order(specs: Mapping[str, ParamSpec]) -> list[str]:
-    """Parameters ordered so that every condition names an earlier parameter; cycles fail."""
-    order: list[str] = []
-    state: dict[str, int] = {}
-
-    def visit(n: str, trail: list[str]) -> None:
-        if state.get(n) == 2:
-            return
-        if state.get(n) == 1:
-            cyc = " -> ".join([*trail[trail.index(n) :], n])
-            raise StudyError(f"space: conditions form a cycle: {cyc}")
-        state[n] = 1
-        for other, _ in specs[n].when:
-            visit(other, [*trail, n])
-        state[n] = 2
-        order.append(n)
-
-    for n in specs:
-        visit(n, [])
-    return order
-
-
-_ALLOWED_NODES = (
-    ast.Expression,
-    ast.BoolOp,
-    ast.And,
-    ast.Or,
-    ast.UnaryOp,
-    ast.Not,
-    ast.USub,
-    ast.UAdd,
-    ast.BinOp,
-    ast.Add,
-    ast.Sub,
-    ast.Mult,
-    ast.Div,
-    ast.FloorDiv,
-    ast.Mod,
-    ast.Pow,
-    ast.Compare,
-    ast.Eq,
-    ast.NotEq,
-    ast.Lt,
-    ast.LtE,
-    ast.Gt,
-    ast.GtE,
-    ast.Name,
-    ast.Load,
-    ast.Attribute,
-    ast.Constant,
-)
-
-
-def constraint_names(expr: str) -> list[str]:
-    """The dotted parameter names an expression refers to (``kernel.tile_m`` ...)."""
-    tree = ast.parse(expr, mode="eval")
-    names: list[str] = []
-    for node in ast.walk(tree):
-        if isinstance(node, (ast.Name, ast.Attribute)):
-            dotted = dotted_name(node)
-            if dotted is not None and not any(n.startswith(dotted + ".") for n in names):
-                names = [n for n in names if not dotted.startswith(n + ".") and n != dotted] + [dotted]
-    return names
-
-
-def dotted_name(node: ast.AST) -> str | None:
-    if isinstance(node, ast.Name):
-        return node.id
-    if isinstance(node, ast.Attribute):
-        base = dotted_name(node.value)
-        return None if base is None else f"{base}.{node.attr}"
-    return None
-
-
-def _constraints(raw: Any, params: Sequence[ParamSpec]) -> tuple[str, ...]:
-    if raw is None:
-        return ()
-    if not isinstance(raw, list):
-        raise StudyError(
-            f"constraints = {raw!r}: must be a list of expressions such as 'kernel.tile_m <= 256'"
-        )
-    names = {p.name for p in params if not p.mapped}
-    out = []
-    for i, expr in enumerate(raw):
-        w = f"constraints[{i}]"
-        if not isinstance(expr, str):
-            raise StudyError(f"{w} = {expr!r}: must be an expression string")
-        try:
-            tree = ast.parse(expr, mode="eval")
-        except SyntaxError as exc:
-            raise StudyError(f"{w} = {expr!r}: not an expression ({exc.msg})") from None
-        for node in ast.walk(tree):
-            if not isinstance(node, _ALLOWED_NODES):
-                raise StudyError(
-                    f"{w} = {expr!r}: {type(node).__name__} is not allowed; allowed: numbers, parameter "
-                    "names, "
-                    "+ - * / // % **, comparisons, and / or / not"
-                )
-        for n in constraint_names(expr):
-            if n not in names:
-                raise StudyError(
-                    f"{w} = {expr!r}: {n!r} is not a parameter of the space{did_you_mean(n, sorted(names))}; "
-                    f"allowed: {', '.join(sorted(names))}"
-                )
-        out.append(expr)
-    return tuple(out)
 
 
 def _objective(raw: Any) -> ObjectiveSpec:
@@ -741,19 +478,17 @@ def _objective(raw: Any) -> ObjectiveSpec:
         raise StudyError(
             f"objective = {raw!r}: must be a metric name or a mapping with metric, direction ..."
         )
-    for key in raw:
-        if key not in OBJECTIVE_FIELDS:
-            raise _unknown("objective", key, OBJECTIVE_FIELDS)
-    metric = _choice("objective.metric", raw.get("metric", "kernel_total_us"), list(METRICS))
-    direction = _choice("objective.direction", raw.get("direction", "minimize"), DIRECTIONS)
+    FIELDS.keys("objective", raw, OBJECTIVE_FIELDS)
+    metric = FIELDS.choice("objective.metric", raw.get("metric", "kernel_total_us"), list(METRICS))
+    direction = FIELDS.choice("objective.direction", raw.get("direction", "minimize"), DIRECTIONS)
     seeds_raw = raw.get("seeds")
     seeds: tuple[int, ...] = ()
     if seeds_raw is not None:
         if isinstance(seeds_raw, int) and not isinstance(seeds_raw, bool):
-            _int_field("", "objective.seeds", seeds_raw, 1, 10000)
+            FIELDS.integer("objective.seeds", seeds_raw, 1, 10000)
             seeds = tuple(range(seeds_raw))
         elif isinstance(seeds_raw, list) and seeds_raw:
-            seeds = tuple(_int_field("", f"objective.seeds[{i}]", s, 0) for i, s in enumerate(seeds_raw))
+            seeds = tuple(FIELDS.integer(f"objective.seeds[{i}]", s, 0) for i, s in enumerate(seeds_raw))
             if len(set(seeds)) != len(seeds):
                 raise StudyError(f"objective.seeds = {seeds_raw!r}: lists a seed twice")
         else:
@@ -761,15 +496,16 @@ def _objective(raw: Any) -> ObjectiveSpec:
                 f"objective.seeds = {seeds_raw!r}: must be a count (seeds 0..N-1) or a non-empty list "
                 "of seeds"
             )
-    statistic = _choice("objective.statistic", raw.get("statistic", "mean"), STATISTICS)
+    statistic = FIELDS.choice("objective.statistic", raw.get("statistic", "mean"), STATISTICS)
     if "statistic" in raw and not seeds:
         raise StudyError(
             "objective.statistic is set but objective.seeds is not: a statistic needs routing seeds"
         )
     exact = _exact("objective.exact", raw.get("exact")) or ExactSpec()
-    if "exact" in raw and metric != "cpsat_us":
+    if "exact" in raw and metric not in EXACT_METRICS:
         raise StudyError(
-            f"objective.exact is set but objective.metric = {metric!r}; it applies to 'cpsat_us'"
+            f"objective.exact is set but objective.metric = {metric!r}; it applies to "
+            + ", ".join(map(repr, EXACT_METRICS))
         )
     return ObjectiveSpec(metric, direction, seeds, statistic, exact)
 
@@ -788,42 +524,12 @@ def _secondary(raw: Any) -> tuple[SecondarySpec, ...]:
             s = {"metric": s}
         if not isinstance(s, Mapping) or "metric" not in s:
             raise StudyError(f"{w} = {s!r}: must be a mapping with metric (and direction)")
-        for key in s:
-            if key not in SECONDARY_FIELDS:
-                raise _unknown(w, key, SECONDARY_FIELDS)
-        metric = _choice(f"{w}.metric", s["metric"], [m for m in METRICS if m != "cpsat_us"])
+        FIELDS.keys(w, s, SECONDARY_FIELDS)
+        metric = FIELDS.choice(f"{w}.metric", s["metric"], [m for m in METRICS if m not in EXACT_METRICS])
         out.append(
-            SecondarySpec(metric, _choice(f"{w}.direction", s.get("direction", "minimize"), DIRECTIONS))
+            SecondarySpec(metric, FIELDS.choice(f"{w}.direction", s.get("direction", "minimize"), DIRECTIONS))
         )
     return tuple(out)
-
-
-def _sampler(raw: Any) -> tuple[str, dict[str, Any]]:
-    if isinstance(raw, str):
-        name, opts = raw, {}
-    elif isinstance(raw, Mapping) and "name" in raw:
-        name, opts = raw["name"], {k: _plain(v) for k, v in raw.items() if k != "name"}
-    else:
-        raise StudyError(f"sampler = {raw!r}: must be a sampler name or a mapping with name and options")
-    name = _choice("sampler", name, list(SAMPLERS))
-    cls_name, _needs = SAMPLERS[name]
-    import optuna
-
-    cls = getattr(optuna.samplers, cls_name)
-    allowed = [
-        p for p in inspect.signature(cls.__init__).parameters if p not in ("self", "seed", "search_space")
-    ]
-    for key in opts:
-        if key not in allowed:
-            raise _unknown(f"sampler ({name})", key, allowed)
-        if not isinstance(opts[key], (*_SCALARS, list)):
-            raise StudyError(f"sampler.{key} = {opts[key]!r}: only plain values can be passed to {cls_name}")
-    return name, opts
-
-
-def missing_packages(sampler: str) -> list[str]:
-    """The packages ``sampler`` needs that cannot be imported here."""
-    return [p for p in SAMPLERS[sampler][1] if importlib.util.find_spec(p) is None]
 
 
 def _prune(raw: Any) -> tuple[str, bool]:
@@ -831,18 +537,14 @@ def _prune(raw: Any) -> tuple[str, bool]:
         return "auto", True
     if not isinstance(raw, Mapping):
         raise StudyError(f"prune = {raw!r}: must be a mapping with lower_bound, duplicates")
-    for key in raw:
-        if key not in PRUNE_FIELDS:
-            raise _unknown("prune", key, PRUNE_FIELDS)
+    FIELDS.keys("prune", raw, PRUNE_FIELDS)
     lb = raw.get("lower_bound", "auto")
     if lb is True:
         lb = "always"
     elif lb is False:
         lb = "never"
-    lb = _choice("prune.lower_bound", lb, LOWER_BOUND_MODES)
-    dup = raw.get("duplicates", True)
-    if not isinstance(dup, bool):
-        raise StudyError(f"prune.duplicates = {dup!r}: must be true or false")
+    lb = FIELDS.choice("prune.lower_bound", lb, LOWER_BOUND_MODES)
+    dup = FIELDS.boolean("prune.duplicates", raw.get("duplicates", True))
     return lb, dup
 
 
@@ -851,12 +553,8 @@ def _outputs(raw: Any) -> tuple[bool, ExactSpec | None]:
         return True, ExactSpec()
     if not isinstance(raw, Mapping):
         raise StudyError(f"outputs = {raw!r}: must be a mapping with report, exact_gap")
-    for key in raw:
-        if key not in OUTPUT_FIELDS:
-            raise _unknown("outputs", key, OUTPUT_FIELDS)
-    report = raw.get("report", True)
-    if not isinstance(report, bool):
-        raise StudyError(f"outputs.report = {report!r}: must be true or false")
+    FIELDS.keys("outputs", raw, OUTPUT_FIELDS)
+    report = FIELDS.boolean("outputs.report", raw.get("report", True))
     gap = raw.get("exact_gap", {})
     exact = (
         None if gap is False else _exact("outputs.exact_gap", gap if gap is not True else {}) or ExactSpec()
@@ -869,13 +567,11 @@ def _exact(w: str, raw: Any) -> ExactSpec | None:
         return None
     if not isinstance(raw, Mapping):
         raise StudyError(f"{w} = {raw!r}: must be a mapping with time_limit_s, workers, mode (or false)")
-    for key in raw:
-        if key not in EXACT_FIELDS:
-            raise _unknown(w, key, EXACT_FIELDS)
+    FIELDS.keys(w, raw, EXACT_FIELDS)
     return ExactSpec(
-        time_limit_s=_num_field("", f"{w}.time_limit_s", raw.get("time_limit_s", 10.0), 0.0, lo_open=True),
-        workers=_int_field("", f"{w}.workers", raw.get("workers", 1), 1, 64),
-        mode=_choice(f"{w}.mode", raw.get("mode", "exact"), EXACT_MODES),
+        time_limit_s=FIELDS.number(f"{w}.time_limit_s", raw.get("time_limit_s", 10.0), 0.0, lo_open=True),
+        workers=FIELDS.integer(f"{w}.workers", raw.get("workers", 1), 1, 64),
+        mode=FIELDS.choice(f"{w}.mode", raw.get("mode", "exact"), EXACT_MODES),
     )
 
 
@@ -892,48 +588,3 @@ def _check_metric_needs(cfg: StudyConfig) -> None:
                 raise StudyError(
                     "objective.seeds and space.workload.seed both set the routing seed; keep one"
                 )
-
-
-# --------------------------------------------------------------------------- helpers
-def _unknown(where: str, key: Any, allowed: Sequence[str]) -> StudyError:
-    loc = f"{where}.{key}" if where else str(key)
-    return StudyError(
-        f"unknown field {loc!r}{did_you_mean(str(key), list(allowed))}; allowed: {', '.join(allowed)}"
-    )
-
-
-def _choice(where: str, v: Any, allowed: Sequence[str]) -> str:
-    if not isinstance(v, str) or v not in allowed:
-        hint = did_you_mean(v, allowed) if isinstance(v, str) else ""
-        raise StudyError(f"{where} = {v!r}: not allowed{hint}; allowed: {', '.join(allowed)}")
-    return v
-
-
-def _int_field(where: str, name: str, v: Any, lo: int | None = None, hi: int | None = None) -> int:
-    loc = f"{where}.{name}" if where else name
-    rng = range_text(lo, hi)
-    if not isinstance(v, int) or isinstance(v, bool):
-        raise StudyError(f"{loc} = {v!r}: must be an integer{rng}")
-    if (lo is not None and v < lo) or (hi is not None and v > hi):
-        raise StudyError(f"{loc} = {v!r}: out of range; allowed: integers{rng}")
-    return v
-
-
-def _num_field(
-    where: str, name: str, v: Any, lo: float | None = None, hi: float | None = None, lo_open: bool = False
-) -> float:
-    loc = f"{where}.{name}" if where else name
-    rng = range_text(lo, hi, lo_open)
-    if not isinstance(v, (int, float)) or isinstance(v, bool) or not math.isfinite(v):
-        raise StudyError(f"{loc} = {v!r}: must be a finite number{rng}")
-    if (lo is not None and (v < lo or (lo_open and v == lo))) or (hi is not None and v > hi):
-        raise StudyError(f"{loc} = {v!r}: out of range; allowed:{rng}")
-    return float(v) if isinstance(v, float) else v
-
-
-def _plain(v: Any) -> Any:
-    if isinstance(v, Mapping):
-        return {str(k): _plain(x) for k, x in v.items()}
-    if isinstance(v, (list, tuple)):
-        return [_plain(x) for x in v]
-    return v

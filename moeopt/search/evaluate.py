@@ -1,16 +1,20 @@
-"""Evaluating one point: feasibility, the physical lower bound, simulation, metrics, aggregation.
+"""Evaluating one point: feasibility, the lower bound, simulation, metrics, aggregation.
 
 The order is the cheapest-first order a kernel engineer expects of an auto-tuner:
 
 1. constraints of the study file (pure arithmetic on the parameters);
-2. building every shape's scenario: a point the adapter rejects (tiles that do not fit L1,
-   misaligned sizes, links the implementation cannot express, values that are not modelled)
+2. building every shape's scenario: a point the adapter rejects (buffers that do not fit the
+   kernel's budgets, misaligned sizes, links the implementation cannot express, values that are
+   not modelled; the rows a rank receives beyond the kernel's window when its graph is built)
    is *infeasible*, with the adapter's message as the reason;
-3. the physical lower bound (compute / bandwidth / dependency chain of each rank's event graph,
-   from :func:`moeopt.megamoe.analysis.bounds`), aggregated like the objective: when it is
+3. the lower bound of each rank: the shape's physical bounds (compute / bandwidth / dependency
+   chain, :func:`moeopt.megamoe.analysis.physical_bounds`) and the floors of the point's own event
+   graph (its longest path and busiest role, :func:`moeopt.megamoe.analysis.graph_floors`: valid
+   lower bounds of every schedule of that graph), aggregated like the objective: when it is
    already no better than the best value found, the point cannot win and is pruned without
-   scheduling (valid because every aggregate used is monotone in each shape's time and the
-   adapter guarantees time >= bound, raising ``BoundViolation`` otherwise);
+   scheduling (valid because every aggregate used is monotone in each shape's time; the adapter
+   guarantees time >= the physical bounds, raising ``BoundViolation`` otherwise, and no schedule
+   of a graph undercuts its floors);
 4. :func:`moeopt.simulate` for every shape (and routing seed); a guardrail or any other error
    fails this trial only, with the reason stored.
 """
@@ -19,20 +23,20 @@ from __future__ import annotations
 
 import traceback
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 from moeopt.core.gcpause import gc_paused
 from moeopt.errors import MoeoptError
-from moeopt.megamoe import analysis
-from moeopt.megamoe.builders import RankGraph
+from moeopt.megamoe.analysis import graph_floors, physical_bounds
 from moeopt.megamoe.errors import GuardrailError, ScenarioError
 from moeopt.megamoe.scenario import Scenario
-from moeopt.megamoe.simulate import build_graphs, simulate, simulate_built
-from moeopt.search.config import TIME_METRICS, ExactSpec, ShapeSpec, StudyConfig
+from moeopt.megamoe.simulate import BuiltGraphs, build_graphs, simulate, simulate_built
+from moeopt.search.config import ShapeSpec, StudyConfig
+from moeopt.search.metrics import TIME_METRICS, metric_value
 from moeopt.search.space import to_overrides, violated_constraint
+from moeopt.search.trials import Outcome
 
 # lower-bound checks in "auto" mode: always for the first AUTO_PROBE checks of a worker, then
 # only while at least AUTO_MIN_RATE of the checks pruned; otherwise one evaluation in AUTO_EVERY
@@ -41,71 +45,7 @@ AUTO_MIN_RATE = 0.25
 AUTO_EVERY = 10
 
 
-@dataclass
-class Outcome:
-    """What one point gave. ``state``: complete | pruned | failed; ``kind`` says why."""
-
-    state: str
-    kind: str
-    values: list[float] | None = None
-    reason: str | None = None
-    lower_bound_us: float | None = None
-    per_shape: dict[str, dict[str, float]] = field(default_factory=dict)
-    detail: str | None = None
-
-    def attrs(self) -> dict[str, Any]:
-        """The JSON-able record stored on the trial (user attribute ``moeopt``)."""
-        out: dict[str, Any] = {"kind": self.kind}
-        if self.reason is not None:
-            out["reason"] = self.reason
-        if self.lower_bound_us is not None:
-            out["lower_bound_us"] = self.lower_bound_us
-        if self.per_shape:
-            out["per_shape"] = self.per_shape
-        if self.detail is not None:
-            out["detail"] = self.detail[-4000:]
-        return out
-
-
-# --------------------------------------------------------------------------- metrics
-def metric_value(name: str, r: Mapping[str, Any], exact: ExactSpec | None = None) -> float:
-    """One metric of a :func:`moeopt.simulate` result (the slowest rank where per-rank)."""
-    if name in ("kernel_total_us", "kernel_dag_end_us"):
-        return float(r[name])
-    if name == "aic_busy_us":
-        return float(sum(v for k, v in r["resource_busy_us"].items() if k.rsplit(".", 1)[-1] == "AIC"))
-    if name == "aiv_busy_us":
-        return float(
-            sum(v for k, v in r["resource_busy_us"].items() if k.rsplit(".", 1)[-1].startswith("AIV"))
-        )
-    if name == "aic_utilization":
-        return float(r["role_utilization"].get("AIC", 0.0))
-    if name == "aiv_utilization":
-        u = [v for k, v in r["role_utilization"].items() if k.startswith("AIV")]
-        return float(sum(u) / len(u)) if u else 0.0
-    if name == "gm_to_l1_bytes":
-        return float(r["traffic_bytes"].get("gm_to_l1", 0.0))
-    if name == "hbm_bytes":
-        return float(r["traffic_bytes"].get("hbm", 0.0))
-    if name == "excess_over_bound_pct":
-        return float(r["bounds"]["excess_pct"])
-    if name == "cpsat_us":
-        return exact_best_us(r, exact or ExactSpec())
-    raise KeyError(name)
-
-
-def exact_best_us(r: Mapping[str, Any], spec: ExactSpec) -> float:
-    """The CP-SAT best schedule length over the simulated ranks (greedy schedule as the hint)."""
-    from moeopt.search.exactgap import solve_rank
-
-    best = 0.0
-    for rep in r["simulated_ranks"]:
-        rr = r["rank_results"][rep]
-        x = solve_rank(rr["graph"], rr["schedule"], spec)
-        best = max(best, float(x["best_us"]))
-    return best
-
-
+# --------------------------------------------------------------------------- statistics
 def statistic(name: str, values: Sequence[float]) -> float:
     a = np.asarray(values, dtype=float)
     if name == "mean":
@@ -148,16 +88,19 @@ def shape_scenarios(cfg: StudyConfig, shape: ShapeSpec, overrides: Mapping[str, 
     return [shape.scenario({**overrides, "workload.seed": s}) for s in cfg.objective.seeds]
 
 
-Graphs = dict[int, tuple[RankGraph, list[int]]]
+Graphs = BuiltGraphs
 
 
 def lower_bound_us(scenario: Scenario, graphs: Graphs | None = None) -> float:
-    """Physical lower bound of ``kernel_total_us``: max over ranks of compute / bandwidth / chain."""
+    """Lower bound of ``kernel_total_us``: max over ranks of the physical bounds (compute /
+    bandwidth / chain) and the floors of the rank's graph (longest path / busiest role)."""
     lb = 0.0
     with gc_paused():
         for rg, _ranks in (build_graphs(scenario) if graphs is None else graphs).values():
-            b = analysis.bounds(rg, scenario.config)
+            b = physical_bounds(rg, scenario.config)
+            f = graph_floors(rg)
             lb = max(lb, b["compute_us"], b["bandwidth_us"], b["dependency_us"])
+            lb = max(lb, f["longest_path_us"], f["busiest_pipe_us"])
     return lb
 
 
@@ -255,7 +198,7 @@ class Evaluator:
                     return Outcome(
                         "pruned",
                         "lower_bound",
-                        reason=f"physical lower bound {lb:.3f} µs >= best {best:.3f} µs",
+                        reason=f"lower bound {lb:.3f} µs (physical, graph floors) >= best {best:.3f} µs",
                         lower_bound_us=lb,
                     )
             elif best is not None and self.lb_applies:

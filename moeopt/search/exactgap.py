@@ -1,6 +1,6 @@
 """The exact layer as the search uses it: the CP-SAT objective and the gap of the best point.
 
-Both go through :func:`moeopt.exact.solve_exact` (SPEC §5, §10) on the event graph of each
+Both go through :func:`moeopt.exact.solve_exact` on the event graph of each
 simulated rank, with the greedy schedule as the hint. When the exact layer is not installed the
 caller gets :class:`ExactUnavailable` with the reason, never a made-up number.
 """
@@ -9,10 +9,19 @@ from __future__ import annotations
 
 import importlib
 import time
-from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
-from moeopt.search.config import ExactSpec
+from moeopt.megamoe.results import SimulateResult
+
+
+@dataclass(frozen=True)
+class ExactSpec:
+    """How CP-SAT is run: ``objective.exact`` and ``outputs.exact_gap`` of a study file."""
+
+    time_limit_s: float = 10.0
+    workers: int = 1
+    mode: str = "exact"
 
 
 class ExactUnavailable(RuntimeError):
@@ -62,7 +71,7 @@ def solve_rank(graph: Any, greedy: Any, spec: ExactSpec) -> dict[str, Any]:
     }
 
 
-def scenario_gap(result: Mapping[str, Any], spec: ExactSpec) -> dict[str, Any]:
+def scenario_gap(result: SimulateResult, spec: ExactSpec) -> dict[str, Any]:
     """Gap of every simulated rank of one :func:`moeopt.simulate` result, and the worst of them.
 
     The greedy time here is the rank graph's makespan (the unpermute tail included), the same

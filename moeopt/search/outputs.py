@@ -15,29 +15,62 @@ import math
 import os
 import tempfile
 import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import optuna
 from optuna.trial import FrozenTrial, TrialState
 
+from moeopt.errors import MoeoptError
 from moeopt.megamoe.scenario import load_scenario
 from moeopt.megamoe.simulate import simulate
+from moeopt.plain import jsonable
 from moeopt.search import exactgap, tomlw
 from moeopt.search.config import StudyConfig
-from moeopt.search.evaluate import metric_value
-from moeopt.search.runner import (
+from moeopt.search.metrics import EXACT_METRICS, TIME_METRICS, metric_value
+from moeopt.search.space import to_overrides
+from moeopt.search.storage import StorageSpec
+from moeopt.search.trials import (
     BASELINE_ATTR,
-    RESULT_ATTR,
+    BASELINE_TRIAL_ATTR,
+    FAILED_KINDS,
+    GAP_ATTR,
+    PRUNED_KINDS,
+    REASON_KINDS,
+    RETRY_ATTR,
     WORKER_ATTR,
-    StudyResult,
     WorkerStats,
+    attrs,
     counts,
+    set_study_record,
+    study_record,
     target_trials,
     trials_per_minute,
 )
-from moeopt.search.space import to_overrides
-from moeopt.search.storage import StorageSpec
+
+
+@dataclass(frozen=True)
+class StudyResult:
+    """What :func:`moeopt.run_study` returns (the content of ``summary.json`` plus the paths)."""
+
+    name: str
+    out_dir: str
+    storage: str
+    n_trials: int
+    states: Mapping[str, int]
+    best_trial: int | None
+    best_value: float | None
+    best_values: Sequence[float] | None
+    best_params: Mapping[str, Any]
+    best_overrides: Mapping[str, Any]
+    baseline_value: float | None
+    delta_pct: float | None
+    interrupted: bool
+    files: Mapping[str, str]
+    summary: Mapping[str, Any]
+    status: str = "finished"
+    """How the run ended: finished, interrupted, timeout or stopped (see ``runner.STATUSES``)."""
 
 
 def _atomic_write(path: str, text: str) -> None:
@@ -47,11 +80,6 @@ def _atomic_write(path: str, text: str) -> None:
         fh.write(text)
     os.chmod(tmp, 0o644)
     os.replace(tmp, path)
-
-
-def _attrs(t: FrozenTrial) -> dict[str, Any]:
-    a = t.user_attrs.get(RESULT_ATTR)
-    return a if isinstance(a, dict) else {}
 
 
 def _finite(v: float | None) -> float | None:
@@ -73,8 +101,17 @@ def pick_best(cfg: StudyConfig, study: optuna.Study) -> tuple[FrozenTrial | None
 
 
 def write_outputs(
-    cfg: StudyConfig, spec: StorageSpec, study: optuna.Study, stats: WorkerStats, elapsed_s: float
+    cfg: StudyConfig,
+    spec: StorageSpec,
+    study: optuna.Study,
+    stats: WorkerStats,
+    elapsed_s: float,
+    status: str = "finished",
+    phase: Callable[[str], None] | None = None,
 ) -> StudyResult:
+    """Write the outputs of the study; ``phase`` is told what takes time (re-simulating the best
+    point, CP-SAT on it) before it starts."""
+    say = phase or (lambda _text: None)
     out = cfg.out
     os.makedirs(out, exist_ok=True)
     trials = study.get_trials(deepcopy=False)
@@ -84,13 +121,16 @@ def write_outputs(
     _atomic_write(files["trials_csv"], trials_csv(cfg, trials))
 
     best, front = pick_best(cfg, study)
-    baseline = study.user_attrs.get(BASELINE_ATTR) or {}
+    baseline = study_record(study, BASELINE_ATTR) or {}
     base_value = _finite((baseline.get("values") or [None])[0])
 
     best_info: dict[str, Any] | None = None
     gap: dict[str, Any] = {"available": False, "reason": "no completed trial"}
     best_runs: dict[str, Any] = {}
     if best is not None:
+        shown = f"{best.values[0]:.3f} (trial {best.number})"
+        if study.user_attrs.get("best") != shown:  # for people: optuna studies, optuna-dashboard
+            study.set_user_attr("best", shown)
         overrides = to_overrides(cfg, best.params)
         best_info = {
             "trial": best.number,
@@ -98,17 +138,30 @@ def write_outputs(
             "values": list(best.values),
             "params": dict(best.params),
             "overrides": overrides,
-            "per_shape": _attrs(best).get("per_shape", {}),
+            "per_shape": attrs(best).get("per_shape", {}),
         }
+        say(f"checking the best point (trial {best.number}): writing best.toml, simulating it again")
         best_info["files"], best_runs, best_info["reproduced"], best_info["reproduce_note"] = _write_best(
             cfg, best, overrides
         )
         files.update({f"best:{k}": v for k, v in best_info["files"].items()})
         files["best_toml"] = best_info["files"][cfg.shapes[0].name]
-        gap = _gap(cfg, best_runs)
+        stored = _stored_gap(cfg, study, best.number)
+        if stored is not None:
+            gap = stored
+        else:
+            if cfg.exact_gap is not None:
+                say(
+                    "optimality gap of the best point: CP-SAT on each distinct rank "
+                    f"(up to {cfg.exact_gap.time_limit_s:g} s each)"
+                )
+            gap = _gap(cfg, best_runs)
+            if gap.get("available"):
+                _store_gap(cfg, study, best.number, gap)
+        best_info["noise_pct"] = _noise(cfg, best_runs)
 
     states = collections.Counter(t.state.name for t in trials)
-    kinds = collections.Counter(_attrs(t).get("kind", "?") for t in trials if t.state != TrialState.COMPLETE)
+    kinds = collections.Counter(attrs(t).get("kind", "?") for t in trials if t.state != TrialState.COMPLETE)
     n_counted = sum(1 for t in trials if counts(t) and t.state != TrialState.RUNNING)
     delta = None
     if best_info is not None and base_value:
@@ -135,14 +188,13 @@ def write_outputs(
         ],
         "space": [p.name for p in cfg.params],
         "requested_trials": cfg.trials,
+        "timeout_s": cfg.timeout_s,
         "target_trials": target_trials(cfg),
         "n_trials": n_counted,
         "states": dict(sorted(states.items())),
-        "pruned": {k: kinds[k] for k in ("constraint", "infeasible", "lower_bound") if kinds[k]},
-        "failed": {
-            k: kinds[k] for k in ("guardrail", "error", "internal", "interrupted", "surplus") if kinds[k]
-        },
-        "duplicates": sum(1 for t in trials if "duplicate_of" in _attrs(t)),
+        "pruned": {k: kinds[k] for k in PRUNED_KINDS if kinds[k]},
+        "failed": {k: kinds[k] for k in FAILED_KINDS if kinds[k]},
+        "duplicates": sum(1 for t in trials if "duplicate_of" in attrs(t)),
         "infeasible_reasons": _top_reasons(trials),
         "best": best_info,
         "baseline": baseline,
@@ -152,22 +204,7 @@ def write_outputs(
         else None,
         "importances": importances(cfg, study),
         "exact_gap": gap,
-        "run": {
-            "elapsed_s": elapsed_s,
-            "workers": cfg.workers,
-            "evaluated": stats.evaluated,
-            "duplicates": stats.duplicates,
-            "trials_per_minute": trials_per_minute(stats.evaluated + stats.duplicates, elapsed_s),
-            "lower_bound_checks": {
-                "checked": stats.lb_checked,
-                "pruned": stats.lb_pruned,
-                "skipped": stats.lb_skipped,
-            },
-            "recovered_trials": stats.recovered,
-            "worker_errors": stats.errors,
-            "interrupted": stats.interrupted,
-            "space_exhausted": stats.exhausted,
-        },
+        "run": {"status": status, **_run_summary(cfg, stats, elapsed_s)},
         "files": files,
     }
     files["summary_json"] = os.path.join(out, "summary.json")
@@ -177,7 +214,10 @@ def write_outputs(
         files["report_html"] = os.path.join(out, "report.html")
         _atomic_write(files["report_html"], render(cfg, trials, summary, best_runs))
     summary["files"] = files
-    _atomic_write(files["summary_json"], json.dumps(_jsonable(summary), indent=2, sort_keys=False) + "\n")
+    _atomic_write(
+        files["summary_json"],
+        json.dumps(jsonable(summary, nonfinite="null"), indent=2, sort_keys=False) + "\n",
+    )
     return StudyResult(
         name=cfg.name,
         out_dir=out,
@@ -194,7 +234,28 @@ def write_outputs(
         interrupted=stats.interrupted,
         files=files,
         summary=summary,
+        status=status,
     )
+
+
+def _run_summary(cfg: StudyConfig, stats: WorkerStats, elapsed_s: float) -> dict[str, Any]:
+    """How the run went (``summary.json`` ``run``): time, workers, lower-bound checks, recoveries."""
+    return {
+        "elapsed_s": elapsed_s,
+        "workers": cfg.workers,
+        "evaluated": stats.evaluated,
+        "duplicates": stats.duplicates,
+        "trials_per_minute": trials_per_minute(stats.evaluated + stats.duplicates, elapsed_s),
+        "lower_bound_checks": {
+            "checked": stats.lb_checked,
+            "pruned": stats.lb_pruned,
+            "skipped": stats.lb_skipped,
+        },
+        "recovered_trials": stats.recovered,
+        "worker_errors": stats.errors,
+        "interrupted": stats.interrupted,
+        "space_exhausted": stats.exhausted,
+    }
 
 
 def _write_best(
@@ -203,7 +264,7 @@ def _write_best(
     """Write one scenario file per shape, read each back, simulate it, compare with the trial."""
     files: dict[str, str] = {}
     runs: dict[str, Any] = {}
-    per_shape = _attrs(best).get("per_shape", {})
+    per_shape = attrs(best).get("per_shape", {})
     reproduced: bool | None = True
     notes: list[str] = []
     for i, shape in enumerate(cfg.shapes):
@@ -228,16 +289,64 @@ def _write_best(
             notes = ["the objective is a statistic over routing seeds; the file holds one seed"]
             continue
         want = per_shape.get(shape.name, {})
-        if "cpsat_us" in want:
-            notes.append("cpsat_us is not compared: a CP-SAT result can depend on its time limit")
+        notes += [
+            f"{m} is not compared: a CP-SAT result can depend on its time limit"
+            for m in EXACT_METRICS
+            if m in want
+        ]
         for m, v in want.items():
-            if m == "cpsat_us":
+            if m in EXACT_METRICS:
                 continue
             got = metric_value(m, r, cfg.objective.exact)
             if got != v:
                 reproduced = False
                 notes.append(f"{shape.name}: {m} re-simulated {got!r} != trial {v!r}")
     return files, runs, reproduced, "; ".join(notes)
+
+
+def _exact_key(cfg: StudyConfig) -> dict[str, Any] | None:
+    x = cfg.exact_gap
+    return None if x is None else {"time_limit_s": x.time_limit_s, "workers": x.workers, "mode": x.mode}
+
+
+def _stored_gap(cfg: StudyConfig, study: optuna.Study, best: int) -> dict[str, Any] | None:
+    # the optimality gap of the best trial is kept on the study with the CP-SAT settings it was
+    # found with, so that a rerun with the same best point does not solve it again
+    rec = study_record(study, GAP_ATTR)
+    if not isinstance(rec, dict) or rec.get("trial") != best or rec.get("exact") != _exact_key(cfg):
+        return None
+    gap = rec.get("gap")
+    return {**gap, "stored": True} if isinstance(gap, dict) else None
+
+
+def _store_gap(cfg: StudyConfig, study: optuna.Study, best: int, gap: Mapping[str, Any]) -> None:
+    set_study_record(
+        study,
+        GAP_ATTR,
+        {"trial": best, "exact": _exact_key(cfg), "gap": jsonable(dict(gap), nonfinite="null")},
+    )
+
+
+def _noise(cfg: StudyConfig, runs: Mapping[str, Any]) -> dict[str, float] | None:
+    """Per shape, the scheduling-anomaly noise of the best point against the baseline, measured
+    as ``python -m moeopt compare`` measures it (:func:`moeopt.trust.compare.anomaly_pct`: the
+    largest |Δ%| of the time when one critical-path input of the baseline or the best point is
+    made 0.01 µs longer); ``None`` when the objective is not a kernel time."""
+    if cfg.objective.metric not in TIME_METRICS:
+        return None
+    from moeopt.trust.compare import anomaly_pct
+
+    out: dict[str, float] = {}
+    for shape in cfg.shapes:
+        r = runs.get(shape.name)
+        if r is None:
+            continue
+        try:
+            base = simulate(shape.scenario({}))
+            out[shape.name] = max(anomaly_pct(r), anomaly_pct(base))
+        except MoeoptError:  # the baseline may be refused or stopped: no Δ to judge then
+            continue
+    return out
 
 
 def _gap(cfg: StudyConfig, runs: Mapping[str, Any]) -> dict[str, Any]:
@@ -275,10 +384,9 @@ def importances(cfg: StudyConfig, study: optuna.Study) -> dict[str, Any]:
 
 def _top_reasons(trials: Sequence[FrozenTrial], n: int = 10) -> list[dict[str, Any]]:
     c = collections.Counter(
-        _attrs(t).get("reason", "")
+        attrs(t).get("reason", "")
         for t in trials
-        if _attrs(t).get("kind") in ("infeasible", "constraint", "guardrail", "error", "internal")
-        and "duplicate_of" not in _attrs(t)
+        if attrs(t).get("kind") in REASON_KINDS and "duplicate_of" not in attrs(t)
     )
     return [{"reason": r, "trials": k} for r, k in c.most_common(n)]
 
@@ -299,7 +407,7 @@ def trials_csv(cfg: StudyConfig, trials: Sequence[FrozenTrial]) -> str:
     w = csv.writer(buf, lineterminator="\n")
     w.writerow(head)
     for t in sorted(trials, key=lambda t: t.number):
-        a = _attrs(t)
+        a = attrs(t)
         vals = list(t.values) if t.state == TrialState.COMPLETE and t.values else [None] * len(value_cols)
         ps = a.get("per_shape", {})
         shape_vals = [ps.get(c.split(":", 1)[0], {}).get(c.split(":", 1)[1]) for c in shape_cols]
@@ -316,8 +424,8 @@ def trials_csv(cfg: StudyConfig, trials: Sequence[FrozenTrial]) -> str:
             _cell(a.get("lower_bound_us")),
             a.get("reason", ""),
             _cell(a.get("duplicate_of")),
-            _cell(t.user_attrs.get("retry_of")),
-            "1" if t.user_attrs.get("baseline") else "",
+            _cell(t.user_attrs.get(RETRY_ATTR)),
+            "1" if t.user_attrs.get(BASELINE_TRIAL_ATTR) else "",
             _cell(worker.get("pid") if isinstance(worker, dict) else None),
             _cell(dur),
             t.datetime_start.isoformat() if t.datetime_start else "",
@@ -334,16 +442,4 @@ def _cell(v: Any) -> str:
         return repr(v)
     if isinstance(v, (list, dict)):
         return json.dumps(v, sort_keys=True)
-    return str(v)
-
-
-def _jsonable(v: Any) -> Any:
-    if isinstance(v, Mapping):
-        return {str(k): _jsonable(x) for k, x in v.items()}
-    if isinstance(v, (list, tuple)):
-        return [_jsonable(x) for x in v]
-    if isinstance(v, float) and not math.isfinite(v):
-        return None
-    if isinstance(v, (str, int, float, bool)) or v is None:
-        return v
     return str(v)

@@ -18,7 +18,6 @@ from optuna.trial import FrozenTrial, TrialState
 from moeopt.search.config import StudyConfig
 
 REPRO = {True: "identical", False: "MISMATCH", None: "n/a"}
-NOISE_PCT = 3.0  # |Δ| below this is within greedy list-scheduling anomaly noise (SPEC §7)
 
 CSS = """
 body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:24px;color:#222;max-width:1100px}
@@ -106,14 +105,17 @@ def _overview(cfg: StudyConfig, s: Mapping[str, Any]) -> str:
     return f"<table>{body}</table>"
 
 
-def _delta_cell(best: float | None, base: float | None, minimize: bool) -> str:
+def _delta_cell(best: float | None, base: float | None, minimize: bool, noise: float | None) -> str:
+    """Δ and Δ% of ``best`` against ``base``, marked ≈ below ``noise`` (the measured
+    scheduling-anomaly noise in %, ``None``: not measured)."""
     if best is None or base is None or base == 0:
         return "<td>–</td><td>–</td>"
     d = best - base
     pct = d / base * 100.0
     good = (d < 0) == minimize
-    cls = "noise" if abs(pct) < NOISE_PCT else ("better" if good else "worse")
-    mark = " ≈" if abs(pct) < NOISE_PCT else ""
+    within = noise is not None and pct != 0.0 and abs(pct) < noise
+    cls = "noise" if within else ("better" if good else "worse")
+    mark = " ≈" if within else ""
     return f"<td class={cls}>{d:+.3f}</td><td class={cls}>{pct:+.2f}%{mark}</td>"
 
 
@@ -138,6 +140,7 @@ def _best_vs_baseline(cfg: StudyConfig, s: Mapping[str, Any], best_runs: Mapping
     head += "<th class=l>calibration domain</th></tr>"
     rows = []
     bps = base.get("per_shape", {})
+    noise: dict[str, float] | None = best.get("noise_pct")
     for shape in cfg.shapes:
         b = bps.get(shape.name, {}).get(m)
         v = best["per_shape"].get(shape.name, {}).get(m)
@@ -152,15 +155,17 @@ def _best_vs_baseline(cfg: StudyConfig, s: Mapping[str, Any], best_runs: Mapping
             util = " ".join(f"{k} {100 * u:.0f}%" for k, u in r["role_utilization"].items())
         rows.append(
             f"<tr><td class=l>{_e(shape.name)}</td><td>{_fmt(b)}</td><td>{_fmt(v)}</td>"
-            f"{_delta_cell(v, b, minimize)}"
+            f"{_delta_cell(v, b, minimize, None if noise is None else noise.get(shape.name))}"
             f"<td class=l>{_e(bind)}</td><td>{_e(above)}</td><td class=l>{_e(util)}</td>"
             f"<td class=l>{_e(dom)}</td></tr>"
         )
     if len(cfg.shapes) > 1:
         bv = (base.get("values") or [None])[0]
+        worst = max(noise.values(), default=None) if noise else None
         rows.append(
             f"<tr><th class=l>{_e(cfg.aggregate)}</th><td>{_fmt(bv)}</td><td>{_fmt(best['value'])}</td>"
-            f"{_delta_cell(best['value'], bv, minimize)}<td></td><td></td><td></td><td></td></tr>"
+            f"{_delta_cell(best['value'], bv, minimize, worst)}"
+            "<td></td><td></td><td></td><td></td></tr>"
         )
     if base.get("state") not in (None, "complete"):
         out.append(f"<p class=worse>The baseline did not complete: {_e(base.get('reason'))}</p>")
@@ -168,11 +173,25 @@ def _best_vs_baseline(cfg: StudyConfig, s: Mapping[str, Any], best_runs: Mapping
     out.append(
         "<p class=note>A shape outside the calibration domain of its profile is an extrapolation of the "
         "constants: rank configurations there, do not read absolute times.</p>"
-        f"<p class=note>Δ marked ≈ is below {NOISE_PCT:g}%: within the noise of greedy list scheduling "
-        "(timing "
-        "anomalies); compare CP-SAT optima (objective metric <code>cpsat_us</code>) before acting on it.</p>"
+        + _noise_note(noise)
     )
     return "".join(out)
+
+
+def _noise_note(noise: Mapping[str, float] | None) -> str:
+    if noise is None:
+        return (
+            "<p class=note>The objective is not a kernel time: no scheduling-anomaly noise is measured "
+            "for it.</p>"
+        )
+    shown = ", ".join(f"{_e(k)} {v:.2f}%" for k, v in noise.items()) or "not measured"
+    return (
+        "<p class=note>Δ marked ≈ is below its shape's measured scheduling-anomaly noise "
+        f"({shown}): the largest |Δ%| that one critical-path input of the baseline or the best point "
+        "made 0.01 µs longer causes, as <code>python -m moeopt compare</code> measures it. Its sign is "
+        "not a conclusion; compare CP-SAT optima (objective metric <code>cpsat_us</code>) before acting "
+        "on it.</p>"
+    )
 
 
 def _params(cfg: StudyConfig, s: Mapping[str, Any]) -> str:
@@ -184,14 +203,17 @@ def _params(cfg: StudyConfig, s: Mapping[str, Any]) -> str:
         f"<td class=l>{_e(best['params'].get(p.name, '(inactive)'))}</td></tr>"
         for p in cfg.params
     )
+    head = (
+        "<h2>Best parameters</h2><table><tr><th class=l>parameter</th><th class=l>value</th></tr>"
+        f"{rows}</table>"
+    )
+    if dict(best["overrides"]) == dict(best["params"]):
+        return head  # every parameter is its own scenario path: the overrides would repeat the table
     ov = "".join(
         f"<tr><td class=l><code>{_e(k)}</code></td><td class=l>{_e(v)}</td></tr>"
         for k, v in best["overrides"].items()
     )
-    return (
-        "<h2>Best parameters</h2><table><tr><th class=l>parameter</th><th class=l>value</th></tr>"
-        f"{rows}</table><p class=note>As scenario overrides:</p><table>{ov}</table>"
-    )
+    return head + f"<p class=note>As scenario overrides:</p><table>{ov}</table>"
 
 
 # --------------------------------------------------------------------------- SVG charts
@@ -280,7 +302,7 @@ def _history(cfg: StudyConfig, trials: Sequence[FrozenTrial]) -> str:
     n_other = len(trials) - len(done) - len(lbp)
     legend = (
         "<p class=note>● completed trial &nbsp; <span style='color:#cc0000'>—</span> best so far &nbsp; "
-        "<span style='color:#c17d11'>□</span> pruned by its physical lower bound (plotted at the bound) "
+        "<span style='color:#c17d11'>□</span> pruned by its lower bound (plotted at the bound) "
         "&nbsp; "
         f"{n_other} other trial(s) (infeasible, failed, interrupted) are not plotted</p>"
     )

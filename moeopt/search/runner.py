@@ -10,43 +10,71 @@ pruned or failed point is stored with it and nothing Optuna does on its own can 
    that outcome (``duplicate_of``), else :class:`~moeopt.search.evaluate.Evaluator` decides:
    complete, pruned (constraint / infeasible / lower bound) or failed (guardrail / error);
 3. tell the outcome; Ctrl-C or SIGTERM marks the running trial ``interrupted`` and queues its
-   point again, so ``--resume`` continues with no point lost or run twice.
+   point again, so ``--resume`` continues with no point lost or run twice. A trial stopped
+   before its first value was chosen is marked ``interrupted`` and not queued: no point was
+   chosen, so none is lost (the sampler draws a new one).
+
+A stop signal sent to the main process alone (``kill -TERM PID``) is passed on to the child
+workers, which stop the same way; the main process waits for every one of them, writes the
+outputs and says how the run ended (:data:`STATUSES`).
 
 A trial *counts* towards the requested number when it is COMPLETE, PRUNED, RUNNING, or FAIL
-for a reason other than an interruption (a failure is a result: a guardrail fired).
+for a reason other than an interruption (a failure is a result: a guardrail fired). What a trial
+carries in the storage is :mod:`moeopt.search.trials`; Optuna's private names it needs are in
+:mod:`moeopt.search.optuna_private`.
 """
 
 from __future__ import annotations
 
 import contextlib
 import logging
-import math
 import multiprocessing
 import os
 import queue
 import signal
-import sys
 import threading
 import time
 import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 import optuna
 from optuna.trial import FrozenTrial, TrialState
 
-from moeopt.megamoe.config.profiles import GLOBAL_DEFAULTS, PROFILE_DEFAULTS, deep_merge
-from moeopt.search.config import SAMPLERS, StudyConfig, load_study, missing_packages
+from moeopt.megamoe.scenario import effective_table
+from moeopt.search.config import PYTHON_NAMES, OptionNames, StudyConfig, load_study
 from moeopt.search.errors import StudyError
-from moeopt.search.evaluate import Evaluator, Outcome
-from moeopt.search.space import grid_search_space, grid_size, is_active, point_key, suggest
-from moeopt.search.storage import StorageSpec, ask_lock, resolve_storage, worker_alive, worker_identity
-
-RESULT_ATTR = "moeopt"
-WORKER_ATTR = "worker"
-STUDY_ATTR = "moeopt_study"
-BASELINE_ATTR = "moeopt_baseline"
+from moeopt.search.evaluate import Evaluator
+from moeopt.search.optuna_private import stale_trial_ids, storage_of, trial_id
+from moeopt.search.outputs import StudyResult, write_outputs
+from moeopt.search.progress import Progress, progress_mode
+from moeopt.search.samplers import make_sampler
+from moeopt.search.space import point_key, point_of, suggest
+from moeopt.search.storage import (
+    StorageSpec,
+    ask_lock,
+    check_journal,
+    resolve_storage,
+    worker_alive,
+    worker_identity,
+)
+from moeopt.search.trials import (
+    BASELINE_ATTR,
+    BASELINE_TRIAL_ATTR,
+    RESULT_ATTR,
+    RETRY_ATTR,
+    STUDY_ATTR,
+    WORKER_ATTR,
+    Outcome,
+    WorkerStats,
+    attrs,
+    best_value,
+    counts,
+    finished,
+    set_study_record,
+    study_record,
+    target_trials,
+)
 
 Say = Callable[[str], None]
 
@@ -62,85 +90,12 @@ class StudyInterrupted(KeyboardInterrupt):
     too; ``result`` is the :class:`StudyResult` of the trials so far (``--resume`` continues).
     """
 
-    def __init__(self, result: StudyResult) -> None:
-        super().__init__("study interrupted; continue it with resume=True / --resume")
+    def __init__(self, result: StudyResult, names: OptionNames = PYTHON_NAMES) -> None:
+        super().__init__(f"study interrupted; continue it with {names.set('resume')}")
         self.result = result
 
 
-@dataclass
-class WorkerStats:
-    evaluated: int = 0
-    duplicates: int = 0
-    lb_checked: int = 0
-    lb_pruned: int = 0
-    lb_skipped: int = 0
-    recovered: list[int] = field(default_factory=list)
-    elapsed_s: float = 0.0
-    interrupted: bool = False
-    exhausted: bool = False
-    errors: list[str] = field(default_factory=list)
-
-    def add(self, other: WorkerStats) -> None:
-        self.evaluated += other.evaluated
-        self.duplicates += other.duplicates
-        self.lb_checked += other.lb_checked
-        self.lb_pruned += other.lb_pruned
-        self.lb_skipped += other.lb_skipped
-        self.recovered += other.recovered
-        self.errors += other.errors
-        self.interrupted = self.interrupted or other.interrupted
-        self.exhausted = self.exhausted or other.exhausted
-
-
-@dataclass(frozen=True)
-class StudyResult:
-    """What :func:`run_study` returns (the content of ``summary.json`` plus the paths)."""
-
-    name: str
-    out_dir: str
-    storage: str
-    n_trials: int
-    states: Mapping[str, int]
-    best_trial: int | None
-    best_value: float | None
-    best_values: Sequence[float] | None
-    best_params: Mapping[str, Any]
-    best_overrides: Mapping[str, Any]
-    baseline_value: float | None
-    delta_pct: float | None
-    interrupted: bool
-    files: Mapping[str, str]
-    summary: Mapping[str, Any]
-
-
 # --------------------------------------------------------------------------- trial bookkeeping
-def _attrs(t: FrozenTrial) -> dict[str, Any]:
-    a = t.user_attrs.get(RESULT_ATTR)
-    return a if isinstance(a, dict) else {}
-
-
-def is_interrupted(t: FrozenTrial) -> bool:
-    return t.state == TrialState.FAIL and _attrs(t).get("kind") in ("interrupted", "surplus")
-
-
-def counts(t: FrozenTrial) -> bool:
-    """Whether a trial counts towards the requested number of trials."""
-    if t.state in (TrialState.COMPLETE, TrialState.PRUNED, TrialState.RUNNING):
-        return True
-    return t.state == TrialState.FAIL and not is_interrupted(t)
-
-
-def finished(t: FrozenTrial) -> bool:
-    return t.state != TrialState.RUNNING and counts(t)
-
-
-def best_value(trials: Sequence[FrozenTrial], cfg: StudyConfig) -> float | None:
-    vals = [t.values[0] for t in trials if t.state == TrialState.COMPLETE and t.values]
-    if not vals:
-        return None
-    return min(vals) if cfg.objective.direction == "minimize" else max(vals)
-
-
 def _tell(study: optuna.Study, trial: optuna.trial.Trial, **kw: Any) -> bool:
     """``study.tell``; False when the sampler says the space is exhausted.
 
@@ -157,17 +112,13 @@ def _tell(study: optuna.Study, trial: optuna.trial.Trial, **kw: Any) -> bool:
     return True
 
 
-def _storage_of(study: optuna.Study) -> optuna.storages.BaseStorage:
-    return study._storage  # the storage object the study was opened with
-
-
 def recover_stale(study: optuna.Study, trials: Sequence[FrozenTrial], local: bool) -> list[int]:
     """Mark RUNNING trials of dead workers ``interrupted`` and queue their points again.
 
     ``local``: the caller holds the ask lock of a file-backed storage, so a RUNNING trial that has
     no worker recorded yet belongs to a worker that died between ``ask`` and recording itself.
     """
-    storage = _storage_of(study)
+    storage = storage_of(study)
     stale: list[FrozenTrial] = []
     for t in trials:
         if t.state != TrialState.RUNNING:
@@ -178,50 +129,20 @@ def recover_stale(study: optuna.Study, trials: Sequence[FrozenTrial], local: boo
             stale.append(t)
     # RDB storages also know other machines' dead workers through Optuna's heartbeat
     if isinstance(storage, optuna.storages.RDBStorage) and storage.get_heartbeat_interval():
-        ids = set(storage._get_stale_trial_ids(study._study_id))
-        stale += [t for t in trials if t._trial_id in ids and t not in stale]
+        ids = set(stale_trial_ids(storage, study))
+        stale += [t for t in trials if trial_id(t) in ids and t not in stale]
     done = []
     for t in stale:
         reason = f"worker {t.user_attrs.get(WORKER_ATTR, '?')} stopped while running it"
         try:
-            storage.set_trial_user_attr(t._trial_id, RESULT_ATTR, {"kind": "interrupted", "reason": reason})
-            storage.set_trial_state_values(t._trial_id, TrialState.FAIL)
+            storage.set_trial_user_attr(trial_id(t), RESULT_ATTR, {"kind": "interrupted", "reason": reason})
+            storage.set_trial_state_values(trial_id(t), TrialState.FAIL)
         except (optuna.exceptions.UpdateFinishedTrialError, RuntimeError, KeyError):
             continue  # another worker recovered it first
         if t.params:
-            study.enqueue_trial(dict(t.params), user_attrs={"retry_of": t.number})
+            study.enqueue_trial(dict(t.params), user_attrs={RETRY_ATTR: t.number})
         done.append(t.number)
     return done
-
-
-def make_sampler(cfg: StudyConfig, worker_index: int) -> optuna.samplers.BaseSampler:
-    missing = missing_packages(cfg.sampler)
-    if missing:
-        others = ", ".join(n for n in SAMPLERS if not missing_packages(n))
-        raise StudyError(
-            f"{cfg.source}: sampler = {cfg.sampler!r} needs the Python package(s) {', '.join(missing)}, "
-            f"which are not installed here (pip install {' '.join(missing)}); allowed without them: {others}"
-        )
-    seed = cfg.seed + worker_index  # distinct per worker, else K workers would propose the same points
-    opts = dict(cfg.sampler_options)
-    try:
-        if cfg.sampler == "grid":
-            return optuna.samplers.GridSampler(grid_search_space(cfg), seed=seed, **opts)
-        if cfg.sampler == "cmaes":
-            opts.setdefault("warn_independent_sampling", False)
-        cls = getattr(optuna.samplers, SAMPLERS[cfg.sampler][0])
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
-            sampler: optuna.samplers.BaseSampler = cls(seed=seed, **opts)
-        return sampler
-    except (TypeError, ValueError) as exc:
-        raise StudyError(f"{cfg.source}: sampler = {cfg.sampler!r} with options {opts}: {exc}") from None
-
-
-def target_trials(cfg: StudyConfig) -> int:
-    if cfg.sampler in ("grid", "bruteforce"):
-        return min(cfg.trials, grid_size(cfg))
-    return cfg.trials
 
 
 # --------------------------------------------------------------------------- the worker loop
@@ -273,7 +194,7 @@ def worker_loop(
                 if finished(t) and t.params and cfg.duplicates:
                     known.setdefault(point_key(t.params), t)
             best = best_value(trials, cfg)
-            with _heartbeat(storage, trial._trial_id):
+            with _heartbeat(storage, trial_id(trial)):
                 point = suggest(trial, cfg)
                 prior = known.get(point_key(point)) if cfg.duplicates else None
                 out = None if prior is not None else ev.evaluate(point, best)
@@ -411,10 +332,10 @@ def _tell_outcome(study: optuna.Study, trial: optuna.trial.Trial, out: Outcome) 
 
 
 def _tell_copy(study: optuna.Study, trial: optuna.trial.Trial, prior: FrozenTrial) -> bool:
-    attrs = dict(_attrs(prior))
-    attrs.pop("detail", None)
-    attrs["duplicate_of"] = attrs.get("duplicate_of", prior.number)
-    trial.set_user_attr(RESULT_ATTR, attrs)
+    record = dict(attrs(prior))
+    record.pop("detail", None)
+    record["duplicate_of"] = record.get("duplicate_of", prior.number)
+    trial.set_user_attr(RESULT_ATTR, record)
     if prior.state == TrialState.COMPLETE and prior.values:
         return _tell(study, trial, values=prior.values if len(prior.values) > 1 else prior.values[0])
     if prior.state == TrialState.PRUNED:
@@ -427,11 +348,11 @@ def _tell_copy(study: optuna.Study, trial: optuna.trial.Trial, prior: FrozenTria
 
 def _interrupt(study: optuna.Study, trial: optuna.trial.Trial) -> None:
     with contextlib.suppress(Exception):
-        params = dict(study._storage.get_trial(trial._trial_id).params)
+        params = dict(storage_of(study).get_trial(trial_id(trial)).params)
         trial.set_user_attr(RESULT_ATTR, {"kind": "interrupted", "reason": "stopped by Ctrl-C / SIGTERM"})
         _tell(study, trial, state=TrialState.FAIL)
         if params:
-            study.enqueue_trial(params, user_attrs={"retry_of": trial.number})
+            study.enqueue_trial(params, user_attrs={RETRY_ATTR: trial.number})
 
 
 def _child_main(
@@ -453,8 +374,20 @@ def _raise_interrupted(signum: int, frame: Any) -> None:
     raise Interrupted()
 
 
+def _stop(children: Sequence[Any]) -> None:
+    """Ask every child worker still running to stop as the main one did (SIGTERM: mark the running
+    trial interrupted, queue its point again, report). A signal sent to the main process alone
+    (``kill -TERM PID``, a job scheduler) reaches the children only this way."""
+    for p in children:
+        if p.is_alive() and p.pid is not None:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(p.pid, signal.SIGTERM)
+
+
 # --------------------------------------------------------------------------- study setup
-def _open_study(cfg: StudyConfig, spec: StorageSpec, resume: bool, say: Say) -> tuple[optuna.Study, bool]:
+def _open_study(
+    cfg: StudyConfig, spec: StorageSpec, resume: bool, say: Say, names: OptionNames
+) -> tuple[optuna.Study, bool]:
     storage = spec.open()
     directions = cfg.directions
     try:
@@ -469,26 +402,28 @@ def _open_study(cfg: StudyConfig, spec: StorageSpec, resume: bool, say: Say) -> 
             storage=storage,
             directions=[optuna.study.StudyDirection[d.upper()] for d in directions],
         )
-        study.set_user_attr(STUDY_ATTR, cfg.search_fingerprint())
+        set_study_record(study, STUDY_ATTR, cfg.search_fingerprint())
+        direction = cfg.objective.direction + (f" (+ {len(cfg.secondary)} more)" if cfg.secondary else "")
+        study.set_user_attr("objective", f"{cfg.objective.metric}, {direction}")
         return study, True
     n = len(existing.trials)
-    if n == 0 and existing.user_attrs.get(STUDY_ATTR) == cfg.search_fingerprint():
+    if n == 0 and study_record(existing, STUDY_ATTR) == cfg.search_fingerprint():
         return existing, True  # created by a run that stopped before its first trial: nothing to lose
     if not resume:
         raise StudyError(
             f"{cfg.source}: study {cfg.name!r} already exists in {spec.url} with {n} trial(s); "
-            "pass --resume to "
-            "continue it (or to join it as another worker), or --out DIR for a fresh run"
+            f"pass {names.set('resume')} to continue it (or to join it as another worker), "
+            f"or {names.set('out', 'DIR')} for a fresh run"
         )
-    stored = existing.user_attrs.get(STUDY_ATTR)
+    stored = study_record(existing, STUDY_ATTR)
     now = cfg.search_fingerprint()
     if stored is not None and stored != now:
         diff = sorted(k for k in set(stored) | set(now) if stored.get(k) != now.get(k))
         raise StudyError(
             f"{cfg.source}: cannot resume study {cfg.name!r}: the study file changed its "
-            f"{', '.join(diff)} since the stored trials were run; allowed to change on --resume: "
-            "trials, timeout_s, "
-            "workers, outputs (use --out DIR for a new study)"
+            f"{', '.join(diff)} since the stored trials were run; allowed to change on "
+            f"{names.set('resume')}: trials, timeout_s, workers, outputs "
+            f"(use {names.set('out', 'DIR')} for a new study)"
         )
     if [d.name.lower() for d in existing.directions] != directions:
         raise StudyError(f"{cfg.source}: study {cfg.name!r} in {spec.url} has other objective directions")
@@ -498,50 +433,21 @@ def _open_study(cfg: StudyConfig, spec: StorageSpec, resume: bool, say: Say) -> 
 def _baseline_point(cfg: StudyConfig) -> dict[str, Any] | None:
     """The base scenario's values of the space's parameters, if every one is in the space."""
     sc = cfg.shapes[0].scenario()
-    eff = deep_merge(deep_merge(GLOBAL_DEFAULTS, PROFILE_DEFAULTS.get(sc.profile or "", {})), sc.to_dict())
+    table = effective_table(sc)
     consts = sc.config.constants
-    eff.update(p1_override=sc.p1_override, p2_override=sc.p2_override, aic_num=sc.config.aic_num)
 
     def lookup(path: str) -> Any:
         parts = path.split(".")
         if parts[0] == "calibration" and len(parts) == 2 and parts[1] in consts:
             return consts[parts[1]].value
-        node: Any = eff
+        node: Any = table
         for p in parts:
             if not isinstance(node, Mapping) or p not in node:
                 raise KeyError(path)
             node = node[p]
         return node
 
-    point: dict[str, Any] = {}
-    try:
-        for p in cfg.params:
-            if not is_active(p, point, cfg):
-                continue
-            if p.mapped:
-                hits = [
-                    lab
-                    for lab, ov in zip(p.labels, p.values, strict=True)
-                    if all(lookup(k) == v for k, v in ov.items())
-                ]
-                if not hits:
-                    return None
-                point[p.name] = hits[0]
-                continue
-            v = lookup(p.name)
-            if p.kind == "categorical":
-                if v not in p.values:
-                    return None
-                point[p.name] = p.labels[p.values.index(v)]
-            else:
-                if isinstance(v, bool) or not isinstance(v, (int, float)) or not p.low <= v <= p.high:
-                    return None
-                if p.step is not None and abs((v - p.low) / p.step - round((v - p.low) / p.step)) > 1e-9:
-                    return None
-                point[p.name] = int(v) if p.kind == "int" else float(v)
-    except KeyError:
-        return None
-    return point
+    return point_of(cfg, lookup)
 
 
 # --------------------------------------------------------------------------- entry point
@@ -556,48 +462,75 @@ def run_study(
     resume: bool = False,
     progress: bool = False,
     say: Say | None = None,
+    names: OptionNames = PYTHON_NAMES,
 ) -> StudyResult:
     """Run (or resume) a study and write its outputs; see :mod:`moeopt.search`.
 
     ``study`` is a study YAML path, a dict of the same fields, or a loaded :class:`StudyConfig`.
     Keyword arguments override the file's ``trials``, ``timeout_s``, ``workers``, ``storage`` and
     ``out``. Raises :class:`StudyError` for every input problem, before any trial runs.
+    ``progress``: show progress on standard error (a bar on a terminal, lines elsewhere); ``say``
+    receives the notes meant for the user (a repaired journal, recovered trials); messages name
+    the keyword arguments (``resume=True``), or with ``names=CLI_NAMES`` the command-line flags.
+    A finished study resumed with no more trials runs nothing and says so.
     """
-    from moeopt.search.outputs import write_outputs
-
     cfg = study if isinstance(study, StudyConfig) else load_study(study)
-    cfg = cfg.with_run_options(trials=trials, timeout_s=timeout_s, workers=workers, storage=storage, out=out)
+    cfg = cfg.with_run_options(
+        names, trials=trials, timeout_s=timeout_s, workers=workers, storage=storage, out=out
+    )
     tell_user: Say = say or (lambda _msg: None)
     spec = resolve_storage(cfg.storage, cfg.out)
     make_sampler(cfg, 0)  # a missing package or a bad option fails here, before anything is written
     os.makedirs(cfg.out, exist_ok=True)
 
+    # a write cut short by a crash is repaired before anything is added
+    check_journal(spec, tell_user, fresh_hint=names.set("out", "DIR"))
     with _quiet_optuna():
-        study_obj, created = _open_study(cfg, spec, resume, tell_user)
-        if BASELINE_ATTR not in study_obj.user_attrs:
+        study_obj, created = _open_study(cfg, spec, resume, tell_user, names)
+        if study_record(study_obj, BASELINE_ATTR) is None:
             base = Evaluator(cfg).evaluate({}, None)
             if cfg.aggregate == "mean_ratio" and base.state != "complete":
                 raise StudyError(
                     f"{cfg.source}: aggregate = 'mean_ratio' divides by the baseline, but the baseline "
                     f"did not complete: {base.reason}; allowed: mean, max, weighted"
                 )
-            study_obj.set_user_attr(
+            set_study_record(
+                study_obj,
                 BASELINE_ATTR,
                 {"state": base.state, "values": base.values, "reason": base.reason, **base.attrs()},
             )
+            if base.values:
+                study_obj.set_user_attr("baseline", round(base.values[0], 3))
             point = _baseline_point(cfg)
             if created and point is not None and cfg.baseline_trial:
-                study_obj.enqueue_trial(point, user_attrs={"baseline": True})
+                study_obj.enqueue_trial(point, user_attrs={BASELINE_TRIAL_ATTR: True})
         target = target_trials(cfg)
         if target < cfg.trials:
             tell_user(f"the space has {target} distinct points: running {target} trials, not {cfg.trials}")
         deadline = None if cfg.timeout_s is None else time.time() + cfg.timeout_s
         t0 = time.perf_counter()
         done_before = sum(1 for t in study_obj.get_trials(deepcopy=False) if finished(t))
-        stats = _run_workers(cfg, spec, deadline, target, done_before, progress)
+        shown = Progress(
+            f"search {cfg.name}",
+            target,
+            mode=progress_mode(progress and done_before < target),
+            unit="trial",
+            initial=done_before,
+        )
+        if done_before >= target:  # a finished study, resumed without more trials: nothing to run
+            tell_user(
+                f"study {cfg.name!r} already has {done_before} trial(s) ({target} requested): nothing "
+                f"to run; {names.set('trials', 'N')} with N > {done_before} adds trials"
+            )
+            stats = WorkerStats()
+        else:
+            stats = _run_workers(cfg, spec, deadline, target, shown)
         elapsed = time.perf_counter() - t0
+        status = run_status(cfg, spec, stats, deadline, target)
         for err in stats.errors:
-            tell_user(f"a worker stopped on an error (its trials are recovered on --resume): {err}")
+            tell_user(
+                f"a worker stopped on an error (its trials are recovered on {names.set('resume')}): {err}"
+            )
         if stats.recovered:
             tell_user(
                 f"recovered {len(stats.recovered)} trial(s) of stopped workers "
@@ -605,45 +538,65 @@ def run_study(
                 "their points were queued again"
             )
         result = write_outputs(
-            cfg, spec, optuna.load_study(study_name=cfg.name, storage=spec.open()), stats, elapsed
+            cfg,
+            spec,
+            optuna.load_study(study_name=cfg.name, storage=spec.open()),
+            stats,
+            elapsed,
+            status,
+            phase=shown.say,
         )
     if stats.interrupted:
-        raise StudyInterrupted(result)
+        raise StudyInterrupted(result, names)
     return result
 
 
+STATUSES = ("finished", "interrupted", "timeout", "stopped")
+"""How a run ended (``StudyResult.status``, ``summary.json`` ``run.status``): ``finished`` (the
+study has its trials, or the space has no more points), ``interrupted`` (Ctrl-C / SIGTERM before
+that), ``timeout`` (the time limit came first), ``stopped`` (the workers ended early on errors)."""
+
+
+def run_status(
+    cfg: StudyConfig, spec: StorageSpec, stats: WorkerStats, deadline: float | None, target: int
+) -> str:
+    """What happened, judged on the stored trials (a stop that came after the last trial does not
+    make a finished study 'interrupted')."""
+    trials = optuna.load_study(study_name=cfg.name, storage=spec.open()).get_trials(deepcopy=False)
+    if stats.exhausted or sum(1 for t in trials if finished(t)) >= target:
+        return "finished"
+    if stats.interrupted:
+        return "interrupted"
+    if deadline is not None and time.time() >= deadline:
+        return "timeout"
+    return "stopped"
+
+
 def _run_workers(
-    cfg: StudyConfig, spec: StorageSpec, deadline: float | None, target: int, done_before: int, progress: bool
+    cfg: StudyConfig, spec: StorageSpec, deadline: float | None, target: int, progress: Progress
 ) -> WorkerStats:
-    bar: Any = None
-    if progress:
-        from tqdm import tqdm  # type: ignore[import-untyped,unused-ignore]
-
-        bar = tqdm(
-            total=target, initial=min(done_before, target), unit="trial", file=sys.stderr, dynamic_ncols=True
-        )
-
     def on_trial(n_done: int, best: float | None) -> None:
-        if bar is None:
-            return
-        bar.n = min(n_done, target)
-        if best is not None:
-            bar.set_postfix_str(f"best {best:.3f}", refresh=False)
-        bar.refresh()
+        progress.update(n_done, "" if best is None else f"best {best:.3f}")
 
     ctx: Any = multiprocessing.get_context("fork" if hasattr(os, "fork") else "spawn")
     q = ctx.Queue()
-    children = []
-    for i in range(1, cfg.workers):
-        p = ctx.Process(target=_child_main, args=(cfg, spec, i, deadline, os.getpid(), q), daemon=False)
-        p.start()
-        children.append(p)
+    children: list[Any] = []
     old = signal.signal(signal.SIGTERM, _raise_interrupted)
     stats = WorkerStats()
     try:
+        for i in range(1, cfg.workers):
+            p = ctx.Process(target=_child_main, args=(cfg, spec, i, deadline, os.getpid(), q), daemon=False)
+            p.start()
+            children.append(p)
         stats = worker_loop(cfg, spec, 0, deadline, on_trial)
+    except KeyboardInterrupt:  # a stop before the main worker's own handling was in place
+        stats.interrupted = True
+    except BaseException:
+        stats.interrupted = True  # whatever stopped this worker stops the others too
+        raise
     finally:
-        signal.signal(signal.SIGTERM, old)
+        if stats.interrupted:
+            _stop(children)
         # collect every child's statistics; a child that died without sending any is not waited for
         received, alive = 0, list(children)
         while received < len(children) and (alive or not q.empty()):
@@ -653,19 +606,21 @@ def _run_workers(
             except queue.Empty:
                 alive = [p for p in alive if p.is_alive()]
             except KeyboardInterrupt:
-                stats.interrupted = True  # the children got the same signal and stop on their own
+                stats.interrupted = True
+                _stop(children)  # a second signal while waiting: the same orderly stop
+        for p in children:
+            p.join(timeout=30)
+            if p.is_alive():  # it sent its statistics but does not end: no worker is left behind
+                p.kill()
+                p.join()
+        signal.signal(signal.SIGTERM, old)
         for p in children:
             if p.exitcode not in (0, None):
                 stats.errors.append(f"worker process {p.pid} ended with exit code {p.exitcode}")
-        for p in children:
-            p.join(timeout=5)
-            if p.is_alive():
-                p.terminate()
-                p.join()
-        if bar is not None:
+        if progress.mode is not None:
             fresh = optuna.load_study(study_name=cfg.name, storage=spec.open()).get_trials(deepcopy=False)
             on_trial(sum(1 for t in fresh if finished(t)), best_value(fresh, cfg))
-            bar.close()
+        progress.close()
     return stats
 
 
@@ -679,10 +634,6 @@ def _quiet_optuna() -> Iterator[None]:
             yield
         finally:
             optuna.logging.set_verbosity(level)
-
-
-def trials_per_minute(n: int, elapsed_s: float) -> float:
-    return 60.0 * n / elapsed_s if elapsed_s > 0 else math.inf
 
 
 logging.getLogger("moeopt.search").addHandler(logging.NullHandler())

@@ -18,24 +18,31 @@ A worker records who it is (host, pid, process start time) on each trial it star
 trial whose worker is gone (same host, process dead) is *interrupted*: it is marked failed with
 ``interrupted`` set, and its point is queued again, so a resumed study loses no point and counts
 no point twice. On an RDB storage Optuna's heartbeat finds dead workers on other machines too.
+
+A journal file whose last append a crash cut short is repaired before anything is written to it
+(:func:`check_journal`: the torn record is cut off, a copy of the file kept); one damaged before
+its end is refused with the line named.
 """
 
 from __future__ import annotations
 
 import contextlib
 import fcntl
+import json
 import os
+import shutil
 import socket
 import threading
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
 import optuna
 from optuna.storages.journal import JournalFileBackend
-from optuna.storages.journal._file import BaseJournalFileLock  # public base, not re-exported
 
 from moeopt.search.errors import StudyError
+from moeopt.search.optuna_private import BaseJournalFileLock
 
 HEARTBEAT_INTERVAL_S = 30
 HEARTBEAT_GRACE_S = 120
@@ -135,6 +142,75 @@ def resolve_storage(spec: str | None, out_dir: str) -> StorageSpec:
     if "://" in spec:
         return StorageSpec("rdb", spec, None)
     raise StudyError(f"storage = {spec!r}: not a storage; allowed: {STORAGE_FORMS}")
+
+
+# --------------------------------------------------------------------------- a journal cut short
+def check_journal(spec: StorageSpec, say: Callable[[str], None], fresh_hint: str = "--out DIR") -> None:
+    """Before anything is written to a journal file: repair a torn tail, refuse a damaged middle.
+
+    An append that a crash (or a full disk, or a copy) cut short leaves a last line without its
+    newline or with half a record. Optuna's journal reader skips such a tail, but the next append
+    is written behind it, the two merge into one unreadable line, and from then on neither moeopt
+    nor Optuna can open the study. So, holding the journal's lock (no worker is appending):
+
+    * a last line that is a whole record without its newline gets the newline;
+    * a last line that is not a whole record is cut off (the trial it was updating is then found
+      running with its worker gone, and is recovered as any interrupted trial);
+
+    both after keeping a copy of the file (``study.journal.torn-<time>``), and said through
+    ``say``. A line that is not a record *before* other records is damage no crash leaves: a
+    :class:`StudyError` names the line, and nothing is written to the file.
+    """
+    path = spec.path
+    if spec.kind != "journal" or path is None or not os.path.isfile(path):
+        return
+    with FlockLock(path + ".lock").held():
+        with open(path, "rb") as fh:
+            data = fh.read()
+        if not data:
+            return
+        lines = data.splitlines(keepends=True)
+        bad = next((k for k, ln in enumerate(lines) if not _is_record(ln)), None)
+        if bad is None:
+            return
+        if bad < len(lines) - 1:
+            raise StudyError(
+                f"{path}: line {bad + 1} is not a journal record, and {len(lines) - 1 - bad} record(s) "
+                "follow it: the file is damaged in the middle (a crash only cuts its end), so moeopt "
+                f"writes nothing to it; restore the file from a copy, or start a new study with {fresh_hint}"
+            )
+        backup = f"{path}.torn-{time.strftime('%Y%m%dT%H%M%S')}"
+        shutil.copy2(path, backup)
+        if _is_record(lines[-1] + b"\n"):
+            with open(path, "ab") as fh:
+                fh.write(b"\n")
+                fh.flush()
+                os.fsync(fh.fileno())
+            say(
+                f"{path}: its last record lacked its end of line (a write cut short); added it, "
+                f"kept the file as it was in {backup}"
+            )
+            return
+        keep = len(data) - len(lines[-1])
+        with open(path, "r+b") as fh:
+            fh.truncate(keep)
+            fh.flush()
+            os.fsync(fh.fileno())
+        say(
+            f"{path}: its last record (line {len(lines)}, {len(lines[-1])} bytes) is incomplete, a write "
+            f"cut short by a crash: cut the journal back to its last complete record (line {len(lines) - 1}) "
+            f"and kept the file as it was in {backup}"
+        )
+
+
+def _is_record(line: bytes) -> bool:
+    """Whether ``line`` is one whole journal record: a JSON object ending with a newline."""
+    if not line.endswith(b"\n"):
+        return False
+    try:
+        return isinstance(json.loads(line), dict)
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        return False
 
 
 @contextlib.contextmanager

@@ -14,7 +14,8 @@ written before the events and one event per line, so a cut file loses only its l
 Read (:func:`read_chrome_trace`, :func:`parse_chrome_trace`): complete slices (``X``) and
 begin/end pairs (``B``/``E``) become :class:`TraceEvent` s; process / thread names come from the
 ``M`` records; slices of one exported event on several resources are merged back into one event.
-A truncated file (the writer died, the copy was cut) is read as far as its last complete event
+Times written as strings of digits (as profilers that keep full precision do) are read as
+numbers. A truncated file (the writer died, the copy was cut) is read as far as its last complete event
 with a :class:`TraceTruncatedWarning` (also listed in :attr:`Trace.notes`); anything else that is
 not a valid trace raises one :class:`~moeopt.errors.InputError` naming the file, the event index
 and the field.
@@ -24,18 +25,19 @@ from __future__ import annotations
 
 import gzip
 import json
-import math
 import re
 import warnings
 import zlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeGuard
+from typing import Any
 
 from moeopt.core.events import EventGraph, split_resource
 from moeopt.core.schedule import Schedule
 from moeopt.errors import InputError
+from moeopt.fields import is_number
+from moeopt.plain import jsonable
 
 NO_RESOURCE = "(no resource)"
 GENERATOR = "moeopt"
@@ -84,20 +86,6 @@ class Trace:
 # --------------------------------------------------------------------------- export
 def _natural_key(text: str) -> tuple[Any, ...]:
     return tuple(int(p) if p.isdigit() else p for p in re.split(r"(\d+)", text))
-
-
-def _jsonable(v: Any) -> Any:
-    if isinstance(v, Mapping):
-        return {str(k): _jsonable(x) for k, x in v.items()}
-    if isinstance(v, (list, tuple, set, frozenset)):
-        return [_jsonable(x) for x in v]
-    if isinstance(v, float):
-        return v if math.isfinite(v) else str(v)
-    if isinstance(v, (str, int, bool)) or v is None:
-        return v
-    if hasattr(v, "item"):  # numpy scalars
-        return _jsonable(v.item())
-    return str(v)
 
 
 def chrome_trace(
@@ -152,9 +140,9 @@ def chrome_trace(
         label = None if ev is None else ev.labels.get(label_key)
         args: dict[str, Any] = {"event": name}
         if label is not None:
-            args[label_key] = _jsonable(label)
+            args[label_key] = jsonable(label)
         if ev is not None and ev.labels:
-            args["labels"] = _jsonable(ev.labels)
+            args["labels"] = jsonable(ev.labels)
         if len(res) > 1:
             args["resources"] = list(res)
         w = schedule.waits.get(name)
@@ -187,7 +175,7 @@ def chrome_trace(
         "policy": schedule.policy,
         "makespan_us": schedule.makespan_us,
         "events": len(schedule),
-        **_jsonable(dict(metadata or {})),
+        **jsonable(dict(metadata or {})),
     }
     return {"otherData": other, "displayTimeUnit": "ns", "traceEvents": out}
 
@@ -476,10 +464,6 @@ def _parse_text(text: str, source: str, label_key: str | None, notes: list[str])
     return tr
 
 
-def _num(v: Any) -> TypeGuard[float]:
-    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
-
-
 def _build(
     raw: Sequence[Any], other: dict[str, Any], source: str, label_key: str | None, notes: list[str]
 ) -> Trace:
@@ -518,8 +502,8 @@ def _build(
         if ph not in ("X", "B", "E"):
             ignored[ph] = ignored.get(ph, 0) + 1
             continue
-        ts = ev.get("ts")
-        if not _num(ts):
+        ts = _numeric(ev.get("ts"))
+        if not is_number(ts):
             raise InputError(f"{where} (ph {ph!r}): 'ts' must be a finite number of µs, got {ts!r}")
         args = ev.get("args", {})
         if not isinstance(args, dict):
@@ -551,8 +535,8 @@ def _build(
         if ph == "B":
             open_b.setdefault((pid, tid), []).append((k, ev))
             continue
-        dur = ev.get("dur")
-        if not _num(dur) or dur < 0:
+        dur = _numeric(ev.get("dur"))
+        if not is_number(dur) or dur < 0:
             raise InputError(
                 f"{where} (name {name!r}, ph 'X'): 'dur' must be a number of µs >= 0, got {dur!r}"
             )
@@ -592,6 +576,17 @@ def _build(
         if isinstance(listed, list) and len(ev.resources) > 1 and sorted(listed) == sorted(ev.resources):
             events[j] = TraceEvent(ev.name, ev.start_us, ev.end_us, tuple(listed), ev.label, ev.args)
     return Trace(events=events, source=source, label_key=key, metadata=other, notes=notes)
+
+
+def _numeric(v: Any) -> Any:
+    """A time as a number: profilers that keep full precision write it as a string
+    (``"ts": "1700000123.456"``); anything else is returned as it is, for the error message."""
+    if isinstance(v, str):
+        try:
+            return float(v)
+        except ValueError:
+            return v
+    return v
 
 
 def _name(ev: Mapping[str, Any], where: str) -> str:

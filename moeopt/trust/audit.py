@@ -28,9 +28,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from moeopt.errors import MoeoptError
-from moeopt.megamoe.config.profiles import GLOBAL_DEFAULTS, PROFILE_DEFAULTS, deep_merge
 from moeopt.megamoe.knobs import Knob, knob_catalogue
-from moeopt.megamoe.scenario import EDGES, LINK_FIELDS, Scenario
+from moeopt.megamoe.scenario import EDGES, LINK_FIELDS, Scenario, effective_table
+from moeopt.megamoe.scenario.schema import WORKLOAD_DEFAULTS
 from moeopt.megamoe.simulate import simulate
 
 EFFECTIVE = "effective"
@@ -65,13 +65,6 @@ class KnobVerdict:
     trials: tuple[Trial, ...] = field(default=(), repr=False)
 
 
-def _resolved(s: Scenario) -> dict[str, Any]:
-    raw = deep_merge(GLOBAL_DEFAULTS, PROFILE_DEFAULTS.get(s.profile or "", {}))
-    raw = deep_merge(raw, s.to_dict())
-    raw["workload"] = {**raw.get("workload", {})}
-    return raw
-
-
 def current_value(s: Scenario, path: str) -> Any:
     """The value ``path`` has in ``s`` after profile and defaults (``None``: unset)."""
     parts = path.split(".")
@@ -80,10 +73,11 @@ def current_value(s: Scenario, path: str) -> Any:
         return None if c is None else c.value
     if parts[0] == "aic_num":
         return s.config.aic_num
-    node: Any = _resolved(s)
+    node: Any = effective_table(s)
     for p in parts:
         if not isinstance(node, Mapping) or p not in node:
-            return None
+            # a workload field left out reads its default (the sampled routings' seed and skew)
+            return WORKLOAD_DEFAULTS.get(parts[-1]) if parts[0] == "workload" else None
         node = node[p]
     if parts[-1] == "cores" and isinstance(node, (list, tuple)):
         return list(node)
@@ -204,7 +198,18 @@ def probe_shapes(s: Scenario) -> list[tuple[str, dict[str, Any]]]:
     shapes: list[tuple[str, dict[str, Any]]] = [
         (f"tokens {w.tokens * 8}", {"workload.tokens": w.tokens * 8}),
         (f"kernel.topo_urma = {str(not cfg.topo_urma).lower()}", {"kernel.topo_urma": not cfg.topo_urma}),
-        ("late-bound pools AIC, AIV", {"options.late_bind_pools": ["AIC", "AIV"]}),
+        (
+            "late-bound pools AIC, AIV" + (", gmm1->activation in GM" if onchip else ""),
+            {
+                "options.late_bind_pools": ["AIC", "AIV"],
+                # late-bound tiles cannot keep an on-chip slot per core (refused): hand off in GM
+                **(
+                    {"options.links": [{"producer": "gmm1", "consumer": "activation", **flip_act}]}
+                    if onchip
+                    else {}
+                ),
+            },
+        ),
         (
             f"gmm1->activation {'in GM' if onchip else 'on-chip'}",
             {"options.links": [{"producer": "gmm1", "consumer": "activation", **flip_act}]},
@@ -226,6 +231,15 @@ def probe_shapes(s: Scenario) -> list[tuple[str, dict[str, Any]]]:
         ("bandwidth_contention off", {"options.bandwidth_contention": not cfg.bandwidth_contention}),
         ("barriers staged, GM links", {"options.barriers": "staged", **_gm_links()}),
         ("quant bf16", {"kernel.quant": "bf16", "kernel.tile_k": 256}),
+        ("tile_k 256", {"kernel.tile_k": 256}),
+        (
+            "software-epoch sync",
+            {
+                "options.sync_protocol": (
+                    "software_epochs" if cfg.sync_protocol == "hardware_flags" else "hardware_flags"
+                )
+            },
+        ),
     ]
     if w.shared_expert_num == 0:
         shapes.append(("shared_expert_num 1", {"workload.shared_expert_num": 1}))

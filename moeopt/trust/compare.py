@@ -3,8 +3,9 @@
 ``compare_variants(scenario, {"name": {"dotted.path": value, ...}, ...})`` simulates every
 variant (the first one is the baseline) and returns one :class:`VariantRow` each;
 ``format_design_space(rows)`` prints the seed's table: time, Δ, Δ%, utilisation per role,
-bottleneck and the excess over it, critical-path change per stage, total-busy change, the
-largest wait on the critical path, and the invariants.
+bottleneck and the excess over it, the variant's own graph floor and the excess over it,
+critical-path change per stage, total-busy change, the largest wait on the critical path, and
+the invariants.
 
 **Noise.** List scheduling is not monotone in its input (Graham 1969): the seed measured one
 dependency edge made 0.01 µs longer changing the total by −2.81 %. A Δ is only a difference
@@ -36,6 +37,7 @@ from moeopt.core.events import EventGraph
 from moeopt.core.scheduler import schedule
 from moeopt.errors import InputError, MoeoptError
 from moeopt.megamoe.errors import GuardrailError, ScenarioError
+from moeopt.megamoe.results import CriticalStep, SimulateResult
 from moeopt.megamoe.scenario import STAGES, Scenario, apply_overrides
 from moeopt.megamoe.simulate import simulate
 
@@ -74,6 +76,10 @@ class VariantRow:
     role_utilization: Mapping[str, float] = field(default_factory=dict)
     binding: str = ""
     excess_pct: float | None = None
+    floor: str = ""
+    """this graph's binding floor: the busiest role (e.g. ``AIC``) or ``longest path``"""
+    floor_us: float | None = None
+    floor_excess_pct: float | None = None
     critical_path_us: Mapping[str, float] = field(default_factory=dict)
     critical_path_change_us: Mapping[str, float] = field(default_factory=dict)
     stage_busy_us: Mapping[str, float] = field(default_factory=dict)
@@ -101,12 +107,12 @@ class VariantRow:
         return d
 
 
-def _stage_of(step: Mapping[str, Any]) -> str:
+def _stage_of(step: CriticalStep) -> str:
     st = step.get("stage")
     return str(st) if st is not None else "-"
 
 
-def critical_path_by_stage(cp: Sequence[Mapping[str, Any]]) -> dict[str, float]:
+def critical_path_by_stage(cp: Sequence[CriticalStep]) -> dict[str, float]:
     """Time on the critical path per stage: the durations of its events, summed."""
     out: dict[str, float] = defaultdict(float)
     for step in cp:
@@ -114,22 +120,45 @@ def critical_path_by_stage(cp: Sequence[Mapping[str, Any]]) -> dict[str, float]:
     return dict(out)
 
 
-def largest_wait(cp: Sequence[Mapping[str, Any]]) -> tuple[str, float] | None:
-    """The kind of wait the critical path spends most time in: dependency (λ), capacity, queueing."""
-    tot: dict[str, float] = defaultdict(float)
+def largest_wait(cp: Sequence[CriticalStep]) -> tuple[str, float] | None:
+    """The kind of wait the critical path spends most time in: dependency (λ), capacity, queueing.
+
+    Per kind, the time covered by the steps' waits: each step waited over ``[start - wait,
+    start]`` (for a dependency, ``wait`` = the λ of its edge), and overlapping waits of one kind
+    count once. A resource-queueing wait overlaps the previous holder of the resource, itself on
+    the path, so summing them could exceed the schedule; the union cannot."""
+    spans: dict[str, list[tuple[float, float]]] = defaultdict(list)
     for step in cp:
         why = step["why"]
+        start = float(step["start_us"])
         if why == "dependency":
-            tot["dependency λ"] += float(step.get("lambda_us", 0.0))
+            w, kind = float(step.get("lambda_us", 0.0)), "dependency λ"
         elif why in ("capacity", "resource queueing"):
-            tot[why] += float(step["wait_us"])
+            w, kind = float(step["wait_us"]), why
+        else:
+            continue
+        if w > 0:
+            spans[kind].append((start - w, start))
+    tot = {kind: _covered(iv) for kind, iv in spans.items()}
     if not tot:
         return None
     kind = max(tot, key=lambda k: (tot[k], k))
     return (kind, tot[kind]) if tot[kind] > 0 else None
 
 
-def _conservation(r: Mapping[str, Any]) -> tuple[str, float]:
+def _covered(iv: list[tuple[float, float]]) -> float:
+    """Length of the union of the intervals ``iv``."""
+    total = 0.0
+    end = -math.inf
+    for a, b in sorted(iv):
+        if b <= end:
+            continue
+        total += b - max(a, end)
+        end = b
+    return total
+
+
+def _conservation(r: SimulateResult) -> tuple[str, float]:
     by = r["idle_decomposition"]["by_stage"]
     late = {st: d for st, d in by.items() if d["late_bound"]}
     pinned = sum(d["avoidable_core_us"] for st, d in by.items() if st not in late and ":" not in st)
@@ -143,7 +172,7 @@ def _last_combine(graph: EventGraph) -> list[str]:
     return [ev.name for ev in graph if ev.labels.get("stage") == "combine"]
 
 
-def anomaly_pct(result: Mapping[str, Any], probes: int = 8, policy: str | None = None) -> float:
+def anomaly_pct(result: SimulateResult, probes: int = 8, policy: str | None = None) -> float:
     """Largest |Δ%| of the time when one input on the critical path is made 0.01 µs longer.
 
     The inputs are the durations of the slowest rank's critical-path events and the λ of the
@@ -187,7 +216,7 @@ def anomaly_pct(result: Mapping[str, Any], probes: int = 8, policy: str | None =
     return worst
 
 
-def _exact_column(result: Mapping[str, Any], time_limit_s: float, workers: int) -> ExactColumn:
+def _exact_column(result: SimulateResult, time_limit_s: float, workers: int) -> ExactColumn:
     from moeopt.exact.solve import solve_exact
 
     rr = result["rank_results"][result["slowest_rank"]]
@@ -229,7 +258,7 @@ def check_variants(variants: Any, where: str = "variants") -> dict[str, dict[str
     return out
 
 
-def simulate_variant(scenario: Scenario, overrides: Mapping[str, Any]) -> dict[str, Any]:
+def simulate_variant(scenario: Scenario, overrides: Mapping[str, Any]) -> SimulateResult:
     """The result of ``scenario`` with ``overrides`` (raises the scenario / guardrail error)."""
     return simulate(scenario.with_overrides(overrides) if overrides else scenario)
 
@@ -263,7 +292,7 @@ def compare_variants(
     if noise_pct is not None and (not math.isfinite(noise_pct) or noise_pct < 0):
         raise InputError(f"noise_pct = {noise_pct!r}: must be a number >= 0 (percent)")
     rows: list[VariantRow] = []
-    base: dict[str, Any] | None = None
+    base: SimulateResult | None = None
     base_noise = 0.0
     base_exact: ExactColumn | None = None
     base_cp: dict[str, float] = {}
@@ -301,6 +330,7 @@ def compare_variants(
         ):
             ex_delta = (ex.lower_bound_us - base_exact.best_us, ex.best_us - base_exact.lower_bound_us)
         b = r["bounds"]
+        fl = r["floors"]
         rows.append(
             VariantRow(
                 name=name,
@@ -312,6 +342,9 @@ def compare_variants(
                 role_utilization=dict(r["role_utilization"]),
                 binding=str(b["binding"]),
                 excess_pct=float(b["excess_pct"]),
+                floor=fl["busiest_pipe"] if fl["binding"] == "pipe" else "longest path",
+                floor_us=float(fl["lower_bound_us"]),
+                floor_excess_pct=float(fl["excess_pct"]),
                 critical_path_us=cp,
                 critical_path_change_us=cp_change,
                 stage_busy_us=dict(r["stage_busy_us"]),
@@ -357,6 +390,7 @@ def format_design_space(rows: Sequence[VariantRow]) -> str:
         ("Δ%", ">"),
         ("utilisation", "<"),
         ("bottleneck", "<"),
+        ("graph floor", "<"),
         ("critical-path change µs", "<"),
         ("busy change core-µs", "<"),
         ("GM->L1 Δ MB", ">"),
@@ -386,6 +420,7 @@ def format_design_space(rows: Sequence[VariantRow]) -> str:
             f"{noise}{r.delta_pct:+.1f}%",
             _util(r.role_utilization),
             f"{r.binding} {r.excess_pct:+.0f}%",
+            f"{r.floor} {r.floor_us:.0f} {r.floor_excess_pct:+.0f}%" if r.floor_us is not None else "-",
             _changes(r.critical_path_change_us),
             _changes(r.busy_change_us),
             f"{r.gm_to_l1_mb - base_mb:+.1f}",
@@ -426,8 +461,14 @@ def format_design_space(rows: Sequence[VariantRow]) -> str:
         f"baseline or the variant); its sign is not a conclusion."
     )
     out.append(
+        "Bottleneck: the shape's binding physical bound and the time above it; graph floor: this "
+        "variant's own floor (its busiest role's work or its longest path, µs) and the time above it, "
+        "what scheduling this graph could still win."
+    )
+    out.append(
         "Critical-path change: time per stage on the critical path vs the baseline (busy unchanged "
-        "but path changed = a different route); busy change: core-µs per stage (the work itself)."
+        "but path changed = a different route); busy change: core-µs per stage (the work itself); "
+        "largest wait on CP: the time the path's waits of one kind cover (overlaps counted once)."
     )
     if have_exact:
         out.append(

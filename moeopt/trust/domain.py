@@ -16,11 +16,10 @@ the user (no domain), ``assumed:`` constants as never measured.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
 
 from moeopt.errors import MoeoptError
+from moeopt.megamoe.results import CalibrationDomainEntry
 from moeopt.megamoe.scenario import Scenario
 from moeopt.megamoe.simulate import simulate
 
@@ -44,7 +43,7 @@ class ConstantDomain:
 
 @dataclass(frozen=True)
 class DomainReport:
-    scenario_domain: Mapping[str, Any] | None
+    scenario_domain: CalibrationDomainEntry | None
     out_of_domain: bool
     reasons: tuple[str, ...]
     constants: tuple[ConstantDomain, ...]
@@ -69,6 +68,7 @@ def domain_report(scenario: Scenario, probe_use: bool = True) -> DomainReport:
         c = consts[name]
         used: bool | None = None
         effect: float | None = None
+        why: tuple[str, ...]
         if probe_use and c.tag in ("measured", "assumed") and c.value > 0:
             try:
                 t = float(
@@ -117,13 +117,22 @@ def format_domain(rep: DomainReport) -> str:
         use = "-" if c.used is None else f"yes {c.effect_pct:+.3f}%" if c.used else "no"
         lines.append(f"{c.name:<{w}}  {c.tag:<8}  {c.value:12.6g}  {use:>14}  {c.verdict}")
     bad = rep.used_out_of_domain
+    unprobed = [c for c in rep.constants if c.verdict == "OUT OF DOMAIN" and c.used is None]
     lines.append("")
     if bad:
         lines.append(
             f"{len(bad)} measured constant(s) used outside their domain: " + ", ".join(c.name for c in bad)
         )
         lines.append("  their values were fitted elsewhere; treat times that depend on them as extrapolation")
-    else:
+    if unprobed:
+        lines.append(
+            f"{len(unprobed)} measured constant(s) outside their domain whose use was not probed: "
+            + ", ".join(c.name for c in unprobed)
+        )
+        lines.append(
+            "  whether this scenario's time depends on them is unknown (run without --no-use-probe to see)"
+        )
+    if not bad and not unprobed:
         lines.append("no measured constant is used outside its domain")
     lines.append("used: time change when the constant is 1% larger (measured / assumed constants only)")
     return "\n".join(lines) + "\n"

@@ -10,7 +10,7 @@ one graph, as in :func:`moeopt.simulate`):
   schedule and a proven lower bound, which bound won (``cpsat``, an energy bound of a
   resource / pool / semaphore, the longest path, or a physical bound) and in which mode;
 * the three physical bounds of the kernel (compute, bandwidth, dependency chain,
-  :func:`moeopt.megamoe.analysis.bounds`), passed to the exact layer as makespan lower limits;
+  :func:`moeopt.megamoe.analysis.physical_bounds`), passed to the exact layer as makespan lower limits;
 * the gaps: ``greedy / bound − 1`` (certified: no orchestration of this graph can gain more)
   and ``greedy / best − 1`` (reachable: CP-SAT's schedule achieves it), with the time limit used;
 * the first places where the optimum's schedule departs from the greedy's
@@ -72,11 +72,12 @@ from moeopt.core.events import EventGraph
 from moeopt.core.policies import BUILTIN_POLICIES, make_policy
 from moeopt.core.schedule import Schedule
 from moeopt.errors import InputError
-from moeopt.megamoe import analysis
-from moeopt.megamoe.builders import RankGraph
+from moeopt.megamoe.analysis import physical_bounds
+from moeopt.megamoe.build import RankGraph
 from moeopt.megamoe.errors import BoundViolation
+from moeopt.megamoe.results import PhysicalBounds
 from moeopt.megamoe.scenario import Scenario
-from moeopt.megamoe.simulate import build_graphs
+from moeopt.megamoe.simulate import build_graphs, guard_schedule
 
 MODES = ("auto", "exact", "relaxed")
 AUTO_EXACT_MAX_EVENTS = 3000
@@ -165,7 +166,7 @@ class RankGap:
     num_events: int
     policy: str
     report: Any  # moeopt.exact.GapReport (OR-Tools is imported on first use)
-    physical: Mapping[str, Any]
+    physical: PhysicalBounds
     tail_offset_us: float
     divergences: DivergenceSummary
     graph: EventGraph = field(repr=False, compare=False)
@@ -330,7 +331,7 @@ def tail_offset_us(rg: RankGraph) -> float:
     return min((tail[cg.index[n]] - cg.dur[cg.index[n]] for n in ends), default=0.0)
 
 
-def _physical_limits(b: Mapping[str, Any], offset: float) -> dict[str, float]:
+def _physical_limits(b: PhysicalBounds, offset: float) -> dict[str, float]:
     return {
         "physical:compute": b["compute_us"] + offset,
         f"physical:bandwidth({b['bandwidth_channel']})": b["bandwidth_us"] + offset,
@@ -506,7 +507,9 @@ def optimality_gap(
 
     Raises:
         InputError: a bad argument. BoundViolation: a greedy schedule below a physical bound
-        (the model misses a cost; the gap would be meaningless).
+        (the model misses a cost; the gap would be meaningless). WorkConservationViolation: a
+        policy that declares itself work-conserving left a checked late-bound pool idle with work
+        ready (as in ``simulate``).
     """
     from moeopt.exact.gap import graph_optimality_gap
     from moeopt.exact.solve import LowerLimitError
@@ -523,7 +526,7 @@ def optimality_gap(
     out: list[RankGap] = []
     for rep, (rg, ranks) in sorted(build_graphs(scenario).items()):
         graph = rg.graph
-        phys = analysis.bounds(rg, cfg)
+        phys = physical_bounds(rg, cfg)
         offset = tail_offset_us(rg)
         limits = _physical_limits(phys, offset)
         r_mode = rank_mode(graph, mode)
@@ -546,8 +549,12 @@ def optimality_gap(
             raise BoundViolation(
                 f"rank {rep}: a greedy schedule is shorter than a physical bound ({exc}); a cost is "
                 "missing from the model and the gap would be meaningless",
-                bounds=dict(phys),
+                bounds=phys.copy(),
             ) from None
+        # the work-conservation guardrail on every greedy schedule shown (the bounds were the
+        # solver's lower limits above)
+        for pname, sched in rep_gap.schedules.items():
+            guard_schedule(rg, cfg, sched, pname, check_bounds=False)
         if rep_gap.policy(own).makespan_us is None:
             raise InputError(
                 f"rank {rep}: the scenario's policy {own!r} could not schedule the graph: "

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from moeopt.errors import InputError, did_you_mean
+from moeopt.megamoe.results import SimulateResult
 from moeopt.megamoe.scenario import Scenario, scenario_from_dict
 from moeopt.megamoe.simulate import simulate
 
@@ -115,8 +116,25 @@ DEFAULT_CONFIGS: list[tuple[str, str, dict[str, Any], bool]] = [
         True,
     ),
     ("bs72.disp_g2", "bs72", {"options.event_granularity": {"dispatch": 2}}, True),
-    ("bs72.late_aic_aiv1", "bs72", {"options.late_bind_pools": ["AIC", "AIV1"]}, True),
-    ("bs72.late_aic", "bs72", {"options.late_bind_pools": ["AIC"]}, True),
+    # late-bound cube tiles take a GM hand-off to the activation (on-chip slots are per core)
+    (
+        "bs72.late_aic_aiv1",
+        "bs72",
+        {
+            "options.late_bind_pools": ["AIC", "AIV1"],
+            "options.links": [{"producer": "gmm1", "consumer": "activation", **_GM}],
+        },
+        True,
+    ),
+    (
+        "bs72.late_aic",
+        "bs72",
+        {
+            "options.late_bind_pools": ["AIC"],
+            "options.links": [{"producer": "gmm1", "consumer": "activation", **_GM}],
+        },
+        True,
+    ),
     ("bs72.late_aiv", "bs72", {"options.late_bind_pools": ["AIV"]}, True),
     ("bs72.no_contention", "bs72", {"options.bandwidth_contention": False}, False),
     ("bs72.v1_fixed", "bs72", {"options.core_groups": "v1_fixed"}, True),
@@ -143,6 +161,13 @@ DEFAULT_CONFIGS: list[tuple[str, str, dict[str, Any], bool]] = [
     ("bs72.shared1", "bs72", {"workload.shared_expert_num": 1}, True),
     ("bs72.world4", "bs72", {"workload.world": 4, "workload.tokens": 36}, True),
     ("pto_m16", "pto_m16", {}, True),
+    ("pto_m16.v1", "pto_m16", {"profile": "pto-a2a3-v1"}, True),
+    ("pto_m512", "pto_m16", {"workload.tokens": 512}, True),
+    ("pto_m512.v1", "pto_m16", {"workload.tokens": 512, "profile": "pto-a2a3-v1"}, True),
+    ("pto_m2048.v1", "pto_m16", {"workload.tokens": 2048, "profile": "pto-a2a3-v1"}, True),
+    ("pto_m16.front_single", "pto_m16", {"kernel.front_reorder": "single"}, True),
+    ("bs72.cursor_per_stage", "bs72", {"policy.core_cursor": "per_stage"}, True),
+    ("bs72.tile_k128", "bs72", {"kernel.tile_k": 128}, True),
     ("pto_m128", "pto_m16", {"workload.tokens": 128}, True),
     ("pto_m16.v1_fixed", "pto_m16", {"options.core_groups": "v1_fixed"}, True),
     ("pto_m16.late_aic", "pto_m16", {"options.late_bind_pools": ["AIC"]}, True),
@@ -171,7 +196,15 @@ DEFAULT_CONFIGS: list[tuple[str, str, dict[str, Any], bool]] = [
         {"options.links": [{"producer": "gmm1", "consumer": "activation", "depth": 2}]},
         True,
     ),
-    ("basic_e8.late_aic_aiv1", "basic_e8", {"options.late_bind_pools": ["AIC", "AIV1"]}, True),
+    (
+        "basic_e8.late_aic_aiv1",
+        "basic_e8",
+        {
+            "options.late_bind_pools": ["AIC", "AIV1"],
+            "options.links": [{"producer": "gmm1", "consumer": "activation", **_GM}],
+        },
+        True,
+    ),
     ("basic_e8.no_lookahead", "basic_e8", {"policy.dispatch_lookahead": 0}, True),
     ("basic_e8.cpf", "basic_e8", {"policy.scheduling": "critical_path_first"}, True),
     ("basic_e8.least_busy", "basic_e8", {"policy.core_assignment": "greedy_least_busy"}, True),
@@ -215,7 +248,7 @@ def default_configs() -> list[GoldenConfig]:
     return [GoldenConfig(n, b, o, cb) for n, b, o, cb in DEFAULT_CONFIGS]
 
 
-def result_fingerprint(result: Mapping[str, Any]) -> str:
+def result_fingerprint(result: SimulateResult) -> str:
     """Hash of every simulated rank's schedule fingerprint and the ranks it stands for."""
     h = hashlib.sha256()
     for rep in result["simulated_ranks"]:

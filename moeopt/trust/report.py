@@ -27,14 +27,15 @@ from __future__ import annotations
 
 import html
 import math
+import re
 from collections import defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from moeopt.core.policies import make_policy
-from moeopt.core.scheduler import schedule as greedy_schedule
 from moeopt.errors import InputError
+from moeopt.megamoe.results import SimulateResult
 from moeopt.megamoe.scenario import Scenario
 from moeopt.megamoe.simulate import simulate
 from moeopt.megamoe.summary import format_summary
@@ -44,7 +45,7 @@ _e = html.escape
 
 
 # --------------------------------------------------------------------------- helpers
-def pick_rank(r: Mapping[str, Any], rank: int | None) -> int:
+def pick_rank(r: SimulateResult, rank: int | None) -> int:
     """``rank`` checked against the world size, or the slowest rank when ``None``."""
     world = r["implementation"]["topology"]["world"]
     if rank is None:
@@ -64,6 +65,11 @@ def _num(x: Any, digits: int = 3) -> str:
     if isinstance(x, float):
         return f"{x:,.{digits}f}"
     return _e(str(x))
+
+
+def _natural(item: tuple[str, Any]) -> tuple[Any, ...]:
+    """Sort key of a resource name read as people count: c2.AIC before c10.AIC."""
+    return tuple(int(p) if p.isdigit() else p for p in re.split(r"(\d+)", item[0]))
 
 
 def _table(head: Sequence[str], rows: Sequence[Sequence[Any]], left: int = 1) -> str:
@@ -97,7 +103,7 @@ def _bar(frac: float) -> _Raw:
 def report_html(
     scenario: Scenario,
     *,
-    result: Mapping[str, Any] | None = None,
+    result: SimulateResult | None = None,
     rank: int | None = None,
     policies: Sequence[str] = (),
     exact_time_limit_s: float | None = None,
@@ -112,9 +118,9 @@ def report_html(
     tracks = [GanttTrack(f"rank {rk}, greedy ({s.policy or r['policy']})", s, g)]
     for p in policies:
         pol = make_policy(p)  # an unknown name fails here with the known names
-        tracks.append(
-            GanttTrack(f"rank {rk}, greedy ({pol.name})", greedy_schedule(g, policy=p, normalize=False), g)
-        )
+        # simulated like the scenario itself, so both guardrails judge this policy's schedule
+        other = simulate(scenario.with_overrides({"policy.scheduling": pol.name}))
+        tracks.append(GanttTrack(f"rank {rk}, greedy ({pol.name})", other["rank_results"][rk]["schedule"], g))
     exact_note = ""
     if exact_time_limit_s is not None:
         from moeopt.exact import solve_exact
@@ -159,7 +165,7 @@ def report_html(
     parts.append(
         _table(
             ["resource", "busy µs", "idle µs", "utilisation"],
-            [[k, busy.get(k), idle.get(k), _bar(v)] for k, v in ru.items()],
+            [[k, busy.get(k), idle.get(k), _bar(v)] for k, v in sorted(ru.items(), key=_natural)],
         )
     )
     parts.append("</details>\n")
@@ -173,14 +179,23 @@ def report_html(
         parts.append(f"<p>{_e(exact_note)}</p>\n")
     parts.append(gantt_fragment(tracks, color_by="stage", row_order="role", chart_id="schedule"))
     idl = r["idle_decomposition"]
-    parts.append("<h2>Idle decomposition per stage pool (core-µs)</h2>\n")
+    parts.append("<h2>Idle ledger per role (member-µs; busy + forced + avoidable = members x span)</h2>\n")
     parts.append(
         _table(
-            ["stage", "forced", "avoidable", "late-bound", "work conservation"],
+            ["role", "members", "busy", "forced", "avoidable"],
+            [
+                [role, d["members"], d["busy_core_us"], d["forced_core_us"], d["avoidable_core_us"]]
+                for role, d in idl["by_role"].items()
+            ],
+        )
+    )
+    parts.append("<h2>Avoidable idle per stage pool (core-µs)</h2>\n")
+    parts.append(
+        _table(
+            ["stage", "avoidable", "late-bound", "work conservation"],
             [
                 [
                     st,
-                    d["forced_core_us"],
                     d["avoidable_core_us"],
                     _Raw("yes" if d["late_bound"] else "no"),
                     _Raw(_e(d["work_conservation_exempt"] or "checked")),
@@ -219,23 +234,24 @@ def report_html(
         )
 
     cal = r["calibration"]
+    dom = cal["domain"]
     parts.append("<h2>Calibration domain</h2>\n")
-    if cal["out_of_domain"]:
+    if cal["out_of_domain"] or dom is None:  # (no domain is always out of domain)
         parts.append("<p><b>Out of domain:</b> " + _e("; ".join(cal["reasons"])) + "</p>\n")
     else:
-        parts.append(f"<p>Inside domain <code>{_e(str(cal['domain']['id']))}</code>.</p>\n")
+        parts.append(f"<p>Inside domain <code>{_e(str(dom['id']))}</code>.</p>\n")
 
     parts.append("<h2>Ranks</h2>\n")
     rows = []
     for rep in r["simulated_ranks"]:
-        x = r["rank_results"][rep]
+        rep_r = r["rank_results"][rep]
         rows.append(
             [
                 str(rep),
-                ", ".join(map(str, x["ranks_sharing_signature"])),
-                x["kernel_total_us"],
-                x["n_events"],
-                _Raw(f"<code>{x['schedule'].fingerprint()}</code>"),
+                ", ".join(map(str, rep_r["ranks_sharing_signature"])),
+                rep_r["kernel_total_us"],
+                rep_r["n_events"],
+                _Raw(f"<code>{rep_r['schedule'].fingerprint()}</code>"),
             ]
         )
     parts.append(_table(["rank", "ranks sharing it", "time µs", "events", "fingerprint"], rows, left=2))

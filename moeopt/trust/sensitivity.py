@@ -1,8 +1,11 @@
 """Calibration uncertainty -> an interval on the time and on every Δ of a comparison.
 
-Every constant tagged ``measured:`` or ``assumed:`` (and every value a scenario sets in
+Every rate and latency tagged ``measured:`` or ``assumed:`` (and every one a scenario sets in
 ``[calibration]``, which the scenario layer tags ``assumed``) gets a range; ``spec:``, ``algo:``
-and ``impl:`` values are taken as exact. Default ranges: ``measured`` ±10 % (a single-point
+and ``impl:`` values are taken as exact, and so are capacities and sizes whatever their tag
+(``l1_bytes``: moving it makes tiles fit or not, every variant at once) and the model's
+bandwidth quantum (:data:`~moeopt.megamoe.config.profiles.NOT_CALIBRATION`); an explicit range
+for them is refused. Default ranges: ``measured`` ±10 % (a single-point
 calibration; no per-constant spread is recorded), ``assumed`` ±50 % (nobody measured it);
 ``ranges={name: (lo, hi)}`` sets any constant's range explicitly.
 
@@ -24,7 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from moeopt.errors import InputError, MoeoptError
-from moeopt.megamoe.config.profiles import CONSTANTS
+from moeopt.megamoe.config.profiles import CONSTANTS, NOT_CALIBRATION
 from moeopt.megamoe.scenario import Scenario
 from moeopt.megamoe.simulate import simulate
 from moeopt.trust.compare import check_variants
@@ -138,6 +141,11 @@ def calibration_ranges(
             from moeopt.megamoe.scenario import unknown_key
 
             raise unknown_key("sensitivity range", name, list(CONSTANTS))
+        if name in NOT_CALIBRATION:
+            raise InputError(
+                f"sensitivity range {name} = {rng!r}: not perturbed, {NOT_CALIBRATION[name]}; allowed: "
+                "rates and latencies (compare variants of it with python -m moeopt compare instead)"
+            )
         lo, hi = rng
         if not (isinstance(lo, (int, float)) and isinstance(hi, (int, float))) or not (
             math.isfinite(lo) and math.isfinite(hi) and 0 <= lo <= hi
@@ -149,7 +157,7 @@ def calibration_ranges(
         if name in ranges:
             lo, hi = ranges[name]
             out.append(ConstantRange(name, c.tag, c.value, float(lo), float(hi), "given"))
-        elif c.tag in UNCERTAIN_TAGS and c.value > 0 and rel[c.tag] > 0:
+        elif c.tag in UNCERTAIN_TAGS and c.value > 0 and rel[c.tag] > 0 and name not in NOT_CALIBRATION:
             f = rel[c.tag]
             why = f"{c.tag} ±{100 * f:g}%"
             if c.source == "set in the scenario's [calibration]":

@@ -40,8 +40,7 @@ function Chart(root){
   var S=D.strings,H=D.rowHeight,tip=root.querySelector(".mg-tip"),tracksEl=root.querySelector(".mg-tracks");
   var tmax=0; D.tracks.forEach(function(t){tmax=Math.max(tmax,t.makespan);}); if(!(tmax>0))tmax=1;
   var view={t0:0,t1:tmax*1.01},showWaits=false,order=D.rowOrder,self=this;
-  var legend=root.querySelector(".mg-legend"),counts=D.labels.map(function(){return 0;});
-  D.tracks.forEach(function(t){t.events.forEach(function(e){counts[e[3]]++;});});
+  var legend=root.querySelector(".mg-legend"),counts=D.legend;
   legend.textContent=D.key+": ";
   D.labels.forEach(function(lb,i){var s=document.createElement("span"),c=document.createElement("i");
     c.style.background=D.colors[i];s.appendChild(c);s.appendChild(document.createTextNode(lb+" ("+counts[i]+")"));

@@ -156,13 +156,14 @@ def gantt_data(
 ) -> dict[str, Any]:
     """The JSON document the page draws (exposed for tests and for other front ends).
 
-    ``{"key", "labels", "colors", "strings", "tracks": [{"title", "makespan", "policy",
+    ``{"key", "labels", "colors", "legend", "strings", "tracks": [{"title", "makespan", "policy",
     "rows", "events", "bars", "hidden"}]}`` where ``events[i]`` is ``[name, start, end, label,
     ready, pred, resource, resource_wait, semaphore, semaphore_wait, kind, resources]`` (names as
     indices into ``strings``, -1 for none; ``kind`` indexes ``kinds``: ``none / dependency /
     resource / semaphore``, or ``not recorded`` for a schedule without waits, e.g. CP-SAT's, whose
     ready time and predecessor are then derived from the graph) and ``bars`` is the flat list
-    ``[row, event, row, event, ...]``.
+    ``[row, event, row, event, ...]``. ``legend[i]`` is how many events of label ``i`` one
+    schedule has (one count per track when the tracks differ).
     """
     if not tracks:
         raise InputError("gantt: give at least one schedule to draw")
@@ -263,11 +264,28 @@ def gantt_data(
         "key": color_by if isinstance(color_by, str) else ("role" if color_by is None else "label"),
         "labels": labels,
         "colors": colors,
+        "legend": _legend_counts(len(labels), out_tracks),
         "strings": strings.items,
         "kinds": list(_WAIT_KINDS),
         "rowOrder": row_order,
         "tracks": out_tracks,
     }
+
+
+def _legend_counts(n_labels: int, tracks: Sequence[Mapping[str, Any]]) -> list[str]:
+    """Per label, its events in one schedule: ``"541"`` when every track has as many (the same graph
+    scheduled several ways), else one count per track (``"12 / 15"``); never the sum of the charts."""
+    per_track = []
+    for t in tracks:
+        c = [0] * n_labels
+        for ev in t["events"]:
+            c[ev[3]] += 1
+        per_track.append(c)
+    out = []
+    for i in range(n_labels):
+        counts = [c[i] for c in per_track]
+        out.append(str(counts[0]) if len(set(counts)) == 1 else " / ".join(map(str, counts)))
+    return out
 
 
 def _color(k: int) -> str:

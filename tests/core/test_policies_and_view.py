@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import subprocess
 import sys
 import textwrap
@@ -10,6 +11,7 @@ import pytest
 
 import moeopt as m
 from moeopt import registry
+from moeopt.core.compiled import CompiledGraph
 from moeopt.core.view import SchedulerView
 from moeopt.synthetic import layered_graph
 
@@ -21,29 +23,83 @@ def test_unknown_policy_suggests_the_closest_name() -> None:
         m.schedule(g, "earliest_strat")
 
 
-def test_a_user_policy_can_be_registered_by_name(monkeypatch: pytest.MonkeyPatch) -> None:
-    # the registration is undone after the test: generated docs list the registered policies
-    monkeypatch.setitem(registry._TABLES, "policy", dict(registry._TABLES["policy"]))
+class LongestFirst(m.Policy):
+    name = "test_longest_first"
+    work_conserving = False
 
-    class LongestFirst(m.Policy):
-        name = "test_longest_first"
-        work_conserving = False
+    def prepare(self, cg):  # type: ignore[no-untyped-def]
+        self._neg = [-d for d in cg.dur]
 
-        def prepare(self, cg):  # type: ignore[no-untyped-def]
-            self._neg = [-d for d in cg.dur]
+    def rank(self, i: int) -> tuple[float, float]:
+        return (self._neg[i], 0.0)
 
-        def rank(self, i: int) -> tuple[float, float]:
-            return (self._neg[i], 0.0)
 
-    m.register("policy", "test_longest_first", LongestFirst, replace=True)
+def test_a_user_policy_can_be_registered_by_name() -> None:
     g = m.EventGraph()
     g.add(m.Event("short", resources=["c0.x"], duration_us=1.0))
     g.add(m.Event("long", resources=["c0.x"], duration_us=5.0))
-    s = m.schedule(g, "test_longest_first")
-    # longest first on the shared resource: long [0, 5), short [5, 6)
-    assert (s.start_us["long"], s.start_us["short"]) == (0.0, 5.0)
-    with pytest.raises(m.InputError, match="already registered"):
-        m.register("policy", "test_longest_first", LongestFirst)
+    # registered for this block only: generated docs list the registered policies
+    with registry.registered("policy", "test_longest_first", LongestFirst):
+        s = m.schedule(g, "test_longest_first")
+        # longest first on the shared resource: long [0, 5), short [5, 6)
+        assert (s.start_us["long"], s.start_us["short"]) == (0.0, 5.0)
+        with pytest.raises(m.InputError, match="already registered"):
+            m.register("policy", "test_longest_first", LongestFirst)
+    assert "test_longest_first" not in registry.names("policy")
+
+
+def test_a_policy_defining_key_is_refused() -> None:
+    # the scheduler's key is always (before, start, after, index): a key() of its own would be
+    # silently ignored, so such a policy is refused with the way out
+    class OwnKey(m.Policy):
+        name = "own_key"
+
+        def key(self, i: int, start_us: float) -> tuple[float, ...]:
+            return (-start_us,)
+
+    g = m.EventGraph()
+    g.add(m.Event("a", duration_us=1.0))
+    with pytest.raises(m.InputError, match=r"policy 'own_key' \(OwnKey\) defines key\(\), which the scheduler never calls.*rank\(i\)"):
+        m.schedule(g, OwnKey())
+
+
+def test_a_policy_cannot_change_the_compiled_graph() -> None:
+    # the compiled graph is cached on the graph and shared by every later run: a policy that
+    # tries to change it in prepare() fails there, and the next run sees the graph unchanged
+    tried: list[str] = []
+
+    class Vandal(m.Policy):
+        name = "vandal"
+
+        def prepare(self, cg: CompiledGraph) -> None:
+            attempts = {
+                "dur[0] = 99": lambda: cg.dur.__setitem__(0, 99.0),  # type: ignore[attr-defined]
+                "dur.append": lambda: cg.dur.append(1.0),  # type: ignore[attr-defined]
+                "preds[1] = ()": lambda: cg.preds.__setitem__(1, ()),  # type: ignore[attr-defined]
+                "fixed[1] = ()": lambda: cg.fixed.__setitem__(1, ()),  # type: ignore[attr-defined]
+                "topo.reverse": lambda: cg.topo.reverse(),  # type: ignore[attr-defined]
+                "index['a'] = 1": lambda: cg.index.__setitem__("a", 1),  # type: ignore[attr-defined]
+                "res_index.clear": lambda: cg.res_index.clear(),  # type: ignore[attr-defined]
+                "sem_cap[0] = 9": lambda: cg.sem_cap.__setitem__(0, 9),  # type: ignore[attr-defined]
+                "cg.dur = ...": lambda: setattr(cg, "dur", (99.0, 99.0)),
+                "events[0] = ...": lambda: cg.events.__setitem__(0, cg.events[1]),  # type: ignore[attr-defined]
+            }
+            for what, attempt in attempts.items():
+                try:
+                    attempt()
+                except (TypeError, AttributeError, dataclasses.FrozenInstanceError):
+                    continue
+                tried.append(what)  # the change went through
+
+    g = m.EventGraph(semaphores={"s": 1})
+    g.add(m.Event("a", resources=["c0.x"], acquires={"s": 1}, releases={"s": 1}, duration_us=1.0))
+    g.add(m.Event("b", resources=["c0.x"], deps={"a": 0.0}, duration_us=2.0))
+    before = m.schedule(g).fingerprint()
+    m.schedule(g, Vandal())
+    assert tried == []
+    cg = g.compiled()
+    assert (cg.dur, cg.index["a"], cg.sem_cap) == ((1.0, 2.0), 0, (1,))
+    assert m.schedule(g).fingerprint() == before
 
 
 def test_priority_by_stage_lets_a_core_wait_for_the_higher_stage() -> None:

@@ -115,3 +115,31 @@ def test_longer_than_duration_is_allowed_only_when_asked() -> None:
     with pytest.raises(m.ScheduleError, match="lasts 1.5 µs but its duration is 1 µs"):
         m.validate_schedule(g, s)
     m.validate_schedule(g, s, durations_exact=False)
+
+
+def _seven_placeholders(roles: list[str], pools: dict[str, list[str]]) -> tuple[m.EventGraph, m.Schedule]:
+    g = m.EventGraph(pools=pools)
+    g.add(m.Event("big", resources=[f"{r}:*" for r in roles], duration_us=1.0))
+    bound = ("c0.x", "c1.x", "c2.x", "c3.x", "c4.x", "c5.x", "c6.x")
+    return g, m.Schedule(start_us={"big": 0.0}, end_us={"big": 1.0}, resources={"big": bound})
+
+
+def test_pool_matching_is_exact_beyond_six_placeholders() -> None:
+    # seven placeholders A, B, C..G bound to c0.x .. c6.x (in that order). Pools: A = {c0.x, c1.x},
+    # B = {c0.x}, C = {c2.x}, ..., G = {c6.x}. The only assignment is A -> c1.x, B -> c0.x and
+    # C..G -> c2.x..c6.x, so the binding is valid. A greedy pass in placeholder order gives A the
+    # first bound member of its pool, c0.x, and then finds nothing left for B: it would report a
+    # violation that is not there.
+    singles = {r: [f"c{k}.x"] for k, r in enumerate("CDEFG", start=2)}
+    g, s = _seven_placeholders(["A", "B", *singles], {"A": ["c0.x", "c1.x"], "B": ["c0.x"], **singles})
+    m.validate_schedule(g, s)
+
+
+def test_pool_matching_beyond_six_placeholders_still_finds_a_real_violation() -> None:
+    # seven placeholders B, K, C..G bound to c0.x .. c6.x: B and K both have only c0.x in their
+    # pools and c1.x is in no pool, so two placeholders share one usable member (Hall's condition
+    # fails) and no assignment exists, whatever the order
+    singles = {r: [f"c{k}.x"] for k, r in enumerate("CDEFG", start=2)}
+    g, s = _seven_placeholders(["B", "K", *singles], {"B": ["c0.x"], "K": ["c0.x"], **singles})
+    with pytest.raises(m.ScheduleError, match=r"'big' is bound to .* for placeholder\(s\) .*which are not members of those pools"):
+        m.validate_schedule(g, s)

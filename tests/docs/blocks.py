@@ -69,10 +69,22 @@ def _mask_golden_seconds(text: str) -> str:
     return re.sub(r"(?m)^(ok .* µs\s+)\d+\.\d+ s$", r"\1<s> s", text)
 
 
+def _mask_datetimes(text: str) -> str:
+    # Optuna's own tools print when a study or trial started: "2026-12-01 15:46:06"
+    return re.sub(r"\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:\.\d+)?", "<datetime>", text)
+
+
+def _mask_pytest_seconds(text: str) -> str:
+    # pytest's last line: "3 passed in 10.15s", with "(0:01:02)" after a minute
+    return re.sub(r"(?m)^(\d+ passed.* in )\d+\.\d+s(?: \(\d+:\d\d:\d\d\))?$", r"\1<s>s", text)
+
+
 MASKS: dict[str, Callable[[str], str]] = {
+    "datetimes": _mask_datetimes,
     "gap-seconds": _mask_gap_seconds,
     "gap-times": _mask_gap_times,
     "golden-seconds": _mask_golden_seconds,
+    "pytest-seconds": _mask_pytest_seconds,
     "search-speed": _mask_search_speed,
 }
 

@@ -9,7 +9,7 @@ import moeopt as m
 from moeopt.core.schedule import Schedule
 from moeopt.exact import solve_exact
 from moeopt.exact.improve import Improver, reversed_graph, reversible
-from tests.core.strategies import event_graphs
+from moeopt.testing.strategies import event_graphs
 from tests.exact.strategies import held_graphs
 
 

@@ -34,7 +34,9 @@ def test_paired_combine_follows_a_late_bound_gmm2_tile(bs72):
     """megamoe-a8w8 pairs each per-tile combine with its GMM2 tile's core (AIV1 of that core). With
     late-bound tiles that core is chosen at schedule time; the combine must land on it, and nothing
     may run on a core the die does not have (c0..c27)."""
-    r = mm.simulate(bs72.with_overrides({"options.late_bind_pools": ["AIC"]}))
+    # late-bound cube tiles need a GM hand-off to the activation (on-chip slots are per core)
+    gm = [{"producer": "gmm1", "consumer": "activation", "location": "gm", "depth": 0, "colocated_by_hardware": False}]
+    r = mm.simulate(bs72.with_overrides({"options.late_bind_pools": ["AIC"], "options.links": gm}))
     rr = r["rank_results"][0]
     where = {e["name"]: e["core"] for e in rr["events"]}
     combines = [n for n in where if ".comb" in n]

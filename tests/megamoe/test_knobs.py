@@ -59,7 +59,7 @@ def test_allowed_text_is_the_validators() -> None:
     assert by["kernel.tile_n"].type == "int"
     assert by["kernel.tile_n"].default == 256  # GLOBAL_DEFAULTS
     assert by["kernel.tile_n"].profile_defaults["megamoe-a8w8"] == 256
-    assert by["options.combine_granularity"].allowed == "one of 'per_tile', 'per_expert', 'auto'"
+    assert by["options.combine_granularity"].allowed == "one of 'per_tile', 'per_expert', 'by_source', 'auto'"
     assert by["options.late_bind_pools"].allowed.startswith("each one of 'AIC'")
     assert by["kernel.topo_urma"].type == "bool"
     # topk's upper bound is world x local_experts: the catalogue says it moves

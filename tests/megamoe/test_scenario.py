@@ -7,6 +7,7 @@ import os
 import pytest
 
 import moeopt.megamoe as mm
+from moeopt.megamoe.scenario import effective_table
 
 EXAMPLE = os.path.join(os.path.dirname(__file__), "..", "..", "examples", "scenario_basic.toml")
 
@@ -170,3 +171,86 @@ def test_core_group_join_is_refused_where_the_builders_ignore_it(bs72):
         bs72.with_overrides({"options.core_groups.combine.join": "dispatch"})
     with pytest.raises(mm.ScenarioError, match=r"join_from_expert = 3: has no effect without"):
         bs72.with_overrides({"options.core_groups.gmm1.join_from_expert": 3})
+
+
+def test_effective_table_layers_scenario_over_profile_over_global_defaults(tmp_path):
+    # the megamoe-a8w8 profile sets tile_m 256 (global default 128) and puts gmm1->activation
+    # on-chip with depth 1; the scenario sets tile_n 128 and that link's depth 2; tile_k 512 and
+    # the link's readiness 'whole' come from the global defaults
+    s = mm.load_scenario(
+        write(
+            tmp_path,
+            BASE
+            + "[kernel]\ntile_n = 128\n"
+            + '[[options.links]]\nproducer = "gmm1"\nconsumer = "activation"\ndepth = 2\n',
+        )
+    )
+    table = effective_table(s)
+    assert (table["kernel"]["tile_m"], table["kernel"]["tile_n"], table["kernel"]["tile_k"]) == (256, 128, 512)
+    act = next(lk for lk in table["options"]["links"] if lk["consumer"] == "activation")
+    assert (act["location"], act["depth"], act["readiness"]) == ("onchip", 2, "whole")
+    assert (table["aic_num"], table["p1_override"]) == (28, 0)  # the profile's die; no override
+    # the resolved configuration is read from the same table
+    assert (s.config.tile_m, s.config.link("gmm1", "activation").depth) == (256, 2)
+
+
+BS72 = os.path.join(os.path.dirname(__file__), "..", "..", "examples", "scenario_bs72.toml")
+SEED002 = os.path.join(os.path.dirname(__file__), "..", "..", "examples", "seed002_typical.toml")
+
+
+@pytest.mark.parametrize(
+    ("over", "field"),
+    [
+        ({"workload.seed": 3}, "workload.seed"),
+        ({"workload.routing": "cyclic", "workload.seed": 0}, "workload.seed"),
+        ({"workload.zipf_skew": 1.5}, "workload.zipf_skew"),
+        ({"workload.routing": "random", "workload.zipf_skew": 1.5}, "workload.zipf_skew"),
+    ],
+)
+def test_a_routing_knob_the_routing_does_not_read_is_refused(over, field):
+    """Item 1 (no silently ignored knob): uniform / cyclic routing reads no seed and only zipf
+    reads a skew, so writing them is refused with the field, the value and what is allowed
+    (before, any value was accepted and the time never moved)."""
+    with pytest.raises(
+        mm.NotModelledError, match=rf"{field} = .*: not read with workload.routing = .*allowed:"
+    ):
+        mm.load_scenario(BS72, over)
+
+
+def test_the_sampled_routings_read_their_seed_and_skew():
+    """Item 1: where the knobs are read they are accepted and change the routing."""
+    from moeopt.megamoe.routing import counts_matrix
+
+    def counts(over):
+        return counts_matrix(mm.load_scenario(BS72, over).workload).tolist()
+
+    zipf = {"workload.routing": "zipf"}
+    assert counts({**zipf, "workload.seed": 1}) != counts({**zipf, "workload.seed": 2})
+    assert counts({**zipf, "workload.zipf_skew": 0.5}) != counts({**zipf, "workload.zipf_skew": 3.0})
+    # left out = the documented defaults (seed 0, skew 1.2)
+    assert counts(zipf) == counts({**zipf, "workload.seed": 0, "workload.zipf_skew": 1.2})
+    assert counts({"workload.routing": "random"}) == counts(
+        {"workload.routing": "random", "workload.seed": 0}
+    )
+
+
+def test_combine_threshold_is_refused_unless_the_combine_path_is_chosen_by_it():
+    """Item 1: ``kernel.combine_small_max_routes`` only picks the small / large combine path
+    under ``options.combine_granularity = 'auto'``; written with another granularity it is
+    refused. The pto-a2a3 profile's own default (4096) never trips the rule."""
+    with pytest.raises(
+        mm.NotModelledError,
+        match=r"kernel.combine_small_max_routes = 100: not read with options.combine_granularity = 'per_tile'",
+    ):
+        mm.load_scenario(BS72, {"kernel.combine_small_max_routes": 100})
+    # the profile sets the threshold and 'auto'; a user changing only the granularity is fine
+    s = mm.load_scenario(SEED002, {"options.combine_granularity": "per_expert"})
+    assert s.config.combine_small_max_routes == 4096
+    # and under 'auto' the user's threshold is read
+    assert (
+        mm.load_scenario(SEED002, {"kernel.combine_small_max_routes": 100}).config.combine_small_max_routes
+        == 100
+    )
+    assert mm.load_scenario(
+        BS72, {"options.combine_granularity": "auto", "kernel.combine_small_max_routes": 1}
+    )

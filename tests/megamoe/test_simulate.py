@@ -8,7 +8,7 @@ import pytest
 
 import moeopt as m
 import moeopt.megamoe as mm
-from moeopt.megamoe import builders
+from moeopt.megamoe.build import BuildContext
 
 FIELDS = (
     "kernel_total_us",
@@ -120,7 +120,9 @@ def test_halving_tile_n_raises_gm_to_l1_bytes(bs72, r72):
 def test_late_bound_pools_never_raise_avoidable_idle(bs72):
     """Late binding lets any free core take ready work, so a work-conserving policy leaves no
     avoidable idle in the late-bound pools (the guardrail would raise otherwise)."""
-    r = mm.simulate(bs72.with_overrides({"options.late_bind_pools": ["AIC", "AIV1"]}))
+    # late-bound cube tiles need a GM hand-off to the activation (on-chip slots are per core)
+    gm = [{"producer": "gmm1", "consumer": "activation", "location": "gm", "depth": 0, "colocated_by_hardware": False}]
+    r = mm.simulate(bs72.with_overrides({"options.late_bind_pools": ["AIC", "AIV1"], "options.links": gm}))
     for st, d in r["idle_decomposition"]["by_stage"].items():
         if d["late_bound"] and d["work_conservation_exempt"] is None:
             assert d["avoidable_core_us"] == pytest.approx(0.0, abs=1e-3), st
@@ -147,16 +149,14 @@ def test_more_tokens_never_lowers_compute_or_bandwidth_bound(profile):
 def test_a_too_cheap_cost_formula_trips_bound_violation(bs72, monkeypatch):
     """Make the cube and the GM->L1 loads 1000x too fast inside the builder only: the simulated time
     drops below the compute / bandwidth bounds, which use the true constants."""
-    real = builders._Builder.c
+    # the stage builders read every constant through BuildContext.c (cube_rate included)
+    real = BuildContext.c
 
     def cheap(self, name):
         v = real(self, name)
         return v * 1000 if name in ("gm_l1_bytes_per_us", "cube_mac_per_us_int8") else v
 
-    monkeypatch.setattr(builders._Builder, "c", cheap)
-    monkeypatch.setattr(
-        builders._Builder, "cube_rate", lambda self: real(self, "cube_mac_per_us_int8") * 1000
-    )
+    monkeypatch.setattr(BuildContext, "c", cheap)
     with pytest.raises(mm.BoundViolation, match=r"below the .* bound"):
         mm.simulate(bs72.with_overrides({"options.bandwidth_contention": False}))
     r = mm.simulate(bs72.with_overrides({"options.bandwidth_contention": False}), check_bounds=False)

@@ -1,8 +1,9 @@
-"""Several machines on one PostgreSQL storage (SPEC §8: any Optuna RDB URL).
+"""Several machines on one PostgreSQL storage (any Optuna RDB URL works the same way).
 
 Needs a server: set ``MOEOPT_POSTGRES_URL`` to an SQLAlchemy URL of an empty database the test may
 write to, e.g. ``postgresql+psycopg2://user@127.0.0.1:5432/moeopt_test``, and install a driver
 (``pip install psycopg2-binary``). Without both, the test is skipped and says which is missing.
+``.ci/run`` starts a throwaway local server from the Debian packages and sets both when it can.
 """
 
 from __future__ import annotations

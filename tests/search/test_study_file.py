@@ -174,7 +174,7 @@ def test_cli_bad_study_exits_2_with_one_line_and_no_traceback(tiny, tmp_path):
     assert "Traceback" not in p.stderr
     lines = p.stderr.strip().splitlines()
     assert lines == [
-        f"moeopt.search: {path}: sampler = 'tpee': not allowed (did you mean 'tpe'?); "
+        f"error: {path}: sampler = 'tpee': not allowed (did you mean 'tpe'?); "
         "allowed: tpe, cmaes, gp, random, grid, nsga2, bruteforce"
     ]
     assert not (tmp_path / "runs").exists()
@@ -183,9 +183,45 @@ def test_cli_bad_study_exits_2_with_one_line_and_no_traceback(tiny, tmp_path):
     p = _cli("broken.yaml", cwd=tmp_path)
     assert p.returncode == 2
     assert "Traceback" not in p.stderr
-    assert p.stderr.startswith("moeopt.search: broken.yaml: not valid YAML at line")
+    assert p.stderr.startswith("error: broken.yaml: not valid YAML at line")
 
     good = write_study(tmp_path / "good.yaml", tiny)
     p = _cli(str(good), "--trials", "0", cwd=tmp_path)
     assert p.returncode == 2
     assert p.stderr.strip().endswith("--trials = 0: out of range; allowed: integers >= 1")
+
+
+@pytest.mark.parametrize(
+    ("path", "choices", "pattern"),
+    [
+        ("kernel.quant", ["w8a8", "int4"], r"space.kernel.quant: the choice 'int4' can never be simulated: "
+         r"kernel.quant = 'int4': not allowed; allowed: 'w8a8', 'bf16'; remove it from the choices"),
+        ("kernel.quant", ["w8a8", "w4a8"], r"the choice 'w4a8' can never be simulated: kernel.quant = 'w4a8': not modelled"),
+        ("kernel.tile_n", [128, 100], r"the choice 100 can never be simulated: kernel.tile_n = 100: must be a multiple of 16"),
+        ("policy.scheduling", ["earliest_start", "fastest"], r"the choice 'fastest' can never be simulated: "
+         r"policy.scheduling = 'fastest': not allowed"),
+        ("profile", ["megamoe-a8w8", "nope"], r"the choice 'nope' can never be simulated: profile = 'nope'"),
+    ],
+)
+def test_a_choice_the_scenario_always_refuses_is_an_error_before_any_trial(tiny, tmp_path, path, choices, pattern):
+    tiny["space"][path] = {"choices": choices}
+    with pytest.raises(StudyError, match=pattern):
+        load_study(tiny)
+    from moeopt.search import run_study
+
+    with pytest.raises(StudyError):
+        run_study(tiny, out=tmp_path / "run")
+    assert not (tmp_path / "run").exists()  # nothing was started
+
+
+def test_a_label_table_choice_is_checked_path_by_path(tiny):
+    tiny["space"]["hand_off"] = {"choices": {"gm": {"kernel.quant": "w8a8"}, "odd": {"kernel.quant": "fp4"}}}
+    with pytest.raises(StudyError, match=r"space.hand_off: the choice 'odd' \(kernel.quant = 'fp4'\) can never"):
+        load_study(tiny)
+
+
+def test_a_choice_refused_only_with_other_values_is_left_to_the_trial(tiny):
+    # tile_m 512 fits L1 with a narrow tile_n and not with a wide one: a trial-by-trial verdict
+    tiny["space"]["kernel.tile_m"] = {"choices": [128, 512]}
+    cfg = load_study(tiny)
+    assert cfg.param("kernel.tile_m").labels == (128, 512)

@@ -211,7 +211,7 @@ def test_predicted_side_from_a_schedule_matches_the_exported_file(tmp_path) -> N
             '[{"name": "a", "ph": "X", "ts": 1}]',
             r"traceEvents\[0\] \(name 'a', ph 'X'\): 'dur' must be a number",
         ),
-        ('[{"name": "a", "ph": "X", "ts": "1", "dur": 1}]', r"'ts' must be a finite number of µs, got '1'"),
+        ('[{"name": "a", "ph": "X", "ts": "one", "dur": 1}]', r"'ts' must be a finite number of µs, got 'one'"),
         (
             '[{"name": "a", "ph": "X", "ts": 1, "dur": 1}, xyz, {"name": "b"}]',
             "not valid JSON in traceEvents\\[1\\]",

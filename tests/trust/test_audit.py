@@ -16,7 +16,7 @@ def test_candidates_respect_the_validators(bs72: mm.Scenario) -> None:
     assert vals
     assert all(v % 16 == 0 and 16 <= v <= 4096 and v != 256 for v in vals)
     assert au.candidates(knob("kernel.topo_urma"), bs72) == [True]
-    assert set(au.candidates(knob("options.combine_granularity"), bs72)) == {"per_expert", "auto"}
+    assert set(au.candidates(knob("options.combine_granularity"), bs72)) == {"per_expert", "by_source", "auto"}
     # a constant: x1.5 and x0.5 of the profile's value
     gm = bs72.config.constants["gm_l1_bytes_per_us"].value
     assert au.candidates(knob("calibration.gm_l1_bytes_per_us"), bs72) == [1.5 * gm, 0.5 * gm]

@@ -14,7 +14,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from moeopt.megamoe.config.calibration import PTO_A2A3_DOMAIN, fit_pto_a2a3
+from moeopt.megamoe.config.calibration import (
+    HBM_COPY_DOMAIN,
+    PTO_A2A3_DOMAIN,
+    PTO_A2A3_V1_DOMAIN,
+    fit_pto_a2a3,
+    fit_pto_a2a3_v1,
+)
+from moeopt.megamoe.config.implementation import COMBINE_SMALL_MAX_ROUTES
 from moeopt.megamoe.config.provenance import CalibrationDomain, Const
 
 HW = "../shared/hardware.md"
@@ -24,7 +31,7 @@ A3_CUBE_MHZ = 1800.0
 CONSTANTS: dict[str, tuple[str, str]] = {
     "cube_mac_per_us_int8": ("MAC/µs per AIC", "cube rate for int8 x int8 (w8a8)"),
     "cube_mac_per_us_fp16": ("MAC/µs per AIC", "cube rate for fp16/bf16"),
-    "gm_l1_bytes_per_us": ("B/µs per AIC", "GM->L1 load rate of one core's MTE2, contention-free"),
+    "gm_l1_bytes_per_us": ("B/µs per AIC", "GM->L1 load rate of one cube core (its MTE2), contention-free"),
     "b_reuse_load_factor": (
         "ratio",
         "B-panel load time of a tile whose B block an earlier m-group loaded (L2 hit)",
@@ -50,7 +57,23 @@ CONSTANTS: dict[str, tuple[str, str]] = {
     "front_sort_us_per_route": ("µs per route", "routing sort cost of the front reorder"),
     "l1_bytes": ("B", "L1 buffer of one AIC"),
     "bw_unit_bytes_per_us": ("B/µs", "quantum of the bandwidth semaphores"),
+    "gm_unaligned_load_efficiency": (
+        "ratio",
+        "GM->L1 rate of activation rows whose K step does not start on a 512-B boundary, relative to aligned",
+    ),
+    "epoch_sync_us": ("µs", "a software-epoch stage boundary: arrivals, coordinator, ready, poll"),
+    "remote_write_excess_share": (
+        "share per stream",
+        "share of the cube cores' GM->L1 paths one write-back stream takes while the link throttles it",
+    ),
 }
+
+NOT_CALIBRATION: dict[str, str] = {
+    "l1_bytes": "a buffer size: a hardware capacity, not a calibrated rate or latency",
+    "bw_unit_bytes_per_us": "the model's bandwidth quantum: a resolution of the model, not of the hardware",
+}
+"""Constants that are not calibration uncertainties: sensitivity never perturbs them (moving a
+capacity makes tiles fit or not, every variant at once)."""
 
 _A3_SPEC = {
     "cube_mac_per_us_int8": Const(
@@ -75,13 +98,31 @@ _A3_SPEC = {
         f"{HW} §3: HBM 1.6 TB/s per A3 die (3rd-party simulator config)",
     ),
     "l1_bytes": Const("l1_bytes", 512 * 1024, "B", "spec", f"{HW} §3: L1 512 KiB"),
+    "gm_unaligned_load_efficiency": Const(
+        "gm_unaligned_load_efficiency",
+        0.7,
+        "ratio",
+        "assumed",
+        "CANN Ascend C best practices, 'Using 512-Byte Alignment for the GM Address' "
+        "(hiascend.com, opdevg atlas_ascendc_best_practices_10_0014): GM reads of one core that "
+        "are only 32-B aligned reach as little as 70% of the 512-B aligned bandwidth, measured on "
+        "Atlas A2 products; taken for A3 (A2-class dies) as the rate of every K step of the "
+        "activation rows when tile_k x bytes per element is not a multiple of 512 B",
+    ),
     "bw_unit_bytes_per_us": Const(
         "bw_unit_bytes_per_us",
-        1000.0,
+        1.0,
         "B/µs",
         "assumed",
-        "1 GB/s per semaphore unit: fine enough that rounding a transfer's rate up to whole units "
-        "costs < 1% at the rates involved",
+        "1 MB/s per semaphore unit: rounding a transfer's rate up to whole units costs < 0.01% at "
+        "the rates involved (a stream's fair share of a link included), so halving it moves no result",
+    ),
+    "remote_write_excess_share": Const(
+        "remote_write_excess_share",
+        0.0,
+        "share per stream",
+        "assumed",
+        "not measured here: a throttled write-back stream takes nothing of the cube cores' GM->L1 paths",
     ),
 }
 
@@ -96,6 +137,7 @@ _ZERO_LATENCY = {
         "act_startup_us",
         "dispatch_call_us",
         "urma_op_us",
+        "epoch_sync_us",
     )
 }
 
@@ -151,6 +193,15 @@ _PTO_SYNC = {
         "assumed",
         "not measured on A2/A3; the arch35 zero-row dispatch call (hardware.md §5)",
     ),
+    "epoch_sync_us": Const(
+        "epoch_sync_us",
+        2 * 1000 / A3_CUBE_MHZ + 0.06,
+        "µs",
+        "assumed",
+        "no measurement of the V1 kernel's software epochs: the producers' arrival writes and the "
+        "coordinator's ready write taken as two flag hand-offs (2 x 1000 cycles at 1.8 GHz, as "
+        "flag_latency_us), plus one poll back-off of 3 sys_cnt ticks = 60 ns (mega_expert_sync.hpp L163)",
+    ),
 }
 
 
@@ -158,6 +209,10 @@ def _pto_constants() -> dict[str, Const]:
     d = PTO_A2A3_DOMAIN.id
     out = dict(_A3_SPEC)
     out.update(_PTO_SYNC)
+    for fit in fit_pto_a2a3_v1():
+        out[fit.name] = Const(
+            fit.name, fit.value, fit.unit, "measured", f"{HW} §1b: {fit.derivation}", PTO_A2A3_V1_DOMAIN.id
+        )
     for fit in fit_pto_a2a3():
         out[fit.name] = Const(fit.name, fit.value, fit.unit, "measured", f"{HW} §1: {fit.derivation}", d)
     out["b_reuse_load_factor"] = Const(
@@ -167,21 +222,25 @@ def _pto_constants() -> dict[str, Const]:
         "assumed",
         "the fitted gm_l1 rate already averages L2 hits over the 8 m-groups of the calibration shape",
     )
-    out["aiv_remote_read_bytes_per_us"] = Const(
-        "aiv_remote_read_bytes_per_us",
-        out["remote_in_bytes_per_us"].value,
+    out["aiv_local_bytes_per_us"] = Const(
+        "aiv_local_bytes_per_us",
+        out["aiv_remote_write_bytes_per_us"].value,
         "B/µs per AIV",
         "assumed",
-        "no single-stream measurement; set to the measured per-rank aggregate so that the aggregate "
-        "limit (a shared semaphore) is what binds",
+        "no measurement of a stream to this rank's own window; the kernel takes the same window path "
+        "for its own source rank as for the others (dispatch.h TLOAD / combine.h TSTORE on "
+        "peer[srcRank] for every srcRank), so it is set to a per-stream rate fitted at §1b (the "
+        "write-back's: one constant serves both directions; the read rate is 6% lower)",
     )
-    out["aiv_remote_write_bytes_per_us"] = Const(
-        "aiv_remote_write_bytes_per_us",
-        out["remote_out_bytes_per_us"].value,
-        "B/µs per AIV",
-        "assumed",
-        "no single-stream measurement; set to the measured per-rank aggregate so that the aggregate "
-        "limit (a shared semaphore) is what binds",
+    out["hbm_bytes_per_us"] = Const(
+        "hbm_bytes_per_us",
+        1.264e6,
+        "B/µs per die",
+        "measured",
+        f"{HW} §1 / §3: HBM copy of 256 MiB at 1.264 TB/s (read and write counted), on a 910B-class "
+        "die (presumably 910B1, unverified): what every core streaming together reaches, against the "
+        "1.6 TB/s spec, which no measurement shows",
+        HBM_COPY_DOMAIN.id,
     )
     return out
 
@@ -190,10 +249,19 @@ A35 = f"{HW} §5 (recursion-ascend/cost-model README)"
 A8W8_DOMAIN = CalibrationDomain(
     id="megamoe-a8w8/arch35/28core",
     implementation="megamoe-a8w8.wave",
-    compile_point={"quant": "w8a8"},
-    shape={},
+    # hardware.md §5: GMM1 tiles of m = 256 rows (bs128 / bs8192, one m-group = 256 rows); the
+    # tile_n 256 of the README's example configuration
+    compile_point={"quant": "w8a8", "tile_m": 256, "tile_n": 256},
+    # hardware.md §5: GMM1 tile times at batch 36, 128 and 8192 tokens; the README's runs are
+    # labelled h5120_i4608 (h 5120, hidden_dim 9216)
+    shape={"tokens": (36, 8192), "h": 5120, "hidden_dim": 9216},
     topology={"aic_num": 28},
-    note="single-point calibrations of the seed-000 implementation (hardware.md §5)",
+    note=(
+        "hardware.md §5 (recursion-ascend/cost-model README): single-point calibrations of the arch35 "
+        "wave kernel on the 28 usable cube cores of one card, GMM1 tiles of 256 rows at batch 36, 128 "
+        "and 8192 tokens, runs labelled h5120_i4608; topK, ranks and experts per rank of the runs are "
+        "not documented, so they are not limited"
+    ),
 )
 
 
@@ -287,6 +355,9 @@ def _a8w8_constants() -> dict[str, Const]:
         ),
         "flag_latency_us": Const("flag_latency_us", 0.5, "µs", "assumed", "no arch35 flag measurement"),
         "syncall_us": Const("syncall_us", 1.0, "µs", "assumed", "no arch35 SYNCALL measurement"),
+        "epoch_sync_us": Const(
+            "epoch_sync_us", 1.0, "µs", "assumed", "no arch35 measurement; taken as one SYNCALL"
+        ),
         "cross_rank_flag_us": Const(
             "cross_rank_flag_us", 5.0, "µs", "assumed", "no arch35 cross-rank measurement"
         ),
@@ -302,6 +373,15 @@ def _a8w8_constants() -> dict[str, Const]:
             "l1_bytes", 512 * 1024, "B", "assumed", "arch35 L1 size not in hardware.md; A3 value"
         ),
         "bw_unit_bytes_per_us": _A3_SPEC["bw_unit_bytes_per_us"],
+        "gm_unaligned_load_efficiency": Const(
+            "gm_unaligned_load_efficiency",
+            1.0,
+            "ratio",
+            "assumed",
+            "the vendor documents the 512-B alignment penalty for Atlas A2 products only; nothing "
+            "is known for arch35, so no penalty is assumed",
+        ),
+        "remote_write_excess_share": _A3_SPEC["remote_write_excess_share"],
     }
 
 
@@ -318,6 +398,7 @@ GLOBAL_DEFAULTS: dict[str, Any] = {
         "swizzle_n": 9,
         "swiglu_segments": "per_expert",
         "combine_small_max_routes": 0,
+        "front_reorder": "single",
     },
     "policy": {
         "dispatch_lookahead": 0,
@@ -325,6 +406,7 @@ GLOBAL_DEFAULTS: dict[str, Any] = {
         "scheduling": "earliest_start",
         "wave_packing": "sequential_greedy",
         "core_assignment": "static_round_robin",
+        "core_cursor": "per_stage",
     },
     "options": {
         "links": [
@@ -374,6 +456,14 @@ GLOBAL_DEFAULTS: dict[str, Any] = {
         "builder": "megamoe",
         "tile_grid": "rect",
         "roles": {"dispatch": "AIV", "activation": "AIV", "combine": "AIV"},
+        "sync_protocol": "hardware_flags",
+        "gmm1_full_experts": 0,
+        "gmm2_join_check": "none",
+        "combine_start_after": "none",
+        "swiglu_active": "all",
+        "unpermute": "rank_barrier",
+        "unpermute_ready_experts": 13,
+        "gmm1_small_m_rebalance": False,
     },
 }
 
@@ -385,14 +475,19 @@ PROFILE_DEFAULTS: dict[str, dict[str, Any]] = {
             "tile_n": 256,
             "tile_k": 512,
             "swiglu_segments": "kernel_rule",
-            # combine.h@2d9d4288 L30, L73-85: DirectSmall (per GMM2 tile) iff M x topK <= 4096
-            "combine_small_max_routes": 4096,
+            # DirectSmall (per GMM2 tile) iff M x topK <= 4096 (impl: combine.h@2d9d4288:30,73-85)
+            "combine_small_max_routes": COMBINE_SMALL_MAX_ROUTES,
+            # the front reorder picks FullLoad / OneCore / MultiCore (tiling_builder.cpp@HEAD L215-322)
+            "front_reorder": "kernel_rule",
         },
         "options": {"combine_granularity": "auto"},
     },
     "megamoe-a8w8": {
         "aic_num": 28,
         "kernel": {"tile_m": 256, "tile_n": 256, "tile_k": 512},
+        # the arch35 kernel's cursor startBlockIdx_ rolls on across stages and experts
+        # (mega_moe_arch35.h, as the seed's model describes it; the kernel source is not public)
+        "policy": {"core_cursor": "across_stages"},
         "options": {
             "links": [
                 {
@@ -409,7 +504,41 @@ PROFILE_DEFAULTS: dict[str, dict[str, Any]] = {
     },
 }
 
-PROFILES = ("pto-a2a3", "megamoe-a8w8")
+# The V1 version of the PTO kernel as knobs on the baseline: pto-a2a3-v1 = pto-a2a3 + these
+# (a test checks that the two give the same schedule). Sources: hardware.md §2 "V1 fixed groups",
+# "Sync protocol", "Combine", "Unpermute"; overview_v1.md; pseudocode.md.
+V1_OVERRIDES: dict[str, Any] = {
+    "options.core_groups": "v1_fixed",  # GMM1 AIC 0-15, GMM2 AIC 16-23 (+ join), dispatch AIV0 / SwiGLU AIV1
+    # of blocks 0-15, combine AIV0 of blocks 16-23 (mega_expert_sync.hpp@HEAD L31-68)
+    "options.sync_protocol": "software_epochs",  # pseudocode.md L15-17, mega_expert_sync.hpp L181, L275, L297
+    "options.gmm1_full_experts": 2,  # fullAicGmm1ExpertCount (gmm1.h@HEAD L158-160, L173-181)
+    "options.gmm2_join_check": "kernel_rule",  # gmm2JoinCheckStartExpert (gmm2.h@HEAD L147-231)
+    # combineStartAfterGmm2Expert (tiling_builder.cpp@HEAD L120-137)
+    "options.combine_start_after": "kernel_rule",
+    "options.combine_granularity": "by_source",  # full-row write-back by source rank (combine.h@HEAD L27-28)
+    "options.swiglu_active": "kernel_rule",  # swigluActiveGroupSize (tiling_builder.cpp@HEAD L120-137)
+    "options.unpermute": "two_phase",  # 32 AIV on ready tokens, then 48 (pseudocode.md L424-478)
+    # unpermutePhase1ReadyExpertCount (tiling_builder.cpp@HEAD L120-137)
+    "options.unpermute_ready_experts": 13,
+    "options.gmm1_small_m_rebalance": True,  # gmm1.h@HEAD L33-41, L60-78
+    "kernel.swiglu_segments": "per_expert",  # pseudocode.md L243-297
+    # advance = coreLoops % coreNum, or 1 when that is 0 (gmm_common.h@HEAD L56-64)
+    "policy.core_assignment": "static_round_robin_v1",
+}
+
+
+def _nest(dotted: Mapping[str, Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for path, value in dotted.items():
+        *heads, last = path.split(".")
+        node = out
+        for h in heads:
+            node = node.setdefault(h, {})
+        node[last] = value
+    return out
+
+
+PROFILES = ("pto-a2a3", "pto-a2a3-v1", "megamoe-a8w8")
 
 IMPLEMENTATIONS: dict[str | None, dict[str, Any]] = {
     "pto-a2a3": {
@@ -425,6 +554,20 @@ IMPLEMENTATIONS: dict[str | None, dict[str, Any]] = {
         ],
         "domain": PTO_A2A3_DOMAIN,
     },
+    "pto-a2a3-v1": {
+        "id": "pto-a2a3.v1",
+        "source_refs": [
+            "kernels/manual/a2a3/dispatch_mega_combine/overview_v1.md:28-39,71-130",
+            "op_kernel/utils/mega_expert_sync.hpp@HEAD:31-68,163,181,275,297",
+            "op_kernel/tiling_builder.cpp@HEAD:104-137",
+            "op_kernel/gmm1.h@HEAD:33-41,60-78,158-181",
+            "op_kernel/gmm2.h@HEAD:147-231",
+            "op_kernel/gmm_common.h@HEAD:56-64",
+            "op_kernel/combine.h@HEAD:27-28",
+            "pseudocode.md:15-17,243-297,357-478",
+        ],
+        "domain": PTO_A2A3_V1_DOMAIN,
+    },
     "megamoe-a8w8": {
         "id": "megamoe-a8w8.wave",
         "source_refs": ["recursion-ascend/cost-model README.md (hardware.md §5)"],
@@ -436,7 +579,7 @@ IMPLEMENTATIONS: dict[str | None, dict[str, Any]] = {
 
 def profile_constants(profile: str | None) -> dict[str, Const]:
     """The constants of ``profile`` (``None``: spec values only, zero latencies)."""
-    if profile == "pto-a2a3":
+    if profile in ("pto-a2a3", "pto-a2a3-v1"):
         return _pto_constants()
     if profile == "megamoe-a8w8":
         return _a8w8_constants()
@@ -470,3 +613,6 @@ def merge_links(base: list[Any], over: list[Any]) -> list[Any]:
         else:
             merged.append(dict(link))
     return merged
+
+
+PROFILE_DEFAULTS["pto-a2a3-v1"] = deep_merge(PROFILE_DEFAULTS["pto-a2a3"], _nest(V1_OVERRIDES))

@@ -1,10 +1,22 @@
-"""Hypothesis strategies for small random event graphs with every feature of the event model."""
+"""Hypothesis strategies for small random event graphs with every feature of the event model.
+
+``event_graphs()`` draws valid graphs (they always compile) of up to ``max_events`` events over
+three sites ``c0``, ``c1``, ``c2`` and two roles ``a``, ``b``: fixed resources, pool
+placeholders ``a:*`` / ``b:*`` (the pools list the three sites in a drawn order), an event with
+both, events with no resource, dependencies with λ, colocation with an earlier event, and two
+semaphores ``s1`` / ``s2`` used both ways a kernel uses them: units held by one event for its
+duration, and units taken by a producer and given back by a consumer that depends on it. Every
+event carries a ``stage`` label (``x``, ``y`` or ``z``) that no scheduler may read.
+
+Some drawn graphs deadlock (a producer whose units are never given back starves a later
+acquirer): the scheduler then raises ``SchedulingError`` with "deadlock" in its message.
+"""
 
 from __future__ import annotations
 
 from hypothesis import strategies as st
 
-import moeopt as m
+from moeopt.core.events import Event, EventGraph
 
 SITES = ("c0", "c1", "c2")
 DURATIONS = (0.0, 0.5, 1.0, 1.5, 2.0, 3.25)
@@ -12,7 +24,7 @@ LAMBDAS = (0.0, 0.0, 0.5, 1.25)
 
 
 @st.composite
-def event_graphs(draw: st.DrawFn, max_events: int = 9, semaphores: bool = True) -> m.EventGraph:
+def event_graphs(draw: st.DrawFn, max_events: int = 9, semaphores: bool = True) -> EventGraph:
     """A valid graph: fixed resources and pool placeholders over 3 sites x 2 roles, λ edges,
     colocation with an earlier event, own-held semaphore units and producer -> consumer slots."""
     n = draw(st.integers(1, max_events))
@@ -22,7 +34,7 @@ def event_graphs(draw: st.DrawFn, max_events: int = 9, semaphores: bool = True) 
     sems = {}
     if semaphores:
         sems = {"s1": draw(st.integers(1, 3)), "s2": draw(st.integers(1, 2))}
-    g = m.EventGraph(semaphores=sems, pools=pools)
+    g = EventGraph(semaphores=sems, pools=pools)
     names: list[str] = []
     res_of: dict[str, list[str]] = {}
     open_slots: list[tuple[str, str, int]] = []  # (producer, semaphore, units) not yet released
@@ -64,7 +76,7 @@ def event_graphs(draw: st.DrawFn, max_events: int = 9, semaphores: bool = True) 
                 deps.setdefault(prod, draw(st.sampled_from(LAMBDAS)))
                 releases[sem] = units
         g.add(
-            m.Event(
+            Event(
                 name,
                 resources=res,
                 deps=deps,

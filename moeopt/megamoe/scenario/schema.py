@@ -1,46 +1,25 @@
-"""Scenario layer: :class:`Workload`, :class:`Scenario`, :func:`load_scenario` and overrides.
+"""The scenario's schema: the sections a user writes, their field tables and checks, and the
+resolved :class:`Config`.
 
-A scenario is what a user writes (a TOML file or constructor calls): the workload shape, the
-model sizes, a profile, and the knobs that differ from the profile. Every field is validated
-when the object is made; :func:`Scenario.resolve` merges global defaults, the profile and the
-scenario into one :class:`Config` and checks the cross-field rules (on-chip links, readiness,
-not-modelled values, missing constants). Nothing is half-applied: an override or a file is
-turned into a new scenario in one step, or an error says which field, which value, and what is
-allowed.
-
-Shapes, the classic trap: ``h`` is the model hidden size (GMM1's K and GMM2's N);
-``hidden_dim`` is GMM1's output width = 2 x intermediate size (SwiGLU gate + up), so GMM2's K
-is ``hidden_dim / 2``. A run labelled ``h5120_i4608`` is ``h = 5120, hidden_dim = 9216``.
+Each section (:class:`Workload`, :class:`Kernel`, :class:`PolicyConfig`, :class:`Options` with
+its :class:`Link` list) checks its own fields when it is made, with the checks of
+:mod:`moeopt.fields`; :class:`Scenario` checks the top-level fields and resolves itself
+(:mod:`moeopt.megamoe.scenario.resolve`). ``None`` in a section means "the profile's value".
 """
 
 from __future__ import annotations
 
 import dataclasses
-import math
-import os
-import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
-from moeopt.errors import did_you_mean, range_text
-from moeopt.megamoe.config.profiles import (
-    CONSTANTS,
-    GLOBAL_DEFAULTS,
-    IMPLEMENTATIONS,
-    PROFILE_DEFAULTS,
-    PROFILES,
-    deep_merge,
-    profile_constants,
-)
-from moeopt.megamoe.config.provenance import Const
+from moeopt.fields import Fields
+from moeopt.megamoe.config.profiles import CONSTANTS, PROFILES
+from moeopt.megamoe.config.provenance import Const, RecordingValues, record
 from moeopt.megamoe.errors import NotModelledError, ScenarioError
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - exercised on Python 3.10 only
-    import tomli as tomllib  # type: ignore[import-not-found,no-redef,unused-ignore]
+from moeopt.plain import plain
 
 STAGES = ("dispatch", "gmm1", "activation", "gmm2", "combine")
 VECTOR_STAGES = ("dispatch", "activation", "combine")
@@ -50,6 +29,9 @@ ROUTINGS = ("uniform", "cyclic", "random", "zipf", "explicit", "file")
 QUANTS = ("w8a8", "bf16")
 NOT_MODELLED_QUANTS = {"w4a8": "the int4 dequantisation cost of the a8w4 kernel is not modelled"}
 ROLES = ("AIC", "AIV0", "AIV1", "AIV")
+SEEDED_ROUTINGS = ("random", "zipf")
+WORKLOAD_DEFAULTS: dict[str, Any] = {"seed": 0, "zipf_skew": 1.2}
+"""What the sampled routings use for ``workload.seed`` / ``workload.zipf_skew`` left out (``None``)."""
 
 TRAP_HINT = (
     "h is the model hidden size (GMM1's K, GMM2's N); hidden_dim is GMM1's output width "
@@ -70,56 +52,19 @@ KEY_HINTS = {
 
 
 # --------------------------------------------------------------------------- field checks
-def _isint(v: Any) -> bool:
-    return isinstance(v, int) and not isinstance(v, bool)
-
-
-def _isnum(v: Any) -> bool:
-    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
-
-
-def check_int(where: str, v: Any, lo: int | None = None, hi: int | None = None, multiple: int = 1) -> int:
-    rng = range_text(lo, hi)
-    if not _isint(v):
-        raise ScenarioError(f"{where} = {v!r}: must be an integer{rng}")
-    if (lo is not None and v < lo) or (hi is not None and v > hi):
-        raise ScenarioError(f"{where} = {v!r}: out of range; allowed: integers{rng}")
-    if multiple > 1 and v % multiple:
-        raise ScenarioError(f"{where} = {v!r}: must be a multiple of {multiple}{rng}")
-    return int(v)
-
-
-def check_num(
-    where: str, v: Any, lo: float | None = None, hi: float | None = None, lo_open: bool = False
-) -> float:
-    if not _isnum(v):
-        raise ScenarioError(f"{where} = {v!r}: must be a finite number{range_text(lo, hi, lo_open)}")
-    if (lo is not None and (v < lo or (lo_open and v == lo))) or (hi is not None and v > hi):
-        raise ScenarioError(f"{where} = {v!r}: out of range; allowed: {range_text(lo, hi, lo_open).strip()}")
-    return float(v)
-
-
-def check_choice(where: str, v: Any, allowed: Sequence[str]) -> str:
-    if not isinstance(v, str) or v not in allowed:
-        hint = did_you_mean(v, allowed) if isinstance(v, str) else ""
-        raise ScenarioError(f"{where} = {v!r}: not allowed{hint}; allowed: {', '.join(map(repr, allowed))}")
-    return v
-
-
-def check_bool(where: str, v: Any) -> bool:
-    if not isinstance(v, bool):
-        raise ScenarioError(f"{where} = {v!r}: must be true or false")
-    return v
-
-
-def unknown_key(where: str, key: str, allowed: Sequence[str]) -> ScenarioError:
-    loc = f"{where}.{key}" if where else key
-    hint = KEY_HINTS.get(str(key).lower())
-    if hint is not None:
-        return ScenarioError(f"unknown field {loc!r}: {hint}. {TRAP_HINT}")
-    return ScenarioError(
-        f"unknown field {loc!r}{did_you_mean(str(key), allowed)}; allowed: {', '.join(sorted(allowed))}"
-    )
+FIELDS = Fields(
+    ScenarioError,
+    quote_choices=True,
+    sort_fields=True,
+    key_hints={k: f"{v}. {TRAP_HINT}" for k, v in KEY_HINTS.items()},
+)
+"""The checks of a scenario's fields (see :mod:`moeopt.fields`); the h / hidden_dim trap names
+its own hint in place of the list of fields."""
+check_int = FIELDS.integer
+check_num = FIELDS.number
+check_choice = FIELDS.choice
+check_bool = FIELDS.boolean
+unknown_key = FIELDS.unknown
 
 
 # --------------------------------------------------------------------------- sections
@@ -133,6 +78,9 @@ class Workload:
     token), ``zipf`` (seeded, expert popularity ~ 1/rank**zipf_skew), ``explicit`` (``counts``:
     a world x (world*local_experts) matrix), ``file`` (``file``: a TOML/JSON file with
     ``counts`` or ``expert_ids``).
+
+    ``seed`` is read by ``random`` and ``zipf`` only, ``zipf_skew`` by ``zipf`` only; ``None``
+    (left out) is :data:`WORKLOAD_DEFAULTS`, and a value the routing would not read is refused.
     """
 
     tokens: int
@@ -140,11 +88,21 @@ class Workload:
     world: int
     local_experts: int
     routing: str = "uniform"
-    seed: int = 0
-    zipf_skew: float = 1.2
+    seed: int | None = None
+    zipf_skew: float | None = None
     counts: tuple[tuple[int, ...], ...] | None = None
     file: str | None = None
     shared_expert_num: int = 0
+
+    @property
+    def routing_seed(self) -> int:
+        """The seed the sampled routings use (``seed``, or its default when left out)."""
+        return int(WORKLOAD_DEFAULTS["seed"] if self.seed is None else self.seed)
+
+    @property
+    def skew(self) -> float:
+        """The zipf skew in force (``zipf_skew``, or its default when left out)."""
+        return float(WORKLOAD_DEFAULTS["zipf_skew"] if self.zipf_skew is None else self.zipf_skew)
 
     def __post_init__(self) -> None:
         w = "workload"
@@ -153,8 +111,26 @@ class Workload:
         check_int(f"{w}.local_experts", self.local_experts, 1, 1024)
         check_int(f"{w}.topk", self.topk, 1, self.world * self.local_experts)
         check_choice(f"{w}.routing", self.routing, ROUTINGS)
-        check_int(f"{w}.seed", self.seed, 0)
-        check_num(f"{w}.zipf_skew", self.zipf_skew, 0.0, 10.0, lo_open=True)
+        if self.seed is not None:
+            check_int(f"{w}.seed", self.seed, 0)
+            if self.routing not in SEEDED_ROUTINGS:
+                raise FIELDS.unread(
+                    f"{w}.seed",
+                    self.seed,
+                    f"{w}.routing = {self.routing!r} (only the sampled routings read a seed)",
+                    f"{w}.routing = 'random' or 'zipf'",
+                    NotModelledError,
+                )
+        if self.zipf_skew is not None:
+            check_num(f"{w}.zipf_skew", self.zipf_skew, 0.0, 10.0, lo_open=True)
+            if self.routing != "zipf":
+                raise FIELDS.unread(
+                    f"{w}.zipf_skew",
+                    self.zipf_skew,
+                    f"{w}.routing = {self.routing!r} (only 'zipf' reads a skew)",
+                    f"{w}.routing = 'zipf'",
+                    NotModelledError,
+                )
         check_int(f"{w}.shared_expert_num", self.shared_expert_num, 0, 16)
         if self.counts is not None:
             if isinstance(self.counts, (str, bytes)) or not isinstance(self.counts, Sequence):
@@ -201,9 +177,12 @@ class Kernel:
     swizzle_n: int | None = None
     swiglu_segments: str | None = None
     combine_small_max_routes: int | None = None
+    front_reorder: str | None = None
 
     def __post_init__(self) -> None:
         k = "kernel"
+        if self.front_reorder is not None:
+            check_choice(f"{k}.front_reorder", self.front_reorder, ("single", "kernel_rule"))
         if self.tile_m is not None:
             check_int(f"{k}.tile_m", self.tile_m, 16, 1024, multiple=16)
         if self.tile_n is not None:
@@ -211,7 +190,14 @@ class Kernel:
         if self.tile_k is not None:
             check_int(f"{k}.tile_k", self.tile_k, 32, 8192, multiple=32)
         if self.l1_stages is not None:
-            check_int(f"{k}.l1_stages", self.l1_stages, 1, 4)
+            stages = self.l1_stages
+            if isinstance(stages, int) and not isinstance(stages, bool) and stages > 2:
+                raise NotModelledError(
+                    f"{k}.l1_stages = {self.l1_stages}: a third L1 stage does not change a steady K-step "
+                    "pipeline (the kernel builds 2, gmm_common.h L22-23), and what it would absorb "
+                    "(jitter of single loads) is not modelled; allowed: 1 (no load / compute overlap) or 2"
+                )
+            check_int(f"{k}.l1_stages", self.l1_stages, 1, 2)
         if self.quant is not None:
             if isinstance(self.quant, str) and self.quant in NOT_MODELLED_QUANTS:
                 raise NotModelledError(
@@ -236,7 +222,9 @@ class PolicyConfig:
     """Wave progression and the named rules. ``None`` = the profile's value.
 
     ``dispatch_lookahead``: dispatch may run at most this many waves ahead of GMM1 (0 = no
-    limit); ``dispatch_lag``: GMM1 of wave w waits until dispatch of wave w + lag is in.
+    limit); ``dispatch_lag``: GMM1 of wave w waits until dispatch of wave w + lag is in;
+    ``core_cursor``: the core-assignment rule's state (the rolling start core) restarts at each
+    GMM stage (``per_stage``) or rolls on from GMM1 into GMM2 (``across_stages``).
     """
 
     dispatch_lookahead: int | None = None
@@ -244,9 +232,12 @@ class PolicyConfig:
     scheduling: str | None = None
     wave_packing: str | None = None
     core_assignment: str | None = None
+    core_cursor: str | None = None
 
     def __post_init__(self) -> None:
         p = "policy"
+        if self.core_cursor is not None:
+            check_choice(f"{p}.core_cursor", self.core_cursor, CORE_CURSORS)
         if self.dispatch_lookahead is not None:
             check_int(f"{p}.dispatch_lookahead", self.dispatch_lookahead, 0, 1024)
         if self.dispatch_lag is not None:
@@ -258,12 +249,13 @@ class PolicyConfig:
         ):
             v = getattr(self, name)
             if v is not None:
-                _check_registered(f"{p}.{name}", v, kind)
+                check_registered(f"{p}.{name}", v, kind)
 
 
-def _check_registered(where: str, value: Any, kind: str) -> None:
+def check_registered(where: str, value: Any, kind: str) -> None:
+    """``value`` names a registered part of ``kind`` (the built-in ones are registered first)."""
     from moeopt import registry
-    from moeopt.megamoe import builders  # noqa: F401  (registers the built-in rules and builders)
+    from moeopt.megamoe import build  # noqa: F401  (registers the built-in rules and builders)
 
     check_choice(where, value, registry.names(kind))
 
@@ -319,7 +311,19 @@ OPTION_FIELDS = (
     "builder",
     "tile_grid",
     "roles",
+    "sync_protocol",
+    "gmm1_full_experts",
+    "gmm2_join_check",
+    "combine_start_after",
+    "swiglu_active",
+    "unpermute",
+    "unpermute_ready_experts",
+    "gmm1_small_m_rebalance",
 )
+SYNC_PROTOCOLS = ("hardware_flags", "software_epochs")
+CORE_CURSORS = ("per_stage", "across_stages")
+UNPERMUTE_MODES = ("rank_barrier", "two_phase")
+COMBINE_GRANULARITIES = ("per_tile", "per_expert", "by_source", "auto")
 CORE_GROUP_FIELDS = ("cores", "role", "join", "join_from_expert")
 
 
@@ -329,7 +333,9 @@ class Options:
 
     * ``links``: stage edges (see :class:`Link`); listed links replace the profile's link fields.
     * ``combine_granularity``: ``per_tile`` (a window per GMM2 tile), ``per_expert`` (rows of a
-      whole expert slice by source rank) or ``auto`` (the kernel's small-path rule).
+      whole expert slice by source rank, in lanes over the combine cores), ``by_source`` (the V1
+      kernel: each combine core writes back whole rows of its source ranks, expert after
+      expert) or ``auto`` (the baseline kernel's small-path rule).
     * ``late_bind_pools``: roles whose events bind to a core at dispatch time (``AIC``, ``AIV0``,
       ``AIV1``, ``AIV``); the others are pinned at build time by ``policy.core_assignment``.
     * ``bandwidth_contention``: aggregate HBM / cross-rank limits as shared semaphores (false =
@@ -339,6 +345,25 @@ class Options:
     * ``event_granularity``: ``stage -> units per event`` (vector stages).
     * ``barriers``: ``fused`` (per-wave flags) or ``staged`` (an all-core barrier between stages).
     * ``roles``: ``stage -> AIV0 | AIV1 | AIV`` for the vector stages.
+    * ``sync_protocol``: ``hardware_flags`` (the baseline kernel: cross-core hard flags, an
+      all-AIV SYNCALL after every dispatched expert group and around SwiGLU segments, an all-rank
+      barrier before unpermute) or ``software_epochs`` (the V1 kernel: arrival / coordinator /
+      ready epochs in GM, no all-AIV SYNCALL).
+    * ``gmm1_full_experts``: the first experts GMM1 runs on every cube core (its own group and
+      GMM2's), with an AIC-only SYNCALL after each (V1: 2).
+    * ``gmm2_join_check``: ``none`` (a GMM2 group's join, if any, takes effect from the core
+      group's ``join_from_expert``), ``kernel_rule`` or an expert index: from that expert on, at
+      each expert boundary GMM2 checks whether GMM1 is done and, once it is, the GMM1 cores join.
+    * ``combine_start_after``: ``none``, ``kernel_rule`` or a GMM2 expert index combine waits for
+      before it starts expert 0.
+    * ``swiglu_active``: ``all``, ``kernel_rule`` or how many of the activation group's cores take
+      rows.
+    * ``unpermute``: ``rank_barrier`` (every AIV after every rank's combine) or ``two_phase``
+      (the dispatch and SwiGLU cores first, on the tokens whose routes are all back, then all).
+    * ``unpermute_ready_experts``: ``two_phase``: combine progress (experts) every producer rank
+      reaches before phase 1 starts.
+    * ``gmm1_small_m_rebalance``: cut a GMM1 expert with one M-tile and fewer tiles than cores
+      into one N slice per core (32-column units).
     """
 
     links: tuple[Link, ...] | None = None
@@ -351,9 +376,18 @@ class Options:
     builder: str | None = None
     tile_grid: str | None = None
     roles: Mapping[str, str] | None = None
+    sync_protocol: str | None = None
+    gmm1_full_experts: int | None = None
+    gmm2_join_check: str | int | None = None
+    combine_start_after: str | int | None = None
+    swiglu_active: str | int | None = None
+    unpermute: str | None = None
+    unpermute_ready_experts: int | None = None
+    gmm1_small_m_rebalance: bool | None = None
 
     def __post_init__(self) -> None:
         o = "options"
+        self._check_v1_knobs(o)
         if self.links is not None:
             if isinstance(self.links, (str, bytes)) or not isinstance(self.links, Sequence):
                 raise ScenarioError(f"{o}.links = {self.links!r}: must be a list of link tables")
@@ -378,7 +412,7 @@ class Options:
             object.__setattr__(self, "links", tuple(links))
         if self.combine_granularity is not None:
             check_choice(
-                f"{o}.combine_granularity", self.combine_granularity, ("per_tile", "per_expert", "auto")
+                f"{o}.combine_granularity", self.combine_granularity, COMBINE_GRANULARITIES
             )
         if self.late_bind_pools is not None:
             if isinstance(self.late_bind_pools, str) or not isinstance(self.late_bind_pools, Sequence):
@@ -412,9 +446,9 @@ class Options:
         if self.barriers is not None:
             check_choice(f"{o}.barriers", self.barriers, ("fused", "staged"))
         if self.builder is not None:
-            _check_registered(f"{o}.builder", self.builder, "builder")
+            check_registered(f"{o}.builder", self.builder, "builder")
         if self.tile_grid is not None:
-            _check_registered(f"{o}.tile_grid", self.tile_grid, "tile_grid")
+            check_registered(f"{o}.tile_grid", self.tile_grid, "tile_grid")
         if self.roles is not None:
             if not isinstance(self.roles, Mapping):
                 raise ScenarioError(f"{o}.roles = {self.roles!r}: must be a table stage -> role")
@@ -423,6 +457,36 @@ class Options:
                     raise unknown_key(f"{o}.roles", st, VECTOR_STAGES)
                 check_choice(f"{o}.roles.{st}", role, ("AIV0", "AIV1", "AIV"))
             object.__setattr__(self, "roles", MappingProxyType(dict(self.roles)))
+
+    def _check_v1_knobs(self, o: str) -> None:
+        """The orchestration knobs that reach the V1 kernel from the baseline (one rule each)."""
+        if self.sync_protocol is not None:
+            check_choice(f"{o}.sync_protocol", self.sync_protocol, SYNC_PROTOCOLS)
+        if self.gmm1_full_experts is not None:
+            check_int(f"{o}.gmm1_full_experts", self.gmm1_full_experts, 0, 1 << 20)
+        if self.gmm2_join_check is not None:
+            _rule_or_int(f"{o}.gmm2_join_check", self.gmm2_join_check, ("none", "kernel_rule"), 0)
+        if self.combine_start_after is not None:
+            _rule_or_int(f"{o}.combine_start_after", self.combine_start_after, ("none", "kernel_rule"), 0)
+        if self.swiglu_active is not None:
+            _rule_or_int(f"{o}.swiglu_active", self.swiglu_active, ("all", "kernel_rule"), 1)
+        if self.unpermute is not None:
+            check_choice(f"{o}.unpermute", self.unpermute, UNPERMUTE_MODES)
+        if self.unpermute_ready_experts is not None:
+            check_int(f"{o}.unpermute_ready_experts", self.unpermute_ready_experts, 1, 1 << 20)
+        if self.gmm1_small_m_rebalance is not None:
+            check_bool(f"{o}.gmm1_small_m_rebalance", self.gmm1_small_m_rebalance)
+
+
+def _rule_or_int(where: str, v: Any, words: tuple[str, ...], lo: int) -> Any:
+    """A knob that is one of ``words`` or a whole number ``>= lo``."""
+    if isinstance(v, str):
+        return check_choice(where, v, words)
+    if isinstance(v, bool) or not isinstance(v, int):
+        raise ScenarioError(
+            f"{where} = {v!r}: must be {' or '.join(repr(w) for w in words)} or a whole number >= {lo}"
+        )
+    return check_int(where, v, lo, 1 << 20)
 
 
 def _check_core_groups(v: Any) -> Any:
@@ -556,11 +620,14 @@ class Scenario:
         for name, v in self.calibration.items():
             if name not in CONSTANTS:
                 raise unknown_key("calibration", name, list(CONSTANTS))
-            # latencies (``*_us``) may be 0; rates (``*_per_us``), sizes and counts must be > 0
+            # latencies (``*_us``) and shares may be 0; rates (``*_per_us``), sizes and counts must be > 0
             latency = name.endswith("_us") and not name.endswith("_per_us")
-            lo_open = name not in ("b_reuse_load_factor",) and not latency
-            cal[name] = check_num(f"calibration.{name}", v, 0.0, None, lo_open=lo_open)
+            lo_open = name not in ("b_reuse_load_factor", "remote_write_excess_share") and not latency
+            cal[name] = float(check_num(f"calibration.{name}", v, 0.0, None, lo_open=lo_open))
         object.__setattr__(self, "calibration", MappingProxyType(cal))
+        # the cross-field rules read this module's classes, so they are imported when first needed
+        from moeopt.megamoe.scenario.resolve import resolve
+
         object.__setattr__(self, "_config", resolve(self))
 
     # --------------------------------------------------------------------- derived
@@ -595,7 +662,7 @@ class Scenario:
                 if f.name == "links":
                     v = [lk.as_dict() for lk in v]
                 elif isinstance(v, Mapping):
-                    v = _plain(v)
+                    v = plain(v)
                 elif isinstance(v, tuple):
                     v = list(v)
                 d[f.name] = v
@@ -607,18 +674,11 @@ class Scenario:
 
     def with_overrides(self, overrides: Mapping[str, Any]) -> Scenario:
         """A new scenario with dotted-path overrides applied (all or nothing)."""
+        from moeopt.megamoe.scenario.files import apply_overrides, scenario_from_dict
+
         return scenario_from_dict(apply_overrides(self.to_dict(), overrides), where="")
 
 
-def _plain(v: Any) -> Any:
-    if isinstance(v, Mapping):
-        return {k: _plain(x) for k, x in v.items()}
-    if isinstance(v, tuple):
-        return list(v)
-    return v
-
-
-# --------------------------------------------------------------------------- resolution
 @dataclass(frozen=True)
 class CoreGroup:
     cores: tuple[int, ...]
@@ -660,11 +720,13 @@ class Config:
     swizzle_n: int
     swiglu_segments: str
     combine_small_max_routes: int
+    front_reorder: str
     dispatch_lookahead: int
     dispatch_lag: int
     scheduling: str
     wave_packing: str
     core_assignment: str
+    core_cursor: str
     links: Mapping[tuple[str, str], LinkCfg]
     combine_granularity: str
     late_bind_pools: tuple[str, ...]
@@ -675,10 +737,25 @@ class Config:
     builder: str
     tile_grid: str
     roles: Mapping[str, str]
+    sync_protocol: str
+    gmm1_full_experts: int
+    gmm2_join_check: int | None  # resolved: the first expert GMM2 checks GMM1 done at (None: no dynamic join)
+    combine_start_after: int | None  # resolved: the GMM2 expert combine waits for first (None: none)
+    swiglu_active: int  # resolved: activation cores that take rows
+    unpermute: str
+    unpermute_ready_experts: int
+    gmm1_small_m_rebalance: bool
+    routing: str  # the workload's routing mode (the two-phase unpermute reads token-level routing)
     constants: Mapping[str, Const]
 
     def c(self, name: str) -> float:
+        """The value of constant ``name`` (noted as used by the run that reads it)."""
+        record(name)
         return self.constants[name].value
+
+    def constant_values(self) -> Mapping[str, float]:
+        """Every constant's value by name, noting each one read (what the builder reads)."""
+        return RecordingValues(self.constants)
 
     def link(self, producer: str, consumer: str) -> LinkCfg:
         return self.links[(producer, consumer)]
@@ -695,313 +772,8 @@ class Config:
         }
 
 
-REQUIRED_ALWAYS = (
-    "cube_mac_per_us_int8",
-    "cube_mac_per_us_fp16",
-    "gm_l1_bytes_per_us",
-    "hbm_bytes_per_us",
-    "remote_in_bytes_per_us",
-    "remote_out_bytes_per_us",
-    "aiv_remote_read_bytes_per_us",
-    "aiv_remote_write_bytes_per_us",
-    "aiv_local_bytes_per_us",
-    "aiv_aggregate_local_bytes_per_us",
-    "act_bytes_per_us",
-    "act_startup_us",
-    "dispatch_call_us",
-    "remote_latency_us",
-    "flag_latency_us",
-    "syncall_us",
-    "cross_rank_flag_us",
-    "launch_us",
-    "front_sort_us_per_route",
-    "l1_bytes",
-    "bw_unit_bytes_per_us",
-    "b_reuse_load_factor",
-)
-REQUIRED_URMA = ("urma_get_bytes_per_us", "urma_put_bytes_per_us", "urma_op_us")
-
-
-def resolve(s: Scenario) -> Config:
-    raw = deep_merge(GLOBAL_DEFAULTS, PROFILE_DEFAULTS.get(s.profile or "", {}))
-    raw = deep_merge(raw, {k: v for k, v in s.to_dict().items() if k not in ("workload", "calibration")})
-    kern, pol, opt = raw["kernel"], raw["policy"], raw["options"]
-    if "aic_num" not in raw:
-        raise ScenarioError(
-            "aic_num is not set and no profile gives it: set aic_num (cube cores per die) or a profile"
-        )
-    aic = int(raw["aic_num"])
-    impl = IMPLEMENTATIONS.get(s.profile, IMPLEMENTATIONS[None])
-
-    consts = profile_constants(s.profile)
-    for name, value in s.calibration.items():
-        consts[name] = Const(
-            name, value, CONSTANTS[name][0], "assumed", "set in the scenario's [calibration]"
-        )
-    needed = list(REQUIRED_ALWAYS) + (list(REQUIRED_URMA) if kern["topo_urma"] else [])
-    missing = [n for n in needed if n not in consts]
-    if missing:
-        why = (
-            f"profile {s.profile!r} has no value for"
-            if s.profile
-            else "without a profile there is no value for"
-        )
-        extra = (
-            " (the PTO A2/A3 kernel has no URMA path)"
-            if s.profile == "pto-a2a3" and kern["topo_urma"]
-            else ""
-        )
-        raise ScenarioError(
-            f"{why} {', '.join(missing)}{extra}; set them under [calibration] "
-            f"(e.g. calibration.{missing[0]} = <{CONSTANTS[missing[0]][0]}>) or pick a profile: "
-            f"{', '.join(PROFILES)}"
-        )
-
-    # --- tiles fit L1 (double-buffered A and B k-slices)
-    bpe = 1 if kern["quant"] == "w8a8" else 2
-    l1_need = (kern["tile_m"] + kern["tile_n"]) * kern["tile_k"] * bpe * kern["l1_stages"]
-    if l1_need > consts["l1_bytes"].value:
-        raise ScenarioError(
-            f"kernel tiles do not fit L1: (tile_m {kern['tile_m']} + tile_n {kern['tile_n']}) x tile_k "
-            f"{kern['tile_k']} x {bpe} B x l1_stages {kern['l1_stages']} = {l1_need} B > L1 "
-            f"{int(consts['l1_bytes'].value)} B; allowed: a geometry within L1"
-        )
-
-    # --- links
-    links: dict[tuple[str, str], LinkCfg] = {}
-    for lk in opt["links"]:
-        key = (lk["producer"], lk["consumer"])
-        links[key] = LinkCfg(**{f: lk[f] for f in LINK_FIELDS})
-    for a, b in EDGES:
-        lk = links[(a, b)]
-        w = f"options.links[{a}->{b}]"
-        if lk.location == "onchip":
-            if (a, b) not in (("gmm1", "activation"), ("gmm2", "combine")):
-                raise NotModelledError(
-                    f"{w}.location = 'onchip': no on-chip path from {a} to {b} is modelled "
-                    "(on-chip hand-off exists only through the fixpipe L0C->UB: gmm1->activation, "
-                    "gmm2->combine)"
-                )
-            if not lk.colocated_by_hardware:
-                raise ScenarioError(
-                    f"{w}: location 'onchip' needs colocated_by_hardware = true (on-chip data never leaves "
-                    f"its core)"
-                )
-            if lk.depth < 1:
-                raise ScenarioError(
-                    f"{w}.depth = {lk.depth}: an on-chip link needs at least 1 slot; allowed: 1..64"
-                )
-        else:
-            if lk.colocated_by_hardware:
-                raise ScenarioError(f"{w}: colocated_by_hardware = true only applies to location 'onchip'")
-            if lk.depth != 0:
-                hint = "; for dispatch->gmm1 use policy.dispatch_lookahead" if (a, b) == EDGES[0] else ""
-                raise NotModelledError(
-                    f"{w}.depth = {lk.depth}: a bounded GM workspace is not modelled (allowed: 0 = "
-                    f"unbounded){hint}"
-                )
-        if lk.readiness == "per_chunk":
-            if (a, b) != ("activation", "gmm2"):
-                raise NotModelledError(
-                    f"{w}.readiness = 'per_chunk': not modelled on this edge (allowed on activation->gmm2 "
-                    f"only)"
-                )
-            if links[("gmm1", "activation")].location != "onchip":
-                raise NotModelledError(
-                    f"{w}.readiness = 'per_chunk' needs per-tile activation (gmm1->activation on-chip): with "
-                    "segment activation every activation event covers all K columns, so chunks would "
-                    "change nothing"
-                )
-            if lk.chunks < 2:
-                raise ScenarioError(f"{w}.chunks = {lk.chunks}: per_chunk readiness needs chunks >= 2")
-        elif lk.chunks != 1:
-            raise NotModelledError(
-                f"{w}.chunks = {lk.chunks}: chunks are only read with readiness = 'per_chunk'"
-            )
-    onchip_act = links[("gmm1", "activation")].location == "onchip"
-    if onchip_act and "swiglu_segments" in s.to_dict().get("kernel", {}):
-        raise NotModelledError(
-            "kernel.swiglu_segments is set but gmm1->activation is on-chip (activation runs per GMM1 tile); "
-            "segments only apply to a GM hand-off"
-        )
-    if kern["topo_urma"] and links[("gmm2", "combine")].location == "onchip":
-        raise NotModelledError(
-            "options.links[gmm2->combine] on-chip with kernel.topo_urma: URMA combine PUTs are batched per "
-            "wave from GM"
-        )
-
-    if opt["barriers"] == "staged" and any(lk.location == "onchip" for lk in links.values()):
-        raise ScenarioError(
-            "options.barriers = 'staged' with an on-chip link: the producer stage cannot finish while its "
-            "on-chip slots wait for a consumer held behind the barrier (a deadlock); allowed: 'fused', "
-            "or GM links"
-        )
-    # --- core groups
-    groups = _resolve_groups(opt["core_groups"], opt["roles"], aic, s.workload.local_experts)
-    eg = dict.fromkeys(STAGES, 1)
-    eg.update(dict(opt["event_granularity"]))
-    late = tuple(opt["late_bind_pools"])
-    if eg["combine"] != 1 and opt["combine_granularity"] == "per_tile" and not kern["topo_urma"]:
-        raise NotModelledError(
-            f"options.event_granularity.combine = {eg['combine']}: packing per-tile combine windows is not "
-            "modelled; it applies to combine_granularity 'per_expert' (or 'auto' on the large path) and URMA"
-        )
-    for name, kind in (
-        ("scheduling", "policy"),
-        ("wave_packing", "wave_packer"),
-        ("core_assignment", "core_assignment"),
-    ):
-        _check_registered(f"policy.{name}", pol[name], kind)
-    _check_registered("options.builder", opt["builder"], "builder")
-    _check_registered("options.tile_grid", opt["tile_grid"], "tile_grid")
-    look, lag = pol["dispatch_lookahead"], pol["dispatch_lag"]
-    if look and lag is not None and lag >= look:
-        # GMM1 of wave w would wait for dispatch of wave w + lag, which waits for GMM1 of wave
-        # w + lag - lookahead >= w: a cycle, not a slow schedule
-        raise ScenarioError(
-            f"policy.dispatch_lag = {lag} with policy.dispatch_lookahead = {look}: the lag must be "
-            f"smaller than the look-ahead (allowed: 0 <= dispatch_lag < {look}), or set "
-            f"dispatch_lookahead = 0 for no limit"
-        )
-    return Config(
-        profile=s.profile,
-        implementation=impl["id"],
-        source_refs=tuple(impl["source_refs"]),
-        h=s.h,
-        hidden_dim=s.hidden_dim,
-        aic_num=aic,
-        aiv_per_core=int(raw["aiv_per_core"]),
-        p1_override=s.p1_override,
-        p2_override=s.p2_override,
-        tile_m=kern["tile_m"],
-        tile_n=kern["tile_n"],
-        tile_k=kern["tile_k"],
-        l1_stages=kern["l1_stages"],
-        quant=kern["quant"],
-        topo_urma=kern["topo_urma"],
-        swizzle_n=kern["swizzle_n"],
-        swiglu_segments=kern["swiglu_segments"],
-        combine_small_max_routes=kern["combine_small_max_routes"],
-        dispatch_lookahead=pol["dispatch_lookahead"],
-        dispatch_lag=pol["dispatch_lag"],
-        scheduling=pol["scheduling"],
-        wave_packing=pol["wave_packing"],
-        core_assignment=pol["core_assignment"],
-        links=MappingProxyType(links),
-        combine_granularity=opt["combine_granularity"],
-        late_bind_pools=late,
-        bandwidth_contention=opt["bandwidth_contention"],
-        core_groups=MappingProxyType(groups),
-        event_granularity=MappingProxyType(eg),
-        barriers=opt["barriers"],
-        builder=opt["builder"],
-        tile_grid=opt["tile_grid"],
-        roles=MappingProxyType(dict(opt["roles"])),
-        constants=MappingProxyType(consts),
-    )
-
-
-def _resolve_groups(raw: Any, roles: Mapping[str, str], aic: int, experts: int) -> dict[str, CoreGroup]:
-    every = tuple(range(aic))
-    shared = {
-        "gmm1": CoreGroup(every, "AIC"),
-        "gmm2": CoreGroup(every, "AIC"),
-        **{st: CoreGroup(every, roles.get(st, "AIV")) for st in VECTOR_STAGES},
-    }
-    if raw == "shared":
-        return shared
-    if raw == "v1_fixed":
-        # hardware.md §2 "V1 fixed groups" at 24 AIC: GMM1 on AIC 0..15, GMM2 on 16..23 joined by the
-        # GMM1 group once GMM1 is done (from expert E-3 on), dispatch on AIV0 and SwiGLU on AIV1 of
-        # blocks 0..15, combine on AIV0 of blocks 16..23. Other core counts keep the 2:1 split.
-        if aic < 3:
-            raise ScenarioError(f"options.core_groups = 'v1_fixed' needs aic_num >= 3, got {aic}")
-        n1 = round(aic * 2 / 3)
-        g1, g2 = tuple(range(n1)), tuple(range(n1, aic))
-        return {
-            "gmm1": CoreGroup(g1, "AIC"),
-            "gmm2": CoreGroup(g2, "AIC", join="gmm1", join_from_expert=max(0, experts - 3)),
-            "dispatch": CoreGroup(g1, "AIV0"),
-            "activation": CoreGroup(g1, "AIV1"),
-            "combine": CoreGroup(g2, "AIV0"),
-        }
-    out = dict(shared)
-    for st, g in dict(raw).items():
-        base = shared[st]
-        cores = tuple(g.get("cores", base.cores))
-        bad = [c for c in cores if c >= aic]
-        if bad:
-            raise ScenarioError(
-                f"options.core_groups.{st}.cores names core(s) {bad}; allowed: 0..{aic - 1} (aic_num = {aic})"
-            )
-        join = g.get("join")
-        out[st] = CoreGroup(cores, g.get("role", base.role), join, int(g.get("join_from_expert", 0)))
-    for st, g in out.items():
-        if g.join is None and g.join_from_expert:
-            raise ScenarioError(
-                f"options.core_groups.{st}.join_from_expert = {g.join_from_expert}: has no effect without "
-                f"options.core_groups.{st}.join; set join (the stage whose cores this group takes over) "
-                f"or leave join_from_expert at 0"
-            )
-        if g.join is not None and st in VECTOR_STAGES:
-            raise NotModelledError(
-                f"options.core_groups.{st}.join = {g.join!r}: joining another group's cores is modelled "
-                f"for the GMM stages only (the V1 kernel's GMM2 group taking over GMM1's cores); "
-                f"allowed for {st}: no join"
-            )
-        if g.join is not None and (st in CUBE_STAGES) != (g.join in CUBE_STAGES):
-            raise ScenarioError(
-                f"options.core_groups.{st}.join = {g.join!r}: a group can only join a stage on the same "
-                f"kind of unit "
-                f"(cube stages: {', '.join(CUBE_STAGES)}; vector stages: {', '.join(VECTOR_STAGES)})"
-            )
-    return out
-
-
-# --------------------------------------------------------------------------- dict / file / overrides
-def scenario_from_dict(data: Mapping[str, Any], where: str = "") -> Scenario:
-    """Build a :class:`Scenario` from a nested mapping (a parsed scenario file)."""
-    pre = f"{where}: " if where else ""
-    try:
-        if not isinstance(data, Mapping):
-            raise ScenarioError(f"a scenario must be a table, got {type(data).__name__}")
-        for key in data:
-            if key not in TOP_FIELDS:
-                raise unknown_key("", key, TOP_FIELDS)
-        for need in ("workload", "h", "hidden_dim"):
-            if need not in data:
-                hint = f" ({TRAP_HINT})" if need in ("h", "hidden_dim") else ""
-                raise ScenarioError(f"missing field {need!r}{hint}")
-        kwargs: dict[str, Any] = {}
-        for key, value in data.items():
-            if key in SECTIONS:
-                kwargs[key] = _section(key, SECTIONS[key], value)
-            elif key == "calibration":
-                if not isinstance(value, Mapping):
-                    raise ScenarioError(f"calibration = {value!r}: must be a table constant -> number")
-                kwargs[key] = dict(value)
-            else:
-                kwargs[key] = value
-        return Scenario(**kwargs)
-    except ScenarioError as exc:
-        raise type(exc)(pre + str(exc)) from None
-
-
-def _section(name: str, cls: type, value: Any) -> Any:
-    if not isinstance(value, Mapping):
-        raise ScenarioError(f"[{name}] must be a table, got {value!r}")
-    names = [f.name for f in dataclasses.fields(cls)]
-    for key in value:
-        if key not in names:
-            raise unknown_key(name, key, names)
-    if cls is Workload:
-        for need in ("tokens", "topk", "world", "local_experts"):
-            if need not in value:
-                raise ScenarioError(f"missing field 'workload.{need}'")
-    return cls(**dict(value))
-
-
-_SCHEMA: dict[str, Any] = {
+# Every dotted path an override may set: a nested table per section, ``None`` for a value.
+OVERRIDE_SCHEMA: dict[str, Any] = {
     "profile": None,
     "h": None,
     "hidden_dim": None,
@@ -1019,74 +791,3 @@ _SCHEMA: dict[str, Any] = {
         "core_groups": {st: dict.fromkeys(CORE_GROUP_FIELDS) for st in STAGES},
     },
 }
-
-
-def apply_overrides(data: Mapping[str, Any], overrides: Mapping[str, Any] | None) -> dict[str, Any]:
-    """A deep copy of ``data`` with each ``"dotted.path": value`` set; unknown paths fail."""
-    out = _deepcopy(data)
-    for path, value in (overrides or {}).items():
-        if not isinstance(path, str) or not path:
-            raise ScenarioError(f"override path {path!r}: must be a dotted path such as 'kernel.tile_n'")
-        parts = path.split(".")
-        schema: Any = _SCHEMA
-        node = out
-        for depth, part in enumerate(parts):
-            where = ".".join(parts[:depth])
-            if not isinstance(schema, dict):
-                raise ScenarioError(f"override {path!r}: {where!r} is a value, not a table")
-            if part not in schema:
-                raise unknown_key(where, part, list(schema))
-            schema = schema[part]
-            if depth == len(parts) - 1:
-                node[part] = value
-            else:
-                nxt = node.get(part)
-                if nxt is None:
-                    nxt = {}
-                elif not isinstance(nxt, dict):
-                    # e.g. core_groups = "v1_fixed" then a per-stage override: start a table
-                    nxt = {}
-                node[part] = nxt
-                node = nxt
-    return out
-
-
-def _deepcopy(v: Any) -> Any:
-    if isinstance(v, Mapping):
-        return {k: _deepcopy(x) for k, x in v.items()}
-    if isinstance(v, (list, tuple)):
-        return [_deepcopy(x) for x in v]
-    return v
-
-
-def parse_override_value(text: str) -> Any:
-    """A command-line value: a TOML literal (``128``, ``true``, ``"x"``, ``[1, 2]``) or a bare string."""
-    try:
-        return tomllib.loads(f"v = {text}")["v"]
-    except tomllib.TOMLDecodeError:
-        return text
-
-
-def load_scenario(path: str | os.PathLike[str], overrides: Mapping[str, Any] | None = None) -> Scenario:
-    """Read a scenario TOML file, apply dotted-path ``overrides``, validate, return a Scenario.
-
-    Relative ``workload.file`` paths are taken relative to the scenario file.
-    """
-    p = os.fspath(path)
-    try:
-        with open(p, "rb") as fh:
-            data = tomllib.load(fh)
-    except FileNotFoundError:
-        raise ScenarioError(f"{p}: no such scenario file") from None
-    except OSError as exc:
-        raise ScenarioError(f"{p}: cannot read the scenario file: {exc.strerror or exc}") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise ScenarioError(f"{p}: not valid TOML: {exc}") from None
-    try:
-        data = apply_overrides(data, overrides)
-    except ScenarioError as exc:
-        raise ScenarioError(f"{p}: override: {exc}") from None
-    wl = data.get("workload")
-    if isinstance(wl, dict) and isinstance(wl.get("file"), str) and not os.path.isabs(wl["file"]):
-        wl["file"] = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(p)), wl["file"]))
-    return scenario_from_dict(data, where=p)

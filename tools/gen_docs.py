@@ -1,8 +1,9 @@
 """Generate ``docs/usage.md`` from the code's own schema, so the reference cannot drift.
 
-``python -m moeopt.docs_gen --write`` rewrites the file; ``--check`` exits 1 when the checked-in
-file differs from what the code generates now (the test ``tests/docs/test_usage_generated.py``
-does the same).
+A developer tool, not part of the installed package: ``python tools/gen_docs.py --write``
+(from the repository root, with moeopt importable) rewrites the file; ``--check`` exits 1 when
+the checked-in file differs from what the code generates now (the test
+``tests/docs/test_usage_generated.py`` does the same).
 
 What comes from where:
 
@@ -14,24 +15,32 @@ What comes from where:
 * study files: the field tuples and tables of :mod:`moeopt.search.config` (metrics, samplers,
   aggregates ...); the prose for each key is written here, and a key without prose, or prose for
   a key the code no longer has, fails the generation (:class:`DocsDriftError`);
-* the ``simulate`` result: the keys of a real result of ``examples/scenario_basic.toml``, with
-  prose written here under the same rule.
+* the ``simulate`` result: the ``TypedDict``\\ s of :mod:`moeopt.megamoe.results` (keys in
+  order, types, and the documentation string under each key), checked against a real result of
+  ``examples/scenario_basic.toml`` (:func:`result_problems`): a key the result has and the
+  classes do not, a missing key or a value of another type fails the generation;
+* the gap report: the keys of a real report of ``examples/scenario_bs72.toml``, with prose
+  written here under the same rule as the study files.
 """
 
 from __future__ import annotations
 
 import argparse
+import ast
+import inspect
+import re
 import sys
+import types
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, Union, get_args, get_origin, get_type_hints, is_typeddict
 
 from moeopt.errors import MoeoptError
 
 REPO = Path(__file__).resolve().parents[1]
 USAGE_MD = REPO / "docs" / "usage.md"
 BASIC_SCENARIO = REPO / "examples" / "scenario_basic.toml"
-REGEN_COMMAND = "python -m moeopt.docs_gen --write"
+REGEN_COMMAND = "python tools/gen_docs.py --write"
 
 
 class DocsDriftError(MoeoptError):
@@ -106,113 +115,6 @@ STUDY_EXACT: dict[str, str] = {
     "mode": "`exact` (default) or `relaxed` (pools as one cumulative, colocation ignored)",
 }
 
-RESULT_TOP: dict[str, str] = {
-    "kernel_total_us": "execution time: end of the last combine on the slowest rank (µs)",
-    "kernel_dag_end_us": "the same including the unpermute tail after the cross-rank barrier (µs)",
-    "slowest_rank": "the rank whose `kernel_total_us` is the time (lowest index on ties)",
-    "rank_results": "rank -> that rank's result (below); ranks with one routing signature share one dict",
-    "bounds": "the slowest rank's physical lower bounds (below)",
-    "idle_decomposition": "the slowest rank's forced / avoidable idle (below)",
-    "critical_path": "the slowest rank's critical path, event by event from the start (below)",
-    "traffic_bytes": "bytes moved per channel on the slowest rank (gm_to_l1, hbm, remote_in, "
-    "remote_out, gm_to_ub, ub_to_gm)",
-    "stage_busy_us": "busy core-µs per stage (head and tail included) on the slowest rank",
-    "resource_busy_us": "busy µs per resource (`c<k>.AIC`, `c<k>.MTE2`, `c<k>.AIV0`, `c<k>.AIV1`)",
-    "resource_idle_us": "idle µs per resource within the rank's span",
-    "resource_utilization": "busy / span per resource (0..1)",
-    "role_utilization": "busy / span summed over the resources of a role (AIC, AIV0, AIV1, MTE2)",
-    "implementation": "implementation id, profile, source references, compile point and its "
-    "fingerprint, topology",
-    "policy": "name of the scheduling policy used",
-    "calibration": "calibration domain of the profile and whether this result is inside it",
-    "out_of_domain": "true when the result lies outside the calibration domain (reasons in `calibration`)",
-    "provenance": "every constant used: value, unit, provenance tag (`spec`/`algo`/`impl`/`measured`/"
-    "`assumed`), source, calibration domain",
-    "simulated_ranks": "representative ranks actually simulated (one per routing signature)",
-}
-RESULT_RANK: dict[str, str] = {
-    "rank": "this rank",
-    "kernel_total_us": "end of this rank's last combine (µs)",
-    "kernel_dag_end_us": "this rank's end including the unpermute tail (µs)",
-    "tail_end_us": "end of the tail event in this rank's own schedule (µs)",
-    "tail_us": "duration of the unpermute tail (µs)",
-    "head_us": "duration of the front reorder head (µs)",
-    "events": "one row per event, in graph order (a sequence built on first access; fields below)",
-    "bounds": "physical lower bounds of this rank (fields below)",
-    "idle_decomposition": "forced / avoidable idle of this rank (fields below)",
-    "critical_path": "critical path of this rank (fields below)",
-    "traffic_bytes": "bytes per channel of this rank",
-    "contract": "grouped-GEMM row contract: group_sizes, group_offsets, group_padded_offsets, m_blocks",
-    "waves": "number of GMM1 and GMM2 waves",
-    "n_events": "events in this rank's graph",
-    "schedule": "the greedy `moeopt.Schedule` (starts, ends, bindings, waits, fingerprint())",
-    "graph": "the `moeopt.EventGraph` that was scheduled",
-    "resource_busy_us": "busy µs per resource",
-    "resource_idle_us": "idle µs per resource",
-    "resource_utilization": "busy / span per resource",
-    "role_utilization": "busy / span per role",
-    "stage_busy_us": "busy core-µs per stage",
-    "ranks_sharing_signature": "every rank this result stands for",
-}
-RESULT_BOUNDS: dict[str, str] = {
-    "compute_us": "MACs / (cube cores x cube rate)",
-    "bandwidth_us": "the largest per-channel bandwidth bound",
-    "bandwidth_channel": "which channel gives it (hbm, remote_in, remote_out)",
-    "bandwidth_by_channel_us": "channel -> bytes the algorithm must move / the channel's aggregate rate",
-    "dependency_us": "longest data-dependency chain to the last combine (durations + λ, unlimited cores)",
-    "binding": "the largest of the three: compute, bandwidth or dependency",
-    "lower_bound_us": "its value",
-    "excess_pct": "how far the time is above it, in %",
-    "violated": "the time is below it (only with check_bounds=False; else BoundViolation)",
-}
-RESULT_IDLE: dict[str, str] = {
-    "forced_core_us": "idle core-µs while no ready work could use the idle member (forced by the DAG)",
-    "avoidable_core_us": "idle core-µs while ready work could have used it",
-    "by_stage": "stage pool -> {forced_core_us, avoidable_core_us, late_bound, work_conservation_exempt}",
-    "samples": "sample avoidable-idle intervals (stage, member, from_us, to_us ...)",
-}
-RESULT_IDLE_STAGE: dict[str, str] = {
-    "forced_core_us": "forced idle of this pool",
-    "avoidable_core_us": "avoidable idle of this pool",
-    "late_bound": "the pool binds at dispatch time (else statically pinned)",
-    "work_conservation_exempt": "why the guardrail does not check it (e.g. colocated), or null",
-}
-RESULT_CRITICAL: dict[str, str] = {
-    "event": "event name",
-    "stage": "its stage label",
-    "start_us": "start (µs)",
-    "end_us": "end (µs)",
-    "resources": "resources it held",
-    "why": "what set its start: `source`, `dependency`, `resource` or `semaphore`",
-    "wait_us": "how long it waited past its dependencies",
-    "lambda_us": "the sync latency λ of the edge that set it (dependency steps)",
-    "after": "the event it waited for",
-}
-RESULT_EVENT: dict[str, str] = {
-    "name": "event name",
-    "stage": "stage label",
-    "start_us": "start (µs)",
-    "end_us": "end (µs)",
-    "core": "resources it held, joined with `+`",
-    "waited_for": "the predecessor, resource or semaphore that set its start",
-    "wait_kind": "`none`, `dependency`, `resource` or `semaphore`",
-    "wait_us": "how long it waited after its dependencies were met",
-    "ready_us": "when its dependencies (plus λ) were met",
-}
-RESULT_CALIBRATION: dict[str, str] = {
-    "domain": "the calibration domain (id, implementation, compile point, shape, topology, note) or null",
-    "out_of_domain": "true when any reason below applies",
-    "reasons": "why the result is outside the domain",
-    "overridden_constants": "constants the scenario's `[calibration]` replaced",
-}
-RESULT_IMPLEMENTATION: dict[str, str] = {
-    "id": "implementation id (`<profile>.<variant>`, `generic` without a profile)",
-    "profile": "the profile name or null",
-    "source_refs": "kernel source references (`file@rev:lines`) the model was read from",
-    "compile_fingerprint": "12 hex digits hashing the compile point",
-    "compile_point": "tile_m, tile_n, tile_k, l1_stages, quant, topo_urma, swizzle_n",
-    "topology": "world, aic_num, aiv_num",
-}
 GAP_TOP: dict[str, str] = {
     "scenario": "the input's label (the file path from the command line)",
     "policy": "the scenario's own scheduling policy (what `simulate` uses)",
@@ -259,11 +161,11 @@ def _check_prose(what: str, prose: Mapping[str, str], keys: Iterable[str]) -> No
     missing, extra = sorted(need - have), sorted(have - need)
     if missing or extra:
         raise DocsDriftError(
-            f"docs_gen: {what}: "
+            f"gen_docs: {what}: "
             + (f"no prose for {', '.join(missing)}" if missing else "")
             + ("; " if missing and extra else "")
             + (f"prose for keys the code does not have: {', '.join(extra)}" if extra else "")
-            + " (edit moeopt/docs_gen.py, then run " + REGEN_COMMAND + ")"
+            + " (edit tools/gen_docs.py, then run " + REGEN_COMMAND + ")"
         )
 
 
@@ -326,7 +228,9 @@ def _arg_default(a: argparse.Action) -> str:
 
 
 def _parser_section(title: str, prog: str, p: argparse.ArgumentParser, level: str = "###") -> list[str]:
-    actions = [a for a in p._actions if not isinstance(a, argparse._HelpAction)]
+    actions = [
+        a for a in p._actions if not isinstance(a, argparse._HelpAction) and a.help != argparse.SUPPRESS
+    ]
     lines = [f"{level} `{title}`", ""]
     if p.description:
         desc = p.description[0].upper() + p.description[1:]
@@ -349,24 +253,69 @@ def _subcommands(p: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParse
 
 def cli_section() -> list[str]:
     from moeopt.cli import build_parser
-    from moeopt.search.__main__ import _parser as search_parser
 
     main = build_parser()
     subs = _subcommands(main)
     lines = [
         "## Command line",
         "",
-        "Exit codes of `python -m moeopt COMMAND`: 0 ok, 1 some input failed or a guardrail fired, "
-        "2 bad input or usage (one `error:` line, no traceback; `--debug` shows it). "
-        "`python -m moeopt.search`: 0 done, 2 bad input, 130 interrupted (continue with `--resume`), "
-        "1 internal error.",
+        "`moeopt COMMAND` (the console script `pip install` puts on the path; `python -m moeopt COMMAND` "
+        "is the same, and `python -m moeopt.search` is `moeopt search`). `moeopt --help` lists the "
+        "commands, `moeopt --version` prints the version.",
         "",
-        "Commands of `python -m moeopt`: " + ", ".join(f"[`{n}`](#python--m-moeopt-{n})" for n in subs) + ".",
+        "Shared by every command: `--json [PATH]` writes the command's result as JSON to PATH, or with "
+        "no PATH (or `-`) to standard output, the text then going to standard error; `--quiet` turns "
+        "off progress output (a bar on a terminal, periodic lines elsewhere); `--debug` shows the "
+        "traceback of an internal error.",
+        "",
+        "Exit codes: 0 ok, 1 some input failed or a guardrail fired, 2 bad input or usage (one "
+        "`error:` line, no traceback), 130 interrupted (`moeopt search`: continue with `--resume`).",
+        "",
+        "Commands: " + ", ".join(f"[`{n}`](#moeopt-{n})" for n in subs) + ".",
         "",
     ]
     for name, sp in subs.items():
-        lines += _parser_section(f"python -m moeopt {name}", f"python -m moeopt {name}", sp)
-    lines += _parser_section("python -m moeopt.search", "python -m moeopt.search", search_parser())
+        lines += _parser_section(f"moeopt {name}", f"moeopt {name}", sp)
+    return lines
+
+
+# --------------------------------------------------------------------------- measured inputs
+def measured_section() -> list[str]:
+    from moeopt.trace.mapping import KEY_DOCS, KEYS
+    from moeopt.trace.timeline import COLUMNS, UNIT_KINDS
+
+    _check_prose("trace mapping keys", KEY_DOCS, KEYS)
+    example = (REPO / "examples" / "trace_mapping.toml").read_text(encoding="utf-8").rstrip("\n")
+    lines = [
+        "## Measured inputs of trace-compare",
+        "",
+        "`moeopt trace-compare [SCENARIO] MEASURED` compares the predicted schedule with what was "
+        "measured, stage by stage (and with `--units`, expert by expert). MEASURED is one of:",
+        "",
+        "* a **stage timeline**: CSV with the columns "
+        + ", ".join(_code(c) for c in COLUMNS)
+        + " (`unit` = an expert `e3`, a segment `seg1`, or `*` for the whole stage; times in µs from "
+        "the kernel's start), `# key: value` metadata lines before the header; or JSON "
+        '`{"meta": {...}, "rows": [{"stage": ..., "unit": ..., "group": ..., "start_us": ..., '
+        '"end_us": ...}]}`. Metadata `kernel_us` is the measured kernel time, `units` is '
+        + " or ".join(_code(u) for u in UNIT_KINDS)
+        + " (unit bars that overlap, or drawn back to back: then only their ends are compared); "
+        "with the profile and shape keys (`profile`, `tokens`, `world`, `topk`, `local_experts`, "
+        "`h`, `hidden_dim`, `routing`) the scenario file may be left out. The two calibration "
+        "timelines of the kernel ship in `moeopt/trust/timelines/`;",
+        "* a **profiler's Chrome trace** (JSON, or gzip) with `--mapping FILE`, a TOML or YAML file "
+        "saying which events give which stage and unit (below); times may be numbers or strings;",
+        "* a **Chrome trace moeopt exported** (`moeopt trace`), without `--mapping`: compared event "
+        "by event (counts, order, cores, durations).",
+        "",
+        "`--check` exits 1 when a measured stage's start or end is further from the prediction than "
+        "`--tolerance` (µs, or `N%` of the measured span), or the model lacks a measured stage.",
+        "",
+        "Keys of a mapping file (all optional but one of `stage_arg`, `stage_regex`):",
+        "",
+    ]
+    lines += _table(["key", "meaning"], [[_code(k), KEY_DOCS[k]] for k in KEYS])
+    lines += ["", "An example (`examples/trace_mapping.toml`):", "", "```toml", example, "```", ""]
     return lines
 
 
@@ -418,6 +367,9 @@ def scenario_section() -> list[str]:
         + ", ".join(_code(f"[{f}]") for f in TOP_FIELDS if f in SECTIONS or f == "calibration")
         + ". Every field is reachable as a dotted path: `--set kernel.tile_n=128` on the command "
         "line, `overrides={\"kernel.tile_n\": 128}` in `load_scenario`, a key of a study's `space`. "
+        "A table given for a table (`--set 'policy={scheduling = \"critical_path_first\"}'`, "
+        "`overrides={\"policy\": {...}}`) is merged key by key, like the dotted form: the keys it "
+        "does not name keep the file's values. "
         "An unknown field fails with the closest names; a value the model cannot represent "
         "fails with `NotModelledError` instead of being ignored. Unset knobs take the profile's value, "
         "then the global default.",
@@ -487,7 +439,7 @@ def constants_section() -> list[str]:
 
 def registry_section() -> list[str]:
     from moeopt import registry
-    from moeopt.megamoe import builders  # noqa: F401  (registers the built-in names)
+    from moeopt.megamoe import build  # noqa: F401  (registers the built-in names)
 
     where = {
         "policy": "`policy.scheduling`, `moeopt.schedule(g, policy=...)`, `gap --policies`",
@@ -563,7 +515,7 @@ def study_section() -> list[str]:
     return lines
 
 
-# --------------------------------------------------------------------------- result dict
+# --------------------------------------------------------------------------- tables typed by a sample
 def _type_name(v: Any) -> str:
     if isinstance(v, bool):
         return "bool"
@@ -587,44 +539,210 @@ def _fields_table(title: str, prose: Mapping[str, str], sample: Mapping[str, Any
     return _table(["key", "type", "meaning"], [[_code(k), _type_name(sample[k]), prose[k]] for k in sample])
 
 
-def result_section() -> list[str]:
-    from moeopt.megamoe import load_scenario, simulate
+# --------------------------------------------------------------------------- the simulate result
+RESULT_PARTS: tuple[tuple[str, str], ...] = (
+    # (heading, TypedDict of moeopt.megamoe.results), in the order of the page; the first is the
+    # result itself, under the section's own heading
+    ("", "SimulateResult"),
+    ('`r["rank_results"][rank]`', "RankResult"),
+    ("`bounds`", "Bounds"),
+    ("`floors`", "Floors"),
+    ("`idle_decomposition`", "IdleDecomposition"),
+    ('`idle_decomposition["by_role"][role]`', "RoleIdle"),
+    ('`idle_decomposition["by_stage"][stage]`', "StageIdle"),
+    ('`idle_decomposition["samples"][i]`', "IdleSample"),
+    ("`critical_path[i]`", "CriticalStep"),
+    ('`rank_results[rank]["events"][i]`', "EventRow"),
+    ('`rank_results[rank]["contract"]`', "RowContract"),
+    ('`rank_results[rank]["waves"]`', "Waves"),
+    ('`rank_results[rank]["paths"]`', "Paths"),
+    ("`calibration`", "Calibration"),
+    ('`calibration["domain"]`', "CalibrationDomainEntry"),
+    ("`implementation`", "Implementation"),
+    ('`implementation["compile_point"]`', "CompilePoint"),
+    ('`implementation["topology"]`', "Topology"),
+    ("`provenance[name]`", "ConstantEntry"),
+)
 
-    r = simulate(load_scenario(BASIC_SCENARIO))
-    rr = r["rank_results"][r["slowest_rank"]]
-    crit: dict[str, Any] = {}
-    for step in rr["critical_path"]:
-        for k, v in step.items():
-            crit.setdefault(k, v)
-    events = rr["events"]
-    first_event = events[0]
-    stage_idle = next(iter(rr["idle_decomposition"]["by_stage"].values()))
+
+class _KeyDocs:
+    """The documentation string under each key of the classes of one module, read from its
+    source (a string statement right after the key's annotation), and each class's bases."""
+
+    def __init__(self, module: types.ModuleType) -> None:
+        self._own: dict[str, dict[str, str]] = {}
+        self._bases: dict[str, list[str]] = {}
+        for node in ast.parse(inspect.getsource(module)).body:
+            if not isinstance(node, ast.ClassDef):
+                continue
+            self._bases[node.name] = [b.id for b in node.bases if isinstance(b, ast.Name)]
+            docs: dict[str, str] = {}
+            for k, stmt in enumerate(node.body):
+                if isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name):
+                    after = node.body[k + 1] if k + 1 < len(node.body) else None
+                    text = ""
+                    if (
+                        isinstance(after, ast.Expr)
+                        and isinstance(after.value, ast.Constant)
+                        and isinstance(after.value.value, str)
+                    ):
+                        text = after.value.value
+                    docs[stmt.target.id] = _markdown(text)
+            self._own[node.name] = docs
+
+    def doc(self, cls: str, key: str) -> str:
+        """The documentation of ``key`` in ``cls`` or the base that declares it ("" if none)."""
+        if key in self._own.get(cls, {}):
+            return self._own[cls][key]
+        for base in self._bases.get(cls, []):
+            text = self.doc(base, key)
+            if text:
+                return text
+        return ""
+
+
+def _markdown(text: str) -> str:
+    """A docstring's reST inline markup as Markdown, on one line: ``x`` and :func:`~a.x` -> `x`."""
+    text = re.sub(r":\w+:`~?([^`]+)`", r"`\1`", " ".join(text.split()))
+    return text.replace("``", "`")
+
+
+def _type_text(tp: Any) -> str:
+    """A type as the page shows it: ``dict[int, RankResult]``, ``str | None``, a literal's
+    values as ``'a' | 'b'``."""
+    origin, args = get_origin(tp), get_args(tp)
+    if tp is type(None):
+        return "None"
+    if origin is Literal:
+        return " | ".join(repr(a) for a in args)
+    if origin in (Union, types.UnionType):
+        return " | ".join(_type_text(a) for a in args)
+    if origin is not None:
+        name = getattr(origin, "__name__", str(origin))
+        return f"{name}[{', '.join(_type_text(a) for a in args)}]"
+    return str(getattr(tp, "__name__", tp))
+
+
+def _typeddicts_in(tp: Any, seen: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Every TypedDict reachable from ``tp`` through its keys' types, by name."""
+    seen = {} if seen is None else seen
+    if is_typeddict(tp):
+        if tp.__name__ in seen:
+            return seen
+        seen[tp.__name__] = tp
+        for hint in get_type_hints(tp).values():
+            _typeddicts_in(hint, seen)
+    for arg in get_args(tp):
+        _typeddicts_in(arg, seen)
+    return seen
+
+
+def result_problems(value: Any, tp: Any = None, where: str = "r") -> list[str]:
+    """Where ``value`` differs from the type ``tp`` (default: the ``SimulateResult`` TypedDict):
+    a missing or unknown key, or a value of another type (an int is a float; a bool is neither).
+    Empty when it conforms. A list or a mapping reports its first wrong item only."""
+    if tp is None:
+        from moeopt.megamoe.results import SimulateResult
+
+        tp = SimulateResult
+    origin, args = get_origin(tp), get_args(tp)
+    if is_typeddict(tp):
+        if not isinstance(value, Mapping):
+            return [f"{where}: {type(value).__name__}, expected a mapping ({tp.__name__})"]
+        hints = get_type_hints(tp)
+        required = tp.__required_keys__
+        out = [f"{where}: no key {k!r} ({tp.__name__})" for k in hints if k in required and k not in value]
+        out += [f"{where}: key {k!r} is not in {tp.__name__}" for k in value if k not in hints]
+        for k, v in value.items():
+            if k in hints:
+                out += result_problems(v, hints[k], f"{where}[{k!r}]")
+        return out
+    if tp is Any or tp is object:
+        return []
+    if origin is Literal:
+        return [] if value in args else [f"{where}: {value!r}, expected one of {_type_text(tp)}"]
+    if origin in (Union, types.UnionType):
+        if any(not result_problems(value, a, where) for a in args):
+            return []
+        return [f"{where}: {type(value).__name__} {value!r:.60}, expected {_type_text(tp)}"]
+    if tp is type(None):
+        return [] if value is None else [f"{where}: {type(value).__name__}, expected None"]
+    if origin is dict:
+        if not isinstance(value, Mapping):
+            return [f"{where}: {type(value).__name__}, expected {_type_text(tp)}"]
+        for k, v in value.items():
+            bad = result_problems(k, args[0], f"{where} key {k!r}") + result_problems(
+                v, args[1], f"{where}[{k!r}]"
+            )
+            if bad:
+                return bad
+        return []
+    if origin in (list, Sequence):
+        if not isinstance(value, list if origin is list else Sequence) or isinstance(value, str):
+            return [f"{where}: {type(value).__name__}, expected {_type_text(tp)}"]
+        for i, v in enumerate(value):
+            bad = result_problems(v, args[0], f"{where}[{i}]")
+            if bad:
+                return bad
+        return []
+    if tp is float:
+        ok = isinstance(value, (int, float)) and not isinstance(value, bool)
+    elif tp is int:
+        ok = isinstance(value, int) and not isinstance(value, bool)
+    else:
+        ok = isinstance(value, tp)
+    return [] if ok else [f"{where}: {type(value).__name__} {value!r:.60}, expected {_type_text(tp)}"]
+
+
+def _typed_table(td: Any, docs: _KeyDocs) -> list[str]:
+    hints = get_type_hints(td)
+    rows = []
+    for key in td.__annotations__:
+        text = docs.doc(td.__name__, key)
+        if not text:
+            raise DocsDriftError(
+                f"gen_docs: key {key!r} of {td.__name__} has no documentation string "
+                "(write one under it in moeopt/megamoe/results.py)"
+            )
+        kind = _code(_type_text(hints[key])) + (", optional" if key in td.__optional_keys__ else "")
+        rows.append([_code(key), kind, text])
+    return _table(["key", "type", "meaning"], rows)
+
+
+def result_section() -> list[str]:
+    from moeopt.megamoe import load_scenario, results, simulate
+
+    problems = result_problems(simulate(load_scenario(BASIC_SCENARIO)))
+    if problems:
+        raise DocsDriftError(
+            "gen_docs: a result of examples/scenario_basic.toml does not match the TypedDicts of "
+            "moeopt/megamoe/results.py: " + "; ".join(problems[:10]) + (" ..." if len(problems) > 10 else "")
+        )
+    listed = [name for _heading, name in RESULT_PARTS]
+    unlisted = sorted(set(_typeddicts_in(results.SimulateResult)) - set(listed))
+    if unlisted:
+        raise DocsDriftError(f"gen_docs: no section for {', '.join(unlisted)} (add it to RESULT_PARTS)")
+    docs = _KeyDocs(results)
     lines = [
         "## The `simulate` result",
         "",
         "`r = moeopt.simulate(scenario, check_bounds=True, check_work_conservation=True, validate=True)` "
         "returns a dict; `python -m moeopt simulate FILE --json` prints the same without the per-rank "
-        "`events`, `schedule` and `graph` (each rank then carries `schedule_fingerprint`). Keys in order, "
-        "types as in a real result of `examples/scenario_basic.toml`:",
+        "`events`, `schedule` and `graph` (each rank then carries `schedule_fingerprint`). Each table "
+        "below is a `TypedDict` of `moeopt.megamoe.results` (plain dicts at run time): its keys in "
+        "order, their types, and the documentation under each key. Annotate code that reads a result "
+        "with them (`from moeopt.megamoe import SimulateResult`, then `r: SimulateResult`) and mypy "
+        "checks every key it reads.",
         "",
     ]
-    lines += _fields_table("result", RESULT_TOP, r)
-    lines += ["### `r[\"rank_results\"][rank]`", ""]
-    lines += _fields_table("rank result", RESULT_RANK, rr)
-    lines += ["### `bounds`", ""]
-    lines += _fields_table("bounds", RESULT_BOUNDS, rr["bounds"])
-    lines += ["### `idle_decomposition`", ""]
-    lines += _fields_table("idle_decomposition", RESULT_IDLE, rr["idle_decomposition"])
-    lines += ["### `idle_decomposition[\"by_stage\"][stage]`", ""]
-    lines += _fields_table("idle by stage", RESULT_IDLE_STAGE, stage_idle)
-    lines += ["### `critical_path[i]`", ""]
-    lines += _fields_table("critical path step", RESULT_CRITICAL, crit)
-    lines += ["### `rank_results[rank][\"events\"][i]`", ""]
-    lines += _fields_table("event row", RESULT_EVENT, first_event)
-    lines += ["### `calibration`", ""]
-    lines += _fields_table("calibration", RESULT_CALIBRATION, r["calibration"])
-    lines += ["### `implementation`", ""]
-    lines += _fields_table("implementation", RESULT_IMPLEMENTATION, r["implementation"])
+    for heading, name in RESULT_PARTS:
+        td = getattr(results, name)
+        if heading:
+            lines += [f"### {heading}", ""]
+        if not td.__doc__:
+            raise DocsDriftError(f"gen_docs: {name} in moeopt/megamoe/results.py has no docstring")
+        lines += [f"`{name}`: {_markdown(td.__doc__)}", ""]
+        lines += _typed_table(td, docs)
     return lines
 
 
@@ -661,7 +779,8 @@ def generate_usage() -> str:
         "in the code. For what the numbers mean, see [method.md](method.md); for a first run, the "
         "[README](../README.md).",
         "",
-        "Contents: [command line](#command-line) · [scenario files](#scenario-files) · "
+        "Contents: [command line](#command-line) · [measured inputs](#measured-inputs-of-trace-compare) · "
+        "[scenario files](#scenario-files) · "
         "[profiles and constants](#profiles-and-constants) · [registered names](#registered-names) · "
         "[study files](#study-files) · [the simulate result](#the-simulate-result) · "
         "[the gap report](#the-gap-report)",
@@ -669,6 +788,7 @@ def generate_usage() -> str:
     ]
     for part in (
         cli_section,
+        measured_section,
         scenario_section,
         constants_section,
         registry_section,
@@ -683,7 +803,7 @@ def generate_usage() -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m moeopt.docs_gen", description="Generate docs/usage.md.")
+    p = argparse.ArgumentParser(prog="python tools/gen_docs.py", description="Generate docs/usage.md.")
     g = p.add_mutually_exclusive_group(required=True)
     g.add_argument("--write", action="store_true", help="rewrite the file")
     g.add_argument("--check", action="store_true", help="exit 1 when the file differs from the code")
@@ -712,4 +832,4 @@ if __name__ == "__main__":
     raise SystemExit(main())
 
 
-__all__ = ["DocsDriftError", "generate_usage", "knob_paths", "main"]
+__all__ = ["DocsDriftError", "generate_usage", "knob_paths", "main", "result_problems"]

@@ -1,8 +1,17 @@
-"""A deliberately naive re-implementation of the greedy rule (SPEC §4), for differential tests.
+"""A deliberately naive re-implementation of the greedy rule, for differential tests.
 
-At every step it recomputes, from the committed events alone (no profiles, no heaps, no gates),
-when each eligible event could start for every possible binding, and commits the smallest key
-``(before, start, after, index)``. Quadratic and slow: only for small graphs in tests.
+The rule (the scheduler's, see :mod:`moeopt.core.scheduler`): an eligible event (every
+predecessor committed) starts at the earliest time at or after its predecessors' ends plus λ and
+its resources' free times (no back-filling) at which every semaphore it acquires admits it; a
+placeholder binds to the pool member giving the earliest start, the first in pool order on
+ties; colocated events share a site. The policy's ``rank`` picks among eligible events.
+
+At every step this recomputes, from the committed events alone (no profiles, no heaps, no
+gates, no compiled indices beyond the policy's own ``prepare``), when each eligible event could
+start for every possible binding, and commits the smallest key ``(before, start, after,
+index)``. Quadratic and slow: only for graphs of a few dozen events, in tests. It applies to
+keyed policies only (``wants_view = False``); a view policy chooses by asking the scheduler's
+own view, which this does not rebuild.
 """
 
 from __future__ import annotations
@@ -10,13 +19,24 @@ from __future__ import annotations
 import itertools
 import math
 
-import moeopt as m
-from moeopt.core.events import placeholder_role, split_resource
+from moeopt.core.events import Event, EventGraph, placeholder_role, split_resource
+from moeopt.core.policies import Policy
+from moeopt.errors import InputError, SchedulingError
 
 INF = math.inf
 
+NaiveSchedule = dict[str, tuple[float, float, tuple[str, ...]]]
+"""``event name -> (start, end, bound resources)``."""
 
-def naive_schedule(g: m.EventGraph, policy: m.Policy) -> dict[str, tuple[float, float, tuple[str, ...]]]:
+
+def naive_schedule(g: EventGraph, policy: Policy) -> NaiveSchedule:
+    """The greedy schedule of ``g`` under the keyed ``policy``, recomputed naively.
+
+    Raises:
+        SchedulingError: "naive: deadlock" when no eligible event can ever start.
+    """
+    if policy.wants_view:
+        raise InputError(f"naive_schedule takes keyed policies only; {policy.name!r} is a view policy")
     cg = g.compiled()
     policy.prepare(cg)
     events = list(g.events.values())
@@ -62,7 +82,7 @@ def naive_schedule(g: m.EventGraph, policy: m.Policy) -> dict[str, tuple[float, 
                     return False
         return True
 
-    def admission(tb: float, ev: m.Event) -> float:
+    def admission(tb: float, ev: Event) -> float:
         if not ev.acquires:
             return tb
         cands = sorted({tb} | {x for (s, e, _r) in done.values() for x in (s, e) if x > tb})
@@ -71,13 +91,18 @@ def naive_schedule(g: m.EventGraph, policy: m.Policy) -> dict[str, tuple[float, 
                 return t
         return INF
 
-    def options(ev: m.Event) -> list[tuple[float, tuple[int, ...], tuple[str, ...]]]:
+    def options(ev: Event) -> list[tuple[float, tuple[int, ...], tuple[str, ...]]]:
         ready = max((done[p][1] + lam for p, lam in ev.deps.items()), default=0.0)
         fixed = [r for r in ev.resources if placeholder_role(r) is None]
-        roles = [placeholder_role(r) for r in ev.resources if placeholder_role(r) is not None]
+        roles = [role for r in ev.resources if (role := placeholder_role(r)) is not None]
         site = None
         if ev.name in group:
-            sites = {site_of(r) for x in group[ev.name] for r in g.events[x].resources if placeholder_role(r) is None}
+            sites = {
+                site_of(r)
+                for x in group[ev.name]
+                for r in g.events[x].resources
+                if placeholder_role(r) is None
+            }
             sites |= {site_of(r) for x in group[ev.name] if x in done for r in done[x][2]}
             assert len(sites) <= 1
             site = next(iter(sites)) if sites else None
@@ -112,7 +137,7 @@ def naive_schedule(g: m.EventGraph, policy: m.Policy) -> dict[str, tuple[float, 
             if best is None or key < best[0]:
                 best = (key, ev, start, bound)
         if best is None:
-            raise m.SchedulingError("naive: deadlock")
+            raise SchedulingError("naive: deadlock")
         _key, ev, start, bound = best
         end = start + ev.duration_us
         done[ev.name] = (start, end, bound)

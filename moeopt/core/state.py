@@ -1,0 +1,346 @@
+"""The greedy scheduler's state over one compiled graph, shared by the scheduler's loops
+(:mod:`moeopt.core.scheduler`) and the read-only view handed to policies
+(:mod:`moeopt.core.view`); both read it through the public names below, and only the scheduler
+commits.
+
+Per event ``i`` the state keeps its ready time (predecessors done, λ included) and the
+predecessor that set it, whether it is committed, its start and end, the resources it was bound
+to and why it waited; per resource, the time it is free from; per semaphore, a
+:class:`~moeopt.core.semaphores.SemaphoreProfile` of its free units over time.
+
+:meth:`SchedulerState.evaluate` answers "when could eligible event ``i`` start now" as an
+:data:`Eval`; :meth:`SchedulerState.commit` places it. Both are closures over the arrays (the
+scheduler's hottest functions: closure variables are much cheaper than attribute lookups), built
+once per state.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+from moeopt.core.compiled import CompiledGraph
+from moeopt.core.semaphores import SemaphoreProfile
+from moeopt.errors import SchedulingError
+
+INF = math.inf
+
+Eval = tuple[
+    float, float, tuple[int, ...], int, int, "tuple[int, ...] | None", "tuple[tuple[int, int, int], ...]"
+]
+"""The answer of :meth:`SchedulerState.evaluate` for one event, a plain tuple (made once per
+evaluation on the hot path) read by unpacking it by name::
+
+    start, t_base, chosen, rb, sb, blocking, movers = ev
+
+``start``: the earliest start (``inf`` if its semaphores never admit it); ``t_base``: the start
+from predecessors and resources alone; ``chosen``: the pool members its placeholders bind to;
+``rb``: the resource that set ``t_base`` (-1: none); ``sb``: the semaphore that moved the start
+past ``t_base`` last (-1: none); ``blocking``: the candidate resources (one fixed resource or one
+placeholder's members) whose free time set ``t_base`` (``None``: none did); ``movers``: the
+acquire triples ``(semaphore, take, give back)`` whose semaphores moved the start (only their
+releases can make it earlier)."""
+
+WaitRecord = tuple[int, int, float, int]
+"""Why a committed event started when it did, read by unpacking:
+``ready_pred, rb, t_base, sb = state.waits[i]`` (the predecessor that set its ready time, the
+resource that set ``t_base``, ``t_base``, the semaphore that moved the start; -1: none)."""
+
+
+class SchedulerState:
+    """Mutable scheduling state over one compiled graph (see the module docstring).
+
+    Read by the view: ``cg``, ``free``, ``done``, ``end``, ``evaluate`` and ``step_evals`` (the
+    evaluations made at the current step, which the scheduler empties after every commit).
+    """
+
+    def __init__(self, cg: CompiledGraph) -> None:
+        self.cg = cg
+        n = cg.n
+        self.free = [0.0] * len(cg.res_names)
+        self.ready = [0.0] * n
+        self.ready_pred = [-1] * n
+        self.indeg = list(map(len, cg.preds))
+        self.done = [False] * n
+        self.start = [0.0] * n
+        self.end = [0.0] * n
+        self.bound: list[tuple[int, ...]] = [()] * n
+        # per committed event: (predecessor that set its ready time, resource that set t_base,
+        # t_base, semaphore that moved the start); the waits are derived from these, the ready
+        # times and the starts when read
+        self.waits: list[WaitRecord] = [(-1, -1, 0.0, -1)] * n
+        self.order: list[int] = []
+        self.profiles = [SemaphoreProfile(c) for c in cg.sem_cap]
+        # acquire triples (semaphore, take, give back by the same event)
+        self.acq3: list[tuple[tuple[int, int, int], ...]] = []
+        acq3 = self.acq3
+        # few distinct pairs, and events with equal maps share the compiled tuples (see
+        # compile_graph): keyed by identity, which the compiled graph keeps alive
+        seen: dict[tuple[int, int], tuple[tuple[int, int, int], ...]] = {}
+        for acq, rel in zip(cg.acq, cg.rel):
+            key = (id(acq), id(rel))
+            got = seen.get(key)
+            if got is None:
+                own = dict(rel)
+                got = seen[key] = tuple([(s, a, own.get(s, 0)) for s, a in acq])
+            acq3.append(got)
+        # colocation: the site of each group, -1 while undecided
+        self.group_site = [
+            sites[0] if sites is not None and len(sites) == 1 else -1 for sites in cg.group_sites
+        ]
+        self.members_at: dict[tuple[int, int], tuple[int, ...]] = {}
+        # per event: the member lists of its placeholders when no site restriction applies, and
+        # for a colocated event with one placeholder whose pool has one member per allowed site,
+        # those members (choosing the member then chooses the site)
+        self.single = [(r,) for r in range(len(cg.res_names))]
+        pool_members = cg.pool_members
+        self.ph_lists: list[tuple[tuple[int, ...], ...]] = [
+            tuple([pool_members[p] for p in phs]) if phs else () for phs in cg.placeholders
+        ]
+        self.site_members: list[tuple[int, ...] | None] = [None] * n
+        interned: dict[tuple[int, ...], tuple[int, ...]] = {}
+        if cg.group_sites:
+            for i, g in enumerate(cg.group):
+                if g < 0 or not cg.placeholders[i]:
+                    continue  # no placeholder: its site follows from its fixed resources
+                allowed = cg.group_sites[g] or ()
+                for p in cg.placeholders[i]:
+                    for site in allowed:
+                        if (p, site) not in self.members_at:
+                            self.members_at[(p, site)] = cg.pool_members_at(p, site)
+                if len(cg.placeholders[i]) == 1:
+                    ok_sites = set(allowed)
+                    pool = cg.pool_members[cg.placeholders[i][0]]
+                    mem = tuple(m for m in pool if cg.res_site[m] in ok_sites)
+                    if len({cg.res_site[m] for m in mem}) == len(mem):
+                        # one shared object per distinct list: the scheduler's gates key on identity
+                        self.site_members[i] = interned.setdefault(mem, mem)
+        # evaluations at the current step, for the view (emptied by the scheduler after a commit)
+        self.step_evals: dict[int, Eval] = {}
+        self.evaluate: Callable[..., Eval] = self._make_evaluate()
+        self.commit: Callable[[int, float, float, tuple[int, ...], int, int], list[int]] = self._make_commit()
+
+    # -------------------------------------------------------------- evaluation
+    def _make_evaluate(self) -> Callable[..., Eval]:
+        """Build ``evaluate(i, free=None)`` as a closure over the state's arrays (the scheduler's
+        hottest function; closure variables are much cheaper than attribute lookups)."""
+        cg = self.cg
+        own_free = self.free
+        ready = self.ready
+        fixed_of = cg.fixed
+        single = self.single
+        placeholders = cg.placeholders
+        group_of = cg.group
+        group_site = self.group_site
+        ph_lists = self.ph_lists
+        members_at = self.members_at
+        site_members = self.site_members
+        acq3 = self.acq3
+        dur = cg.dur
+        profiles = self.profiles
+        best_site = self._best_site
+
+        def admit_all(
+            acq: tuple[tuple[int, int, int], ...], t: float, d: float
+        ) -> tuple[float, int, tuple[tuple[int, int, int], ...]]:
+            """Earliest time >= t at which every semaphore in ``acq`` admits an event of duration
+            ``d``, the semaphore that moved it last (-1 if none did) and the entries of ``acq``
+            whose semaphore moved it at all (every earlier time is refused by one of those)."""
+            sb = -1
+            if len(acq) == 1:
+                s, a, back = acq[0]
+                t2 = profiles[s].admit(t, a, back, d)
+                return (t2, s, acq) if t2 > t else (t, -1, ())
+            movers: list[tuple[int, int, int]] = []
+            # cycle through the semaphores until each has admitted the same start in turn
+            m = len(acq)
+            k = 0
+            ok = 0
+            while ok < m and t < INF:
+                s, a, back = acq[k]
+                t2 = profiles[s].admit(t, a, back, d)
+                if t2 > t:
+                    t = t2
+                    sb = s
+                    ok = 1
+                    if acq[k] not in movers:
+                        movers.append(acq[k])
+                else:
+                    ok += 1
+                k = k + 1 if k + 1 < m else 0
+            return (t, sb, tuple(movers))
+
+        self.admit_all = admit_all
+
+        def evaluate(i: int, free: list[float] | None = None) -> Eval:
+            """Earliest start of eligible event ``i`` given the committed state (``free``
+            overrides the resource free times, for probes)."""
+            if free is None:
+                free = own_free
+            t = ready[i]
+            rb = -1
+            blk: tuple[int, ...] | None = None
+            for r in fixed_of[i]:
+                f = free[r]
+                if f > t:
+                    t = f
+                    rb = r
+                    blk = single[r]
+            chosen: tuple[int, ...] = ()
+            phs = placeholders[i]
+            if phs:
+                g = group_of[i]
+                if g < 0:
+                    lists = ph_lists[i]
+                else:
+                    site = group_site[g]
+                    if site >= 0:
+                        lists = tuple(members_at[(p, site)] for p in phs)
+                    else:
+                        fast = site_members[i]
+                        if fast is not None:
+                            lists = (fast,)
+                        else:
+                            site = best_site(i, g, t, free)
+                            lists = tuple(members_at[(p, site)] for p in phs)
+                if len(lists) == 1:
+                    lst = lists[0]
+                    vals = [free[m] for m in lst]
+                    bf = min(vals)
+                    if bf > t:
+                        # every member is busy past t: the earliest to free up (first on ties)
+                        best = lst[vals.index(bf)]
+                        t = bf
+                        rb = best
+                        blk = lst
+                    else:
+                        best = lst[0]
+                        for k, f in enumerate(vals):
+                            if f <= t:
+                                best = lst[k]
+                                break
+                    chosen = (best,)
+                else:
+                    # the start is the latest of each placeholder's earliest member; then take,
+                    # per placeholder, the first member free by that time
+                    for members in lists:
+                        mf = min(free[m] for m in members)
+                        if mf > t:
+                            t = mf
+                            rb = next(m for m in members if free[m] == mf)
+                            blk = members
+                    chosen = tuple(next(m for m in members if free[m] <= t) for members in lists)
+            tb = t
+            sb = -1
+            movers: tuple[tuple[int, int, int], ...] = ()
+            acq = acq3[i]
+            if acq:
+                t, sb, movers = admit_all(acq, t, dur[i])
+                if t > tb and phs and t < INF:
+                    # semaphores moved the start: every member free by then gives that same
+                    # start, so the binding goes to the first of them in pool order
+                    chosen = tuple(next(m for m in members if free[m] <= t) for members in lists)
+            return (t, tb, chosen, rb, sb, blk, movers)
+
+        return evaluate
+
+    def _best_site(self, i: int, g: int, t: float, free: list[float]) -> int:
+        cg = self.cg
+        sites = cg.group_sites[g] or ()
+        best_site = -1
+        best_t = INF
+        for site in sites:
+            ts = t
+            for p in cg.placeholders[i]:
+                mf = min(free[m] for m in self.members_at[(p, site)])
+                if mf > ts:
+                    ts = mf
+            if ts < best_t:
+                best_t = ts
+                best_site = site
+        return best_site
+
+    # -------------------------------------------------------------- commit
+    def _make_commit(self) -> Callable[[int, float, float, tuple[int, ...], int, int], list[int]]:
+        """Build ``commit(i, start, tb, chosen, rb, sb)`` (the first five fields of ``i``'s
+        :data:`Eval`, which the caller has unpacked) as a closure over the state's arrays (called
+        once per event)."""
+        cg = self.cg
+        dur_of = cg.dur
+        done = self.done
+        start_of = self.start
+        end_of = self.end
+        order = self.order
+        free = self.free
+        fixed_of = cg.fixed
+        bound = self.bound
+        group_of = cg.group
+        group_site = self.group_site
+        res_site = cg.res_site
+        readyl = self.ready
+        rpred = self.ready_pred
+        waits = self.waits
+        profiles = self.profiles
+        acq3 = self.acq3
+        rel_of = cg.rel
+        sem_cap = cg.sem_cap
+        succs = cg.succs
+        indeg = self.indeg
+
+        def commit(i: int, start: float, tb: float, chosen: tuple[int, ...], rb: int, sb: int) -> list[int]:
+            """Commit event ``i``; return the events that became eligible."""
+            end = start + dur_of[i]
+            done[i] = True
+            start_of[i] = start
+            end_of[i] = end
+            order.append(i)
+            fixed = fixed_of[i]
+            for r in fixed:
+                free[r] = end
+            for m in chosen:
+                free[m] = end
+            rs = bound[i] = fixed + chosen if chosen else fixed
+            g = group_of[i]
+            if g >= 0 and group_site[g] < 0:
+                group_site[g] = res_site[rs[0]]
+            waits[i] = (rpred[i], rb, tb, sb)
+            for s, a, _back in acq3[i]:
+                profiles[s].add(start, -a)
+            for s, r in rel_of[i]:
+                hi = profiles[s].add(end, r)
+                if hi > sem_cap[s]:
+                    raise SchedulingError(
+                        f"event {cg.names[i]!r} releases {r} unit(s) of semaphore {cg.sem_names[s]!r} at "
+                        f"t={end:g} µs, lifting its free units to {hi} above the capacity "
+                        f"{sem_cap[s]}: the units were not acquired by an event scheduled before it. "
+                        f"Make the releasing event depend on the event that acquires the units."
+                    )
+            new: list[int] = []
+            for j, lam in succs[i]:
+                v = end + lam
+                if v > readyl[j] or rpred[j] < 0:
+                    readyl[j] = v
+                    rpred[j] = i
+                indeg[j] -= 1
+                if indeg[j] == 0:
+                    new.append(j)
+            return new
+
+        return commit
+
+    def blocked_report(self, blocked: list[int]) -> str:
+        cg = self.cg
+        lines = []
+        for i in blocked[:10]:
+            sems = ", ".join(
+                f"{cg.sem_names[s]} (needs {a}, free now {self.profiles[s].level_at(self.ready[i])})"
+                for s, a, _b in self.acq3[i]
+            )
+            lines.append(f"{cg.names[i]!r} waits on {sems}")
+        more = f" and {len(blocked) - 10} more" if len(blocked) > 10 else ""
+        return "; ".join(lines) + more
+
+    def close(self) -> None:
+        """Drop the closures: they refer back to the state, and without this the whole state
+        (tens of thousands of objects) would wait for the cycle collector."""
+        self.evaluate = self.admit_all = self.commit = None  # type: ignore[assignment]

@@ -1,0 +1,203 @@
+"""Lower bounds of one rank's time: the physical bounds of the shape (a ruler) and the floors of
+this event graph (what this tiling and orchestration can at best reach), and their judgement.
+
+**Physical bounds** (:func:`physical_bounds`) depend on the shape, the topology and the
+constants only, never on the tiling or the orchestration (waves, look-ahead, binding, links,
+granularity, core groups, policy), so no variant of one shape moves them:
+
+* compute = MACs / (cube cores x cube rate);
+* bandwidth = bytes the algorithm must move over each aggregate channel (HBM: every active
+  expert's weights once plus the routed rows once; cross-rank in / out: the remote rows) divided
+  by min(per-core rate x cores, aggregate);
+* dependency chain = one token's path through the stages, each stage's smallest share taken
+  with the whole die on it (:func:`dependency_chain_us`).
+
+A time below any of them means a cost formula missed something (:func:`judge_bounds` marks it
+``violated`` and ``simulate`` raises ``BoundViolation``).
+
+**Graph floors** (:func:`graph_floors`) are lower bounds of *this* graph's schedules: its longest
+data-dependency path and, per execution role, the work that must run on the role's members
+before the last combine. They move with the tiling and the orchestration; the excess of the time
+over them is what scheduling alone could still win, the excess of the floors over the physical
+bounds is what the tiling and orchestration cost.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from moeopt.megamoe.analysis.table import EPS
+from moeopt.megamoe.build import RankGraph
+from moeopt.megamoe.config.implementation import CUBE_M_ALIGN, ROW_PAD_BYTES, SCALE_BYTES
+from moeopt.megamoe.results import BoundKind, Bounds, Channel, FloorKind, Floors, GraphFloors, PhysicalBounds
+from moeopt.megamoe.scenario import Config
+
+
+def physical_bounds(rg: RankGraph, cfg: Config) -> PhysicalBounds:
+    """The compute, bandwidth and dependency bounds of the rank (see the module docstring): the
+    shape's MACs and algorithmic bytes (``rg`` counts them from the routing) over the rates of
+    every cube core of the die."""
+    n_aic = cfg.aic_num
+    compute = rg.macs / (n_aic * _cube_rate(cfg))
+    per_core = cfg.c("gm_l1_bytes_per_us") * n_aic
+    bw: dict[Channel, float] = {
+        "hbm": rg.algo_hbm_bytes / min(per_core, cfg.c("hbm_bytes_per_us")),
+        "remote_in": rg.algo_remote_in_bytes / cfg.c("remote_in_bytes_per_us"),
+        "remote_out": rg.algo_remote_out_bytes / cfg.c("remote_out_bytes_per_us"),
+    }
+    channel = max(bw, key=lambda k: bw[k])
+    return {
+        "compute_us": compute,
+        "bandwidth_us": bw[channel],
+        "bandwidth_channel": channel,
+        "bandwidth_by_channel_us": bw,
+        "dependency_us": dependency_chain_us(cfg),
+    }
+
+
+def _cube_rate(cfg: Config) -> float:
+    return cfg.c("cube_mac_per_us_int8") if cfg.quant == "w8a8" else cfg.c("cube_mac_per_us_fp16")
+
+
+def dependency_chain_us(cfg: Config) -> float:
+    """One token's chain through the stages, each stage's smallest share with the whole die on
+    it; a lower bound of every graph the model builds for this shape, whatever its tiling or
+    orchestration.
+
+    * dispatch: the token's row (``h + 32`` B int8 with scale and pad, ``2h`` bf16) arrives at
+      the fastest per-AIV rate (remote read, local, URMA GET with URMA): ``arrive = row / max(rates)``;
+    * GMM1: every compute of the row needs the row, and a row costs a 16-row fractal over all
+      ``hidden_dim`` columns and ``K = h``, spread over all ``n`` cube cores:
+      ``c1 = 16 x hidden_dim x h / (n x cube rate)``; every B panel of the row's expert is
+      loaded once at full price (its first touch) before the row's last GMM1 output exists:
+      ``L1 = B1 / R`` with ``B1 = h x hidden_dim x bpe + hidden_dim x scale`` and
+      ``R = min(n x gm_l1_bytes_per_us, hbm_bytes_per_us)``; so GMM1 ends at least at
+      ``max(arrive + c1, L1)``;
+    * activation: the last activation of the row starts after that, and every activation event
+      costs at least ``act_startup_us``;
+    * GMM2: its weights (``B2 = (hidden_dim / 2) x h x bpe + h x scale``) are loaded once, over
+      the same die, after or with GMM1's: the row's GMM2 ends at least at ``(B1 + B2) / R``.
+      Its compute after the row's last activation can be as small as one K chunk of one
+      fractal, so it is not counted;
+    * combine: the write-back after the row's GMM2 is not counted (its smallest share is a
+      per-event call cost that the URMA and peer-write paths do not share).
+
+    ``dependency = max(max(arrive + c1, L1) + act_startup_us, (B1 + B2) / R)``. Sync latencies
+    (flags, barriers) and the front reorder are left out: they belong to one orchestration.
+    """
+    h, hd = cfg.h, cfg.hidden_dim
+    n = cfg.aic_num
+    w8a8 = cfg.quant == "w8a8"
+    bpe = 1 if w8a8 else 2
+    scale = SCALE_BYTES if w8a8 else 0
+    row = h + ROW_PAD_BYTES if w8a8 else 2 * h
+    rates = [cfg.c("aiv_remote_read_bytes_per_us"), cfg.c("aiv_local_bytes_per_us")]
+    if cfg.topo_urma:
+        rates.append(cfg.c("urma_get_bytes_per_us"))
+    arrive = row / max(rates)
+    c1 = CUBE_M_ALIGN * hd * h / (n * _cube_rate(cfg))
+    r = min(n * cfg.c("gm_l1_bytes_per_us"), cfg.c("hbm_bytes_per_us"))
+    b1 = h * hd * bpe + hd * scale
+    b2 = (hd // 2) * h * bpe + h * scale
+    gmm1_end = max(arrive + c1, b1 / r)
+    return max(gmm1_end + cfg.c("act_startup_us"), (b1 + b2) / r)
+
+
+def judge_bounds(b: PhysicalBounds, time_us: float) -> Bounds:
+    """``b`` with the binding bound, how far ``time_us`` is above it, and whether it is below."""
+    vals: dict[BoundKind, float] = {
+        "compute": b["compute_us"],
+        "bandwidth": b["bandwidth_us"],
+        "dependency": b["dependency_us"],
+    }
+    binding = max(vals, key=lambda k: vals[k])
+    lb = vals[binding]
+    return {
+        **b,
+        "binding": binding,
+        "lower_bound_us": lb,
+        "excess_pct": (time_us / lb - 1.0) * 100.0 if lb > 0 else 0.0,
+        "violated": time_us < lb * (1 - 1e-9) - EPS,
+    }
+
+
+# --------------------------------------------------------------------------- this graph's floors
+def graph_floors(rg: RankGraph) -> GraphFloors:
+    """The floors of this graph (see the module docstring): its longest path and, per execution
+    role, the work its members must do before the last combine."""
+    cg = rg.graph.compiled()
+    ends = [cg.index[n] for n in (rg.combine_events or [n for n in cg.names if n != rg.tail_event])]
+    needed = _ancestors_or_self(cg.preds, ends, cg.n)
+    pinned: dict[int, float] = {}
+    by_role: dict[str, float] = {}
+    role_of = [name.rsplit(".", 1)[-1] for name in cg.res_names]
+    members: dict[str, int] = {}
+    for role in role_of:
+        members[role] = members.get(role, 0) + 1
+    for i in range(cg.n):
+        if not needed[i]:
+            continue
+        d = cg.dur[i]
+        for r in cg.fixed[i]:
+            pinned[r] = pinned.get(r, 0.0) + d
+            by_role[role_of[r]] = by_role.get(role_of[r], 0.0) + d
+        for p in cg.placeholders[i]:
+            role = role_of[cg.pool_members[p][0]]
+            by_role[role] = by_role.get(role, 0.0) + d
+    pipe: dict[str, float] = {}
+    for role, work in by_role.items():
+        most = max((w for r, w in pinned.items() if role_of[r] == role), default=0.0)
+        pipe[role] = max(most, work / members[role])
+    busiest = max(sorted(pipe), key=lambda k: pipe[k]) if pipe else ""
+    return {
+        "longest_path_us": longest_path_us(rg),
+        "pipe_us": dict(sorted(pipe.items())),
+        "busiest_pipe": busiest,
+        "busiest_pipe_us": pipe.get(busiest, 0.0),
+    }
+
+
+def _ancestors_or_self(preds: Sequence[tuple[tuple[int, float], ...]], ends: list[int], n: int) -> list[bool]:
+    needed = [False] * n
+    stack = list(ends)
+    for i in ends:
+        needed[i] = True
+    while stack:
+        i = stack.pop()
+        for p, _lam in preds[i]:
+            if not needed[p]:
+                needed[p] = True
+                stack.append(p)
+    return needed
+
+
+def longest_path_us(rg: RankGraph) -> float:
+    """Longest path over data dependencies only, to the last combine: program-order chains on a
+    pinned resource are resource constraints, so they are left out (else the floor would absorb
+    the queueing); the time is measured to the last combine, so the chain ends there too."""
+    cg = rg.graph.compiled()
+    heads = [0.0] * cg.n
+    dur = cg.dur
+    preds = rg.data_preds()
+    for i in cg.topo:
+        best = 0.0
+        for p, lam in preds[i]:
+            v = heads[p] + dur[p] + lam
+            if v > best:
+                best = v
+        heads[i] = best
+    ends = rg.combine_events or [n for n in cg.names if n != rg.tail_event]
+    return max((heads[cg.index[n]] + cg.dur[cg.index[n]] for n in ends), default=0.0)
+
+
+def judge_floors(f: GraphFloors, time_us: float) -> Floors:
+    """``f`` with the binding floor and how far ``time_us`` is above it."""
+    vals: dict[FloorKind, float] = {"longest_path": f["longest_path_us"], "pipe": f["busiest_pipe_us"]}
+    binding = max(vals, key=lambda k: vals[k])
+    lb = vals[binding]
+    return {
+        **f,
+        "binding": binding,
+        "lower_bound_us": lb,
+        "excess_pct": (time_us / lb - 1.0) * 100.0 if lb > 0 else 0.0,
+    }

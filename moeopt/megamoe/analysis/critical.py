@@ -1,0 +1,119 @@
+"""The critical path of one rank's schedule.
+
+From the last event back, each step says what set its start: a dependency (the predecessor
+whose end + λ it waited for), a resource held by the previous event on it (resource queueing),
+or semaphore capacity (the event whose release admitted it). The path is returned from the
+first step to the last.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+from moeopt.core.schedule import Schedule, Wait, WaitKind
+from moeopt.megamoe.analysis.table import EPS, Table
+from moeopt.megamoe.build import RankGraph
+from moeopt.megamoe.results import CriticalStep, CriticalStepWait, Why
+
+WHY: dict[WaitKind, Why] = {
+    "dependency": "dependency",
+    "resource": "resource queueing",
+    "semaphore": "capacity",
+    "none": "source",
+}
+"""A step's ``why`` for the kind of its wait."""
+
+
+class _Ends:
+    """Who ended on each resource and who released each semaphore, and when: indexed on the
+    first step that waited for a resource or a semaphore (a path of dependencies alone needs
+    neither)."""
+
+    def __init__(self, t: Table) -> None:
+        self._t = t
+        self._indexed = False
+        self.on: dict[str, list[tuple[float, str]]] = defaultdict(list)
+        self.releasers: dict[str, list[tuple[float, str]]] = defaultdict(list)
+
+    def index(self) -> _Ends:
+        if not self._indexed:
+            self._indexed = True
+            t = self._t
+            for i, ev in enumerate(t.events):
+                item = (t.end[i], t.names[i])
+                for r in t.res[i]:
+                    self.on[r].append(item)
+                for sem in ev.releases:
+                    self.releasers[sem].append(item)
+        return self
+
+
+def critical_path(
+    rg: RankGraph, s: Schedule, last: str, limit: int = 10000, table: Table | None = None
+) -> list[CriticalStep]:
+    """Walk back from ``last``: each step names the event, its stage and why it started when it did."""
+    t = table or Table.of(rg, s)
+    ends = _Ends(t)
+    path: list[CriticalStep] = []
+    cur: str | None = last
+    seen = set()
+    while cur is not None and cur not in seen and len(path) < limit:
+        seen.add(cur)
+        w = s.waits[cur]
+        nxt, extra = _what_set_start(rg, s, cur, w, ends)
+        kind = w.kind
+        path.append(
+            {
+                "event": cur,
+                "stage": rg.graph[cur].labels.get("stage"),
+                "start_us": s.start_us[cur],
+                "end_us": s.end_us[cur],
+                "resources": list(s.resources[cur]),
+                "why": WHY[kind],
+                "wait_us": _wait_us(w, kind),
+                **extra,
+                "after": nxt,
+            }
+        )
+        cur = nxt
+    path.reverse()
+    return path
+
+
+def _wait_us(w: Wait, kind: WaitKind) -> float:
+    """How long the step waited past its dependencies: the wait of the constraint that set it."""
+    if kind == "resource":
+        return w.resource_wait_us
+    if kind == "semaphore":
+        return w.semaphore_wait_us
+    return 0.0
+
+
+def _what_set_start(
+    rg: RankGraph, s: Schedule, cur: str, w: Wait, ends: _Ends
+) -> tuple[str | None, CriticalStepWait]:
+    """The event before ``cur`` on the path and the step's optional keys: the releaser of the
+    semaphore it waited for, the previous holder of the resource it queued for, else its
+    predecessor (with the λ of that edge)."""
+    kind = w.kind
+    extra: CriticalStepWait = {}
+    nxt: str | None = None
+    if kind == "semaphore" and w.semaphore is not None:
+        nxt = _ended_at(ends.index().releasers[w.semaphore], s.start_us[cur], cur)
+        extra["semaphore"] = w.semaphore
+    elif kind == "resource" and w.resource is not None:
+        nxt = _ended_at(ends.index().on[w.resource], w.ready_us + w.resource_wait_us, cur)
+        extra["resource"] = w.resource
+    if nxt is None:
+        nxt = w.pred
+        if kind != "none" and w.pred is not None:
+            extra["lambda_us"] = rg.graph[cur].deps.get(w.pred, 0.0)
+    return nxt, extra
+
+
+def _ended_at(items: list[tuple[float, str]], t: float, not_this: str) -> str | None:
+    best: tuple[float, str] | None = None
+    for end, name in items:
+        if name != not_this and end <= t + EPS and (best is None or end > best[0]):
+            best = (end, name)
+    return None if best is None else best[1]

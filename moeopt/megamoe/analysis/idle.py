@@ -1,0 +1,633 @@
+"""Forced vs avoidable idle of one rank's schedule: the ledger per execution role, and the
+avoidable idle of each stage pool that the work-conservation guardrail reads.
+
+At each instant, the idle members that ready events could have occupied are avoidable (work was
+ready, with its dependencies and semaphores satisfied, while a member that could run it idled);
+the rest is forced. **The ledger is kept per execution role** (``AIC``, ``AIV0``, ``AIV1``:
+every resource named ``c<k>.<role>``), over the resources of that role that exist, so
+that a member shared by several stages is counted once: for each role, busy + forced +
+avoidable = members x span. Per stage pool only the avoidable idle is reported (what that
+stage's ready work alone could have used; stages sharing members may each count the same idle
+member), with whether the pool is late-bound and whether the guardrail checks it.
+
+An event is ready from the time its data dependencies are met until its start, except at
+instants where a semaphore it acquires could not have admitted it given everything else as
+scheduled (:func:`_ready_spans`); a late-bound event already tied to
+one core by its colocation partner only counts against that core. Program-order edges between
+events pinned to one core are not data dependencies: they are how a pinned core queues its
+work, so an event waiting behind its core's previous event is ready (that queueing is what late
+binding could recover).
+
+The steps of :func:`idle_decomposition`: busy intervals per resource and the events of each
+stage (:func:`_busy_intervals`), the pools to judge (:func:`_pools`), per pool the instants its
+events were ready (:func:`_ready_points`) and one sweep over those and the members' busy
+intervals (:func:`_sweep`); then the ledger per role (:func:`_role_ledger`), a sweep whose ready
+events may each use a different set of members (a maximum matching, :func:`_matched`). A pool
+or role where no event ever waited has a closed form. The analysis runs on every simulation, so
+the hot loops read the table's arrays into locals and the semaphore level curves are read (or
+rebuilt) only when an event waited.
+"""
+
+from __future__ import annotations
+
+import math
+from bisect import bisect_left, bisect_right
+from collections import defaultdict
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+
+from moeopt.core.schedule import Schedule
+from moeopt.megamoe.analysis.table import EPS, Table
+from moeopt.megamoe.build import RankGraph
+from moeopt.megamoe.results import IdleDecomposition, IdleSample, RoleIdle, StageIdle
+
+CORE_ROLES = ("AIC", "AIV0", "AIV1")
+"""The roles whose idle is counted in the rank's core-µs totals (a graph from another adapter
+may name other roles: they get a ledger of their own, outside the totals)."""
+
+Interval = tuple[float, float]
+_Point = tuple[float, int, str, int]
+"""A sweep point ``(t, kind, member, delta)``: kind 0 = a member's busy interval starts (+1) or
+ends (-1), kind 1 = an event becomes ready (+1) or stops being ready (-1); ``member`` of a ready
+point is the member it is bound to, ``""`` when any idle member could run it."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Pool:
+    """A group of members judged together, and the events judged against it."""
+
+    key: str
+    """its key in ``by_stage``: the stage"""
+    stage: str
+    members: tuple[str, ...]
+    events: list[int]
+    """indices (graph order) of the events that run on it"""
+    late: bool
+    """its events bind to a member at dispatch time (pinned events of a late-bound stage, such
+    as the URMA GETs issued in program order from one AIV1, are a pool of their own that is not)"""
+
+
+def idle_decomposition(
+    rg: RankGraph, s: Schedule, span: float, max_samples: int = 5, table: Table | None = None
+) -> IdleDecomposition:
+    """The idle ledger per role and the avoidable idle per stage pool (see the module docstring).
+
+    For each pool or role, at each instant before ``span``: the idle members, and the ready
+    events (see :func:`_ready_spans`). An event of a late-bound stage whose colocation partner
+    has already started is bound to the partner's core, so it can only use that member; every
+    other ready event can use any member of its stage's pool. Avoidable = the largest number of
+    idle members that ready events could occupy at once (a maximum matching); forced = the other
+    idle members. In statically pinned stages every ready event is counted as able to use any
+    idle member of its pool: that idle is what late binding could recover.
+
+    A late-bound stage's events that are pinned all the same (the URMA GETs and PUTs, issued in
+    program order from one AIV1) form a pool ``"<stage>:pinned"`` that is not late-bound: the
+    guardrail does not judge them, as it does not judge any statically pinned pool.
+    """
+    tab = table or Table.of(rg, s)
+    busy_iv, by_stage = _busy_intervals(rg, tab)
+    levels = _SemaphoreLevels(rg, tab)  # built on first use: often no event ever waits
+    index = rg.graph.compiled().index  # event name -> position in graph order (the table's order)
+    ready = _data_ready(rg, tab)
+    spans = _SpanCache(tab, levels, ready)
+    merged_busy: dict[str, list[Interval]] = {}
+
+    def merged_of(r: str) -> list[Interval]:
+        got = merged_busy.get(r)
+        if got is None:
+            got = merged_busy[r] = _merge(busy_iv.get(r, []))
+        return got
+
+    by_key: dict[str, StageIdle] = {}
+    samples: list[IdleSample] = []
+    pools = _pools(rg, tab, by_stage)
+    for pool in pools:
+        # in pool order, not set order: the sums below must not depend on the hash seed
+        merged = {r: merged_of(r) for r in pool.members}
+        n_mem = len(set(pool.members))
+        pts = _ready_points(pool, tab, ready, spans, index)
+        if pts:
+            _forced, avoid, found = _sweep(pts, merged, n_mem, span, pool.key, max_samples)
+        else:
+            avoid, found = 0.0, []  # no event of the pool ever waited
+        by_key[pool.key] = {
+            "avoidable_core_us": avoid,
+            "late_bound": pool.late,
+            "work_conservation_exempt": _exemption(rg, pool.stage, pool.late),
+        }
+        samples.extend(found)
+    by_role = _role_ledger(rg, tab, pools, merged_of, spans, ready, index, span)
+    return {
+        "forced_core_us": sum(d["forced_core_us"] for role, d in by_role.items() if role in CORE_ROLES),
+        "avoidable_core_us": sum(d["avoidable_core_us"] for role, d in by_role.items() if role in CORE_ROLES),
+        "by_role": by_role,
+        "by_stage": by_key,
+        "samples": samples,
+    }
+
+
+def _busy_intervals(rg: RankGraph, tab: Table) -> tuple[dict[str, list[Interval]], dict[str, list[int]]]:
+    """Every resource's busy intervals, and the indices of each stage's events (stages with
+    members only)."""
+    by_stage: dict[str, list[int]] = defaultdict(list)
+    busy_iv: dict[str, list[Interval]] = defaultdict(list)
+    start, end = tab.start, tab.end
+    stage_members_of = rg.stage_members
+    for i, (rs, st) in enumerate(zip(tab.res, tab.stage)):
+        if not rs:
+            continue
+        span_i = (start[i], end[i])
+        for r in rs:
+            busy_iv[r].append(span_i)
+        if st in stage_members_of:  # a stage name, so a string
+            by_stage[st].append(i)
+    return busy_iv, by_stage
+
+
+def _pools(rg: RankGraph, tab: Table, by_stage: dict[str, list[int]]) -> list[_Pool]:
+    """One pool per stage (a GMM tile is one event on its cube: its K-step load / compute
+    pipeline inside); a late-bound stage's pinned events are a pool apart."""
+    events = tab.events
+    pools: list[_Pool] = []
+    for st, idxs in by_stage.items():
+        members = rg.stage_members[st]
+        if st in rg.late_stages:
+            # events of a late-bound stage that name a resource all the same (the URMA GETs and
+            # PUTs, issued in program order from one AIV1) are pinned: judged as a pinned pool
+            pinned = [i for i in idxs if not _has_placeholder(events[i].resources)]
+            if pinned:
+                pools.append(_Pool(f"{st}:pinned", st, members, pinned, False))
+                idxs = [i for i in idxs if _has_placeholder(events[i].resources)]
+            pools.append(_Pool(st, st, members, idxs, True))
+        else:
+            pools.append(_Pool(st, st, members, idxs, False))
+    return pools
+
+
+def _has_placeholder(resources: Sequence[str]) -> bool:
+    return any(r.endswith(":*") for r in resources)
+
+
+class _SpanCache:
+    """Each event's ready spans (:func:`_ready_spans`), computed once for the pools and the roles."""
+
+    def __init__(self, tab: Table, levels: _SemaphoreLevels, ready: list[float]) -> None:
+        self._tab, self._levels, self._ready = tab, levels, ready
+        self._got: dict[int, list[tuple[float, float]]] = {}
+
+    def of(self, i: int) -> list[tuple[float, float]]:
+        got = self._got.get(i)
+        if got is None:
+            got = self._got[i] = _ready_spans(i, self._tab, self._levels, self._ready[i])
+        return got
+
+
+def _bound_member(
+    pool: _Pool, i: int, tab: Table, ready: list[float], index: Mapping[str, int], members: set[str]
+) -> str:
+    """The member a ready event of ``pool`` is tied to by its colocation partner (late-bound
+    events whose partner started before the event was ready), else ``""`` (any member)."""
+    if not pool.late:
+        return ""
+    ev = tab.events[i]
+    if ev.colocate_with is None:
+        return ""
+    j = index.get(ev.colocate_with)
+    if j is not None and tab.start[j] <= ready[i] + EPS:
+        return next((r for r in tab.res[i] if r in members), "")
+    return ""
+
+
+def _ready_points(
+    pool: _Pool,
+    tab: Table,
+    ready: list[float],
+    spans: _SpanCache,
+    index: Mapping[str, int],
+) -> list[_Point]:
+    """The sweep points of the spans where the pool's events were ready but not started (empty
+    when none of them ever waited)."""
+    members = set(pool.members)
+    starts = tab.start
+    pts: list[_Point] = []
+    for i in pool.events:
+        if starts[i] <= ready[i] + EPS:
+            continue  # started as soon as it was ready: never waiting (see _ready_spans)
+        bound = _bound_member(pool, i, tab, ready, index, members)
+        for a, b in spans.of(i):
+            pts.append((a, 1, bound, 1))
+            pts.append((b, 1, bound, -1))
+    return pts
+
+
+def _sweep(
+    pts: list[_Point],
+    merged: dict[str, list[Interval]],
+    n_mem: int,
+    span: float,
+    key: str,
+    max_samples: int,
+) -> tuple[float, float, list[IdleSample]]:
+    """``(forced, avoidable, samples)`` of one pool: one pass over its ready points and its
+    members' busy intervals in time order, up to ``span`` (see :func:`idle_decomposition`)."""
+    for r, iv in merged.items():
+        for a, b in iv:
+            pts.append((a, 0, r, 1))
+            pts.append((b, 0, r, -1))
+    pts.sort()
+    samples: list[IdleSample] = []
+    busy: dict[str, int] = defaultdict(int)
+    bound_ready: dict[str, int] = defaultdict(int)
+    # bound_idle: idle members with a bound ready event
+    busy_n = free_ready = bound_idle = ready_n = 0
+    prev = 0.0
+    forced = avoid = 0.0
+    k = 0
+    while k < len(pts) and pts[k][0] < span:
+        t = pts[k][0]
+        if t > prev:
+            idle_n = max(0, n_mem - busy_n)
+            av = bound_idle + min(free_ready, idle_n - bound_idle)
+            avoid += av * (t - prev)
+            forced += (idle_n - av) * (t - prev)
+            if av > 0 and t - prev > EPS and len(samples) < max_samples:
+                samples.append(
+                    {"stage": key, "from_us": prev, "to_us": t, "idle_members": idle_n, "ready": ready_n}
+                )
+            prev = t
+        while k < len(pts) and pts[k][0] <= t:
+            _t, kind, m, d = pts[k]
+            k += 1
+            if kind == 0:
+                was_idle = busy[m] == 0
+                busy[m] += d
+                now_idle = busy[m] == 0
+                if was_idle != now_idle:
+                    busy_n += -1 if now_idle else 1
+                    if bound_ready[m] > 0:
+                        bound_idle += 1 if now_idle else -1
+                continue
+            ready_n += d
+            if not m:
+                free_ready += d
+                continue
+            before = bound_ready[m] > 0
+            bound_ready[m] += d
+            after = bound_ready[m] > 0
+            if before != after and busy[m] == 0:
+                bound_idle += 1 if after else -1
+    if span > prev:
+        forced += max(0, n_mem - busy_n) * (span - prev)
+    return forced, avoid, samples
+
+
+def _role_ledger(
+    rg: RankGraph,
+    tab: Table,
+    pools: list[_Pool],
+    merged_of: Callable[[str], list[Interval]],
+    spans: _SpanCache,
+    ready: list[float],
+    index: Mapping[str, int],
+    span: float,
+) -> dict[str, RoleIdle]:
+    """Per role: members, busy, forced and avoidable member-µs before ``span``, with busy +
+    forced + avoidable = members x span. The ready events of every pool on the role compete for
+    its idle members; each may use the members of its own pool (or only the one its colocation
+    partner tied it to), and the avoidable idle at an instant is a maximum matching of ready
+    events to idle members (:func:`_matched`)."""
+    cg = rg.graph.compiled()
+    role_members: dict[str, list[str]] = defaultdict(list)
+    for name in cg.res_names:
+        role_members[name.rsplit(".", 1)[-1]].append(name)
+    out: dict[str, RoleIdle] = {}
+    for role in sorted(role_members):
+        members = role_members[role]
+        mset = set(members)
+        merged = {r: merged_of(r) for r in members}
+        busy = sum(min(b, span) - a for iv in merged.values() for a, b in iv if a < span)
+        classes: list[frozenset[str]] = []
+        pts: list[_RolePoint] = []
+        windows = _idle_windows(merged, span)
+        w_starts = [a for a, _b in windows]
+        for pool in pools:
+            own = frozenset(m for m in pool.members if m in mset)
+            if not own:
+                continue
+            cls = -1
+            for i in pool.events:
+                if tab.start[i] <= ready[i] + EPS or not (set(tab.res[i]) & mset):
+                    continue
+                # a wait during which every member was busy cannot make idle avoidable: skip
+                # the (costly) ready spans of such events
+                # (windows are disjoint and sorted: the last one starting before the event's start
+                # ends latest)
+                k = bisect_left(w_starts, tab.start[i])
+                if k == 0 or windows[k - 1][1] <= ready[i]:
+                    continue
+                bound = _bound_member(pool, i, tab, ready, index, mset)
+                if not bound and cls < 0:
+                    if own not in classes:
+                        classes.append(own)
+                    cls = classes.index(own)
+                for a, b in spans.of(i):
+                    pts.append((a, 1, bound, cls if not bound else -1, 1))
+                    pts.append((b, 1, bound, cls if not bound else -1, -1))
+        idle = len(members) * span - busy
+        avoid = _role_sweep(pts, merged, members, classes, span) if pts else 0.0
+        out[role] = {
+            "members": len(members),
+            "span_us": span,
+            "busy_core_us": busy,
+            "forced_core_us": idle - avoid,
+            "avoidable_core_us": avoid,
+        }
+    return out
+
+
+def _idle_windows(merged: dict[str, list[Interval]], span: float) -> list[Interval]:
+    """The maximal intervals of ``[0, span)`` in which at least one member is idle."""
+    n = len(merged)
+    pts: list[tuple[float, int]] = []
+    for iv in merged.values():
+        for a, b in iv:
+            pts.append((a, 1))
+            pts.append((b, -1))
+    pts.sort()
+    out: list[Interval] = []
+    busy = 0
+    start: float | None = 0.0
+    for t, d in pts:
+        if t >= span:
+            break
+        busy += d
+        if busy == n and start is not None:
+            if t > start + EPS:
+                out.append((start, t))
+            start = None
+        elif busy < n and start is None:
+            start = t
+    if start is not None and span > start + EPS:
+        out.append((start, span))
+    return out
+
+
+_RolePoint = tuple[float, int, str, int, int]
+"""``(t, kind, member, class, delta)``: kind 0 = a member's busy interval starts (+1) / ends
+(-1); kind 1 = an event becomes ready (+1) / stops (-1), tied to ``member`` (``""``: free) or,
+when free, able to use the members of ``classes[class]``."""
+
+
+def _role_sweep(
+    pts: list[_RolePoint],
+    merged: dict[str, list[Interval]],
+    members: list[str],
+    classes: list[frozenset[str]],
+    span: float,
+) -> float:
+    """Avoidable member-µs of one role: one pass in time order over its members' busy intervals
+    and its events' ready spans, up to ``span``."""
+    for r, iv in merged.items():
+        for a, b in iv:
+            pts.append((a, 0, r, -1, 1))
+            pts.append((b, 0, r, -1, -1))
+    pts.sort()
+    # atoms: members grouped by the classes that may use them
+    sig_of = {m: frozenset(c for c, cs in enumerate(classes) if m in cs) for m in members}
+    atoms = sorted(set(sig_of.values()), key=sorted)
+    atom_of = {m: atoms.index(sig_of[m]) for m in members}
+    free_idle = [0] * len(atoms)  # idle members of each atom with no tied ready event
+    for m in members:
+        free_idle[atom_of[m]] += 1
+    busy: dict[str, int] = defaultdict(int)
+    tied: dict[str, int] = defaultdict(int)
+    waiting = [0] * len(classes)  # free ready events per class
+    bound_idle = 0  # idle members with a tied ready event
+    prev = 0.0
+    avoid = 0.0
+    k = 0
+    while k < len(pts) and pts[k][0] < span:
+        t = pts[k][0]
+        if t > prev:
+            av = bound_idle + (_matched(waiting, atoms, free_idle) if any(waiting) else 0)
+            avoid += av * (t - prev)
+            prev = t
+        while k < len(pts) and pts[k][0] <= t:
+            _t, kind, m, cls, d = pts[k]
+            k += 1
+            if kind == 0:
+                was_idle = busy[m] == 0
+                busy[m] += d
+                now_idle = busy[m] == 0
+                if was_idle != now_idle:
+                    if tied[m] > 0:
+                        bound_idle += 1 if now_idle else -1
+                    else:
+                        free_idle[atom_of[m]] += 1 if now_idle else -1
+                continue
+            if not m:
+                waiting[cls] += d
+                continue
+            before = tied[m] > 0
+            tied[m] += d
+            after = tied[m] > 0
+            if before != after and busy[m] == 0:
+                bound_idle += 1 if after else -1
+                free_idle[atom_of[m]] += -1 if after else 1
+    return avoid
+
+
+def _matched(waiting: list[int], atoms: list[frozenset[int]], free_idle: list[int]) -> int:
+    """The largest number of free ready events that idle members can take at once: ``waiting[c]``
+    events of class ``c``, each able to use the idle members of the atoms whose signature holds
+    ``c``. By Hall's theorem (deficiency form) it is ``Σ waiting − max(0, max over class sets T of
+    Σ_{c∈T} waiting[c] − idle members usable by some c ∈ T)``; a role has a few classes at most."""
+    active = [c for c, n in enumerate(waiting) if n > 0]
+    total = sum(waiting[c] for c in active)
+    if len(active) == 1:
+        c = active[0]
+        return min(total, sum(n for a, n in zip(atoms, free_idle) if c in a))
+    worst = 0
+    for mask in range(1, 1 << len(active)):
+        chosen = {active[j] for j in range(len(active)) if mask >> j & 1}
+        need = sum(waiting[c] for c in chosen)
+        have = sum(n for a, n in zip(atoms, free_idle) if a & chosen)
+        worst = max(worst, need - have)
+    return total - worst
+
+
+def _exemption(rg: RankGraph, stage: str, late: bool) -> str | None:
+    """Why the work-conservation guardrail does not check a pool of ``stage`` (None: it does)."""
+    if not late:
+        return "statically pinned pool"
+    if stage in rg.colocated_stages:
+        return "colocated with its producer tile"
+    return None
+
+
+class _SemaphoreLevels:
+    """Free units of every semaphore over time in the final schedule (changes at one instant merged)."""
+
+    def __init__(self, rg: RankGraph, tab: Table) -> None:
+        self._rg, self._tab = rg, tab
+        self._built = False
+        self.cap: dict[str, int] = {}
+        self._cache: dict[tuple[str, int], tuple[list[tuple[float, float]], list[float], list[float]]] = {}
+        self.times: dict[str, Sequence[float]] = {}
+        self.levels: dict[str, Sequence[int]] = {}
+        self._changes: dict[str, list[tuple[float, int]]] = {}
+
+    def _build(self) -> None:
+        self._built = True
+        self.cap = dict(self._rg.graph.semaphores)
+
+    def _changes_of(self, sem: str) -> list[tuple[float, int]]:
+        """The (time, delta) changes of ``sem``, in no particular order; every semaphore's are
+        collected in one pass when the first is asked for (only for schedules that carry no
+        recorded levels, see :meth:`_curve`)."""
+        if not self._changes:
+            start, end = self._tab.start, self._tab.end
+            cg = self._rg.graph.compiled()  # the same events in the same order, semaphores by index
+            by_index: dict[int, list[tuple[float, int]]] = defaultdict(list)
+            for i, pairs in enumerate(cg.acq):
+                if pairs:
+                    t = start[i]
+                    for k, a in pairs:
+                        by_index[k].append((t, -a))
+            for i, pairs in enumerate(cg.rel):
+                if pairs:
+                    t = end[i]
+                    for k, r in pairs:
+                        by_index[k].append((t, r))
+            self._changes = {name: by_index.get(k, []) for k, name in enumerate(cg.sem_names)}
+        return self._changes.get(sem, [])
+
+    def _curve(self, sem: str) -> tuple[Sequence[float], Sequence[int]]:
+        """Breakpoint times and the free units from each on (changes at one time merged)."""
+        if sem not in self.times:
+            recorded = self._tab.schedule.semaphore_levels(sem)
+            if recorded is not None:
+                # the scheduler's own record of these start and end times: the same curve
+                self.times[sem], self.levels[sem] = recorded
+                return recorded
+            lvl = self.cap.get(sem, 0)
+            ts: list[float] = []
+            ls: list[int] = []
+            for t, d in sorted(self._changes_of(sem)):
+                lvl += d
+                if ts and ts[-1] == t:
+                    ls[-1] = lvl
+                else:
+                    ts.append(t)
+                    ls.append(lvl)
+            self.times[sem] = ts
+            self.levels[sem] = ls
+        return self.times[sem], self.levels[sem]
+
+    def below(self, sem: str, need: int, lo: float, hi: float) -> list[tuple[float, float]]:
+        """Maximal spans (clipped to ``[lo, hi)``) where fewer than ``need`` units are free."""
+        spans, starts, ends = self._spans(sem, need)
+        k = bisect_right(ends, lo)  # first span ending after lo
+        k2 = bisect_left(starts, hi, k)  # first span starting at or after hi
+        if k2 <= k:
+            return []
+        out = spans[k:k2]  # disjoint and sorted: only the first and the last can stick out
+        a, b = out[0]
+        if a < lo:
+            out[0] = (lo, b)
+        a, b = out[-1]
+        if b > hi:
+            out[-1] = (a, hi)
+        return out
+
+    def _spans(self, sem: str, need: int) -> tuple[list[tuple[float, float]], list[float], list[float]]:
+        key = (sem, need)
+        got = self._cache.get(key)
+        if got is None:
+            if not self._built:
+                self._build()
+            ts, ls = self._curve(sem)
+            spans: list[tuple[float, float]] = []
+            start: float | None = -math.inf if self.cap.get(sem, 0) < need else None
+            for t, level in zip(ts, ls):
+                if level < need and start is None:
+                    start = t
+                elif level >= need and start is not None:
+                    spans.append((start, t))
+                    start = None
+            if start is not None:
+                spans.append((start, math.inf))
+            got = (spans, [a for a, _b in spans], [b for _a, b in spans])
+            self._cache[key] = got
+        return got
+
+
+def _data_ready(rg: RankGraph, tab: Table) -> list[float]:
+    """Per event, when its data dependencies were met: the latest end + λ of its predecessors,
+    program-order edges of pinned cores left out (0 for a source). Without chain edges that is
+    the scheduler's ``ready_us``; it is computed here from the schedule's end times alone."""
+    end = tab.end
+    ready = [0.0] * len(tab.names)
+    # the graph's events in the same order, predecessors by index
+    for i, preds in enumerate(rg.data_preds()):
+        if not preds:
+            continue
+        best = 0.0
+        for p, lam in preds:
+            v = end[p] + lam
+            if v > best:
+                best = v
+        ready[i] = best
+    return ready
+
+
+def _ready_spans(i: int, tab: Table, levels: _SemaphoreLevels, r: float) -> list[tuple[float, float]]:
+    """When event ``i`` could have started, everything else kept as scheduled: from ``r`` (its
+    data dependencies done, see :func:`_data_ready`) to its start, minus the instants ``τ`` at
+    which some semaphore it acquires would not have admitted it. Starting at ``τ`` instead of at
+    ``start`` it holds ``take`` units over ``[τ, min(τ + d, start))`` and, if it gives back only
+    ``back < take`` itself, ``take - back`` from ``τ + d`` until ``start`` (later the final
+    schedule already counts its holding).
+    """
+    ev = tab.events[i]
+    st = tab.start[i]
+    if st <= r + EPS:
+        return []
+    d = tab.end[i] - st
+    # open-ended exclusions (a, b): τ in (a, b) is not admissible; each list is sorted already
+    cuts: list[list[tuple[float, float]]] = []
+    for sem, take in ev.acquires.items():
+        below = levels.below(sem, take, r, st)
+        if below:
+            cuts.append([(b0 - d, b1) for b0, b1 in below])
+        keep = take - ev.releases.get(sem, 0)
+        if keep > 0:
+            spans = levels.below(sem, keep, r, st)
+            if spans:
+                cuts.append([(r - 1.0, spans[-1][1] - d)])
+    if not cuts:
+        return [(r, st)]
+    cut = cuts[0] if len(cuts) == 1 else sorted(x for c in cuts for x in c)
+    out: list[tuple[float, float]] = []
+    cur = r
+    for a, b in cut:
+        if a >= st:
+            break
+        if a > cur + EPS:
+            out.append((cur, min(a, st)))
+        cur = max(cur, b)
+        if cur >= st:
+            break
+    if cur < st - EPS:
+        out.append((cur, st))
+    return [(a, b) for a, b in out if b > a + EPS]
+
+
+def _merge(iv: list[tuple[float, float]]) -> list[tuple[float, float]]:
+    out: list[tuple[float, float]] = []
+    for a, b in sorted(iv):
+        if out and a <= out[-1][1] + EPS:
+            out[-1] = (out[-1][0], max(out[-1][1], b))
+        else:
+            out.append((a, b))
+    return out

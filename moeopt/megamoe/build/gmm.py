@@ -1,0 +1,516 @@
+"""GMM1 and GMM2: the grouped matrix multiplications, one pipeline shared by both stages.
+
+Every output tile is one event on its core's cube (``AIC``): the kernel streams the tile's K
+extent through L1 in steps, loading step ``i + 1`` while it computes step ``i``
+(:class:`TileCosts`). The pipeline, one function each:
+
+1. :func:`assign_cores`: which core runs each tile (the registered ``core_assignment`` rule,
+   its state carried across expert groups on the same cores);
+2. :func:`l1_residency`: what a tile finds in L1 (the previous tile on its core had the same A
+   or B block) and in L2 (another tile already read that block from HBM);
+3. :class:`TileCosts`: the closed-form K-step pipeline time, the fill, the bandwidth held;
+4. :func:`tile_names`: the tiles' event names;
+5. :func:`emit_tiles`: the events, with the on-chip link slots, bandwidth units and program
+   order of each core's tiles.
+
+:func:`build_gmm1` and :func:`build_gmm2` differ only in what a tile waits for (its wave's D2C
+flag, or the activation's readiness) and in their hand-off.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from types import MappingProxyType
+from typing import NamedTuple
+
+from moeopt.megamoe.build.context import BuildContext
+from moeopt.megamoe.build.emitter import Emitter
+from moeopt.megamoe.build.handoff import ActivationOut, DispatchOut, Gmm1Out, Gmm2Out, GmmTiles
+from moeopt.megamoe.build.plan import ExpertPlan, GmmPlan, Item, RankPlan
+from moeopt.megamoe.build.sync import wire_lookahead
+from moeopt.megamoe.config.implementation import CUBE_M_ALIGN  # spec: the cube's 16-row fractal
+from moeopt.megamoe.planning import Tile
+from moeopt.registry import lookup
+
+GM_BURST_ALIGN = 512  # spec: GM address alignment for full MTE2 read bandwidth (CANN Ascend C best practices)
+
+# (tile rows, tile cols, A resident in L1, B resident in L1, A read before, B read before)
+CostKey = tuple[int, int, bool, bool, bool, bool]
+WaveReady = Callable[[int, int], Mapping[str, float]]  # (wave, expert) -> deps of its tiles
+ChunkReady = Callable[[int, int, int], Mapping[str, float]]  # (expert, m-block, K chunk) -> deps
+
+CONSUMER = {"gmm1": "activation", "gmm2": "combine"}  # the stage an on-chip link hands the tile to
+SLOT_KEY = {"gmm1": "act", "gmm2": "comb"}
+
+
+def gemm_k(ctx: BuildContext, stage: str) -> int:
+    """The stage's reduction dimension: GMM1 ``h``, GMM2 ``hidden_dim / 2`` (after SwiGLU)."""
+    return ctx.cfg.h if stage == "gmm1" else ctx.cfg.hidden_dim // 2
+
+
+def declare_gmm_semaphores(ctx: BuildContext, em: Emitter) -> None:
+    """The on-chip link slots of GMM1 -> activation and GMM2 -> combine (``depth`` per core), and
+    the die's GM->L1 paths as one bandwidth channel ``gm_l1`` of ``aic_num × gm_l1_bytes_per_us``
+    (every tile holds its load rate of it, so the cube cores alone never exhaust it) when vector
+    transfers share it (``remote_write_excess_share`` > 0; see
+    :mod:`~moeopt.megamoe.build.streams`). The L1 stage buffers are inside a tile's own pipeline
+    (:class:`TileCosts`), not a semaphore between tiles."""
+    cfg = ctx.cfg
+    n = cfg.aic_num
+    if cfg.bandwidth_contention and ctx.c("remote_write_excess_share") > 0:
+        em.bandwidth("gm_l1", n * ctx.c("gm_l1_bytes_per_us"))
+    for a, key in SLOT_KEY.items():
+        lk = cfg.link(a, CONSUMER[a])
+        if lk.location != "onchip":
+            continue
+        if a in ctx.layout.late:
+            em.semaphore(f"onchip_{key}", lk.depth * n)
+        else:
+            for k in range(n):
+                em.semaphore(f"c{k}.onchip_{key}", lk.depth)
+
+
+def build_gmm1(ctx: BuildContext, em: Emitter, plan: RankPlan, dispatch: DispatchOut, head: str) -> Gmm1Out:
+    """GMM1 tiles. A tile of wave ``w`` waits for the flag ``d2c.w{w + lag}`` (a shared expert's
+    tile waits for the head instead: its rows are local), λ = flag latency. Then the dispatch
+    look-ahead (see :func:`~moeopt.megamoe.build.sync.wire_lookahead`) and the flag ``gmm1_done``
+    on every tile's compute."""
+    sync = ctx.sync
+    d2c = dispatch.flags
+    experts = plan.experts
+
+    def wave_ready(w: int, e: int) -> Mapping[str, float]:
+        if experts[e].shared:
+            return {head: sync.flag_us}
+        return {d2c[min(len(d2c) - 1, w + sync.lag)]: sync.flag_us}
+
+    tiles = gmm_tiles(ctx, em, plan.gmm1, experts, wave_ready, None, 1, None)
+    wire_lookahead(em, sync, dispatch.events, tiles.events_by_wave(len(plan.gmm1.waves)))
+    full_sync = wire_full_experts(ctx, em, tiles)
+    return Gmm1Out(tiles, em.flag("gmm1_done", tiles.events), full_sync)
+
+
+def wire_full_experts(ctx: BuildContext, em: Emitter, tiles: GmmTiles) -> str | None:
+    """``options.gmm1_full_experts``: after each GMM1 expert that runs on every cube core, an
+    AIC-only SYNCALL (gmm1.h@HEAD L173-181): a flag ``g1sync.e{e}`` on the expert's tiles that
+    the next expert's tiles wait for (λ = one SYNCALL). Returns the last such flag (GMM2's own
+    cores wait for it too before their first tile), or None."""
+    full = ctx.layout.gmm1_full_experts
+    if not full:
+        return None
+    by_expert = tiles.events_by_expert()
+    order = [e for e in by_expert if e < full]
+    last: str | None = None
+    later = [e for e in by_expert if e not in order]
+    for i, e in enumerate(order):
+        last = em.flag(f"g1sync.e{e}", by_expert[e])
+        nxt = order[i + 1] if i + 1 < len(order) else (later[0] if later else None)
+        if nxt is not None:
+            for name in by_expert[nxt]:
+                em.add_deps(name, {last: ctx.sync.syncall_us})
+    return last
+
+
+def build_gmm2(
+    ctx: BuildContext,
+    em: Emitter,
+    plan: RankPlan,
+    act: ActivationOut,
+    join_flag: str | None,
+    full_sync: str | None = None,
+) -> Gmm2Out:
+    """GMM2 tiles. A flag ``v2c.w{w}`` per wave on the activation events of the wave's m-groups;
+    with ``per_chunk`` readiness each tile is cut into K chunks that wait for a flag
+    ``v2c.e{e}.m{mb}.k{c}`` on the activations covering their columns instead. λ = flag latency.
+    Cores that joined from ``join_flag``'s group wait for it; the first wave also waits for
+    ``full_sync`` (GMM1's AIC-only SYNCALL after experts on every core, λ = one SYNCALL). Then a
+    flag ``g2c.e{e}`` per expert."""
+    lam = ctx.sync.flag_us
+    lk = ctx.cfg.link("activation", "gmm2")
+    chunks = lk.chunks if lk.readiness == "per_chunk" else 1
+    wave_flags = []
+    for w, wave in enumerate(plan.gmm2.waves):
+        deps: list[str] = []
+        for g in wave:
+            deps.extend(act.by_mgroup.get((g.expert, g.mb), ()))
+        wave_flags.append(em.flag(f"v2c.w{w}", sorted(set(deps))))
+    chunk_flags: dict[tuple[int, int, int], str] = {}
+
+    def chunk_ready(e: int, mb: int, c: int) -> Mapping[str, float]:
+        key = (e, mb, c)
+        fl = chunk_flags.get(key)
+        if fl is None:
+            fl = chunk_flags[key] = em.flag(f"v2c.e{e}.m{mb}.k{c}", act.by_chunk.get(key, ()))
+        return {fl: lam}
+
+    first = {full_sync: ctx.sync.syncall_us} if full_sync is not None else {}
+
+    def wave_ready(w: int, e: int) -> Mapping[str, float]:
+        return {wave_flags[w]: lam, **(first if w == 0 else {})}
+
+    carry = plan.gmm1.order if ctx.cfg.core_cursor == "across_stages" else ()
+    if chunks > 1:
+        tiles = gmm_tiles(
+            ctx,
+            em,
+            plan.gmm2,
+            plan.experts,
+            lambda w, e: first if w == 0 else {},
+            chunk_ready,
+            chunks,
+            join_flag,
+            carry,
+        )
+    else:
+        tiles = gmm_tiles(ctx, em, plan.gmm2, plan.experts, wave_ready, None, 1, join_flag, carry)
+    done = {e: em.flag(f"g2c.e{e}", mms) for e, mms in tiles.events_by_expert().items()}
+    return Gmm2Out(tiles, MappingProxyType(done))
+
+
+def gmm_tiles(
+    ctx: BuildContext,
+    em: Emitter,
+    gplan: GmmPlan,
+    experts: Sequence[ExpertPlan],
+    wave_ready: WaveReady,
+    chunk_ready: ChunkReady | None,
+    chunks: int,
+    join_flag: str | None,
+    carry: Sequence[Item] = (),
+) -> GmmTiles:
+    """The pipeline of the module docstring on one stage's tiles in program order (``carry``: see
+    :func:`assign_cores`)."""
+    stage = gplan.stage
+    order = gplan.order
+    late = stage in ctx.layout.late
+    cores = [-1] * len(order) if late else assign_cores(ctx, stage, experts, order, carry)
+    keys = l1_residency(ctx, stage, order, cores)
+    costs = TileCosts(ctx, em, stage, chunks)
+    costs.share_hbm(
+        keys,
+        [
+            len(set(ctx.layout.gmm_cores(stage, experts[e])[0] + ctx.layout.gmm_cores(stage, experts[e])[1]))
+            for _w, e, _t in order
+        ],
+    )
+    names = tile_names(stage, order)
+    return emit_tiles(
+        ctx, em, stage, experts, order, cores, keys, costs, names, wave_ready, chunk_ready, join_flag
+    )
+
+
+def tile_cube_us(tiles: Sequence[Tile], k_dim: int, rate: float) -> list[float]:
+    """Each tile's cube time ``rows × cols × K / rate`` (the core-assignment rules' cost estimate)."""
+    return [(t.m1 - t.m0) * (t.n1 - t.n0) * k_dim / rate for t in tiles]
+
+
+def assign_cores(
+    ctx: BuildContext,
+    stage: str,
+    experts: Sequence[ExpertPlan],
+    order: Sequence[Item],
+    carry: Sequence[Item] = (),
+) -> list[int]:
+    """The core of every tile in ``order`` by the registered ``core_assignment`` rule.
+
+    One call per run of expert groups (a wave's tiles of one expert) on the same cores, so that
+    the rule's state (the rolling start core of gmm1.h@2d9d4288 L120-131, the busy totals of
+    greedy_least_busy) carries from one expert group to the next; it restarts only where the
+    core set changes (a joining group, V1). ``carry``: an earlier stage's tiles whose groups run
+    first in the same call when its last run is on the same cores (``policy.core_cursor =
+    across_stages``: the cursor rolls on from GMM1 into GMM2); their cores are not returned."""
+    runs = _runs(ctx, stage, experts, order)
+    if carry and runs:
+        before = _runs(ctx, "gmm1", experts, carry)
+        if before and before[-1][0] == runs[0][0]:
+            runs[0] = (runs[0][0], before[-1][1] + runs[0][1])
+            skip = sum(len(g) for g in before[-1][1])
+        else:
+            skip = 0
+    else:
+        skip = 0
+    assign = lookup("core_assignment", ctx.cfg.core_assignment)()
+    k_dim = gemm_k(ctx, stage)
+    rate = ctx.cube_rate()
+    out: list[int] = []
+    for r, (cores, grps) in enumerate(runs):
+        costs = [tile_cube_us([t for _w, _e, t in g], k_dim, rate) for g in grps]
+        flat = [cores[slot] for slots in assign(costs, len(cores)) for slot in slots]
+        out += flat[skip:] if r == 0 else flat
+    return out
+
+
+def _runs(
+    ctx: BuildContext, stage: str, experts: Sequence[ExpertPlan], order: Sequence[Item]
+) -> list[tuple[list[int], list[list[Item]]]]:
+    """``order``'s expert groups (a wave's tiles of one expert, in order), gathered into runs on
+    the same cores."""
+    groups: list[list[Item]] = []
+    for item in order:
+        w, e, _t = item
+        if not groups or groups[-1][0][1] != e or groups[-1][0][0] != w:
+            groups.append([])
+        groups[-1].append(item)
+    runs: list[tuple[list[int], list[list[Item]]]] = []
+    for grp in groups:
+        own, joined = ctx.layout.gmm_cores(stage, experts[grp[0][1]])
+        cores = own + joined
+        if runs and runs[-1][0] == cores:
+            runs[-1][1].append(grp)
+        else:
+            runs.append((cores, [grp]))
+    return runs
+
+
+def l1_residency(ctx: BuildContext, stage: str, order: Sequence[Item], cores: Sequence[int]) -> list[CostKey]:
+    """Per tile, its :class:`TileCosts` key: its extent and what it finds on chip.
+
+    * A (B) resident in L1: the previous tile on the same core was the same expert's same M
+      block (N block) and both tiles' A and B fit in L1 together (``l1_bytes``);
+    * A (B) read before: an earlier tile of the same expert read this M block's A (N block's B)
+      from HBM, so it comes from L2 now (late-bound tiles: only this)."""
+    k_dim = gemm_k(ctx, stage)
+    bpe = ctx.bpe
+    scale_bytes = 8 if ctx.cfg.quant == "w8a8" else 0
+    l1_bytes = ctx.c("l1_bytes")
+    first_a: set[tuple[int, int]] = set()
+    first_b: set[tuple[int, int]] = set()
+    last_on_core: dict[int, tuple[int, int, int]] = {}  # core -> (expert, mb, nb) of its previous tile
+    keys: list[CostKey] = []
+    for (_w, e, t), k in zip(order, cores, strict=True):
+        t_rows, t_cols = t.m1 - t.m0, t.n1 - t.n0  # t.rows, t.cols
+        a_res = b_res = False
+        if k >= 0:
+            prev = last_on_core.get(k)
+            if prev is not None:
+                pe, pmb, pnb = prev
+                fits = t_rows * k_dim * bpe + (t_cols * k_dim * bpe + t_cols * scale_bytes) <= l1_bytes
+                a_res = fits and pe == e and pmb == t.mb
+                b_res = fits and pe == e and pnb == t.nb
+            last_on_core[k] = (e, t.mb, t.nb)
+        ka, kb = (e, t.mb), (e, t.nb)
+        keys.append((t_rows, t_cols, a_res, b_res, ka in first_a, kb in first_b))
+        first_a.add(ka)
+        first_b.add(kb)
+    return keys
+
+
+class TileCosts:
+    """One tile's time on its core (one K chunk of it), memoised by :data:`CostKey`.
+
+    The kernel streams a tile's K extent through L1 in steps of ``tile_k`` (``l1_stages`` buffers
+    of an A and a B slice each, gmm_common.h L22-23; the preload loop of
+    pto_gmm_preload_async_fixpipe_quant.hpp RunTile L218-278): per step a load
+    ``L = (A_k + B_k) / gm_l1_bytes_per_us`` on the core's GM->L1 pipe and a compute
+    ``C = align16(rows) × cols × tile_k / cube rate``. With two or more stages the load of step
+    ``i + 1`` overlaps the compute of step ``i``, so a core running tiles back to back spends
+    ``n_k × max(L, C)`` per tile (``n_k = ceil(K / tile_k)``; one stage: ``n_k × (L + C)``); a tile
+    that starts an empty pipeline (its data just arrived) first waits one more step, the fill
+    ``min(L, C)``, which the tile's data-ready edge carries. ``A_k = rows × tile_k × bpe``,
+    ``B_k = cols × tile_k × bpe``, plus the tile's per-channel scale ``cols × 8`` B once; a block
+    resident in L1 is not loaded, and a B read before (an L2 hit) loads at
+    ``b_reuse_load_factor`` of its time. The activation rows (``A``, row-major, K contiguous) are
+    read in bursts of ``tile_k × bpe`` bytes per row; when that is not a multiple of
+    :data:`GM_BURST_ALIGN` the steps start off the 512-B boundary and ``A`` loads at
+    ``gm_unaligned_load_efficiency`` of the rate (the weights' layout is not known, so ``B`` is
+    not penalised). The tile holds HBM bandwidth for the bytes not read
+    before (first touch), and ``gm_l1`` units for all it loads (the die's GM->L1 paths, see
+    :func:`declare_gmm_semaphores`). The MACs counted are ``rows × cols × K`` (real rows only).
+
+    Provenance (config/profiles.py): ``gm_l1_bytes_per_us`` pto-a2a3 fitted to the load-bound
+    GMM1 tile of hardware.md §1 (14 K steps of 512), megamoe-a8w8 measured (§5);
+    ``b_reuse_load_factor`` megamoe-a8w8 measured 0.53 (§5), pto-a2a3 1.0 (assumed: the §1 fit
+    already averages L2 hits); the cube rates are spec (§3: 8192 int8 / 4096 fp16 MAC per cycle
+    at 1.8 GHz; §5 for arch35); ``l1_bytes`` spec (§3, 512 KiB); ``CUBE_M_ALIGN`` the cube's
+    16-row fractal (spec).
+
+    A value: :class:`TileCost`; the traffic is counted by the caller, per event.
+    """
+
+    def __init__(self, ctx: BuildContext, em: Emitter, stage: str, chunks: int) -> None:
+        self.memo: dict[tuple[CostKey, float], TileCost] = {}
+        self.chunks = chunks
+        self._em = em
+        self._k = gemm_k(ctx, stage)
+        self._tile_k = ctx.cfg.tile_k
+        self._overlap = ctx.cfg.l1_stages >= 2
+        self._bpe = ctx.bpe
+        self._scale = 8 if ctx.cfg.quant == "w8a8" else 0
+        self._frac = 1.0 / chunks
+        self._gm_l1 = ctx.c("gm_l1_bytes_per_us")
+        self._reuse = ctx.c("b_reuse_load_factor")
+        aligned = (self._tile_k * self._bpe) % GM_BURST_ALIGN == 0
+        self._a_eff = 1.0 if aligned else ctx.c("gm_unaligned_load_efficiency")
+        self._rate = ctx.cube_rate()
+        self._fabric = em.has("gm_l1")
+        self._hbm = ctx.c("hbm_bytes_per_us") if ctx.cfg.bandwidth_contention else 0.0
+        self.stretch: list[float] = []
+
+    def share_hbm(self, keys: Sequence[CostKey], cores: Sequence[int]) -> None:
+        """Slow every tile alike when the cores running it together ask more of HBM than it gives.
+
+        With ``P`` cores streaming at once (the cores that run the tile's expert, at most its
+        tiles), the stage's tiles ask ``P × Σ first-touch bytes / Σ tile time`` of HBM; above
+        ``hbm_bytes_per_us`` a tile takes ``demand / hbm_bytes_per_us`` times longer (the cores
+        share HBM fairly, so the stage moves its first-touch bytes at the HBM rate) and holds its
+        HBM units at that slower rate, so as many tiles run together as there are cores. Below it
+        nothing changes (the HBM semaphore still arbitrates against other stages). Without this,
+        whole tiles would queue for HBM units and the last one that does not fit would leave up
+        to one tile's rate of HBM idle. ``cores``: per tile, the cores of its expert."""
+        self.stretch = [1.0] * len(keys)
+        if not self._hbm or not keys:
+            return
+        hbm = dur = 0.0
+        for key in keys:
+            d, _fill, _l, _c, _lb, hb = self._raw(key)
+            hbm += hb
+            dur += d
+        rho = hbm / dur if dur > 0 else 0.0
+        self.stretch = [max(1.0, min(p, len(keys)) * rho / self._hbm) for p in cores]
+
+    def _raw(self, key: CostKey) -> tuple[float, float, float, float, float, float]:
+        """(time, fill, load, compute, load bytes, first-touch HBM bytes) before HBM sharing."""
+        t_rows, t_cols, a_res, b_res, a_seen, b_seen = key
+        k_dim, frac, bpe = self._k, self._frac, self._bpe
+        steps = -(-k_dim // self._tile_k) * frac  # K steps of this chunk (fractional when cut)
+        a_b = 0.0 if a_res else t_rows * k_dim * bpe * frac
+        b_b = 0.0 if b_res else (t_cols * k_dim * bpe + t_cols * self._scale) * frac
+        load_us = (a_b / self._a_eff + (b_b * self._reuse if b_seen else b_b)) / self._gm_l1
+        rows_al = -(-t_rows // CUBE_M_ALIGN) * CUBE_M_ALIGN
+        compute_us = rows_al * t_cols * k_dim * frac / self._rate
+        step_l, step_c = load_us / steps, compute_us / steps
+        if self._overlap:
+            dur, fill = steps * max(step_l, step_c), min(step_l, step_c)
+        else:
+            dur, fill = load_us + compute_us, 0.0
+        hbm_bytes = (0.0 if a_seen else a_b) + (0.0 if b_seen else b_b)
+        return dur, fill, load_us, compute_us, a_b + b_b, hbm_bytes
+
+    def compute(self, key: CostKey, stretch: float = 1.0) -> TileCost:
+        dur, fill, load_us, compute_us, load_bytes, hbm_bytes = self._raw(key)
+        dur *= stretch
+        em = self._em
+        hbm_units = em.units("hbm", hbm_bytes, dur, count=False) if hbm_bytes else 0
+        load_units = em.units("gm_l1", load_bytes, dur, count=False) if self._fabric and load_bytes else 0
+        t_rows, t_cols = key[0], key[1]
+        macs = t_rows * t_cols * self._k * self._frac
+        got = self.memo[(key, stretch)] = TileCost(
+            dur, fill, load_us, compute_us, load_bytes, hbm_bytes, hbm_units, load_units, macs
+        )
+        return got
+
+
+class TileCost(NamedTuple):
+    """One tile's (chunk's) cost: its time on the core, the pipeline fill, the load and compute
+    totals it is made of, the bytes it loads and those first read from HBM, the bandwidth units
+    it holds, and its MACs."""
+
+    dur_us: float
+    fill_us: float
+    load_us: float
+    compute_us: float
+    load_bytes: float
+    hbm_bytes: float
+    hbm_units: int
+    load_units: int
+    macs: float
+
+
+def tile_names(stage: str, order: Sequence[Item]) -> list[str]:
+    """Each tile's base name ``g1.e{expert}.m{mb}.n{nb}`` (``g2.`` for GMM2); its event adds
+    ``.mm`` (after ``.k{c}`` when cut into K chunks)."""
+    pre = "g1" if stage == "gmm1" else "g2"
+    return [f"{pre}.e{e}.m{t.mb}.n{t.nb}" for _w, e, t in order]
+
+
+def emit_tiles(
+    ctx: BuildContext,
+    em: Emitter,
+    stage: str,
+    experts: Sequence[ExpertPlan],
+    order: Sequence[Item],
+    cores: Sequence[int],
+    keys: Sequence[CostKey],
+    costs: TileCosts,
+    names: Sequence[str],
+    wave_ready: WaveReady,
+    chunk_ready: ChunkReady | None,
+    join_flag: str | None,
+) -> GmmTiles:
+    """One event per tile (per K chunk) on its core's cube, :class:`TileCost` long.
+
+    A tile waits for its data (its wave's flag or its chunk's flag) with the pipeline fill added
+    to that edge's λ, and follows the previous tile on its core in program order (late-bound: a
+    pool of the stage's cubes, program order left to the binding). It holds its HBM and GM->L1
+    units for its duration and, on its last chunk, takes a slot of the on-chip link to its
+    consumer. A core that joined the stage's group waits for ``join_flag`` (λ = flag latency)."""
+    layout = ctx.layout
+    chunks = costs.chunks
+    late = stage in layout.late
+    onchip = ctx.cfg.link(stage, CONSUMER[stage]).location == "onchip"
+    slot_key = SLOT_KEY[stage]
+    if late:
+        aic_pool = (em.pool(f"AIC-{stage}", layout.members[stage]),)
+    grp = layout.groups[stage]
+    joined: set[int] = set(layout.groups[grp.join].cores) - set(grp.cores) if grp.join is not None else set()
+    join_deps = {join_flag: ctx.sync.flag_us} if join_flag is not None and not late else None
+    # per core: its cube (as a one-resource tuple) and its on-chip slot semaphore
+    core_names: dict[int, tuple[tuple[str], str]] = {}
+    wave_deps: dict[tuple[int, int, float], dict[str, float]] = {}  # copied per tile
+    memo, traffic, emit, hold_maps = costs.memo, em.traffic, em.emit, em.hold_maps
+    rank = ctx.rank
+    macs_total = em.macs  # accumulated here, in order, and stored back
+    events: list[str] = []
+    for idx, (w, e, t) in enumerate(order):
+        k = cores[idx]
+        key = keys[idx]
+        stretch = costs.stretch[idx] if costs.stretch else 1.0
+        cost = memo.get((key, stretch)) or costs.compute(key, stretch)
+        cn = core_names.get(k)
+        if cn is None:
+            cn = core_names[k] = (layout.core_res(k, "AIC")[1], f"c{k}.onchip_{slot_key}")
+        slot = ("onchip_" + slot_key if late else cn[1]) if onchip else None
+        shared = experts[e].shared
+        base = names[idx]
+        ev = ""
+        for c in range(chunks):
+            traffic["gm_to_l1"] += cost.load_bytes
+            if cost.hbm_bytes:
+                traffic["hbm"] += cost.hbm_bytes
+            if chunk_ready is not None:
+                deps = {f: lam + cost.fill_us for f, lam in chunk_ready(e, t.mb, c).items()}
+            else:
+                dkey = (w, e, cost.fill_us)
+                shared_deps = wave_deps.get(dkey)
+                if shared_deps is None:
+                    shared_deps = wave_deps[dkey] = {
+                        f: lam + cost.fill_us for f, lam in wave_ready(w, e).items()
+                    }
+                deps = dict(shared_deps)
+            if ev:
+                deps[ev] = 0.0
+            acq, rel = hold_maps(
+                (("hbm", cost.hbm_units), ("gm_l1", cost.load_units)), slot if c == chunks - 1 else None
+            )
+            ev = f"{base}.k{c}.mm" if chunks > 1 else f"{base}.mm"
+            labels = {
+                "stage": stage,
+                "rank": rank,
+                "wave": w,
+                "expert": e,
+                "tile": idx,
+                "shared": shared,
+                "chunk": c,
+                "core": k,
+                "load_us": cost.load_us,
+                "compute_us": cost.compute_us,
+            }
+            macs_total += cost.macs
+            if late:
+                emit(ev, stage, aic_pool, deps, acq, rel, cost.dur_us, labels)
+            else:
+                after = join_deps if join_deps is not None and k in joined else None
+                emit(ev, stage, cn[0], deps, acq, rel, cost.dur_us, labels, None, cn[0], after)
+        events.append(ev)
+    em.macs = macs_total
+    return GmmTiles(tuple(order), tuple(events), tuple(cores))

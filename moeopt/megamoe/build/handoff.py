@@ -1,0 +1,62 @@
+"""What one stage hands to the next: frozen, typed values of event names.
+
+Program order (a stage's events in the order it emitted them) is kept in every sequence here.
+A stage reads another stage's output only through these; it never looks another stage's events
+up in the emitter.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import NamedTuple
+
+from moeopt.megamoe.build.plan import Item
+
+
+class DispatchOut(NamedTuple):
+    flags: tuple[str, ...]  # d2c.w{w}: wave w's rows are in (one flag per GMM1 wave)
+    events: tuple[tuple[str, ...], ...]  # each wave's dispatch events (URMA GETs included), in order
+
+
+class GmmTiles(NamedTuple):
+    """A GMM stage's tiles in program order, one entry per tile in every column."""
+
+    items: tuple[Item, ...]  # (wave, expert, tile)
+    events: tuple[str, ...]  # the tile's (last K chunk's) event on its core
+    cores: tuple[int, ...]  # the core the tile is pinned to (-1: late-bound)
+
+    def events_by_wave(self, waves: int) -> list[list[str]]:
+        out: list[list[str]] = [[] for _ in range(waves)]
+        for (w, _e, _t), ev in zip(self.items, self.events, strict=True):
+            out[w].append(ev)
+        return out
+
+    def events_by_expert(self) -> dict[int, list[str]]:
+        """Expert -> its tiles' events, experts in order of first appearance."""
+        out: dict[int, list[str]] = {}
+        for (_w, e, _t), ev in zip(self.items, self.events, strict=True):
+            out.setdefault(e, []).append(ev)
+        return out
+
+
+class Gmm1Out(NamedTuple):
+    tiles: GmmTiles
+    done: str  # gmm1_done: every GMM1 tile computed (a joining GMM2 group waits for it)
+    full_sync: str | None = None  # the AIC-only SYNCALL after the last GMM1 expert on every core
+
+
+class ActivationOut(NamedTuple):
+    by_mgroup: Mapping[tuple[int, int], tuple[str, ...]]  # (expert, m-block) -> what GMM2 waits on
+    by_chunk: Mapping[tuple[int, int, int], tuple[str, ...]]  # (expert, m-block, K chunk) -> the same
+    colocated: bool  # activation events share the core of their GMM1 tile (on-chip hand-off)
+
+
+class Gmm2Out(NamedTuple):
+    tiles: GmmTiles
+    expert_done: Mapping[int, str]  # g2c.e{e}: every GMM2 tile of expert e computed
+
+
+class CombineOut(NamedTuple):
+    events: tuple[str, ...]  # every combine event (URMA PUTs included), in order
+    colocated: bool  # combine events share the core of their GMM2 tile (on-chip hand-off)
+    experts: tuple[int, ...] = ()  # the local expert of each event

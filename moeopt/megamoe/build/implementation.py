@@ -1,0 +1,244 @@
+"""An implementation is a composition: which stage builders, which sync protocol, which core groups.
+
+:func:`compose` is the one program every implementation runs: plan, declare the slot
+semaphores, then head -> dispatch -> GMM1 -> activation -> GMM2 -> combine -> tail, each stage
+taking the hand-offs of the earlier ones as arguments, then the staged barriers if the protocol
+has them, then assembly. :data:`BASELINE` is today's only composition (profiles ``pto-a2a3``,
+``megamoe-a8w8`` and none).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+
+import dataclasses
+
+import numpy as np
+
+from moeopt.megamoe.build.activation import build_activation
+from moeopt.megamoe.build.combine import COMBINE_PATHS, build_combine, combine_mode
+from moeopt.megamoe.build.context import STAGES, BuildContext, Layout
+from moeopt.megamoe.build.dispatch import build_dispatch
+from moeopt.megamoe.build.emitter import Emitter
+from moeopt.megamoe.build.gmm import build_gmm1, build_gmm2, declare_gmm_semaphores
+from moeopt.megamoe.build.handoff import ActivationOut, CombineOut, DispatchOut, Gmm1Out, Gmm2Out
+from moeopt.megamoe.build.head import build_head, build_tail, build_two_phase_tail, front_path
+from moeopt.megamoe.build.plan import RankPlan, plan_rank
+from moeopt.megamoe.build.rankgraph import RankGraph
+from moeopt.core.scheduler import schedule as greedy_schedule
+from moeopt.megamoe.build.sync import (
+    PROTOCOLS,
+    SyncProtocol,
+    hardware_flags,
+    software_epochs,
+    wire_stage_barriers,
+)
+from moeopt.megamoe.contract import contract_from_sizes
+from moeopt.megamoe.scenario import Config, CoreGroup
+
+HeadStage = Callable[[BuildContext, Emitter], str]
+DispatchStage = Callable[[BuildContext, Emitter, RankPlan, str], DispatchOut]
+Gmm1Stage = Callable[[BuildContext, Emitter, RankPlan, DispatchOut, str], Gmm1Out]
+ActivationStage = Callable[[BuildContext, Emitter, RankPlan, Gmm1Out], ActivationOut]
+Gmm2Stage = Callable[[BuildContext, Emitter, RankPlan, ActivationOut, str | None, str | None], Gmm2Out]
+CombineStage = Callable[[BuildContext, Emitter, RankPlan, Gmm2Out], CombineOut]
+TailStage = Callable[[BuildContext, Emitter, RankPlan, CombineOut, Gmm2Out], str]
+
+
+@dataclass(frozen=True)
+class Implementation:
+    """A kernel implementation as the model builds it."""
+
+    name: str
+    sync: Callable[[Config], SyncProtocol]  # the sync protocol's latencies and rules
+    core_groups: Callable[[Config], Mapping[str, CoreGroup]]  # stage -> its cores and role
+    head: HeadStage
+    dispatch: DispatchStage
+    gmm1: Gmm1Stage
+    activation: ActivationStage
+    gmm2: Gmm2Stage
+    combine: CombineStage
+    tail: TailStage
+
+
+def scenario_core_groups(cfg: Config) -> Mapping[str, CoreGroup]:
+    """The core groups the scenario resolved (``options.core_groups``: shared, v1_fixed or custom)."""
+    return cfg.core_groups
+
+
+BASELINE = Implementation(
+    name="baseline",
+    sync=hardware_flags,
+    core_groups=scenario_core_groups,
+    head=build_head,
+    dispatch=build_dispatch,
+    gmm1=build_gmm1,
+    activation=build_activation,
+    gmm2=build_gmm2,
+    combine=build_combine,
+    tail=build_tail,
+)
+
+
+V1 = Implementation(
+    name="v1",
+    sync=software_epochs,
+    core_groups=scenario_core_groups,
+    head=build_head,
+    dispatch=build_dispatch,
+    gmm1=build_gmm1,
+    activation=build_activation,
+    gmm2=build_gmm2,
+    combine=build_combine,
+    tail=build_two_phase_tail,
+)
+
+
+def implementation_for(cfg: Config) -> Implementation:
+    """The composition that builds ``cfg``: its sync protocol (``options.sync_protocol``) and its
+    unpermute (``options.unpermute``); :data:`BASELINE` and :data:`V1` are the two the kernel has,
+    and every mix of their parts is a composition too (the stage builders read the other knobs)."""
+    sync = PROTOCOLS[cfg.sync_protocol]
+    tail = build_two_phase_tail if cfg.unpermute == "two_phase" else build_tail
+    for impl in (BASELINE, V1):
+        if impl.sync is sync and impl.tail is tail:
+            return impl
+    return dataclasses.replace(BASELINE, name="custom", sync=sync, tail=tail)
+
+
+def compose(
+    impl: Implementation,
+    cfg: Config,
+    tokens: int,
+    topk: int,
+    world: int,
+    rows: np.ndarray,
+    rank: int,
+    shared_experts: int,
+    own_routes: np.ndarray | None = None,
+    gmm2_join_from: int | None = None,
+) -> RankGraph:
+    """The event graph of destination ``rank`` (``rows[src][local expert]``) built by ``impl``;
+    ``own_routes``: this rank's own tokens' routes per global expert (the two-phase unpermute
+    reads it); ``gmm2_join_from``: the expert from which GMM2's joining cores take part (the
+    dynamic join, see :func:`build_rank`)."""
+    w8a8 = cfg.quant == "w8a8"
+    ctx = BuildContext(
+        cfg=cfg,
+        rank=rank,
+        world=world,
+        tokens=tokens,
+        topk=topk,
+        rows=rows,
+        own_routes=np.zeros(0, dtype=np.int64) if own_routes is None else own_routes,
+        shared_experts=shared_experts,
+        layout=Layout.of(cfg, impl.core_groups(cfg), gmm2_join_from),
+        sync=impl.sync(cfg),
+        const=cfg.constant_values(),  # notes the constants the build reads (r["provenance"])
+        row_bytes=cfg.h + 32 if w8a8 else cfg.h * 2,  # int8 payload + fp32 scale + pad, or bf16
+        bpe=1 if w8a8 else 2,
+    )
+    plan = plan_rank(cfg, rows, tokens, rank, world, shared_experts)
+    em = Emitter(rank, cfg.bandwidth_contention, cfg.c("bw_unit_bytes_per_us"))
+    for channel in ("hbm", "remote_in", "remote_out"):  # aggregate bandwidth of the rank
+        em.bandwidth(channel, cfg.c(f"{channel}_bytes_per_us"))
+    declare_gmm_semaphores(ctx, em)
+
+    head = impl.head(ctx, em)
+    dispatch = impl.dispatch(ctx, em, plan, head)
+    gmm1 = impl.gmm1(ctx, em, plan, dispatch, head)
+    act = impl.activation(ctx, em, plan, gmm1)
+    # a GMM2 group that takes over GMM1's cores waits, on those cores, until GMM1 is done
+    join = {"gmm1": gmm1.done}.get(ctx.layout.groups["gmm2"].join or "")
+    gmm2 = impl.gmm2(ctx, em, plan, act, join, gmm1.full_sync)
+    combine = impl.combine(ctx, em, plan, gmm2)
+    tail = impl.tail(ctx, em, plan, combine, gmm2)
+    if ctx.sync.staged_barriers:
+        wire_stage_barriers(em, ctx.sync, STAGES)
+    # a write-back stream holds its queue entries: at a tie it starts before the next GMM tile
+    graph, dropped = em.assemble(early=("combine",))
+
+    hbm, remote_in, remote_out = algorithmic_bytes(ctx, plan)
+    return RankGraph(
+        rank=rank,
+        graph=graph,
+        experts=list(plan.experts),
+        contract=contract_from_sizes(
+            [ex.rows for ex in plan.experts if not ex.shared], cfg.tile_m, cfg.tile_m
+        ),
+        stage_members=dict(ctx.layout.members),
+        late_stages=set(ctx.layout.late),
+        colocated_stages={
+            st for st, on in (("activation", act.colocated), ("combine", combine.colocated)) if on
+        },
+        traffic_bytes=em.traffic,
+        macs=em.macs,
+        algo_hbm_bytes=hbm,
+        algo_remote_in_bytes=remote_in,
+        algo_remote_out_bytes=remote_out,
+        combine_events=list(combine.events),
+        chain_edges=em.chain_edges,
+        tail_event=tail,
+        head_event=head,
+        waves_gmm1=len(plan.gmm1.waves),
+        waves_gmm2=len(plan.gmm2.waves),
+        paths={"front_reorder": front_path(ctx)[0], "combine": COMBINE_PATHS[combine_mode(ctx)]},
+        dropped_semaphores=dropped,
+    )
+
+
+def algorithmic_bytes(ctx: BuildContext, plan: RankPlan) -> tuple[float, float, float]:
+    """The bytes no implementation can avoid: (HBM: every active expert's weights once and its
+    rows' activations once; rows in from other ranks; rows out to other ranks, bf16)."""
+    cfg, rows = ctx.cfg, ctx.rows
+    remote_in = sum(int(rows[s].sum()) for s in range(ctx.world) if s != ctx.rank) * ctx.row_bytes
+    remote_out = (int(rows.sum()) - int(rows[ctx.rank].sum())) * cfg.h * 2
+    active = [ex for ex in plan.experts if ex.rows > 0]
+    weight_bytes = sum(
+        cfg.h * cfg.hidden_dim * ctx.bpe + (cfg.hidden_dim // 2) * cfg.h * ctx.bpe for _ in active
+    )
+    act_bytes = sum(ex.rows * cfg.h * ctx.bpe for ex in active)
+    return weight_bytes + act_bytes, remote_in, remote_out
+
+
+def build_rank(
+    cfg: Config, tokens: int, topk: int, world: int, counts: np.ndarray, rank: int, shared_experts: int = 0
+) -> RankGraph:
+    """The event graph of destination ``rank`` (the ``megamoe`` builder)."""
+    n_local = counts.shape[1] // world
+    rows = counts[:, rank * n_local : (rank + 1) * n_local]
+    impl = implementation_for(cfg)
+    own = counts[rank]
+    if cfg.gmm2_join_check is None:
+        return compose(impl, cfg, tokens, topk, world, rows, rank, shared_experts, own)
+    # The V1 kernel decides at run time, at each GMM2 expert boundary from the check expert on,
+    # whether GMM1 is done; the first expert where it is becomes the join expert for the rest
+    # (gmm2.h@HEAD L147-231). The model reads that decision off the schedule of the graph
+    # without the join: everything before the join expert is the same in both graphs.
+    alone = compose(impl, cfg, tokens, topk, world, rows, rank, shared_experts, own, NO_JOIN)
+    join = join_expert(alone, cfg, cfg.gmm2_join_check, cfg.c("epoch_sync_us"))
+    return compose(impl, cfg, tokens, topk, world, rows, rank, shared_experts, own, join)
+
+
+NO_JOIN = 1 << 30
+"""A join expert no rank has: GMM2 keeps its own group."""
+
+
+def join_expert(rg: RankGraph, cfg: Config, check_from: int, epoch_us: float) -> int:
+    """The first local expert ``e >= check_from`` at whose GMM2 boundary GMM1 is done, read off
+    the greedy schedule of ``rg`` (built without the join): GMM1 is done when ``gmm1_done`` ends
+    (plus one epoch to publish it), the boundary is the earliest start of the expert's GMM2
+    tiles; :data:`NO_JOIN` when GMM1 outlasts every boundary."""
+    s = greedy_schedule(rg.graph, policy=cfg.scheduling)
+    g1_done = s.end_us["gmm1_done"] + epoch_us
+    first: dict[int, float] = {}
+    for name, ev in rg.graph.events.items():
+        lab = ev.labels
+        if lab.get("stage") == "gmm2" and not lab.get("shared"):
+            e = int(lab["expert"])
+            first[e] = min(first.get(e, float("inf")), s.start_us[name])
+    for e in sorted(first):
+        if e >= check_from and g1_done <= first[e]:
+            return e
+    return NO_JOIN

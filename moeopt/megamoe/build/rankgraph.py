@@ -1,0 +1,53 @@
+"""The built rank: the event graph plus what the analyses need to read it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from moeopt.core.events import EventGraph
+from moeopt.megamoe.build.plan import ExpertPlan
+from moeopt.megamoe.contract import GroupedGemmContract
+
+
+@dataclass
+class RankGraph:
+    """A built rank: the graph plus what the analyses need to read it."""
+
+    rank: int
+    graph: EventGraph
+    experts: list[ExpertPlan]
+    contract: GroupedGemmContract
+    stage_members: dict[str, tuple[str, ...]]  # stage -> resources it may run on
+    late_stages: set[str]
+    colocated_stages: set[str]
+    traffic_bytes: dict[str, float]
+    macs: float
+    algo_hbm_bytes: float
+    algo_remote_in_bytes: float
+    algo_remote_out_bytes: float
+    combine_events: list[str]
+    chain_edges: set[tuple[str, str]]
+    tail_event: str
+    head_event: str
+    waves_gmm1: int
+    waves_gmm2: int
+    paths: dict[str, str] = field(default_factory=dict)  # front_reorder, combine: the code paths taken
+    dropped_semaphores: list[str] = field(default_factory=list)  # could never bind; not declared
+    _data_preds: list[tuple[tuple[int, float], ...]] | None = field(
+        default=None, init=False, repr=False, compare=False
+    )
+
+    def data_preds(self) -> list[tuple[tuple[int, float], ...]]:
+        """Per event index (graph order), its predecessors ``(index, λ)`` without the edges that
+        only chain it in program order on a pinned resource (data dependencies; built once)."""
+        if self._data_preds is None:
+            cg = self.graph.compiled()
+            index = cg.index
+            chained: dict[int, set[int]] = {}
+            for a, b in self.chain_edges:
+                chained.setdefault(index[b], set()).add(index[a])
+            preds = list(cg.preds)
+            for i, skip in chained.items():
+                preds[i] = tuple([pl for pl in preds[i] if pl[0] not in skip])
+            self._data_preds = preds
+        return self._data_preds

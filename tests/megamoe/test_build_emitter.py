@@ -1,0 +1,85 @@
+"""The builder's emitter and composition: the contracts the stage modules (and the next
+implementation) rely on. Expected values are worked out by hand from the rules in the docstrings
+of ``moeopt/megamoe/build/emitter.py`` and ``sync.py``."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from moeopt.megamoe.build import BASELINE, build_rank, compose
+from moeopt.megamoe.build.emitter import Emitter
+from moeopt.megamoe.build.sync import hardware_flags
+from moeopt.megamoe.routing import counts_matrix
+
+
+def test_chain_on_adds_the_program_order_edge_only_where_it_is_new() -> None:
+    em = Emitter(rank=0, contention=False, unit=1000.0)
+    r = ("c0.AIV0",)
+    em.emit("a", "s", r, {}, duration_us=1.0, chain_on=r)
+    em.emit("b", "s", r, {}, duration_us=1.0, chain_on=r)  # nothing to wait for: chained to a
+    em.emit("c", "s", r, {"b": 1.5}, duration_us=1.0, chain_on=r)  # already waits for b
+    # the program-order edge sits before the sync protocol's edges
+    em.emit("d", "s", r, {"x": 0.25}, duration_us=1.0, chain_on=r, sync_deps={"f": 2.0})
+    graph, _ = em.assemble()
+    assert dict(graph.events["b"].deps) == {"a": 0.0}
+    assert dict(graph.events["c"].deps) == {"b": 1.5}  # λ of the data edge kept, no second edge
+    assert list(graph.events["d"].deps.items()) == [("x", 0.25), ("c", 0.0), ("f", 2.0)]
+    assert em.chain_edges == {("a", "b"), ("c", "d")}
+    assert em.stage_events("s") == ["a", "b", "c", "d"]
+
+
+def test_add_deps_appends_after_the_event_s_own_and_keeps_its_place() -> None:
+    em = Emitter(rank=0, contention=False, unit=1000.0)
+    em.emit("a", "s", ("c0.AIV0",), {}, duration_us=1.0)
+    em.emit("b", "s", ("c0.AIV0",), {"a": 0.5}, duration_us=1.0)
+    fl = em.flag("late", ["a"])
+    em.add_deps("b", {fl: 0.7})
+    em.add_deps("b", {"a": 0.9})  # a name added again: first place, last λ
+    graph, _ = em.assemble()
+    assert list(graph.events) == ["a", "b", "late"]
+    assert list(graph.events["b"].deps.items()) == [("a", 0.9), ("late", 0.7)]
+    assert em.chain_edges == set()
+    with pytest.raises(AssertionError, match="no event 'nope'"):
+        em.add_deps("nope", {"a": 0.0})
+
+
+def test_an_event_emitted_twice_is_refused() -> None:
+    em = Emitter(rank=0, contention=False, unit=1000.0)
+    em.flag("f", [])
+    with pytest.raises(AssertionError, match="twice"):
+        em.flag("f", [])
+
+
+def test_a_semaphore_that_covers_its_demand_is_left_out() -> None:
+    # two events take one unit each: capacity 2 can never bind (dropped), capacity 1 can (kept)
+    for cap, dropped in ((2, ["s"]), (1, [])):
+        em = Emitter(rank=0, contention=False, unit=1000.0)
+        em.semaphore("s", cap)
+        acq, rel = em.hold_maps((), take="s", give="s")
+        em.emit("a", None, ("c0.AIV0",), {}, acq, rel, 1.0)
+        em.emit("b", None, ("c1.AIV0",), {}, acq, rel, 1.0)
+        graph, left_out = em.assemble()
+        assert left_out == dropped
+        assert ("s" in graph.semaphores) == (not dropped)
+        assert ("s" in graph.events["a"].acquires) == (not dropped)
+
+
+def test_the_rank_barrier_latency_comes_from_the_sync_protocol_only(bs72) -> None:  # type: ignore[no-untyped-def]
+    """An implementation that changes one latency of the protocol changes exactly the edges that
+    carry it: with no rank barrier, only the tail's wait on ``combine_done`` moves (to λ = 0)."""
+    cfg, w = bs72.config, bs72.workload
+    counts = counts_matrix(w)
+    base = build_rank(cfg, w.tokens, w.topk, w.world, counts, 0)
+    no_barrier = dataclasses.replace(
+        BASELINE, sync=lambda c: dataclasses.replace(hardware_flags(c), rank_barrier_us=0.0)
+    )
+    e = counts.shape[1] // w.world
+    other = compose(no_barrier, cfg, w.tokens, w.topk, w.world, counts[:, :e], 0, 0)
+    assert cfg.c("cross_rank_flag_us") > 0  # so that the change is visible
+    changed = [n for n, ev in base.graph.events.items() if dict(ev.deps) != dict(other.graph.events[n].deps)]
+    assert changed == ["tail"]
+    assert base.graph.events["tail"].deps["combine_done"] == cfg.c("cross_rank_flag_us")
+    assert other.graph.events["tail"].deps["combine_done"] == 0.0
+    assert list(base.graph.events) == list(other.graph.events)
