@@ -39,8 +39,9 @@ the constraint classes that the per-class bounds keep apart.
 Ancestors and descendants are bit sets; the work is events × intervals of the sets, skipped
 beyond ``HEADS_BUDGET``. Larger graphs get the targeted form, :func:`raised_ends`: only the
 intervals of the winning capacity sets, each raised from its own ancestors (descendants) when
-there are few, with energy, weighted energy and parallel machines (on the seed-002 M = 128 graph
-the first loads wait for two rounds of transfers on the cross-rank link: +1.4 µs on the bound).
+there are few, with energy, weighted energy and parallel machines (it lifts a set's bound where
+the set's first intervals wait for rounds of another capacity, e.g. loads behind cross-rank
+transfers).
 """
 
 from __future__ import annotations
@@ -130,8 +131,21 @@ def adjusted_heads_tails(
 
 
 RAISE_MAX_NEIGHBOURS = 400
-"""Targeted raising (:func:`raised_ends`): only events with at most this many ancestors
-(descendants) get a raised head (tail)."""
+"""Targeted raising (:func:`raised_ends`): events with at most this many ancestors
+(descendants) always get a raised head (tail); the others share ``RAISE_WORK``."""
+RAISE_WORK = 2_000_000
+"""Targeted raising: work (neighbours visited plus intervals passed to a completion bound) for
+the events with more than ``RAISE_MAX_NEIGHBOURS`` ancestors (descendants), taken by increasing
+head (tail): the earliest intervals of a set are the ones its bound starts from. On the typical
+shape at M = 2048 the first combine transfers have about 6000 ancestors each (every GMM tile)."""
+RAISE_FUTILE = 8
+"""Targeted raising stops taking events beyond ``RAISE_MAX_NEIGHBOURS`` after this many in a row
+raised nothing (stopping early only weakens the result)."""
+GAP_THRESHOLDS = 8
+"""Targeted raising: distances to the event tried as thresholds per capacity set (the smallest,
+and up to this many more evenly spread over the distinct ones)."""
+MACHINE_RELEASES = 32
+"""Targeted raising: release thresholds per call of the machine part (:class:`_Completion`)."""
 MACHINE_THRESHOLDS = 3
 """Demand thresholds per set for the machine part of the targeted raising (largest demands)."""
 
@@ -165,13 +179,21 @@ class _Completion:
         for w, kw in self.weightings:
             best = max(best, _fluid([(x, w.get(q, 0) * ln) for x, ln, q in order], kw, self.integral))
         for q0, m in self.machines:
-            lengths: list[float] = []
-            for x, ln, q in order:  # releases from the latest down: the subsets {x' >= x}
-                if q < q0:
-                    continue
-                lengths.append(ln)
-                if len(lengths) > m:
-                    best = max(best, x + _rounds(lengths, m))
+            # releases from the latest down: the subsets {x' >= x}, each evaluated once, at the
+            # last interval released at x (the largest subset with that x); beyond
+            # MACHINE_RELEASES distinct releases only at evenly spread ones (any subset of the
+            # thresholds still gives a valid bound)
+            mine = [(x, ln) for x, ln, q in order if q >= q0]
+            if len(mine) <= m:
+                continue
+            ends = [k for k in range(len(mine)) if k + 1 == len(mine) or mine[k + 1][0] != mine[k][0]]
+            ends = [k for k in ends if k + 1 > m]
+            if len(ends) > MACHINE_RELEASES:
+                step = (len(ends) - 1) / (MACHINE_RELEASES - 1)
+                ends = sorted({ends[round(step * i)] for i in range(MACHINE_RELEASES)})
+            lengths = [ln for _x, ln in mine]
+            for k in ends:
+                best = max(best, mine[k][0] + _rounds(lengths[: k + 1], m))
         return best
 
 
@@ -198,6 +220,8 @@ def raised_ends(
     tails_of: Sequence[int],
     *,
     integral: bool = False,
+    max_neighbours: int = RAISE_MAX_NEIGHBOURS,
+    work: int = RAISE_WORK,
 ) -> tuple[dict[int, float], dict[int, float]]:
     """Raised heads for the events ``heads_of`` and raised tails for ``tails_of``, each from its
     own ancestors (descendants) only: the cheap, targeted form of :func:`adjusted_heads_tails`
@@ -209,10 +233,18 @@ def raised_ends(
     gap(r)`` with ``gap(r)`` the longest path from ``r``'s end to ``j``'s start; so ``start(j)``
     is at least the time by which those intervals can all be through (:class:`_Completion`:
     energy, weighted energy or parallel machines, released at their heads) plus the smallest
-    ``gap`` among them. Mirrored for tails: the intervals opened by descendants ``f`` start at
+    ``gap`` among them. The same holds for every subset of those intervals, so it is applied to
+    the subsets ``{gap ≥ g}`` too, for a few thresholds ``g`` (``GAP_THRESHOLDS``): with ``S``
+    such a subset, ``start(j) ≥ max_{i∈S} (end(r_i) + gap_i) ≥ max_{i∈S} end(r_i) + g``, and
+    the completion bound is a lower bound on ``max_{i∈S} end(r_i)``. This matters where an
+    event's nearest intervals are few and the bulk of them lie farther up: a combine transfer
+    right after its expert's GMM2 tiles, behind the GMM1 tiles of every expert and the whole
+    activation phase. Mirrored for tails: the intervals opened by descendants ``f`` start at
     least ``gap(f)`` after ``j`` ends and are followed by their ``after``, so ``tail(j) ≥ d(j) +
-    min gap + max_t (t + span(intervals with after ≥ t))``. Events with more than
-    ``RAISE_MAX_NEIGHBOURS`` ancestors (descendants) keep their longest-path value.
+    g + max_t (t + span(intervals with gap ≥ g and after ≥ t))``. Events with more than
+    ``max_neighbours`` ancestors (descendants) are taken by increasing head (tail) while
+    ``work`` lasts and until ``RAISE_FUTILE`` in a row raised nothing; the others keep their
+    longest-path value (leaving an event out only weakens the result).
     """
     n = cg.n
     used = [(cap, [it for it in items if it[1] >= 0 and it[2] > 0 and it[3] > 0]) for cap, items in sets]
@@ -246,47 +278,79 @@ def raised_ends(
 
     position = {e: p for p, e in enumerate(cg.topo)}
     heads: dict[int, float] = {}
-    for j in set(heads_of):
-        if anc[j].bit_count() > RAISE_MAX_NEIGHBOURS:
-            continue
+    left, futile = work, 0
+    for j, budgeted in _order(set(heads_of), anc, head, max_neighbours):
+        if budgeted and (left <= 0 or futile >= RAISE_FUTILE):
+            break
         ancestors = sorted(members(anc[j]), key=lambda x: -position[x])
+        cost = len(ancestors)
         # gap[x]: longest path from x's end to j's start (λ and durations in between)
         gap = {j: 0.0}
         for x in ancestors:
             gap[x] = max(lam + (0.0 if y == j else dur[y] + gap[y]) for y, lam in succs[x] if y in gap)
-        per_set: dict[int, list[tuple[float, float, int]]] = {}
-        least: dict[int, float] = {}
+        per_set: dict[int, list[tuple[float, float, int, float]]] = {}
         for a in ancestors:
             for k, f, ln, q in by_last.get(a, ()):
-                per_set.setdefault(k, []).append((head[f], ln, q))
-                least[k] = min(least.get(k, math.inf), gap[a])
+                per_set.setdefault(k, []).append((head[f], ln, q, gap[a]))
         best = head[j]
         for k, released in per_set.items():
-            # every span is at most the sum of the lengths: skip sets that cannot raise it
-            if max(r[0] for r in released) + sum(r[1] for r in released) + least[k] > best:
-                best = max(best, completions[k](released) + least[k])
+            for g, sub in _by_gap(released):
+                # every span is at most the sum of the lengths: skip subsets that cannot raise it
+                if max(r[0] for r in sub) + sum(r[1] for r in sub) + g > best:
+                    best = max(best, completions[k](sub) + g)
+                    cost += len(sub)
         if best > head[j]:
             heads[j] = best
+        if budgeted:
+            left -= cost
+            futile = 0 if best > head[j] else futile + 1
     tails: dict[int, float] = {}
-    for j in set(tails_of):
-        if desc[j].bit_count() > RAISE_MAX_NEIGHBOURS:
-            continue
+    left, futile = work, 0
+    for j, budgeted in _order(set(tails_of), desc, tail, max_neighbours):
+        if budgeted and (left <= 0 or futile >= RAISE_FUTILE):
+            break
         descendants = sorted(members(desc[j]), key=lambda x: position[x])
+        cost = len(descendants)
         # gap[x]: longest path from j's end to x's start
         gap = {j: 0.0}
         for x in descendants:
             gap[x] = max(lam + (0.0 if p == j else gap[p] + dur[p]) for p, lam in preds[x] if p in gap)
         per_set = {}
-        least = {}
         for d in descendants:
             for k, la, ln, q in by_first.get(d, ()):
-                per_set.setdefault(k, []).append((tail[la] - dur[la], ln, q))
-                least[k] = min(least.get(k, math.inf), gap[d])
+                per_set.setdefault(k, []).append((tail[la] - dur[la], ln, q, gap[d]))
         best = tail[j]
         for k, released in per_set.items():
-            top = dur[j] + least[k] + max(r[0] for r in released) + sum(r[1] for r in released)
-            if top > best:
-                best = max(best, dur[j] + least[k] + completions[k](released))
+            for g, sub in _by_gap(released):
+                if dur[j] + g + max(r[0] for r in sub) + sum(r[1] for r in sub) > best:
+                    best = max(best, dur[j] + g + completions[k](sub))
+                    cost += len(sub)
         if best > tail[j]:
             tails[j] = best
+        if budgeted:
+            left -= cost
+            futile = 0 if best > tail[j] else futile + 1
     return heads, tails
+
+
+def _order(
+    events: set[int], reach: Sequence[int], value: Sequence[float], max_neighbours: int
+) -> list[tuple[int, bool]]:
+    """The events of :func:`raised_ends`, ``(event, budgeted)``: every one with at most
+    ``max_neighbours`` ancestors (descendants, as bit sets in ``reach``) first, then the others
+    by increasing ``value`` (head or tail), which share the work budget."""
+    few = sorted(j for j in events if reach[j].bit_count() <= max_neighbours)
+    many = sorted((j for j in events if reach[j].bit_count() > max_neighbours), key=lambda j: (value[j], j))
+    return [(j, False) for j in few] + [(j, True) for j in many]
+
+
+def _by_gap(
+    released: list[tuple[float, float, int, float]],
+) -> list[tuple[float, list[tuple[float, float, int]]]]:
+    """``(g, intervals with gap ≥ g)`` for the smallest gap and up to ``GAP_THRESHOLDS`` more of
+    the distinct gaps, evenly spread (``released``: ``(release, length, demand, gap)``)."""
+    gaps = sorted({r[3] for r in released})
+    if GAP_THRESHOLDS and len(gaps) > GAP_THRESHOLDS + 1:
+        step = (len(gaps) - 1) / GAP_THRESHOLDS
+        gaps = sorted({gaps[0], *(gaps[round(step * k)] for k in range(1, GAP_THRESHOLDS + 1))})
+    return [(g, [(x, ln, q) for x, ln, q, gp in released if gp >= g]) for g in gaps]

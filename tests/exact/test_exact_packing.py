@@ -123,11 +123,17 @@ def test_static_bounds_never_exceed_the_brute_force_optimum(g: m.EventGraph) -> 
     raised_h, raised_t = raised_ends(
         cg, sets, cg.dur, cg.preds, cg.succs, cg.heads(), cg.tails(), everyone, everyone
     )
+    # and through the work budget (every event beyond max_neighbours = 0)
+    budget_h, budget_t = raised_ends(
+        cg, sets, cg.dur, cg.preds, cg.succs, cg.heads(), cg.tails(), everyone, everyone, max_neighbours=0
+    )
     for i, name in enumerate(cg.names):
         assert static.head[i] <= best.start_us[name] + 1e-9, name
         assert best.start_us[name] + static.tail[i] <= opt + 1e-9, name
         assert raised_h.get(i, 0.0) <= best.start_us[name] + 1e-9, name
         assert best.start_us[name] + raised_t.get(i, 0.0) <= opt + 1e-9, name
+        assert budget_h.get(i, 0.0) <= best.start_us[name] + 1e-9, name
+        assert best.start_us[name] + budget_t.get(i, 0.0) <= opt + 1e-9, name
     # on ticks: exact (0.5 µs) and rounding the half-µs values down (1 µs)
     for tick in (0.5, 1.0):
         for source, value in _tick_bounds(g, tick).items():

@@ -9,7 +9,7 @@ import pytest
 import moeopt as m
 from moeopt.exact import solve_exact
 from moeopt.exact.bounds import Item, energy_bound, static_bounds
-from moeopt.exact.heads import adjusted_heads_tails
+from moeopt.exact.heads import adjusted_heads_tails, raised_ends
 from moeopt.exact.windows import window_bound
 
 
@@ -99,4 +99,73 @@ def test_adjusted_heads_stay_within_budget() -> None:
     g = _combined_graph()
     cg = g.compiled()
     items = ((0, 0, 3.0, 1), (1, 1, 3.0, 1))
-    assert adjusted_heads_tails(cg, [(1, items)], cg.dur, cg.preds, cg.succs, cg.heads(), cg.tails(), budget=5) is None
+    assert (
+        adjusted_heads_tails(cg, [(1, items)], cg.dur, cg.preds, cg.succs, cg.heads(), cg.tails(), budget=5)
+        is None
+    )
+
+
+def _far_and_near_graph() -> m.EventGraph:
+    """``a1`` and ``a2`` (10 µs each) and ``b`` (1 µs) share ``c0.R``; ``x`` (20 µs, no resource)
+    follows ``a1`` and ``a2``; ``j`` follows ``x`` and ``b``. Longest path to ``j``: 10 + 20 = 30.
+    ``a1`` and ``a2`` run one after the other, so ``x`` starts at 20 at the earliest and ``j`` at
+    40 (the optimum: a1 [0, 10), a2 [10, 20), b [20, 21), x [20, 40), j [40, 41))."""
+    g = m.EventGraph()
+    g.add(m.Event("a1", resources=["c0.R"], duration_us=10.0))
+    g.add(m.Event("a2", resources=["c0.R"], duration_us=10.0))
+    g.add(m.Event("b", resources=["c0.R"], duration_us=1.0))
+    g.add(m.Event("x", deps={"a1": 0.0, "a2": 0.0}, duration_us=20.0))
+    g.add(m.Event("j", deps={"x": 0.0, "b": 0.0}, duration_us=1.0))
+    return g
+
+
+@pytest.mark.parametrize("max_neighbours", [400, 0])
+def test_targeted_raising_takes_the_far_intervals_apart_from_the_near_ones(max_neighbours: int) -> None:
+    # all three intervals of c0.R end before j starts, but b right before it (distance 0) and a1,
+    # a2 20 µs before (x in between). All three through by 0 + 21, plus the smallest distance 0:
+    # 21, below the longest path 30. The subset at distance >= 20, {a1, a2}: through by 20, plus
+    # 20: 40, the optimum's start of j. max_neighbours = 0 takes j through the work budget.
+    g = _far_and_near_graph()
+    cg = g.compiled()
+    ix = cg.index
+    items = tuple((ix[e], ix[e], cg.dur[ix[e]], 1) for e in ("a1", "a2", "b"))
+    raised_h, _t = raised_ends(
+        cg,
+        [(1, items)],
+        cg.dur,
+        cg.preds,
+        cg.succs,
+        cg.heads(),
+        cg.tails(),
+        [ix["j"]],
+        [],
+        max_neighbours=max_neighbours,
+    )
+    assert cg.heads()[ix["j"]] == pytest.approx(30.0)
+    assert raised_h[ix["j"]] == pytest.approx(40.0)
+    x = solve_exact(g, 10.0, 1)
+    assert x.best_us == pytest.approx(41.0)
+    assert x.schedule is not None
+    assert x.schedule.start_us["j"] == pytest.approx(40.0)
+
+
+def test_targeted_raising_stays_within_its_work() -> None:
+    # with no work allowed, an event beyond max_neighbours keeps its longest-path head
+    g = _far_and_near_graph()
+    cg = g.compiled()
+    ix = cg.index
+    items = tuple((ix[e], ix[e], cg.dur[ix[e]], 1) for e in ("a1", "a2", "b"))
+    raised_h, _t = raised_ends(
+        cg,
+        [(1, items)],
+        cg.dur,
+        cg.preds,
+        cg.succs,
+        cg.heads(),
+        cg.tails(),
+        [ix["j"]],
+        [],
+        max_neighbours=0,
+        work=0,
+    )
+    assert raised_h == {}
