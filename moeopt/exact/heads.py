@@ -136,8 +136,8 @@ RAISE_MAX_NEIGHBOURS = 400
 RAISE_WORK = 2_000_000
 """Targeted raising: work (neighbours visited plus intervals passed to a completion bound) for
 the events with more than ``RAISE_MAX_NEIGHBOURS`` ancestors (descendants), taken by increasing
-head (tail): the earliest intervals of a set are the ones its bound starts from. On the typical
-shape at M = 2048 the first combine transfers have about 6000 ancestors each (every GMM tile)."""
+head (tail): the earliest intervals of a set are the ones its bound starts from. On a 6000-event
+kernel graph the first intervals of the winning set have almost every event as an ancestor."""
 RAISE_FUTILE = 8
 """Targeted raising stops taking events beyond ``RAISE_MAX_NEIGHBOURS`` after this many in a row
 raised nothing (stopping early only weakens the result)."""
@@ -237,11 +237,12 @@ def raised_ends(
     the subsets ``{gap ≥ g}`` too, for a few thresholds ``g`` (``GAP_THRESHOLDS``): with ``S``
     such a subset, ``start(j) ≥ max_{i∈S} (end(r_i) + gap_i) ≥ max_{i∈S} end(r_i) + g``, and
     the completion bound is a lower bound on ``max_{i∈S} end(r_i)``. This matters where an
-    event's nearest intervals are few and the bulk of them lie farther up: a combine transfer
-    right after its expert's GMM2 tiles, behind the GMM1 tiles of every expert and the whole
-    activation phase. Mirrored for tails: the intervals opened by descendants ``f`` start at
-    least ``gap(f)`` after ``j`` ends and are followed by their ``after``, so ``tail(j) ≥ d(j) +
-    g + max_t (t + span(intervals with gap ≥ g and after ≥ t))``. Events with more than
+    event's nearest intervals are few and the bulk of them lie farther up, behind a phase that
+    does not use the capacity (a transfer right after a few loads of its own, which come after
+    all the loads of an earlier phase and a long computation). Mirrored for tails: the intervals
+    opened by descendants ``f`` start at least ``gap(f)`` after ``j`` ends and are followed by
+    their ``after``, so ``tail(j) ≥ d(j) + g + max_t (t + span(intervals with gap ≥ g and
+    after ≥ t))``. Events with more than
     ``max_neighbours`` ancestors (descendants) are taken by increasing head (tail) while
     ``work`` lasts and until ``RAISE_FUTILE`` in a row raised nothing; the others keep their
     longest-path value (leaving an event out only weakens the result).
