@@ -233,6 +233,7 @@ def _run_keyed(state: SchedulerState, pol: Policy) -> None:
     commit = state.commit
     done = state.done
     acq3 = state.acq3
+    gains = state.gains
     dur = cg.dur
     profiles = state.profiles
     ready = state.ready
@@ -252,17 +253,76 @@ def _run_keyed(state: SchedulerState, pol: Policy) -> None:
     gate_version: list[int] = []
     n_sem = len(cg.sem_names)
     delayed: list[list[tuple[float, int, int]]] = [[] for _ in range(n_sem)]
+    # starved gates: per semaphore, the units they keep for ever -> (gate waiter id, version)
     starved: list[dict[int, list[tuple[int, int]]]] = [{} for _ in range(n_sem)]
+    # starved events: one group per (semaphore, units kept for ever), its members in a heap by
+    # their lower-bound key (before, ready, after, event, version). A release that leaves enough
+    # units free for ever wakes a group lazily: a token in ``tok_heap`` keyed like the group's
+    # best member wakes that member when nothing in the main heap ranks before it, and then
+    # the next one, while the units are still free. Waking every member at once made each
+    # release cost a re-evaluation of every starved event, though the first one committed
+    # takes the units again (quadratic on late-bound slots under priority policies).
+    sg_index: dict[tuple[int, int], int] = {}
+    sg_sem: list[int] = []
+    sg_need: list[int] = []
+    sg_heap: list[list[tuple[float, float, float, int, int]]] = []
+    sg_tok: list[int] = []  # version of the group's live token; -1: no token (dormant)
+    sg_of_sem: list[list[int]] = [[] for _ in range(n_sem)]
+    tok_heap: list[tuple[float, float, float, int, int, int]] = []
+    sem_cap = cg.sem_cap
+
+    def retoken(gid: int) -> None:
+        gh = sg_heap[gid]
+        while gh:
+            _b, _r, _a, j, ver = gh[0]
+            if ver != version[j] or done[j]:
+                pop(gh)
+                continue
+            tv = sg_tok[gid] = abs(sg_tok[gid]) + 1
+            push(tok_heap, (*gh[0][:4], gid, tv))
+            return
+        sg_tok[gid] = -abs(sg_tok[gid]) - 1  # dormant
 
     def register(owner: int, ver: int, acq: tuple[tuple[int, int, int], ...], start: float) -> None:
         if start == INF:
             # a waiter keeps ``take - back`` units for ever, so it cannot start while fewer are
             # free for ever (a necessary condition only: woken waiters are re-evaluated)
             for sem, take, back in acq:
-                starved[sem].setdefault(max(take - back, 0), []).append((owner, ver))
+                need = take - back if take > back else 0
+                if owner >= n:
+                    starved[sem].setdefault(need, []).append((owner, ver))
+                    continue
+                gid = sg_index.get((sem, need))
+                if gid is None:
+                    gid = sg_index[(sem, need)] = len(sg_sem)
+                    sg_sem.append(sem)
+                    sg_need.append(need)
+                    sg_heap.append([])
+                    sg_tok.append(-1)
+                    sg_of_sem[sem].append(gid)
+                push(sg_heap[gid], (before[owner], ready[owner], after[owner], owner, ver))
+                if sg_tok[gid] >= 0:
+                    retoken(gid)  # awake: the token must not rank after the new member
         else:
             for sem, _take, _b in acq:
                 push(delayed[sem], (-start, owner, ver))
+
+    def wake_token(tok: tuple[float, float, float, int, int, int]) -> None:
+        gid, tv = tok[4], tok[5]
+        if tv != sg_tok[gid]:
+            return  # superseded
+        sem = sg_sem[gid]
+        levels = profiles[sem].levels
+        final = levels[-1] if levels else sem_cap[sem]
+        gh = sg_heap[gid]
+        if final < sg_need[gid] or not gh:
+            sg_tok[gid] = -tv  # dormant until a release frees enough units for ever
+            return
+        _b, _r, _a, j, ver = pop(gh)
+        if ver == version[j] and not done[j] and in_gate[j] < 0:
+            version[j] += 1
+            lower_bound(j)
+        retoken(gid)
 
     def live(owner: int, ver: int) -> bool:
         if owner < n:
@@ -358,13 +418,17 @@ def _run_keyed(state: SchedulerState, pol: Policy) -> None:
             if live(owner, ver):
                 wake.append(owner)
         groups = starved[sem]
-        if groups:
+        gids = sg_of_sem[sem]
+        if groups or gids:
             levels = profiles[sem].levels
-            final = levels[-1] if levels else cg.sem_cap[sem]
+            final = levels[-1] if levels else sem_cap[sem]
             for take in [t for t in groups if t <= final]:
                 for owner, ver in groups.pop(take):
                     if live(owner, ver):
                         wake.append(owner)
+            for gid in gids:
+                if sg_tok[gid] < 0 and sg_need[gid] <= final and sg_heap[gid]:
+                    retoken(gid)
         for owner in wake:
             if owner >= n:
                 push_rep(owner - n)
@@ -376,7 +440,12 @@ def _run_keyed(state: SchedulerState, pol: Policy) -> None:
         if state.indeg[i] == 0:
             lower_bound(i)
     committed = 0
-    while heap:
+    while True:
+        if tok_heap and (not heap or tok_heap[0] < heap[0]):
+            wake_token(pop(tok_heap))
+            continue
+        if not heap:
+            break
         entry = pop(heap)
         _before, lower, _after, i = entry
         if done[i] or cur_key[i] != entry:
@@ -393,8 +462,8 @@ def _run_keyed(state: SchedulerState, pol: Policy) -> None:
             version[i] += 1
             if g >= 0:
                 push_rep(g)
-            for sem, _r in cg.rel[i]:
-                if delayed[sem] or starved[sem]:
+            for sem in gains[i]:
+                if delayed[sem] or starved[sem] or sg_of_sem[sem]:
                     on_release(sem, state.end[i])
             for j in new:
                 lower_bound(j)
