@@ -13,6 +13,7 @@ from moeopt.megamoe.errors import (
     ScenarioError,
     WorkConservationViolation,
 )
+from moeopt.megamoe.kerneltime import KernelTime, kernel_time
 from moeopt.megamoe.knobs import Knob, knob_catalogue
 from moeopt.megamoe.results import RankResult, SimulateResult
 from moeopt.megamoe.scenario import (
@@ -31,6 +32,7 @@ __all__ = [
     "BoundViolation",
     "GuardrailError",
     "Kernel",
+    "KernelTime",
     "Knob",
     "Link",
     "NotModelledError",
@@ -45,6 +47,7 @@ __all__ = [
     "Workload",
     "build_graphs",
     "guard_schedule",
+    "kernel_time",
     "knob_catalogue",
     "load_scenario",
     "parse_override_value",
