@@ -218,6 +218,9 @@ def build_rank(
     # without the join: everything before the join expert is the same in both graphs.
     alone = compose(impl, cfg, tokens, topk, world, rows, rank, shared_experts, own, NO_JOIN)
     join = join_expert(alone, cfg, cfg.gmm2_join_check, cfg.c("epoch_sync_us"))
+    if join == NO_JOIN:
+        # GMM1 outlasts every boundary: the graph with the join is this one (the same build)
+        return alone
     return compose(impl, cfg, tokens, topk, world, rows, rank, shared_experts, own, join)
 
 
