@@ -251,6 +251,14 @@ def _run_keyed(state: SchedulerState, pol: Policy) -> None:
     gate_dur: list[float] = []
     gate_heap: list[list[tuple[float, float, int, int]]] = []
     gate_version: list[int] = []
+    # A gate of semaphore-delayed events holds every duration (``gate_any_dur``): its key is the
+    # admission of its shortest member's duration, a lower bound of every member's start
+    # (admission is monotone in the start and in the duration). A member whose own duration
+    # then gives a later start than that bound moves for good to a gate of its duration
+    # (``by_dur``); keeping one gate per duration for all made every commit on a pool re-rank
+    # a gate per distinct duration (quadratic on late-bound tiles of many durations).
+    gate_any_dur: list[bool] = []
+    by_dur = [False] * n
     n_sem = len(cg.sem_names)
     delayed: list[list[tuple[float, int, int]]] = [[] for _ in range(n_sem)]
     # starved gates: per semaphore, the units they keep for ever -> (gate waiter id, version)
@@ -373,7 +381,7 @@ def _run_keyed(state: SchedulerState, pol: Policy) -> None:
                 acq: tuple[tuple[int, int, int], ...] = ()
             else:
                 acq = acq3[j]
-                gkey = (id(blk), acq, dur[j])
+                gkey = (id(blk), acq, dur[j]) if by_dur[j] else (id(blk), acq)
             g = gate_index.get(gkey)
             if g is None:
                 g = len(gate_members)
@@ -383,6 +391,9 @@ def _run_keyed(state: SchedulerState, pol: Policy) -> None:
                 gate_dur.append(dur[j])
                 gate_heap.append([])
                 gate_version.append(0)
+                gate_any_dur.append(sb >= 0 and not by_dur[j])
+            elif dur[j] < gate_dur[g]:
+                gate_dur[g] = dur[j]  # the shortest member's admission bounds every member's
             gh = gate_heap[g]
             entry = (before[j], after[j], j, vj)
             push(gh, entry)
@@ -468,6 +479,10 @@ def _run_keyed(state: SchedulerState, pol: Policy) -> None:
             for j in new:
                 lower_bound(j)
         else:
+            if g >= 0 and sb >= 0 and gate_any_dur[g] and not by_dur[i]:
+                t_gate = min([free[m] for m in gate_members[g]])
+                if admit_all(gate_acq[g], t_gate, gate_dur[g])[0] < s:
+                    by_dur[i] = True  # its duration matters: a gate of its own duration
             route(i, s, tb, sb, blk, movers)
             if g >= 0 and in_gate[i] != g:
                 push_rep(g)
