@@ -264,30 +264,49 @@ def _run_keyed(state: SchedulerState, pol: Policy) -> None:
     # starved gates: per semaphore, the units they keep for ever -> (gate waiter id, version)
     starved: list[dict[int, list[tuple[int, int]]]] = [{} for _ in range(n_sem)]
     # starved events: one group per (semaphore, units kept for ever), its members in a heap by
-    # their lower-bound key (before, ready, after, event, version). A release that leaves enough
-    # units free for ever wakes a group lazily: a token in ``tok_heap`` keyed like the group's
-    # best member wakes that member when nothing in the main heap ranks before it, and then
-    # the next one, while the units are still free. Waking every member at once made each
-    # release cost a re-evaluation of every starved event, though the first one committed
-    # takes the units again (quadratic on late-bound slots under priority policies).
+    # rank (before, after, event, version). A release that leaves enough units free for ever
+    # wakes a group lazily: a token in ``tok_heap`` wakes the group's best-ranked member when
+    # nothing in the main heap ranks before it, and then the next one, while the units are
+    # still free. The token's key is (before, F, after, event) of that member, where F is the
+    # time after the profile's last point with fewer than the units kept free (no member can
+    # start before it: it keeps those units from its start on); F only moves later until a
+    # release, which re-keys the group's token. With the members' ready times in the key
+    # instead, every release woke every starved member (they were ready long before F) though
+    # the first one committed takes the units again (quadratic on late-bound slots).
     sg_index: dict[tuple[int, int], int] = {}
     sg_sem: list[int] = []
     sg_need: list[int] = []
-    sg_heap: list[list[tuple[float, float, float, int, int]]] = []
+    sg_heap: list[list[tuple[float, float, int, int]]] = []
     sg_tok: list[int] = []  # version of the group's live token; -1: no token (dormant)
     sg_of_sem: list[list[int]] = [[] for _ in range(n_sem)]
     tok_heap: list[tuple[float, float, float, int, int, int]] = []
     sem_cap = cg.sem_cap
 
+    def free_from(gid: int) -> float:
+        """The earliest start the group's units kept for ever allow (``INF``: never, with
+        what is committed now)."""
+        need = sg_need[gid]
+        if need <= 0:
+            return -INF
+        prof = profiles[sg_sem[gid]]
+        k = prof.last_below(need)
+        if k < 0:
+            return -INF
+        times = prof.times
+        return times[k + 1] if k + 1 < len(times) else INF
+
     def retoken(gid: int) -> None:
         gh = sg_heap[gid]
         while gh:
-            _b, _r, _a, j, ver = gh[0]
+            b, a, j, ver = gh[0]
             if ver != version[j] or done[j]:
                 pop(gh)
                 continue
+            t_ff = free_from(gid)
+            if t_ff == INF:
+                break
             tv = sg_tok[gid] = abs(sg_tok[gid]) + 1
-            push(tok_heap, (*gh[0][:4], gid, tv))
+            push(tok_heap, (b, t_ff, a, j, gid, tv))
             return
         sg_tok[gid] = -abs(sg_tok[gid]) - 1  # dormant
 
@@ -308,7 +327,7 @@ def _run_keyed(state: SchedulerState, pol: Policy) -> None:
                     sg_heap.append([])
                     sg_tok.append(-1)
                     sg_of_sem[sem].append(gid)
-                push(sg_heap[gid], (before[owner], ready[owner], after[owner], owner, ver))
+                push(sg_heap[gid], (before[owner], after[owner], owner, ver))
                 if sg_tok[gid] >= 0:
                     retoken(gid)  # awake: the token must not rank after the new member
         else:
@@ -319,15 +338,15 @@ def _run_keyed(state: SchedulerState, pol: Policy) -> None:
         gid, tv = tok[4], tok[5]
         if tv != sg_tok[gid]:
             return  # superseded
-        sem = sg_sem[gid]
-        levels = profiles[sem].levels
-        final = levels[-1] if levels else sem_cap[sem]
         gh = sg_heap[gid]
-        if final < sg_need[gid] or not gh:
+        t_ff = free_from(gid)
+        if t_ff == INF or not gh:
             sg_tok[gid] = -tv  # dormant until a release frees enough units for ever
             return
-        _b, _r, _a, j, ver = pop(gh)
+        _b, _a, j, ver = pop(gh)
         if ver == version[j] and not done[j] and in_gate[j] < 0:
+            # keyed by its ready time, not by F: a release before it is evaluated may move F
+            # earlier, and the main heap's keys must stay lower bounds
             version[j] += 1
             lower_bound(j)
         retoken(gid)
@@ -438,7 +457,8 @@ def _run_keyed(state: SchedulerState, pol: Policy) -> None:
                     if live(owner, ver):
                         wake.append(owner)
             for gid in gids:
-                if sg_tok[gid] < 0 and sg_need[gid] <= final and sg_heap[gid]:
+                # awake or not: the release may have moved the group's free-from time earlier
+                if sg_need[gid] <= final and sg_heap[gid]:
                     retoken(gid)
         for owner in wake:
             if owner >= n:
