@@ -25,6 +25,7 @@ from __future__ import annotations
 import contextlib
 import multiprocessing
 import os
+import threading
 from collections.abc import Hashable, Iterator, Mapping, Sequence
 from typing import Any, NamedTuple, TypedDict
 
@@ -175,9 +176,18 @@ def _default_workers(rows: Sequence[int]) -> int:
     return max(1, min(len(rows), os.cpu_count() or 1))
 
 
+def _can_fork() -> bool:
+    """Fork is the one start method whose workers see this process's registrations (a policy
+    or builder registered at run time) and share its loaded modules. It is safe only while this
+    process runs one thread: with others running (a search worker's heartbeat, a user's
+    program), a forked child could inherit a lock one of them holds. Otherwise the ranks are
+    scheduled here."""
+    return "fork" in multiprocessing.get_all_start_methods() and threading.active_count() == 1
+
+
 @contextlib.contextmanager
 def _pool(job: _Job, workers: int) -> Iterator[Any]:
-    ctx = multiprocessing.get_context("fork" if hasattr(os, "fork") else "spawn")
+    ctx = multiprocessing.get_context("fork")
     pool = ctx.Pool(workers, initializer=_init, initargs=(job,))
     try:
         yield pool
@@ -199,6 +209,8 @@ def kernel_time(
     Args:
         workers: processes to schedule the distinct ranks in; ``None``: as many as there are
             cores when the scenario has several large distinct ranks, else this process alone.
+            Workers are forked, and only while this process runs a single thread: otherwise
+            the ranks are scheduled in this process (``r["workers"]`` says which).
         check_bounds, check_work_conservation: as for :func:`moeopt.simulate`.
     """
     if workers is not None and (isinstance(workers, bool) or not isinstance(workers, int) or workers < 1):
@@ -211,6 +223,8 @@ def kernel_time(
     e = w.local_experts
     rows = [int(counts[:, g[0] * e : (g[0] + 1) * e].sum()) for g in groups]
     n = _default_workers(rows) if workers is None else min(workers, len(groups))
+    if n > 1 and not _can_fork():
+        n = 1
     # the largest ranks first: the last one to finish is then a small one
     order = sorted(range(len(groups)), key=lambda k: -rows[k])
     reps = [groups[k][0] for k in order]

@@ -18,8 +18,7 @@ The order is the cheapest-first order a kernel engineer expects of an auto-tuner
 4. :func:`moeopt.simulate` for every shape (and routing seed); a guardrail or any other error
    fails this trial only, with the reason stored. A study whose metrics are kernel times only
    (``kernel_total_us``, ``kernel_dag_end_us``) asks :func:`moeopt.megamoe.kerneltime.kernel_time`
-   instead: the same times and guardrails, without the analyses, the distinct ranks of a skewed
-   routing in parallel processes when the study runs one worker.
+   instead: the same times and guardrails, without the analyses.
 """
 
 from __future__ import annotations
@@ -179,6 +178,7 @@ class Evaluator:
         ``simulate`` result."""
         if self.time_only:
             # several study workers already share the cores: this one schedules its ranks itself
+            # (kernel_time never forks beside a running thread, such as the worker's heartbeat)
             kw: dict[str, Any] = {"workers": 1} if self.cfg.workers > 1 else {}
             k = kernel_time(s, **kw) if graphs is None else kernel_time_built(s, graphs)
             return cast(Result, k)

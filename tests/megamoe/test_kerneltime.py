@@ -37,7 +37,7 @@ def test_same_times_as_simulate(name: str, workers: int) -> None:
     assert k["rank_kernel_total_us"] == {
         rank: rr["kernel_total_us"] for rank, rr in sorted(r["rank_results"].items())
     }
-    assert k["workers"] == min(workers, len(r["simulated_ranks"]))
+    assert k["workers"] == min(workers, len(r["simulated_ranks"]))  # one thread here: forked
 
 
 def test_built_graphs_give_the_same_time() -> None:
@@ -94,3 +94,21 @@ def test_worker_error_crosses_intact(monkeypatch: pytest.MonkeyPatch) -> None:
     assert type(got.value) is ScheduleError
     assert got.value.violations == ref.value.violations
     assert str(got.value) == str(ref.value)
+
+
+def test_workers_with_another_thread_running() -> None:
+    # a program with a thread running (a search worker's heartbeat) must not fork (a child could
+    # inherit a lock that thread holds): the ranks are scheduled in this process, same times
+    import threading
+
+    stop = threading.Event()
+    t = threading.Thread(target=stop.wait, daemon=True)
+    t.start()
+    try:
+        sc = _golden("bs72.zipf")
+        got = kernel_time(sc, workers=2)
+    finally:
+        stop.set()
+        t.join()
+    assert got["workers"] == 1
+    assert got == {**kernel_time(sc, workers=2), "workers": 1}
