@@ -137,7 +137,7 @@ def _rank_time(rep: int) -> _RankTime | _Failed:
 def _judge(rep: int, rg: RankGraph, cfg: Config, conservation: bool) -> _RankTime | _Failed:
     """Schedule, validate and judge one built rank graph."""
     try:
-        s = schedule(rg.graph, policy=cfg.scheduling, normalize=False)
+        s = rg.take_schedule(cfg.scheduling) or schedule(rg.graph, policy=cfg.scheduling, normalize=False)
         validate_schedule(rg.graph, s)
     except Exception as exc:  # handed back, raised by the caller
         return ("schedule", exc)

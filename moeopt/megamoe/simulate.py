@@ -174,7 +174,7 @@ def _rank_results(
         # scheduler's further normalisation (an ancestor / descendant walk per acquirer) finds
         # nothing more on MegaMoE graphs (their slot semaphores are released by a successor,
         # never by an ancestor of the next acquirer) and would cost more than the schedule
-        s = schedule(rg.graph, policy=cfg.scheduling, normalize=False)
+        s = rg.take_schedule(cfg.scheduling) or schedule(rg.graph, policy=cfg.scheduling, normalize=False)
         if validate:
             validate_schedule(rg.graph, s)
         scheduled.append((rg, s, ranks, _last_combine(rg, s)))

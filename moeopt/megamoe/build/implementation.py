@@ -233,7 +233,10 @@ def join_expert(rg: RankGraph, cfg: Config, check_from: int, epoch_us: float) ->
     the greedy schedule of ``rg`` (built without the join): GMM1 is done when ``gmm1_done`` ends
     (plus one epoch to publish it), the boundary is the earliest start of the expert's GMM2
     tiles; :data:`NO_JOIN` when GMM1 outlasts every boundary."""
-    s = greedy_schedule(rg.graph, policy=cfg.scheduling)
+    # normalisation never changes a schedule; without it this is the very schedule simulate makes
+    # of this graph, kept for it when the graph with the join is this one (no join)
+    s = greedy_schedule(rg.graph, policy=cfg.scheduling, normalize=False)
+    rg.keep_schedule(cfg.scheduling, s)
     g1_done = s.end_us["gmm1_done"] + epoch_us
     first: dict[int, float] = {}
     for name, ev in rg.graph.events.items():
