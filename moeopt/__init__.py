@@ -18,6 +18,7 @@ from moeopt.core import (
     LookaheadOneStep,
     Policy,
     PriorityByStage,
+    Restructure,
     Schedule,
     SchedulerView,
     Wait,
@@ -30,6 +31,7 @@ from moeopt.core import (
 from moeopt.errors import GraphError, InputError, MoeoptError, ScheduleError, SchedulingError
 from moeopt.megamoe import (
     BoundViolation,
+    ContractError,
     NotModelledError,
     RouteConservationError,
     Scenario,
@@ -83,6 +85,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "BoundViolation",
+    "ContractError",
     "CriticalPathFirst",
     "EarliestStart",
     "Event",
@@ -97,6 +100,7 @@ __all__ = [
     "NotModelledError",
     "Policy",
     "PriorityByStage",
+    "Restructure",
     "RouteConservationError",
     "Scenario",
     "ScenarioError",

@@ -26,7 +26,7 @@ from typing import Any
 
 from moeopt.errors import InputError, did_you_mean
 
-KINDS = ("policy", "tile_grid", "core_assignment", "wave_packer", "builder")
+KINDS = ("policy", "tile_grid", "core_assignment", "wave_packer", "builder", "restructure")
 
 Factory = Callable[..., Any]
 

@@ -447,6 +447,8 @@ def registry_section() -> list[str]:
         "core_assignment": "`policy.core_assignment`",
         "wave_packer": "`policy.wave_packing`",
         "builder": "`options.builder`",
+        "restructure": "`policy.restructure` (a MegaMoE adapter rule giving a `moeopt.Restructure` hook "
+        "per rank graph)",
     }
     _check_prose("registry kinds", where, registry.KINDS)
     lines = [

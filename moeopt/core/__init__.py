@@ -11,6 +11,7 @@ from moeopt.core.policies import (
     WorkConservingCriticalPath,
 )
 from moeopt.core.psplib import load_psplib, load_psplib_optima
+from moeopt.core.restructure import Restructure, RestructureControl, repinned_graph
 from moeopt.core.schedule import Schedule, Wait
 from moeopt.core.scheduler import schedule
 from moeopt.core.validate import validate_schedule
@@ -24,6 +25,8 @@ __all__ = [
     "LookaheadOneStep",
     "Policy",
     "PriorityByStage",
+    "Restructure",
+    "RestructureControl",
     "Schedule",
     "SchedulerView",
     "Wait",
@@ -32,6 +35,7 @@ __all__ = [
     "load_psplib_optima",
     "nonbinding_semaphores",
     "placeholder_role",
+    "repinned_graph",
     "schedule",
     "split_resource",
     "validate_schedule",

@@ -94,7 +94,9 @@ class Schedule:
     ``""`` for an event without resources). ``waits[e]`` says what it waited for. ``order`` is
     the commit order of the scheduler that produced it (empty for a schedule from elsewhere).
     ``recorded_levels``: the semaphore level curves that scheduler built, if any (read them with
-    :meth:`semaphore_levels`).
+    :meth:`semaphore_levels`). ``repinned``: events a restructure hook moved while scheduling
+    (:mod:`moeopt.core.restructure`): event -> (the fixed resource the graph declares, the member
+    of a pool containing it where the event ran); empty without a hook.
     """
 
     start_us: Mapping[str, float]
@@ -104,6 +106,7 @@ class Schedule:
     policy: str = ""
     order: tuple[str, ...] = ()
     recorded_levels: SemaphoreLevels | None = field(default=None, compare=False, repr=False)
+    repinned: Mapping[str, tuple[str, str]] = field(default_factory=dict)
 
     def semaphore_levels(self, sem: str) -> tuple[Sequence[float], Sequence[int]] | None:
         """``(times, levels)`` of ``sem`` as the scheduler recorded them (see

@@ -18,7 +18,8 @@ The policy picks one eligible event; it is committed at that time; repeat.
   startable earlier than it looked before; the scheduler re-evaluates those events.
 
 The scheduler is deterministic (ties by the order events were added), never mutates the graph,
-and reads no labels. It knows nothing about any operator.
+and reads no labels. It knows nothing about any operator. A restructure hook
+(:mod:`moeopt.core.restructure`) may re-pin pending events within a pool after each commit.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from moeopt.core.events import EventGraph
 from moeopt.core.gcpause import gc_paused
 from moeopt.core.normalize import drop_nonbinding_semaphores
 from moeopt.core.policies import Policy, make_policy
+from moeopt.core.restructure import Restructure, RestructureControl
 from moeopt.core.schedule import Schedule, SemaphoreLevels, Wait
 from moeopt.core.state import SchedulerState, WaitRecord
 from moeopt.core.view import SchedulerView
@@ -42,7 +44,12 @@ INF = math.inf
 _V = TypeVar("_V")
 
 
-def _to_schedule(state: SchedulerState, policy_name: str, record_levels: bool = True) -> Schedule:
+def _to_schedule(
+    state: SchedulerState,
+    policy_name: str,
+    record_levels: bool = True,
+    repinned: Mapping[str, tuple[str, str]] | None = None,
+) -> Schedule:
     """The schedule of the committed state; ``record_levels``: every semaphore use of the
     graph was scheduled (none dropped by normalisation), so that each profile is its
     semaphore's level curve in the schedule."""
@@ -63,6 +70,7 @@ def _to_schedule(state: SchedulerState, policy_name: str, record_levels: bool = 
         policy=policy_name,
         order=tuple(map(names.__getitem__, state.order)),
         recorded_levels=levels,
+        repinned=dict(repinned or {}),
     )
 
 
@@ -160,6 +168,7 @@ def schedule(
     policy: str | Policy = "earliest_start",
     *,
     normalize: bool = True,
+    restructure: Restructure | None = None,
 ) -> Schedule:
     """Greedy list schedule of ``graph`` (SPEC §4): the model's reference timing.
 
@@ -168,6 +177,9 @@ def schedule(
         policy: a registered policy name (``moeopt.registry.names("policy")``) or a Policy object.
         normalize: drop semaphores that provably cannot bind before scheduling (it never changes
             the result; see :func:`moeopt.core.normalize.drop_nonbinding_semaphores`).
+        restructure: a hook called after every commit that may re-pin pending events within a
+            pool (:mod:`moeopt.core.restructure`); the schedule records what it moved
+            (:attr:`Schedule.repinned`).
 
     Raises:
         SchedulingError: when an event can never be admitted (semaphore units that are never
@@ -184,17 +196,22 @@ def schedule(
         state = SchedulerState(cg)
         try:
             pol.prepare(cg)
+            if restructure is not None:
+                restructure.prepare(cg)
             if pol.wants_view:
-                _run_view(state, pol)
+                ctl = _run_view(state, pol, restructure)
             else:
-                _run_keyed(state, pol)
+                ctl = _run_keyed(state, pol, restructure)
+            moved = ctl.repinned_names() if ctl is not None else None
             # a semaphore whose uses normalisation dropped was never tracked: no levels then
-            return _to_schedule(state, pol.name, record_levels=cg is full)
+            return _to_schedule(state, pol.name, record_levels=cg is full, repinned=moved)
         finally:
             state.close()
 
 
-def _run_keyed(state: SchedulerState, pol: Policy) -> None:
+def _run_keyed(
+    state: SchedulerState, pol: Policy, hook: Restructure | None = None
+) -> RestructureControl | None:
     """Lazy-heap list scheduling for keyed policies.
 
     Heap keys ``(before, start, after, index)`` are lower bounds of each event's true key:
@@ -217,6 +234,10 @@ def _run_keyed(state: SchedulerState, pol: Policy) -> None:
     start and starved waiters are grouped by the units they need. A waiter is registered only
     with the semaphores that moved its start during admission: every earlier time was refused by
     one of them, so a release on any other semaphore cannot bring the start forward.
+
+    *Restructuring.* With a hook, after every commit the hook may re-pin pending events; an
+    eligible one gets a fresh lower-bound key (its old heap or gate entry is retired by its
+    version), so it is re-evaluated on its new resource: ``O(log n)`` per re-pin.
     """
     cg = state.cg
     n = cg.n
@@ -470,6 +491,20 @@ def _run_keyed(state: SchedulerState, pol: Policy) -> None:
     for i in range(n):
         if state.indeg[i] == 0:
             lower_bound(i)
+    ctl: RestructureControl | None = None
+    if hook is not None:
+
+        def refresh(j: int) -> None:
+            # a re-pinned event: retire its heap / gate entry and, if eligible, key it afresh
+            version[j] += 1
+            g = in_gate[j]
+            if g >= 0:
+                in_gate[j] = -1
+                push_rep(g)
+            if state.indeg[j] == 0 and not done[j]:
+                lower_bound(j)
+
+        ctl = RestructureControl(cg, state.fixed, free, done, state.end, refresh)
     committed = 0
     while True:
         if tok_heap and (not heap or tok_heap[0] < heap[0]):
@@ -498,6 +533,8 @@ def _run_keyed(state: SchedulerState, pol: Policy) -> None:
                     on_release(sem, state.end[i])
             for j in new:
                 lower_bound(j)
+            if ctl is not None:
+                hook.after_commit(i, ctl)  # type: ignore[union-attr]
         else:
             if g >= 0 and sb >= 0 and gate_any_dur[g] and not by_dur[i]:
                 t_gate = min([free[m] for m in gate_members[g]])
@@ -512,12 +549,20 @@ def _run_keyed(state: SchedulerState, pol: Policy) -> None:
             f"deadlock: {n - committed} event(s) can never start because semaphore units they need "
             f"are never given back: " + state.blocked_report(stuck)
         )
+    return ctl
 
 
-def _run_view(state: SchedulerState, pol: Policy) -> None:
+def _run_view(
+    state: SchedulerState, pol: Policy, hook: Restructure | None = None
+) -> RestructureControl | None:
     cg = state.cg
     eligible = {i for i in range(cg.n) if state.indeg[i] == 0}
     view = SchedulerView(state, eligible)
+    ctl = (
+        RestructureControl(cg, state.fixed, state.free, state.done, state.end, lambda _j: None)
+        if hook is not None
+        else None
+    )
     step_evals = state.step_evals
     while eligible:
         step_evals.clear()  # a new step: the view's evaluations of the last one are stale
@@ -539,3 +584,6 @@ def _run_view(state: SchedulerState, pol: Policy) -> None:
             )
         eligible.discard(i)
         eligible.update(state.commit(i, start, tb, chosen, rb, sb))
+        if ctl is not None:
+            hook.after_commit(i, ctl)  # type: ignore[union-attr]
+    return ctl

@@ -4,8 +4,10 @@
 commits.
 
 Per event ``i`` the state keeps its ready time (predecessors done, λ included) and the
-predecessor that set it, whether it is committed, its start and end, the resources it was bound
-to and why it waited; per resource, the time it is free from; per semaphore, a
+predecessor that set it, its fixed resources (the compiled graph's, copied: a restructure hook,
+:mod:`moeopt.core.restructure`, may re-pin a pending event in this run without touching the
+shared frozen graph), whether it is committed, its start and end, the resources it was bound to
+and why it waited; per resource, the time it is free from; per semaphore, a
 :class:`~moeopt.core.semaphores.SemaphoreProfile` of its free units over time.
 
 :meth:`SchedulerState.evaluate` answers "when could eligible event ``i`` start now" as an
@@ -50,14 +52,18 @@ resource that set ``t_base``, ``t_base``, the semaphore that moved the start; -1
 class SchedulerState:
     """Mutable scheduling state over one compiled graph (see the module docstring).
 
-    Read by the view: ``cg``, ``free``, ``done``, ``end``, ``evaluate`` and ``step_evals`` (the
-    evaluations made at the current step, which the scheduler empties after every commit).
+    Read by the view: ``cg``, ``fixed``, ``free``, ``done``, ``end``, ``evaluate`` and
+    ``step_evals`` (the evaluations made at the current step, which the scheduler empties after
+    every commit).
     """
 
     def __init__(self, cg: CompiledGraph) -> None:
         self.cg = cg
         n = cg.n
         self.free = [0.0] * len(cg.res_names)
+        # each event's fixed resources: the graph's, until a restructure hook re-pins one
+        # (moeopt.core.restructure)
+        self.fixed: list[tuple[int, ...]] = list(cg.fixed)
         self.ready = [0.0] * n
         self.ready_pred = [-1] * n
         self.indeg = list(map(len, cg.preds))
@@ -137,7 +143,7 @@ class SchedulerState:
         cg = self.cg
         own_free = self.free
         ready = self.ready
-        fixed_of = cg.fixed
+        fixed_of = self.fixed
         single = self.single
         placeholders = cg.placeholders
         group_of = cg.group
@@ -282,7 +288,7 @@ class SchedulerState:
         end_of = self.end
         order = self.order
         free = self.free
-        fixed_of = cg.fixed
+        fixed_of = self.fixed
         bound = self.bound
         group_of = cg.group
         group_site = self.group_site

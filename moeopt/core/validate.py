@@ -6,7 +6,9 @@ bug in a scheduler cannot hide itself here. Every violation found is listed, not
 
 Rules: every event scheduled once; ``end - start = duration``; ``start >= 0``;
 ``start >= end(pred) + λ``; each placeholder bound to a member of its pool and each fixed
-resource kept; no two events overlap on one resource; colocated events on one site; every
+resource kept, except where the schedule records that a restructure hook re-pinned the event
+(``Schedule.repinned``) from that fixed resource to another member of a pool containing it;
+no two events overlap on one resource; colocated events on one site; every
 semaphore's free units within ``[0, capacity]`` at every instant (changes at one instant are
 applied together, within the time tolerance).
 """
@@ -59,6 +61,7 @@ def validate_schedule(graph: EventGraph, schedule: Schedule, *, durations_exact:
     # first and computes the tolerance only when that fails (the common case is a clean pass).
     A, R = ABS_TOL_US, REL_TOL
     pools = graph.pools
+    moved = _repinned(graph, schedule, v)
     pool_sets = {role: frozenset(members) for role, members in pools.items()}
     occupied: dict[str, list[tuple[float, float, str]]] = defaultdict(list)
     sites_of: dict[str, set[str]] = {}
@@ -101,7 +104,7 @@ def validate_schedule(graph: EventGraph, schedule: Schedule, *, durations_exact:
         for sem, units in ev.releases.items():
             changes[sem].append((e, units))
         got = res.get(name, ())
-        wanted = ev.resources
+        wanted = moved.get(name, ev.resources) if moved else ev.resources
         if len(wanted) == 1 and len(got) == 1:
             # the common case: one resource, fixed or one placeholder
             r0 = got[0]
@@ -174,6 +177,28 @@ def validate_schedule(graph: EventGraph, schedule: Schedule, *, durations_exact:
             _semaphore_problem(v, graph, start, end, sem, cap, level, t0, lim)
     if v:
         raise ScheduleError(v)
+
+
+def _repinned(graph: EventGraph, schedule: Schedule, v: list[str]) -> dict[str, tuple[str, ...]]:
+    """The declared resources of each event the schedule says was re-pinned, with the move
+    applied, for the re-pins that are legal (the event declares the fixed resource it moved from,
+    and some pool contains both); each illegal one is reported."""
+    out: dict[str, tuple[str, ...]] = {}
+    for name, (frm, to) in schedule.repinned.items():
+        ev = graph.events.get(name)
+        if ev is None:
+            v.append(f"schedule re-pins {name!r}, which is not an event of the graph")
+            continue
+        if frm not in ev.resources and to in ev.resources:
+            continue  # the graph already has the event where it ran (moeopt.repinned_graph)
+        if frm not in ev.resources or placeholder_role(frm) is not None:
+            v.append(f"schedule re-pins {name!r} from {frm!r}, which is not one of its fixed resources")
+            continue
+        if not any(frm in members and to in members for members in graph.pools.values()):
+            v.append(f"schedule re-pins {name!r} from {frm!r} to {to!r}: no pool of the graph contains both")
+            continue
+        out[name] = tuple(to if r == frm else r for r in ev.resources)
+    return out
 
 
 def _semaphore_problem(

@@ -66,7 +66,7 @@ class SchedulerView:
         i = self._idx(name)
         _start, _tb, chosen, _rb, _sb, _blk, _movers = self._eval(i)
         cg = self._state.cg
-        return tuple(cg.res_names[r] for r in cg.fixed[i] + chosen)
+        return tuple(cg.res_names[r] for r in self._state.fixed[i] + chosen)
 
     def resource_free(self, resource: str) -> float:
         """When ``resource`` is free from (0.0 if nothing has used it yet)."""

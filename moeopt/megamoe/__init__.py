@@ -7,6 +7,7 @@ sensitivity, knob audit, calibration domain, golden fingerprints, HTML report) a
 
 from moeopt.megamoe.errors import (
     BoundViolation,
+    ContractError,
     GuardrailError,
     NotModelledError,
     RouteConservationError,
@@ -30,6 +31,7 @@ from moeopt.megamoe.simulate import build_graphs, guard_schedule, schedule_rank,
 
 __all__ = [
     "BoundViolation",
+    "ContractError",
     "GuardrailError",
     "Kernel",
     "KernelTime",

@@ -14,7 +14,11 @@ to the kernel's addressing:
 
 The kernel recovers a compact row from a padded one with
 ``m_start = bx * block_token - group_padded_offsets[g] + group_offsets[g]``. The three
-self-checks below verify that the host tables and that formula agree.
+self-checks below verify that the host tables and that formula agree; a fourth
+(:func:`check_builder_blocks`) verifies that the graph builder's M-blocks are the blocks the
+kernel addresses. Every simulated rank passes all four (:func:`check_rank`, called by the
+builder for each rank graph): a failure is a :class:`ContractError` naming the expert, the block
+and the rows, and no time is returned.
 """
 
 from __future__ import annotations
@@ -22,11 +26,22 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from moeopt.megamoe.errors import GuardrailError
+import numpy as np
 
+from moeopt.megamoe.errors import ContractError
 
-class ContractError(GuardrailError):
-    """The grouped-GEMM tables are inconsistent with the routing or with the kernel addressing."""
+__all__ = [
+    "ContractError",
+    "GroupedGemmContract",
+    "build_contract",
+    "check_builder_blocks",
+    "check_coverage",
+    "check_kernel_addressing",
+    "check_padded_covers_compact",
+    "check_rank",
+    "contract_from_sizes",
+    "self_check",
+]
 
 
 def _ceil_div(a: int, b: int) -> int:
@@ -148,16 +163,19 @@ def _tables(
 
 def check_coverage(c: GroupedGemmContract) -> None:
     """Self-check 1: every (token, expert) pair appears exactly once, and the sizes add up."""
-    pairs = list(zip(c.flat_token, c.flat_expert, strict=False))
-    if len(pairs) != len(set(pairs)):
+    # distinct tokens cannot repeat a pair (the anonymous rows of contract_from_sizes); else the pairs
+    distinct = len(set(c.flat_token)) == len(c.flat_token)
+    if not distinct and len(set(zip(c.flat_token, c.flat_expert, strict=False))) != len(c.flat_token):
+        pairs = list(zip(c.flat_token, c.flat_expert, strict=False))
         dup = next(p for p in pairs if pairs.count(p) > 1)
         raise ContractError(f"(token, expert) pair {dup} appears more than once")
     if sum(c.group_sizes) != c.group_sum:
         raise ContractError(f"group sizes add up to {sum(c.group_sizes)}, expected {c.group_sum} pairs")
-    sorted_experts = [c.flat_expert[k] for k in c.order]
+    exp = np.fromiter(c.flat_expert, dtype=np.int64, count=len(c.flat_expert))
+    sorted_experts = exp[np.fromiter(c.order, dtype=np.int64, count=len(c.order))]
     for g in range(c.n_experts):
         seg = sorted_experts[c.group_offsets[g] : c.group_offsets[g] + c.group_sizes[g]]
-        if any(e != g for e in seg):
+        if (seg != g).any():
             raise ContractError(f"compact rows of expert {g} hold routes of other experts")
 
 
@@ -174,10 +192,10 @@ def check_padded_covers_compact(c: GroupedGemmContract) -> None:
 
 def check_kernel_addressing(c: GroupedGemmContract) -> int:
     """Self-check 3: for every block with valid rows, the kernel's ``m_start`` / ``actual_rows``
-    stay inside the expert's compact rows, and every compact row is addressed exactly once.
-    Returns the number of blocks checked."""
-    hit = [0] * c.group_sum
-    checked = 0
+    stay inside the expert's compact rows, and every compact row is addressed exactly once (the
+    blocks' row intervals, in order, tile ``[0, group_sum)``; the first row that is not covered
+    once is named). Returns the number of blocks checked."""
+    spans: list[tuple[int, int]] = []
     for bx in range(c.m_blocks):
         g, m_start, actual = c.block_rows(bx)
         if bx * c.block_token < c.group_padded_offsets[g] or actual <= 0:
@@ -189,17 +207,74 @@ def check_kernel_addressing(c: GroupedGemmContract) -> int:
             )
         if m_start + actual > c.group_sum:
             raise ContractError(f"block {bx} (expert {g}) addresses rows past the compact array")
-        for r in range(m_start, m_start + actual):
-            hit[r] += 1
-        checked += 1
-    missed = [r for r, h in enumerate(hit) if h != 1]
-    if missed:
-        raise ContractError(f"compact row {missed[0]} is addressed {hit[missed[0]]} times (expected once)")
+        spans.append((m_start, m_start + actual))
+    spans.sort()
+    covered = 0  # rows [0, covered) are addressed exactly once so far
+    bad: int | None = None
+    for a, b in spans:
+        if a != covered:
+            bad = min(a, covered)  # a gap (row `covered` never) or an overlap (row `a` twice)
+            break
+        covered = b
+    if bad is None and covered != c.group_sum:
+        bad = covered
+    if bad is not None:
+        hits = sum(1 for a, b in spans if a <= bad < b)
+        raise ContractError(f"compact row {bad} is addressed {hits} times (expected once)")
+    return len(spans)
+
+
+def check_builder_blocks(c: GroupedGemmContract, blocks: Sequence[Sequence[tuple[int, int, int]]]) -> int:
+    """Self-check 4, the builder against the tables: ``blocks[g]`` holds the M-blocks the graph
+    builder computes for expert ``g`` as ``(mb, m0, m1)`` (rows ``[m0, m1)`` of the expert, from
+    its GMM tiles). Each must be the kernel's block ``bx = group_padded_offsets[g] / block_token
+    + mb``: the same expert, compact rows ``[group_offsets[g] + m0, group_offsets[g] + m1)``
+    exactly; and together they must be every block with rows of the expert. Returns the number
+    of blocks checked."""
+    if len(blocks) != c.n_experts:
+        raise ContractError(
+            f"the builder computes {len(blocks)} experts; the grouped-GEMM tables have {c.n_experts}"
+        )
+    checked = 0
+    for g, used in enumerate(blocks):
+        want = set(range(_ceil_div(c.group_sizes[g], c.block_token)))
+        seen = set()
+        for mb, m0, m1 in used:
+            seen.add(mb)
+            bx = c.group_padded_offsets[g] // c.block_token + mb
+            got = c.block_rows(bx) if mb >= 0 and bx < c.m_blocks else None
+            if got is None or got[0] != g or (got[1], got[2]) != (c.group_offsets[g] + m0, m1 - m0):
+                where = (
+                    "no block of the expert"
+                    if got is None or got[0] != g
+                    else f"compact rows [{got[1]}, {got[1] + got[2]})"
+                )
+                raise ContractError(
+                    f"expert {g}: the builder's M-block {mb} holds rows [{m0}, {m1}) of the expert, "
+                    f"compact rows [{c.group_offsets[g] + m0}, {c.group_offsets[g] + m1}), but the kernel "
+                    f"addresses {where} there (block_token {c.block_token}; a tile must not straddle "
+                    "two blocks or leave part of one)"
+                )
+            checked += 1
+        if seen != want:
+            missing = sorted(want - seen)
+            raise ContractError(
+                f"expert {g}: the builder computes M-blocks {sorted(seen)} of its {c.group_sizes[g]} rows; "
+                f"the kernel addresses blocks 0..{len(want) - 1}"
+                + (f" (block {missing[0]} is never computed)" if missing else "")
+            )
     return checked
 
 
 def self_check(c: GroupedGemmContract) -> None:
-    """Run the three self-checks."""
+    """Run the three self-checks of the tables."""
     check_coverage(c)
     check_padded_covers_compact(c)
     check_kernel_addressing(c)
+
+
+def check_rank(c: GroupedGemmContract, blocks: Sequence[Sequence[tuple[int, int, int]]]) -> None:
+    """The four self-checks of one rank graph: the tables (:func:`self_check`) and the builder's
+    M-blocks against them (:func:`check_builder_blocks`)."""
+    self_check(c)
+    check_builder_blocks(c, blocks)

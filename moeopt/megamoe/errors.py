@@ -36,6 +36,11 @@ class BoundViolation(GuardrailError):
         self.bounds: Mapping[str, object] = bounds or {}  # the rank's bounds (empty when not given)
 
 
+class ContractError(GuardrailError):
+    """The grouped-GEMM tables are inconsistent with the routing, with the kernel addressing, or
+    with the blocks the graph builder computes (:mod:`moeopt.megamoe.contract`)."""
+
+
 class WorkConservationViolation(GuardrailError):
     """A late-bound pool left a member idle while work for it was ready."""
 

@@ -23,6 +23,7 @@ tests compare the two on skewed and uniform scenarios.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import multiprocessing
 import os
 import threading
@@ -33,6 +34,7 @@ import numpy as np
 
 from moeopt.core.gcpause import gc_paused
 from moeopt.core.policies import make_policy
+from moeopt.core.restructure import repinned_graph
 from moeopt.core.scheduler import schedule
 from moeopt.core.validate import validate_schedule
 from moeopt.megamoe.analysis import idle_decomposition, judge_bounds, physical_bounds
@@ -42,6 +44,7 @@ from moeopt.megamoe.routing import counts_matrix, routing_signature
 from moeopt.megamoe.scenario import Config, Scenario
 from moeopt.megamoe.scenario.resolve import check_routing_budgets
 from moeopt.megamoe.simulate import _bound_guard, _conservation_guard
+from moeopt.megamoe.stealing import restructure_rule
 from moeopt.registry import lookup
 
 PARALLEL_MIN_ROWS = 20_000
@@ -137,10 +140,16 @@ def _rank_time(rep: int) -> _RankTime | _Failed:
 def _judge(rep: int, rg: RankGraph, cfg: Config, conservation: bool) -> _RankTime | _Failed:
     """Schedule, validate and judge one built rank graph."""
     try:
-        s = rg.take_schedule(cfg.scheduling) or schedule(rg.graph, policy=cfg.scheduling, normalize=False)
+        s = rg.take_schedule((cfg.scheduling, cfg.restructure))  # made by the build, if any
+        if s is None:
+            hook = restructure_rule(cfg.restructure).hook(rg, cfg)
+            s = schedule(rg.graph, policy=cfg.scheduling, normalize=False, restructure=hook)
         validate_schedule(rg.graph, s)
     except Exception as exc:  # handed back, raised by the caller
         return ("schedule", exc)
+    if s.repinned:
+        # judged on the graph with every moved tile where it ran, as simulate does
+        rg = dataclasses.replace(rg, graph=repinned_graph(rg.graph, s.repinned))
     # the rank's time: the end of its last combine (as simulate reads it)
     comb = rg.combine_events or [n for n in rg.graph.events if n != rg.tail_event]
     end = s.end_us

@@ -79,6 +79,8 @@ KNOB_DOCS: dict[str, str] = {
     "policy.scheduling": "ready-set selection rule of the greedy list scheduler",
     "policy.wave_packing": "how experts are packed into waves",
     "policy.core_assignment": "build-time tile -> core rule for statically pinned pools",
+    "policy.restructure": "runtime restructuring rule: none, core_queues (pinned GMM tiles queued per core), "
+    "or idle_core_stealing (the queues, and an idle core takes the last queued tile of the busiest one)",
     "options.links": "stage edges: location (gm / onchip), depth (slots), readiness (whole / per_chunk), "
     "chunks, colocated_by_hardware",
     "options.combine_granularity": "combine window: per GMM2 tile, per expert slice in lanes, whole rows by "
@@ -109,6 +111,8 @@ KNOB_DOCS: dict[str, str] = {
     "phase 1",
     "options.gmm1_small_m_rebalance": "cut a one-M-tile GMM1 expert into one N slice per core (V1's small-M "
     "rule)",
+    "options.orchestration": "waves of m-groups stage by stage, or the URMA kernel's layered macro waves "
+    "(ranges of whole experts, each received, computed and combined in turn; needs kernel.topo_urma)",
     "options.event_granularity.*": "units of this stage packed into one event",
     "options.roles.*": "vector role running this stage",
     "options.core_groups.*": "core group of this stage",

@@ -12,7 +12,14 @@ it with :func:`guard_schedule`):
   ``work_conserving = False``;
 * route conservation (in :mod:`moeopt.megamoe.routing`), the not-modelled checks and the
   buffer budgets of :mod:`moeopt.megamoe.scenario` run before any graph is built (the budget
-  that depends on the routing, the rows a rank receives, in :func:`build_graphs`).
+  that depends on the routing, the rows a rank receives, in :func:`build_graphs`);
+* a runtime restructuring rule (``policy.restructure``, :mod:`moeopt.megamoe.stealing`) may
+  re-pin tiles while the greedy runs; the validator accepts exactly the moves the schedule
+  records, and the rank's ``graph`` in the result has the moved tiles where they ran;
+* the grouped-GEMM contract (:mod:`moeopt.megamoe.contract`) is checked on every rank graph as
+  it is built (:func:`~moeopt.megamoe.build.implementation.checked_contract`):
+  :class:`~moeopt.megamoe.contract.ContractError` when the tables or the builder's M-blocks
+  disagree with the kernel's addressing.
 
 :func:`build_graphs` is the explicit opt-out: it returns the rank graphs without scheduling
 them, and a schedule made of them with the generic ``moeopt.schedule`` carries no guardrail.
@@ -21,6 +28,7 @@ them, and a schedule made of them with the generic ``moeopt.schedule`` carries n
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 from collections.abc import Hashable
@@ -28,6 +36,7 @@ from typing import cast
 
 from moeopt.core.gcpause import gc_paused
 from moeopt.core.policies import make_policy
+from moeopt.core.restructure import repinned_graph
 from moeopt.core.schedule import Schedule
 from moeopt.core.scheduler import schedule
 from moeopt.core.validate import validate_schedule
@@ -61,6 +70,7 @@ from moeopt.megamoe.results import (
 from moeopt.megamoe.routing import counts_matrix, routing_signature
 from moeopt.megamoe.scenario import Config, Scenario
 from moeopt.megamoe.scenario.resolve import check_routing_budgets
+from moeopt.megamoe.stealing import restructure_rule
 from moeopt.registry import lookup
 
 AVOIDABLE_TOL_CORE_US = 1e-3
@@ -174,9 +184,16 @@ def _rank_results(
         # scheduler's further normalisation (an ancestor / descendant walk per acquirer) finds
         # nothing more on MegaMoE graphs (their slot semaphores are released by a successor,
         # never by an ancestor of the next acquirer) and would cost more than the schedule
-        s = rg.take_schedule(cfg.scheduling) or schedule(rg.graph, policy=cfg.scheduling, normalize=False)
+        s = rg.take_schedule((cfg.scheduling, cfg.restructure))  # made by the build, if any
+        if s is None:
+            hook = restructure_rule(cfg.restructure).hook(rg, cfg)
+            s = schedule(rg.graph, policy=cfg.scheduling, normalize=False, restructure=hook)
         if validate:
             validate_schedule(rg.graph, s)
+        if s.repinned:
+            # the analyses, the result and the exact layer read the graph with every moved tile
+            # where it ran (the schedule is an ordinary valid schedule of that graph)
+            rg = dataclasses.replace(rg, graph=repinned_graph(rg.graph, s.repinned))
         scheduled.append((rg, s, ranks, _last_combine(rg, s)))
     total = max(s.end_us[last] for _rg, s, _ranks, last in scheduled)
     per_rank: dict[int, RankResult] = {}
@@ -312,12 +329,17 @@ def schedule_rank(
     check_work_conservation: bool = True,
 ) -> Schedule:
     """The greedy schedule of one graph of ``build_graphs(scenario)`` with ``policy`` (default:
-    the scenario's), validated and checked by both guardrails (:func:`guard_schedule`): the
-    guarded way to schedule a built graph yourself."""
+    the scenario's) and the scenario's restructuring rule, validated and checked by both
+    guardrails (:func:`guard_schedule`): the guarded way to schedule a built graph yourself. A
+    tile the rule moved runs where ``s.repinned`` says (``moeopt.repinned_graph(rg.graph,
+    s.repinned)`` is the graph with it there)."""
     cfg = scenario.config
     with gc_paused():
-        s = schedule(rg.graph, policy=policy or cfg.scheduling, normalize=False)
+        hook = restructure_rule(cfg.restructure).hook(rg, cfg)
+        s = schedule(rg.graph, policy=policy or cfg.scheduling, normalize=False, restructure=hook)
         validate_schedule(rg.graph, s)
+        if s.repinned:
+            rg = dataclasses.replace(rg, graph=repinned_graph(rg.graph, s.repinned))
         guard_schedule(
             rg, cfg, s, policy, check_bounds=check_bounds, check_work_conservation=check_work_conservation
         )

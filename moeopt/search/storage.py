@@ -60,12 +60,24 @@ class FlockLock(BaseJournalFileLock):
         self._path = path
         self._fd: int | None = None
         self._thread = threading.Lock()
+        # called with the lock held, before the holder reads or writes the file it guards
+        self.guard: Callable[[], None] | None = None
 
     def acquire(self) -> bool:
         self._thread.acquire()
-        fd = os.open(self._path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fd = os.open(self._path, os.O_RDWR | os.O_CREAT, 0o644)
+        except BaseException:
+            self._thread.release()  # nothing is held when the lock file cannot be opened
+            raise
         fcntl.flock(fd, fcntl.LOCK_EX)
         self._fd = fd
+        if self.guard is not None:
+            try:
+                self.guard()
+            except BaseException:
+                self.release()
+                raise
         return True
 
     def release(self) -> None:
@@ -86,6 +98,37 @@ class FlockLock(BaseJournalFileLock):
             self.release()
 
 
+class StudyFileHold:
+    """An open descriptor of a study's file, to tell whether the path still names that file."""
+
+    def __init__(self, url: str, path: str, fd: int) -> None:
+        self.url, self.path, self.fd = url, path, fd
+
+    def check(self) -> None:
+        """Raise :class:`StudyError` when the path no longer names the file this worker opened."""
+        held = os.fstat(self.fd)
+        try:
+            now = os.stat(self.path)
+            same = (now.st_dev, now.st_ino) == (held.st_dev, held.st_ino)
+        except OSError:
+            same = False
+        if not same or held.st_nlink == 0:
+            raise StudyError(
+                f"storage {self.url!r}: the study file was removed or replaced while the study ran; "
+                "this worker stopped without writing to it (a study's output folder must stay in place "
+                "until its workers have finished)"
+            )
+
+    def close(self) -> None:
+        fd, self.fd = self.fd, -1
+        if fd >= 0:
+            with contextlib.suppress(OSError):
+                os.close(fd)
+
+    def __del__(self) -> None:
+        self.close()
+
+
 @dataclass(frozen=True)
 class StorageSpec:
     """A resolved storage: ``kind`` is journal | sqlite | rdb; ``url`` is what users see."""
@@ -102,12 +145,34 @@ class StorageSpec:
     def ask_lock_path(self) -> str | None:
         return None if self.path is None else self.path + ".ask.lock"
 
+    def hold_file(self) -> StudyFileHold | None:
+        """Hold the file-backed study's file open; None for RDB or when there is no file yet.
+
+        The journal's lock checks the hold before every read and write: a study file removed or
+        replaced while the study runs (an output folder deleted and made again) must not receive
+        the old workers' records, which would corrupt whatever study lives there now. Holding the
+        file open keeps its inode in use, so a new file at the same path cannot get its number.
+        """
+        if self.path is None:
+            return None
+        try:
+            fd = os.open(self.path, os.O_RDONLY)
+        except OSError:
+            return None
+        return StudyFileHold(self.url, self.path, fd)
+
     def open(self) -> optuna.storages.BaseStorage:
         try:
             if self.kind == "journal":
                 assert self.path is not None
                 os.makedirs(os.path.dirname(self.path), exist_ok=True)
-                backend = JournalFileBackend(self.path, lock_obj=FlockLock(self.path + ".lock"))
+                lock = FlockLock(self.path + ".lock")
+                backend = JournalFileBackend(self.path, lock_obj=lock)
+                # Optuna's file backend opens the journal by its path at every append: a study whose
+                # folder was removed and made again would write into the new one's journal
+                hold = self.hold_file()
+                if hold is not None:
+                    lock.guard = hold.check
                 return optuna.storages.JournalStorage(backend)
             kwargs: dict[str, Any] = {}
             if self.kind == "sqlite":
@@ -220,8 +285,18 @@ def ask_lock(spec: StorageSpec) -> Iterator[None]:
     if path is None:
         yield
         return
-    with FlockLock(path).held():
+    lock = FlockLock(path)
+    try:
+        lock.acquire()
+    except FileNotFoundError:
+        raise StudyError(
+            f"storage {spec.url!r}: the study's folder was removed while the study ran; this worker "
+            "stopped (a study's output folder must stay in place until its workers have finished)"
+        ) from None
+    try:
         yield
+    finally:
+        lock.release()
 
 
 # --------------------------------------------------------------------------- worker identity

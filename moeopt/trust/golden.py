@@ -215,6 +215,42 @@ DEFAULT_CONFIGS: list[tuple[str, str, dict[str, Any], bool]] = [
         {"options.links": [{"producer": "gmm1", "consumer": "activation", **_ONCHIP, "depth": 2}]},
         True,
     ),
+    # the URMA kernel's layered orchestration: one macro wave at bs = 72 (432 routes <= 1024), two
+    # at 512 tokens (3 experts of 1024 rows: the latency count), three at 1024 tokens on 2 ranks
+    # (3 experts of 2048 rows: the throughput count, at most one wave per expert)
+    ("bs72.urma.layered", "bs72", {"kernel.topo_urma": True, "options.orchestration": "layered"}, True),
+    (
+        "bs72.urma.layered.t512",
+        "bs72",
+        {"kernel.topo_urma": True, "options.orchestration": "layered", "workload.tokens": 512},
+        True,
+    ),
+    (
+        "bs72.urma.layered.t1024_w2",
+        "bs72",
+        {
+            "kernel.topo_urma": True,
+            "options.orchestration": "layered",
+            "workload.tokens": 1024,
+            "workload.world": 2,
+        },
+        True,
+    ),
+    # idle-core stealing (policy.restructure) and its baseline, the per-core queues without it
+    ("basic_e8.core_queues", "basic_e8", {"policy.restructure": "core_queues"}, True),
+    ("basic_e8.stealing", "basic_e8", {"policy.restructure": "idle_core_stealing"}, True),
+    (
+        "bs72.zipf.stealing",
+        "bs72",
+        {"workload.routing": "zipf", "workload.seed": 2, "policy.restructure": "idle_core_stealing"},
+        True,
+    ),
+    (
+        "pto_m16.zipf.stealing",
+        "pto_m16",
+        {"workload.routing": "zipf", "workload.seed": 3, "policy.restructure": "idle_core_stealing"},
+        True,
+    ),
 ]
 
 

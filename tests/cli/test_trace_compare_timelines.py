@@ -11,20 +11,10 @@ from pathlib import Path
 import pytest
 
 from moeopt.cli import main
-from moeopt.megamoe.config.profiles import PROFILES
 from moeopt.trust.fidelity import calibration_timelines
 
 ROOT = Path(__file__).resolve().parents[2]
 BASELINE, V1 = calibration_timelines()
-
-
-def _profile_args(path: Path) -> list[str]:
-    # The V1 timeline names profile pto-a2a3-v1. Until that profile exists, the V1 timeline is
-    # compared with the baseline profile, explicitly (the comparison then shows how far the
-    # baseline model is from the V1 kernel): the test runs either way, it is never skipped.
-    if path == V1 and "pto-a2a3-v1" not in PROFILES:
-        return ["--set", "profile=pto-a2a3"]
-    return []
 
 
 def _stage_spans(path: Path) -> dict[str, tuple[float, float]]:
@@ -42,9 +32,9 @@ def _stage_spans(path: Path) -> dict[str, tuple[float, float]]:
 
 @pytest.mark.parametrize("path", [BASELINE, V1], ids=["baseline", "v1"])
 def test_the_calibration_timelines_give_per_stage_differences(path, capsys):
-    assert main(["trace-compare", str(path), *_profile_args(path)]) == 0
+    assert main(["trace-compare", str(path)]) == 0
     text = capsys.readouterr().out
-    assert main(["trace-compare", str(path), *_profile_args(path), "--json", "-"]) == 0
+    assert main(["trace-compare", str(path), "--json", "-"]) == 0
     doc = json.loads(capsys.readouterr().out)
     measured = _stage_spans(path)
     # one row per measured stage, in the kernel's order, with the measured span as the file has it

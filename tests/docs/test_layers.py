@@ -131,3 +131,20 @@ def test_the_scanner_sees_lazy_and_from_package_imports() -> None:
         "from moeopt import registry\nimport moeopt\nfrom moeopt import simulate\n"
     )
     assert sorted(_imported_parts(tree)) == [(2, "search"), (3, "registry"), (4, "api"), (5, "api")]
+
+
+# The adapter stays readable stage by stage: a function longer than this is a stage doing two
+# things (the architecture rule that split the builder into stage modules).
+MAX_ADAPTER_FUNCTION_LINES = 120
+
+
+def test_no_adapter_function_longer_than_the_rule() -> None:
+    long = []
+    for path in sorted((PKG / "megamoe").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                assert node.end_lineno is not None
+                n = node.end_lineno - node.lineno + 1
+                if n > MAX_ADAPTER_FUNCTION_LINES:
+                    long.append(f"{path.relative_to(PKG)}:{node.lineno} {node.name} ({n} lines)")
+    assert not long, "split these functions: " + "; ".join(long)

@@ -30,6 +30,27 @@ def test_chain_on_adds_the_program_order_edge_only_where_it_is_new() -> None:
     assert em.stage_events("s") == ["a", "b", "c", "d"]
 
 
+def test_chain_gives_program_order_after_the_fact_in_the_order_given() -> None:
+    # emitted in stage order (a, b, c, d) without chain_on; the orchestration's order is a, c, then
+    # the two-chunk unit (b, d): c waits for a, b (the unit's first) for c, and a later chain_on
+    # emission follows d (the unit's last)
+    em = Emitter(rank=0, contention=False, unit=1000.0)
+    r = ("c0.AIV1",)
+    for name in ("a", "b", "c"):
+        em.emit(name, "s", r, {}, duration_us=1.0)
+    em.emit("d", "s", r, {"b": 0.0}, duration_us=1.0)
+    em.chain("c0.AIV1", [("a", "a"), ("c", "c"), ("b", "d")])
+    em.emit("e", "s", r, {}, duration_us=1.0, chain_on=r)
+    graph, _ = em.assemble()
+    assert dict(graph.events["c"].deps) == {"a": 0.0}
+    assert dict(graph.events["b"].deps) == {"c": 0.0}
+    assert dict(graph.events["a"].deps) == {}  # the first unit keeps what it was emitted with
+    assert dict(graph.events["e"].deps) == {"d": 0.0}
+    assert em.chain_edges == {("a", "c"), ("c", "b"), ("d", "e")}
+    with pytest.raises(AssertionError, match="no event 'x'"):
+        em.chain("c0.AIV1", [("x", "x")])
+
+
 def test_add_deps_appends_after_the_event_s_own_and_keeps_its_place() -> None:
     em = Emitter(rank=0, contention=False, unit=1000.0)
     em.emit("a", "s", ("c0.AIV0",), {}, duration_us=1.0)

@@ -89,3 +89,49 @@ def test_seed004_self_checks_catch_broken_tables():
     shifted = ct.GroupedGemmContract(**{**c.__dict__, "group_offsets": (0, 3, 4)})
     with pytest.raises(ct.ContractError, match="compact row 2 is addressed 0 times"):
         ct.check_kernel_addressing(shifted)
+
+
+def test_builder_blocks_by_hand():
+    # sizes [3, 3, 2], padding = block_token = 4 (the tables of test_seed004_contract_by_hand):
+    # expert 1 has one block (bx = 4 / 4 + 0 = 1), compact rows [3, 6)
+    c = ct.contract_from_sizes([3, 3, 2], 4, 4)
+    whole = [[(0, 0, 3)], [(0, 0, 3)], [(0, 0, 2)]]
+    assert ct.check_builder_blocks(c, whole) == 3
+    # a tile of expert 1 that covers only rows [0, 2): the kernel's block 1 holds rows [3, 6)
+    with pytest.raises(ct.ContractError, match=r"expert 1: the builder's M-block 0 holds rows \[0, 2\)"):
+        ct.check_builder_blocks(c, [[(0, 0, 3)], [(0, 0, 2)], [(0, 0, 2)]])
+    # a block index past the expert's blocks, and an expert whose block is never computed
+    with pytest.raises(ct.ContractError, match="no block of the expert"):
+        ct.check_builder_blocks(c, [[(0, 0, 3)], [(0, 0, 3), (2, 0, 3)], [(0, 0, 2)]])
+    with pytest.raises(ct.ContractError, match="block 0 is never computed"):
+        ct.check_builder_blocks(c, [[(0, 0, 3)], [], [(0, 0, 2)]])
+
+
+def _bands64(rows: int, cols: int, tile_m: int, tile_n: int) -> list:
+    """A tile grid that cuts M in 64-row bands whatever tile_m is (an exact cover, so the grid
+    check accepts it, but its M-blocks are not the kernel's blocks of tile_m rows)."""
+    from moeopt.megamoe.planning import Tile
+
+    return [
+        Tile(m0, min(rows, m0 + 64), n0, min(cols, n0 + tile_n), mb, nb)
+        for mb, m0 in enumerate(range(0, rows, 64))
+        for nb, n0 in enumerate(range(0, cols, tile_n))
+    ]
+
+
+def test_simulate_checks_the_builder_against_the_grouped_gemm_tables(bs72):
+    # bs72: 72 x 6 x 8 / 24 = 144 rows per expert, tile_m 256: one kernel block of 144 rows; a
+    # grid of 64-row bands makes M-blocks [0, 64), [64, 128), [128, 144)
+    from moeopt.registry import registered
+
+    with registered("tile_grid", "test_bands64", lambda: _bands64):
+        with pytest.raises(ct.ContractError) as ei:
+            mm.simulate(bs72.with_overrides({"options.tile_grid": "test_bands64"}))
+        msg = str(ei.value)
+        assert msg.startswith("expert 0: the builder's M-block 0 holds rows [0, 64) of the expert")
+        assert "compact rows [0, 144)" in msg  # what the kernel addresses there
+        assert "\n" not in msg
+        # with 64-row kernel blocks the same grid is the kernel's own cut
+        r = mm.simulate(bs72.with_overrides({"options.tile_grid": "test_bands64", "kernel.tile_m": 64}))
+        assert r["rank_results"][0]["contract"]["m_blocks"] > 0
+

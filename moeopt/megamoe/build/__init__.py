@@ -23,7 +23,8 @@ How it is built (:func:`build_rank` -> :func:`~moeopt.megamoe.build.implementati
 
 Modules: ``plan``, ``context``, ``emitter``, ``sync``, ``handoff``, ``head``, ``dispatch``,
 ``streams`` (a vector core's transfer rate and its share of the link), ``gmm``, ``activation``,
-``combine``, ``urma`` (the batched GET / PUT both use), ``implementation``, ``rankgraph``.
+``combine``, ``urma`` (the batched GET / PUT both use), ``layered`` (the URMA kernel's layered
+orchestration), ``implementation``, ``rankgraph``.
 
 Implementations. An :class:`Implementation` names a sync protocol, core groups and one builder
 per stage. :data:`BASELINE` is the PTO kernel as it ships; :data:`V1` is its rewrite, with
@@ -37,14 +38,20 @@ GMM2 taking over GMM1's cores at the first expert boundary where GMM1 is done
 it from a first schedule, as the kernel decides at run time), SwiGLU on an active subset
 (``options.swiglu_active``), combine by source rank starting after a GMM2 expert
 (``options.combine_granularity = "by_source"``, ``options.combine_start_after``).
+:data:`~moeopt.megamoe.build.implementation.LAYERED` is the URMA kernel's layered orchestration
+(``options.orchestration = 'layered'``, :mod:`~moeopt.megamoe.build.layered`): its own receive,
+GMM1, GMM2 and combine builders and a program-order step that interleaves the stages on the
+AIV1s and the cube cores.
 :func:`~moeopt.megamoe.build.implementation.implementation_for` picks the composition from
-``options.sync_protocol`` and ``options.unpermute``; ``compose`` and the emitter are shared.
+``options.orchestration``, ``options.sync_protocol`` and ``options.unpermute``; ``compose`` and
+the emitter are shared.
 """
 
 from moeopt.megamoe.build.context import BuildContext, Layout
 from moeopt.megamoe.build.emitter import Emitter
 from moeopt.megamoe.build.implementation import (
     BASELINE,
+    LAYERED,
     Implementation,
     build_rank,
     compose,
@@ -57,6 +64,7 @@ from moeopt.registry import register_builtin
 
 __all__ = [
     "BASELINE",
+    "LAYERED",
     "BuildContext",
     "Emitter",
     "ExpertPlan",

@@ -152,7 +152,8 @@ def _one_expert(seg: Sequence[int]) -> dict[str, int]:
 def swiglu_segments(cfg: Config, experts: Sequence[ExpertPlan]) -> list[list[int]]:
     """The SwiGLU segments (``kernel.swiglu_segments``): ``per_expert``, ``single``, or the
     kernel's rule, experts ``[0, E-3)`` and ``[E-3, E)`` for ``E > 4`` (moe_swiglu_segment.hpp
-    L23-45); the shared experts, if any, are one more segment."""
+    L23-45); the shared experts, if any, are one more segment, the last one (the first with
+    ``options.orchestration = 'layered'``, which computes them first)."""
     local = [ex.index for ex in experts if not ex.shared]
     shared = [ex.index for ex in experts if ex.shared]
     rule = cfg.swiglu_segments
@@ -164,7 +165,9 @@ def swiglu_segments(cfg: Config, experts: Sequence[ExpertPlan]) -> list[list[int
         n = len(local)
         segs = [local[: n - 3], local[n - 3 :]] if n > 4 else [local]
     segs = [s for s in segs if s]
-    return segs + ([shared] if shared else [])
+    if not shared:
+        return segs
+    return [shared, *segs] if cfg.orchestration == "layered" else [*segs, shared]
 
 
 def _frozen(d: Mapping[K, list[str]]) -> Mapping[K, tuple[str, ...]]:

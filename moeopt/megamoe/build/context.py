@@ -16,6 +16,7 @@ from moeopt.megamoe.build.emitter import Emitter
 from moeopt.megamoe.build.plan import ExpertPlan
 from moeopt.megamoe.build.sync import SyncProtocol
 from moeopt.megamoe.scenario import Config, CoreGroup
+from moeopt.megamoe.stealing import restructure_rule
 
 STAGES = ("dispatch", "gmm1", "activation", "gmm2", "combine")
 
@@ -39,6 +40,9 @@ class Layout:
     gmm2_join_from: int | None = (
         None  # expert from which GMM2's joining cores take part (None: the group's own)
     )
+    # GMM stages whose pinned tiles a runtime restructuring rule may move (policy.restructure):
+    # queued per core, not chained in program order
+    queued: frozenset[str] = frozenset()
     _core_res: dict[tuple[int, str], tuple[str, tuple[str]]] = field(default_factory=dict, repr=False)
 
     @classmethod
@@ -68,6 +72,7 @@ class Layout:
             l1_late="gmm1" in late or "gmm2" in late,
             gmm1_full_experts=cfg.gmm1_full_experts,
             gmm2_join_from=gmm2_join_from,
+            queued=frozenset(restructure_rule(cfg.restructure).stages(cfg)),
         )
 
     def core_res(self, core: int, sub: str) -> tuple[str, tuple[str]]:

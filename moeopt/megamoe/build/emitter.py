@@ -6,7 +6,9 @@ It owns, for one rank's graph:
 * stage membership (which events a stage emitted) and program order: ``emit(..., chain_on=r)``
   makes the event depend on the last event emitted on the pinned resource ``r`` and records it
   as ``r``'s new last event and the pair as a chain edge, in the one call;
-* late dependencies: :meth:`Emitter.add_deps`, the only way to change an emitted event;
+* late dependencies: :meth:`Emitter.add_deps`, the only way to change an emitted event, and
+  :meth:`Emitter.chain`, program order given once the events of several stages exist (an
+  orchestration that interleaves stages on one resource, the layered one);
 * the traffic counters, the MAC counter, the declared semaphores and pools, and the bandwidth
   units a transfer holds (:meth:`Emitter.units`);
 * assembly into an :class:`~moeopt.core.events.EventGraph`, leaving out every semaphore that
@@ -134,6 +136,25 @@ class Emitter:
         if name not in self._events:
             raise AssertionError(f"add_deps: no event {name!r} was emitted")
         self._late.setdefault(name, {}).update(extra)
+
+    def chain(self, resource: str, units: Sequence[tuple[str, str]]) -> None:
+        """Program order on the pinned ``resource`` given after the events were emitted (without
+        ``chain_on``): each unit ``(first, last)`` (one event: ``(name, name)``; a tile cut into K
+        chunks: its first and last chunk) starts after the previous unit's last event (λ = 0, a
+        late dependency and a chain edge unless it already waits for it). The first unit keeps
+        the dependencies it was emitted with (events emitted on ``resource`` with ``chain_on``
+        form their own chain beside this one), and the last unit's last event becomes the
+        resource's last, so a later ``chain_on`` emission follows it."""
+        prev: str | None = None
+        for first, last in units:
+            if first not in self._events:
+                raise AssertionError(f"chain: no event {first!r} was emitted")
+            if prev is not None and prev not in self._events[first].deps and prev not in self._late.get(first, ()):
+                self.add_deps(first, {prev: 0.0})
+                self.chain_edges.add((prev, first))
+            prev = last
+        if prev is not None:
+            self._last[resource] = prev
 
     def stage_events(self, stage: str) -> list[str]:
         """The events ``stage`` emitted, in order (a copy)."""

@@ -118,6 +118,9 @@ def build_gmm2(
     act: ActivationOut,
     join_flag: str | None,
     full_sync: str | None = None,
+    *,
+    cores: Sequence[int] | None = None,
+    chain: bool = True,
 ) -> Gmm2Out:
     """GMM2 tiles. A flag ``v2c.w{w}`` per wave on the activation events of the wave's m-groups;
     with ``per_chunk`` readiness each tile is cut into K chunks that wait for a flag
@@ -160,9 +163,13 @@ def build_gmm2(
             chunks,
             join_flag,
             carry,
+            cores=cores,
+            chain=chain,
         )
     else:
-        tiles = gmm_tiles(ctx, em, plan.gmm2, plan.experts, wave_ready, None, 1, join_flag, carry)
+        tiles = gmm_tiles(
+            ctx, em, plan.gmm2, plan.experts, wave_ready, None, 1, join_flag, carry, cores=cores, chain=chain
+        )
     done = {e: em.flag(f"g2c.e{e}", mms) for e, mms in tiles.events_by_expert().items()}
     return Gmm2Out(tiles, MappingProxyType(done))
 
@@ -177,13 +184,30 @@ def gmm_tiles(
     chunks: int,
     join_flag: str | None,
     carry: Sequence[Item] = (),
+    *,
+    cores: Sequence[int] | None = None,
+    chain: bool = True,
 ) -> GmmTiles:
     """The pipeline of the module docstring on one stage's tiles in program order (``carry``: see
-    :func:`assign_cores`)."""
+    :func:`assign_cores`). ``cores``: each tile's core when the orchestration assigned them
+    (else the registered rule does); ``chain``: in program order on each core now (an
+    orchestration that interleaves the stages on a core wires it later, see
+    :meth:`~moeopt.megamoe.build.emitter.Emitter.chain`). A stage whose tiles a restructuring
+    rule may move (``policy.restructure``, :mod:`moeopt.megamoe.stealing`) is never chained: each
+    core takes its queued tiles as they become ready (ties in program order), and the stage's own
+    cores are declared as the pool a tile may move in."""
     stage = gplan.stage
     order = gplan.order
     late = stage in ctx.layout.late
-    cores = [-1] * len(order) if late else assign_cores(ctx, stage, experts, order, carry)
+    if stage in ctx.layout.queued:
+        from moeopt.megamoe.stealing import steal_pool
+
+        chain = False
+        em.pool(steal_pool(stage), [f"c{k}.AIC" for k in ctx.layout.groups[stage].cores])
+    if late:
+        cores = [-1] * len(order)
+    elif cores is None:
+        cores = assign_cores(ctx, stage, experts, order, carry)
     keys = l1_residency(ctx, stage, order, cores)
     costs = TileCosts(ctx, em, stage, chunks)
     costs.share_hbm(
@@ -195,7 +219,7 @@ def gmm_tiles(
     )
     names = tile_names(stage, order)
     return emit_tiles(
-        ctx, em, stage, experts, order, cores, keys, costs, names, wave_ready, chunk_ready, join_flag
+        ctx, em, stage, experts, order, cores, keys, costs, names, wave_ready, chunk_ready, join_flag, chain
     )
 
 
@@ -245,15 +269,27 @@ def _runs(
 ) -> list[tuple[list[int], list[list[Item]]]]:
     """``order``'s expert groups (a wave's tiles of one expert, in order), gathered into runs on
     the same cores."""
-    groups: list[list[Item]] = []
-    for item in order:
+    return [
+        (cores, [[it for _st, it in g] for g in grps])
+        for cores, grps in _runs_of(ctx, experts, [(stage, it) for it in order])
+    ]
+
+
+def _runs_of(
+    ctx: BuildContext, experts: Sequence[ExpertPlan], tagged: Sequence[tuple[str, Item]]
+) -> list[tuple[list[int], list[list[tuple[str, Item]]]]]:
+    """:func:`_runs` of tiles tagged with their stage (an orchestration that interleaves the GMM
+    stages assigns them in one run): a group is a stage's wave's tiles of one expert."""
+    groups: list[list[tuple[str, Item]]] = []
+    for st, item in tagged:
         w, e, _t = item
-        if not groups or groups[-1][0][1] != e or groups[-1][0][0] != w:
+        if not groups or groups[-1][0][0] != st or groups[-1][0][1][1] != e or groups[-1][0][1][0] != w:
             groups.append([])
-        groups[-1].append(item)
-    runs: list[tuple[list[int], list[list[Item]]]] = []
+        groups[-1].append((st, item))
+    runs: list[tuple[list[int], list[list[tuple[str, Item]]]]] = []
     for grp in groups:
-        own, joined = ctx.layout.gmm_cores(stage, experts[grp[0][1]])
+        st, (_w, e, _t) = grp[0]
+        own, joined = ctx.layout.gmm_cores(st, experts[e])
         cores = own + joined
         if runs and runs[-1][0] == cores:
             runs[-1][1].append(grp)
@@ -436,6 +472,7 @@ def emit_tiles(
     wave_ready: WaveReady,
     chunk_ready: ChunkReady | None,
     join_flag: str | None,
+    chain: bool = True,
 ) -> GmmTiles:
     """One event per tile (per K chunk) on its core's cube, :class:`TileCost` long.
 
@@ -443,7 +480,8 @@ def emit_tiles(
     to that edge's λ, and follows the previous tile on its core in program order (late-bound: a
     pool of the stage's cubes, program order left to the binding). It holds its HBM and GM->L1
     units for its duration and, on its last chunk, takes a slot of the on-chip link to its
-    consumer. A core that joined the stage's group waits for ``join_flag`` (λ = flag latency)."""
+    consumer. A core that joined the stage's group waits for ``join_flag`` (λ = flag latency).
+    Without ``chain`` a pinned tile is not put in program order here (see :func:`gmm_tiles`)."""
     layout = ctx.layout
     chunks = costs.chunks
     late = stage in layout.late
@@ -461,6 +499,7 @@ def emit_tiles(
     rank = ctx.rank
     macs_total = em.macs  # accumulated here, in order, and stored back
     events: list[str] = []
+    heads: list[str] = []
     for idx, (w, e, t) in enumerate(order):
         k = cores[idx]
         key = keys[idx]
@@ -493,6 +532,8 @@ def emit_tiles(
                 (("hbm", cost.hbm_units), ("gm_l1", cost.load_units)), slot if c == chunks - 1 else None
             )
             ev = f"{base}.k{c}.mm" if chunks > 1 else f"{base}.mm"
+            if c == 0:
+                heads.append(ev)
             labels = {
                 "stage": stage,
                 "rank": rank,
@@ -510,7 +551,7 @@ def emit_tiles(
                 emit(ev, stage, aic_pool, deps, acq, rel, cost.dur_us, labels)
             else:
                 after = join_deps if join_deps is not None and k in joined else None
-                emit(ev, stage, cn[0], deps, acq, rel, cost.dur_us, labels, None, cn[0], after)
+                emit(ev, stage, cn[0], deps, acq, rel, cost.dur_us, labels, None, cn[0] if chain else None, after)
         events.append(ev)
     em.macs = macs_total
-    return GmmTiles(tuple(order), tuple(events), tuple(cores))
+    return GmmTiles(tuple(order), tuple(events), tuple(cores), tuple(heads))

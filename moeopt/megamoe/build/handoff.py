@@ -8,14 +8,19 @@ up in the emitter.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from types import MappingProxyType
 from typing import NamedTuple
 
 from moeopt.megamoe.build.plan import Item
 
 
 class DispatchOut(NamedTuple):
-    flags: tuple[str, ...]  # d2c.w{w}: wave w's rows are in (one flag per GMM1 wave)
+    flags: tuple[str, ...]  # d2c.w{w}: wave w's rows are in (one flag per GMM1 wave; none when layered)
     events: tuple[tuple[str, ...], ...]  # each wave's dispatch events (URMA GETs included), in order
+    # layered: (expert, m-block) -> the flag d2c.e{e}.m{mb} on the receives that bring its rows
+    ready: Mapping[tuple[int, int], str] = MappingProxyType({})
+    # layered: the AIV1 each event of ``events`` issues from (its program order is wired later)
+    owners: tuple[tuple[str, ...], ...] = ()
 
 
 class GmmTiles(NamedTuple):
@@ -24,6 +29,7 @@ class GmmTiles(NamedTuple):
     items: tuple[Item, ...]  # (wave, expert, tile)
     events: tuple[str, ...]  # the tile's (last K chunk's) event on its core
     cores: tuple[int, ...]  # the core the tile is pinned to (-1: late-bound)
+    heads: tuple[str, ...] = ()  # the tile's first K chunk's event (the same as events when not cut)
 
     def events_by_wave(self, waves: int) -> list[list[str]]:
         out: list[list[str]] = [[] for _ in range(waves)]
@@ -60,3 +66,5 @@ class CombineOut(NamedTuple):
     events: tuple[str, ...]  # every combine event (URMA PUTs included), in order
     colocated: bool  # combine events share the core of their GMM2 tile (on-chip hand-off)
     experts: tuple[int, ...] = ()  # the local expert of each event
+    waves: tuple[int, ...] = ()  # layered: the macro wave of each event
+    owners: tuple[str, ...] = ()  # layered: the AIV1 each event issues from (program order wired later)

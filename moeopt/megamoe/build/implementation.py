@@ -2,9 +2,11 @@
 
 :func:`compose` is the one program every implementation runs: plan, declare the slot
 semaphores, then head -> dispatch -> GMM1 -> activation -> GMM2 -> combine -> tail, each stage
-taking the hand-offs of the earlier ones as arguments, then the staged barriers if the protocol
-has them, then assembly. :data:`BASELINE` is today's only composition (profiles ``pto-a2a3``,
-``megamoe-a8w8`` and none).
+taking the hand-offs of the earlier ones as arguments, then the orchestration's program order
+when it interleaves stages on a resource (layered), then the staged barriers if the protocol has
+them, then assembly. :data:`BASELINE` (profiles ``pto-a2a3``, ``megamoe-a8w8`` and none) and
+:data:`V1` (``pto-a2a3-v1``) are the PTO kernel's two versions; :data:`LAYERED` is the URMA
+kernel's layered orchestration (``options.orchestration = 'layered'``).
 """
 
 from __future__ import annotations
@@ -24,6 +26,13 @@ from moeopt.megamoe.build.emitter import Emitter
 from moeopt.megamoe.build.gmm import build_gmm1, build_gmm2, declare_gmm_semaphores
 from moeopt.megamoe.build.handoff import ActivationOut, CombineOut, DispatchOut, Gmm1Out, Gmm2Out
 from moeopt.megamoe.build.head import build_head, build_tail, build_two_phase_tail, front_path
+from moeopt.megamoe.build.layered import (
+    build_layered_combine,
+    build_layered_gmm1,
+    build_layered_gmm2,
+    build_layered_receive,
+    layered_program_order,
+)
 from moeopt.megamoe.build.plan import RankPlan, plan_rank
 from moeopt.megamoe.build.rankgraph import RankGraph
 from moeopt.core.scheduler import schedule as greedy_schedule
@@ -34,8 +43,9 @@ from moeopt.megamoe.build.sync import (
     software_epochs,
     wire_stage_barriers,
 )
-from moeopt.megamoe.contract import contract_from_sizes
+from moeopt.megamoe.contract import GroupedGemmContract, check_rank, contract_from_sizes
 from moeopt.megamoe.scenario import Config, CoreGroup
+from moeopt.megamoe.stealing import restructure_rule
 
 HeadStage = Callable[[BuildContext, Emitter], str]
 DispatchStage = Callable[[BuildContext, Emitter, RankPlan, str], DispatchOut]
@@ -44,6 +54,7 @@ ActivationStage = Callable[[BuildContext, Emitter, RankPlan, Gmm1Out], Activatio
 Gmm2Stage = Callable[[BuildContext, Emitter, RankPlan, ActivationOut, str | None, str | None], Gmm2Out]
 CombineStage = Callable[[BuildContext, Emitter, RankPlan, Gmm2Out], CombineOut]
 TailStage = Callable[[BuildContext, Emitter, RankPlan, CombineOut, Gmm2Out], str]
+ProgramOrder = Callable[[BuildContext, Emitter, RankPlan, DispatchOut, Gmm1Out, Gmm2Out, CombineOut], None]
 
 
 @dataclass(frozen=True)
@@ -60,6 +71,9 @@ class Implementation:
     gmm2: Gmm2Stage
     combine: CombineStage
     tail: TailStage
+    # program order wired once every stage is built, for an orchestration that interleaves
+    # stages on a resource (None: each stage's events follow each other as emitted)
+    program_order: ProgramOrder | None = None
 
 
 def scenario_core_groups(cfg: Config) -> Mapping[str, CoreGroup]:
@@ -95,16 +109,33 @@ V1 = Implementation(
 )
 
 
+LAYERED = Implementation(
+    name="layered",
+    sync=hardware_flags,
+    core_groups=scenario_core_groups,
+    head=build_head,
+    dispatch=build_layered_receive,
+    gmm1=build_layered_gmm1,
+    activation=build_activation,
+    gmm2=build_layered_gmm2,
+    combine=build_layered_combine,
+    tail=build_tail,
+    program_order=layered_program_order,
+)
+
+
 def implementation_for(cfg: Config) -> Implementation:
-    """The composition that builds ``cfg``: its sync protocol (``options.sync_protocol``) and its
-    unpermute (``options.unpermute``); :data:`BASELINE` and :data:`V1` are the two the kernel has,
-    and every mix of their parts is a composition too (the stage builders read the other knobs)."""
+    """The composition that builds ``cfg``: its orchestration (``options.orchestration``), sync
+    protocol (``options.sync_protocol``) and unpermute (``options.unpermute``); :data:`BASELINE`
+    and :data:`V1` are the two the PTO kernel has, :data:`LAYERED` the URMA kernel's, and every mix
+    of their parts is a composition too (the stage builders read the other knobs)."""
     sync = PROTOCOLS[cfg.sync_protocol]
     tail = build_two_phase_tail if cfg.unpermute == "two_phase" else build_tail
-    for impl in (BASELINE, V1):
+    known = (LAYERED,) if cfg.orchestration == "layered" else (BASELINE, V1)
+    for impl in known:
         if impl.sync is sync and impl.tail is tail:
             return impl
-    return dataclasses.replace(BASELINE, name="custom", sync=sync, tail=tail)
+    return dataclasses.replace(known[0], name="custom", sync=sync, tail=tail)
 
 
 def compose(
@@ -139,7 +170,8 @@ def compose(
         row_bytes=cfg.h + 32 if w8a8 else cfg.h * 2,  # int8 payload + fp32 scale + pad, or bf16
         bpe=1 if w8a8 else 2,
     )
-    plan = plan_rank(cfg, rows, tokens, rank, world, shared_experts)
+    plan = plan_rank(cfg, rows, tokens, rank, world, shared_experts, topk)
+    contract = checked_contract(cfg, plan)
     em = Emitter(rank, cfg.bandwidth_contention, cfg.c("bw_unit_bytes_per_us"))
     for channel in ("hbm", "remote_in", "remote_out"):  # aggregate bandwidth of the rank
         em.bandwidth(channel, cfg.c(f"{channel}_bytes_per_us"))
@@ -153,6 +185,8 @@ def compose(
     join = {"gmm1": gmm1.done}.get(ctx.layout.groups["gmm2"].join or "")
     gmm2 = impl.gmm2(ctx, em, plan, act, join, gmm1.full_sync)
     combine = impl.combine(ctx, em, plan, gmm2)
+    if impl.program_order is not None:
+        impl.program_order(ctx, em, plan, dispatch, gmm1, gmm2, combine)
     tail = impl.tail(ctx, em, plan, combine, gmm2)
     if ctx.sync.staged_barriers:
         wire_stage_barriers(em, ctx.sync, STAGES)
@@ -164,9 +198,7 @@ def compose(
         rank=rank,
         graph=graph,
         experts=list(plan.experts),
-        contract=contract_from_sizes(
-            [ex.rows for ex in plan.experts if not ex.shared], cfg.tile_m, cfg.tile_m
-        ),
+        contract=contract,
         stage_members=dict(ctx.layout.members),
         late_stages=set(ctx.layout.late),
         colocated_stages={
@@ -186,6 +218,26 @@ def compose(
         paths={"front_reorder": front_path(ctx)[0], "combine": COMBINE_PATHS[combine_mode(ctx)]},
         dropped_semaphores=dropped,
     )
+
+
+def checked_contract(cfg: Config, plan: RankPlan) -> GroupedGemmContract:
+    """The rank's grouped-GEMM tables (its local experts' rows, blocks of ``tile_m`` rows), after
+    the contract's self-checks and the check that the plan's GMM tiles compute exactly the blocks
+    the kernel addresses (:func:`~moeopt.megamoe.contract.check_rank`; a failure is a
+    :class:`~moeopt.megamoe.contract.ContractError`). Experts with the same tile walks share one
+    list of blocks."""
+    local = [ex for ex in plan.experts if not ex.shared]
+    contract = contract_from_sizes([ex.rows for ex in local], cfg.tile_m, cfg.tile_m)
+    memo: dict[tuple[int, int], list[tuple[int, int, int]]] = {}
+    blocks = []
+    for ex in local:
+        key = (id(ex.g1_tiles), id(ex.g2_tiles))
+        got = memo.get(key)
+        if got is None:
+            got = memo[key] = sorted({(t.mb, t.m0, t.m1) for t in (*ex.g1_tiles, *ex.g2_tiles)})
+        blocks.append(got)
+    check_rank(contract, blocks)
+    return contract
 
 
 def algorithmic_bytes(ctx: BuildContext, plan: RankPlan) -> tuple[float, float, float]:
@@ -233,10 +285,12 @@ def join_expert(rg: RankGraph, cfg: Config, check_from: int, epoch_us: float) ->
     the greedy schedule of ``rg`` (built without the join): GMM1 is done when ``gmm1_done`` ends
     (plus one epoch to publish it), the boundary is the earliest start of the expert's GMM2
     tiles; :data:`NO_JOIN` when GMM1 outlasts every boundary."""
-    # normalisation never changes a schedule; without it this is the very schedule simulate makes
-    # of this graph, kept for it when the graph with the join is this one (no join)
-    s = greedy_schedule(rg.graph, policy=cfg.scheduling, normalize=False)
-    rg.keep_schedule(cfg.scheduling, s)
+    # the same schedule as simulate makes of it (its restructuring rule too, and without the
+    # normalisation simulate skips: it never changes a schedule), kept for simulate when the
+    # graph with the join is this same graph (no join)
+    hook = restructure_rule(cfg.restructure).hook(rg, cfg)
+    s = greedy_schedule(rg.graph, policy=cfg.scheduling, normalize=False, restructure=hook)
+    rg.keep_schedule((cfg.scheduling, cfg.restructure), s)
     g1_done = s.end_us["gmm1_done"] + epoch_us
     first: dict[int, float] = {}
     for name, ev in rg.graph.events.items():

@@ -6,7 +6,9 @@
   registered tile grid, checked to cover it exactly once, in the kernel's swizzled order;
   experts with the same row count share one walk;
 * waves: m-groups (expert, m-block) packed by the registered wave packer, ``p1_override``
-  m-groups per GMM1 wave and ``p2_override`` per GMM2 wave (0: one expert per wave);
+  m-groups per GMM1 wave and ``p2_override`` per GMM2 wave (0: one expert per wave); with
+  ``options.orchestration = 'layered'`` the URMA kernel's macro waves instead
+  (:func:`layered_ranges`: ranges of whole local experts, the same for GMM1 and GMM2);
 * program order of a GMM stage: wave by wave, in each wave its experts in order of first
   appearance, each expert's tiles of the wave's m-blocks in the expert's walk.
 
@@ -19,6 +21,15 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from moeopt.megamoe.config.implementation import (
+    LAYERED_BALANCED_WAVES,
+    LAYERED_FEW_EXPERTS,
+    LAYERED_FIRST_WAVE_ROWS,
+    LAYERED_LATENCY_ROWS,
+    LAYERED_LATENCY_WAVES,
+    LAYERED_THROUGHPUT_ROWS,
+    LAYERED_THROUGHPUT_WAVES,
+)
 from moeopt.megamoe.planning import MGroup, Tile, check_grid, swizzle_order
 from moeopt.megamoe.scenario import Config
 from moeopt.registry import lookup
@@ -54,12 +65,16 @@ class RankPlan:
 
 
 def plan_rank(
-    cfg: Config, rows: np.ndarray, tokens: int, rank: int, world: int, shared_experts: int
+    cfg: Config, rows: np.ndarray, tokens: int, rank: int, world: int, shared_experts: int, topk: int = 1
 ) -> RankPlan:
-    """The plan of destination ``rank`` (``rows[src][local expert]``)."""
+    """The plan of destination ``rank`` (``rows[src][local expert]``; ``topk`` is read by the
+    layered wave rule only)."""
     experts = plan_experts(cfg, rows, tokens, rank, world, shared_experts)
-    w1 = plan_waves(cfg, experts, cfg.p1_override)
-    w2 = plan_waves(cfg, experts, cfg.p2_override)
+    if cfg.orchestration == "layered":
+        w1 = w2 = layered_waves(cfg, experts, tokens, topk)
+    else:
+        w1 = plan_waves(cfg, experts, cfg.p1_override)
+        w2 = plan_waves(cfg, experts, cfg.p2_override)
     return RankPlan(
         experts=experts,
         gmm1=GmmPlan("gmm1", w1, program_order(experts, w1, "gmm1")),
@@ -139,6 +154,72 @@ def plan_waves(cfg: Config, experts: tuple[ExpertPlan, ...], per_wave: int) -> t
     ]
     waves = lookup("wave_packer", cfg.wave_packing)()(groups, per_wave)
     return tuple(tuple(wave) for wave in waves)
+
+
+def layered_ranges(n_experts: int, tokens: int, topk: int) -> list[tuple[int, int]]:
+    """The URMA kernel's macro waves as ranges ``[begin, end)`` of local experts (its constants,
+    ``LAYERED_*``, with their source in ``config/implementation.py``).
+
+    With ``E`` local experts and the estimate ``r = ceil(tokens × topk / E)`` rows per expert (the
+    rank's own routes spread evenly; the kernel does not look at the real counts):
+
+    * target waves ``T``: ``E`` if ``E <= 1``; 1 if ``tokens × topk <= 1024``; else 2 if
+      ``r <= 256``, 4 if ``r >= 2048``, 2 if ``E <= 8``, else 6; at most ``E``;
+    * the first wave takes ``min(ceil(1024 / r), ceil(E / T))`` experts (at least 1; all if
+      ``T = 1``): a warm-up wave of about 1024 rows;
+    * every later wave ``ceil((E - first) / (T - 1))`` experts, the last one what is left.
+    """
+    e = n_experts
+    if e == 0:
+        return []
+    routes = tokens * topk
+    per_expert = max(1, -(-routes // e))
+    if e <= 1:
+        target = e
+    elif routes <= LAYERED_FIRST_WAVE_ROWS:
+        target = 1
+    else:
+        target = LAYERED_BALANCED_WAVES
+        if per_expert <= LAYERED_LATENCY_ROWS:
+            target = LAYERED_LATENCY_WAVES
+        elif per_expert >= LAYERED_THROUGHPUT_ROWS:
+            target = LAYERED_THROUGHPUT_WAVES
+        elif e <= LAYERED_FEW_EXPERTS:
+            target = LAYERED_LATENCY_WAVES
+        target = min(target, e)
+    if target <= 1:
+        return [(0, e)]
+    first = min(-(-LAYERED_FIRST_WAVE_ROWS // per_expert), -(-e // target))
+    first = min(max(first, 1), e)
+    steady = max(1, -(-(e - first) // (target - 1)))
+    ranges = [(0, first)]
+    while ranges[-1][1] < e:
+        b = ranges[-1][1]
+        ranges.append((b, min(b + steady, e)))
+    return ranges
+
+
+def layered_waves(
+    cfg: Config, experts: tuple[ExpertPlan, ...], tokens: int, topk: int
+) -> tuple[tuple[MGroup, ...], ...]:
+    """The layered macro waves (:func:`layered_ranges` over the local experts): every m-group of
+    the range's experts; a wave whose experts have no rows is left out. The shared experts (local
+    rows, nothing to receive) are computed first, at the head of the first wave."""
+    tm = cfg.tile_m
+
+    def groups(ex: ExpertPlan) -> list[MGroup]:
+        return [MGroup(ex.index, mb, min(tm, ex.rows - mb * tm)) for mb in range(-(-ex.rows // tm))]
+
+    local = [ex for ex in experts if not ex.shared]
+    shared = [g for ex in experts if ex.shared for g in groups(ex)]
+    waves: list[tuple[MGroup, ...]] = []
+    for b, end in layered_ranges(len(local), tokens, topk):
+        wave = [g for ex in local[b:end] for g in groups(ex)]
+        if not waves:
+            wave = shared + wave
+        if wave:
+            waves.append(tuple(wave))
+    return tuple(waves)
 
 
 def program_order(

@@ -55,6 +55,26 @@ def _swiglu_kernel_rule(cfg: Any, _routes: int) -> bool:
     return bool(cfg.link("gmm1", "activation").location == "gm" and cfg.swiglu_segments == "kernel_rule")
 
 
+def _layered(cfg: Any, _routes: int) -> bool:
+    return bool(cfg.orchestration == "layered")
+
+
+def _stealing(cfg: Any, _routes: int) -> bool:
+    return bool(cfg.restructure == "idle_core_stealing")
+
+
+# the URMA (Layered) kernel's constants as the original cost model ports them
+COST_MODEL = "recursion-ascend/cost-model src/moe_cost_model"
+_LAYERED_RULE = (
+    "the URMA kernel's macro-wave rule (CalcTargetWaveCount / CalcFirstWaveExpertCount / "
+    f"CalcSteadyWaveExpertCount) as {COST_MODEL}/config/hardware.py@033f9f6:112-119 ports it"
+)
+
+
+def _layered_rule(name: str, value: int, unit: str, what: str) -> ImplConst:
+    return ImplConst(Const(name, value, unit, "impl", f"{what}: {_LAYERED_RULE}"), _layered)
+
+
 IMPL: dict[str, ImplConst] = {
     x.const.name: x
     for x in (
@@ -143,6 +163,50 @@ IMPL: dict[str, ImplConst] = {
             ),
             _swiglu_kernel_rule,
         ),
+        _layered_rule("layered_first_wave_rows", 1024, "rows", "LAYERED_FIRST_WAVE_ROWS, the warm-up wave"),
+        _layered_rule("layered_latency_waves", 2, "waves", "LAYERED_LATENCY_WAVE_COUNT, small / few experts"),
+        _layered_rule("layered_balanced_waves", 6, "waves", "LAYERED_BALANCED_WAVE_COUNT, otherwise"),
+        _layered_rule("layered_throughput_waves", 4, "waves", "LAYERED_THROUGHPUT_WAVE_COUNT, large experts"),
+        _layered_rule(
+            "layered_latency_rows", 256, "rows per expert", "LAYERED_LATENCY_ROWS_PER_EXPERT (L1_TILE_M_256)"
+        ),
+        _layered_rule(
+            "layered_throughput_rows", 2048, "rows per expert", "LAYERED_THROUGHPUT_ROWS_PER_EXPERT"
+        ),
+        _layered_rule("layered_few_experts", 8, "experts", "LAYERED_FEW_EXPERT_THRESHOLD"),
+        ImplConst(
+            Const(
+                "layered_receive_batch_rows",
+                256,
+                "rows",
+                "impl",
+                "DISPATCH_RECEIVE_BATCH_TOKEN_CAPACITY = L1_TILE_M_256, the rows of one batched URMA receive "
+                f"and of one flag window ({COST_MODEL}/config/hardware.py@033f9f6:108-109)",
+            ),
+            _layered,
+        ),
+        ImplConst(
+            Const(
+                "layered_put_batch_rows",
+                256,
+                "rows",
+                "assumed",
+                "equal to the receive batch: the original cost model commits a channel's PUTs every 256 "
+                f"rows and at the wave end ({COST_MODEL}/builders/comm/urma.py); no kernel constant is known",
+            ),
+            _layered,
+        ),
+        ImplConst(
+            Const(
+                "steal_min_pending",
+                2,
+                "tiles",
+                "assumed",
+                "the default threshold of the original cost model's idle-core stealing "
+                f"({COST_MODEL}/analysis/stealing.py, min_pending = 2); no kernel steals work today",
+            ),
+            _stealing,
+        ),
     )
 }
 
@@ -154,6 +218,16 @@ COMBINE_LANES = IMPL["combine_large_lanes"].value
 COMBINE_SMALL_MAX_ROUTES = IMPL["combine_small_max_routes"].value
 SWIGLU_TAIL_EXPERTS = IMPL["swiglu_tail_experts"].value
 SWIGLU_SPLIT_MIN_EXPERTS = IMPL["swiglu_split_min_experts"].value
+LAYERED_FIRST_WAVE_ROWS = IMPL["layered_first_wave_rows"].value
+LAYERED_LATENCY_WAVES = IMPL["layered_latency_waves"].value
+LAYERED_BALANCED_WAVES = IMPL["layered_balanced_waves"].value
+LAYERED_THROUGHPUT_WAVES = IMPL["layered_throughput_waves"].value
+LAYERED_LATENCY_ROWS = IMPL["layered_latency_rows"].value
+LAYERED_THROUGHPUT_ROWS = IMPL["layered_throughput_rows"].value
+LAYERED_FEW_EXPERTS = IMPL["layered_few_experts"].value
+LAYERED_RECEIVE_BATCH_ROWS = IMPL["layered_receive_batch_rows"].value
+LAYERED_PUT_BATCH_ROWS = IMPL["layered_put_batch_rows"].value
+STEAL_MIN_PENDING = IMPL["steal_min_pending"].value
 
 
 def implementation_constants_used(cfg: Any, routes: int) -> dict[str, Const]:

@@ -407,6 +407,7 @@ GLOBAL_DEFAULTS: dict[str, Any] = {
         "wave_packing": "sequential_greedy",
         "core_assignment": "static_round_robin",
         "core_cursor": "per_stage",
+        "restructure": "none",
     },
     "options": {
         "links": [
@@ -464,6 +465,7 @@ GLOBAL_DEFAULTS: dict[str, Any] = {
         "unpermute": "rank_barrier",
         "unpermute_ready_experts": 13,
         "gmm1_small_m_rebalance": False,
+        "orchestration": "waves",
     },
 }
 

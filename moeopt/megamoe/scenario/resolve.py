@@ -104,6 +104,8 @@ def resolve(s: Scenario) -> Config:
     _registered_name_rules(pol, opt)
     _wave_rules(pol)
     v1 = _v1_knob_rules(s, opt, groups)
+    _orchestration_rules(s, kern, pol, opt, granularity, groups, links)
+    _restructure_rules(pol, opt, links)
     return _config(s, raw, aic, consts, links, groups, granularity, v1)
 
 
@@ -457,6 +459,7 @@ def _registered_name_rules(pol: Table, opt: Table) -> None:
         ("scheduling", "policy"),
         ("wave_packing", "wave_packer"),
         ("core_assignment", "core_assignment"),
+        ("restructure", "restructure"),
     ):
         check_registered(f"policy.{name}", pol[name], kind)
     check_registered("options.builder", opt["builder"], "builder")
@@ -524,6 +527,116 @@ def _v1_knob_rules(s: Scenario, opt: Table, groups: Mapping[str, CoreGroup]) -> 
     return out
 
 
+def _orchestration_rules(
+    s: Scenario,
+    kern: Table,
+    pol: Table,
+    opt: Table,
+    granularity: Mapping[str, int],
+    groups: Mapping[str, CoreGroup],
+    links: Links,
+) -> None:
+    """``options.orchestration = 'layered'`` is the URMA kernel's orchestration: it needs
+    ``kernel.topo_urma``; its macro waves are ranges of whole experts by the kernel's own rule,
+    so the knobs that shape ordinary waves (``p1_override``, ``p2_override``, ``policy.wave_packing``,
+    the dispatch look-ahead and lag) and event packing of dispatch / combine (its batches are the
+    kernel's 256-row ones) are not read; a staged barrier would wait on a combine that the next
+    wave's receive precedes on the same AIV (a cycle). Every server is assumed directly connected
+    (the kernel's cross-server relay is not modelled, and no knob asks for it)."""
+    if opt["orchestration"] != "layered":
+        return
+    where = "options.orchestration = 'layered'"
+    if not kern["topo_urma"]:
+        raise ScenarioError(
+            f"{where}: the layered macro waves are the URMA kernel's orchestration and need "
+            "kernel.topo_urma = true; with peer writes (kernel.topo_urma = false) allowed: 'waves'"
+        )
+    unread = [
+        (name, value, "0")
+        for name, value in (
+            ("p1_override", s.p1_override),
+            ("p2_override", s.p2_override),
+            ("policy.dispatch_lookahead", pol["dispatch_lookahead"]),
+            ("policy.dispatch_lag", pol["dispatch_lag"]),
+        )
+        if value
+    ]
+    if s.policy.wave_packing is not None:
+        unread.append(("policy.wave_packing", s.policy.wave_packing, "leave it unset"))
+    unread += [
+        (f"options.event_granularity.{st}", granularity[st], "1")
+        for st in ("dispatch", "combine")
+        if granularity[st] != 1
+    ]
+    if unread:
+        name, value, allowed = unread[0]
+        raise NotModelledError(
+            f"{name} = {value!r} with {where}: not read (a layered macro wave is a range of whole "
+            "experts chosen by the kernel's rule, received in batches of 256 rows and combined before "
+            f"the next wave's receive); allowed here: {allowed}"
+        )
+    if groups["gmm2"].join is not None:
+        raise ScenarioError(
+            f"options.core_groups.gmm2.join = {groups['gmm2'].join!r} (options.core_groups = "
+            f"{_short_groups(opt['core_groups'])}) with {where}: the joined cores would wait for the whole "
+            "of GMM1 while each wave's GMM2 precedes the next wave's GMM1 on them (a cycle); allowed: "
+            "a GMM2 group without join"
+        )
+    if opt["gmm1_full_experts"]:
+        raise ScenarioError(
+            f"options.gmm1_full_experts = {opt['gmm1_full_experts']} with {where}: GMM2's cores wait for "
+            "the SYNCALL after the last of those experts before their first tile, but each wave's GMM2 "
+            "runs before the next wave's GMM1 (a cycle); allowed: 0"
+        )
+    if links[("gmm1", "activation")].location == "gm" and kern["swiglu_segments"] != "per_expert":
+        raise ScenarioError(
+            f"kernel.swiglu_segments = {kern['swiglu_segments']!r} with {where} and gmm1->activation in GM: "
+            "a segment over the experts of several macro waves would wait for a later wave's GMM1, which "
+            "runs after this wave's GMM2 (a cycle); allowed: 'per_expert'"
+        )
+    if opt["barriers"] == "staged":
+        raise ScenarioError(
+            f"options.barriers = 'staged' with {where}: the next wave's receive precedes this wave's "
+            "combine on the channel's AIV1, so a barrier before every combine would wait for a receive "
+            "that waits for it (a cycle); allowed: 'fused'"
+        )
+
+
+def _restructure_rules(pol: Table, opt: Table, links: Links) -> None:
+    """``policy.restructure = 'idle_core_stealing'`` (or ``'core_queues'``) queues and moves the
+    tiles of the pinned GMM stages whose output goes to their consumer through GM: it needs one
+    such stage, and the layered orchestration, whose per-core program order is the kernel's, keeps
+    its tiles where they are."""
+    if pol["restructure"] not in ("idle_core_stealing", "core_queues"):
+        return
+    where = f"policy.restructure = {pol['restructure']!r}"
+    from moeopt.megamoe.stealing import GMM_CONSUMER, movable_stages
+
+    onchip = {st: links[(st, GMM_CONSUMER[st])].location == "onchip" for st in GMM_CONSUMER}
+    if not movable_stages(opt["late_bind_pools"], onchip):
+        why = (
+            "the cube is late-bound (options.late_bind_pools has 'AIC'): its tiles already bind at "
+            "dispatch time"
+            if "AIC" in opt["late_bind_pools"]
+            else "both GMM stages hand their tiles to their consumer on chip (gmm1->activation and "
+            "gmm2->combine), which ties each tile to its core"
+        )
+        raise ScenarioError(
+            f"{where}: no GMM stage has pinned tiles that may move: {why}; allowed: 'none', or a "
+            "pinned cube stage with a GM hand-off"
+        )
+    if opt["orchestration"] == "layered":
+        raise ScenarioError(
+            f"{where} with options.orchestration = 'layered': the layered kernel's per-core program "
+            "order keeps each tile on its core; allowed: 'none'"
+        )
+
+
+def _short_groups(raw: Any) -> str:
+    """``options.core_groups`` as a user wrote it: a name, or 'a table'."""
+    return repr(raw) if isinstance(raw, str) else "a table"
+
+
 # --------------------------------------------------------------------------- the resolved form
 def _config(
     s: Scenario,
@@ -563,6 +676,7 @@ def _config(
         wave_packing=pol["wave_packing"],
         core_assignment=pol["core_assignment"],
         core_cursor=pol["core_cursor"],
+        restructure=pol["restructure"],
         links=MappingProxyType(links),
         combine_granularity=opt["combine_granularity"],
         late_bind_pools=tuple(opt["late_bind_pools"]),
@@ -581,6 +695,7 @@ def _config(
         unpermute=opt["unpermute"],
         unpermute_ready_experts=int(opt["unpermute_ready_experts"]),
         gmm1_small_m_rebalance=bool(opt["gmm1_small_m_rebalance"]),
+        orchestration=opt["orchestration"],
         routing=s.workload.routing,
         constants=MappingProxyType(consts),
     )

@@ -224,7 +224,10 @@ class PolicyConfig:
     ``dispatch_lookahead``: dispatch may run at most this many waves ahead of GMM1 (0 = no
     limit); ``dispatch_lag``: GMM1 of wave w waits until dispatch of wave w + lag is in;
     ``core_cursor``: the core-assignment rule's state (the rolling start core) restarts at each
-    GMM stage (``per_stage``) or rolls on from GMM1 into GMM2 (``across_stages``).
+    GMM stage (``per_stage``) or rolls on from GMM1 into GMM2 (``across_stages``);
+    ``restructure``: a registered runtime restructuring rule (``none``; ``core_queues``: the
+    pinned GMM tiles in a queue per core; ``idle_core_stealing``: the queues, and an idle core
+    takes the last queued tile of the busiest one; see :mod:`moeopt.megamoe.stealing`).
     """
 
     dispatch_lookahead: int | None = None
@@ -233,6 +236,7 @@ class PolicyConfig:
     wave_packing: str | None = None
     core_assignment: str | None = None
     core_cursor: str | None = None
+    restructure: str | None = None
 
     def __post_init__(self) -> None:
         p = "policy"
@@ -246,6 +250,7 @@ class PolicyConfig:
             ("scheduling", "policy"),
             ("wave_packing", "wave_packer"),
             ("core_assignment", "core_assignment"),
+            ("restructure", "restructure"),
         ):
             v = getattr(self, name)
             if v is not None:
@@ -319,7 +324,9 @@ OPTION_FIELDS = (
     "unpermute",
     "unpermute_ready_experts",
     "gmm1_small_m_rebalance",
+    "orchestration",
 )
+ORCHESTRATIONS = ("waves", "layered")
 SYNC_PROTOCOLS = ("hardware_flags", "software_epochs")
 CORE_CURSORS = ("per_stage", "across_stages")
 UNPERMUTE_MODES = ("rank_barrier", "two_phase")
@@ -364,6 +371,10 @@ class Options:
       reaches before phase 1 starts.
     * ``gmm1_small_m_rebalance``: cut a GMM1 expert with one M-tile and fewer tiles than cores
       into one N slice per core (32-column units).
+    * ``orchestration``: ``waves`` (GMM1 waves of m-groups, then GMM2 waves, each stage over all
+      its waves) or ``layered`` (the URMA kernel's macro waves: ranges of whole experts, each
+      received, computed through GMM1 and GMM2 and combined before the next; needs
+      ``kernel.topo_urma``).
     """
 
     links: tuple[Link, ...] | None = None
@@ -384,6 +395,7 @@ class Options:
     unpermute: str | None = None
     unpermute_ready_experts: int | None = None
     gmm1_small_m_rebalance: bool | None = None
+    orchestration: str | None = None
 
     def __post_init__(self) -> None:
         o = "options"
@@ -457,6 +469,8 @@ class Options:
                     raise unknown_key(f"{o}.roles", st, VECTOR_STAGES)
                 check_choice(f"{o}.roles.{st}", role, ("AIV0", "AIV1", "AIV"))
             object.__setattr__(self, "roles", MappingProxyType(dict(self.roles)))
+        if self.orchestration is not None:
+            check_choice(f"{o}.orchestration", self.orchestration, ORCHESTRATIONS)
 
     def _check_v1_knobs(self, o: str) -> None:
         """The orchestration knobs that reach the V1 kernel from the baseline (one rule each)."""
@@ -727,6 +741,7 @@ class Config:
     wave_packing: str
     core_assignment: str
     core_cursor: str
+    restructure: str  # the registered runtime restructuring rule (none: nothing moves)
     links: Mapping[tuple[str, str], LinkCfg]
     combine_granularity: str
     late_bind_pools: tuple[str, ...]
@@ -745,6 +760,7 @@ class Config:
     unpermute: str
     unpermute_ready_experts: int
     gmm1_small_m_rebalance: bool
+    orchestration: str  # waves or layered (the URMA kernel's macro waves of whole experts)
     routing: str  # the workload's routing mode (the two-phase unpermute reads token-level routing)
     constants: Mapping[str, Const]
 
