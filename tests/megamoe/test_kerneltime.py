@@ -23,10 +23,13 @@ def _golden(name: str) -> Scenario:
 
 
 @pytest.mark.parametrize("workers", [1, 2])
-@pytest.mark.parametrize("name", ["bs72.zipf", "pto_m16.zipf", "bs72.random", "basic_e8"])
+@pytest.mark.parametrize(
+    "name", ["bs72.zipf", "pto_m16.zipf", "bs72.random", "basic_e8", "pto_m16.zipf.stealing"]
+)
 def test_same_times_as_simulate(name: str, workers: int) -> None:
     # skewed routings: every rank of the world is a graph of its own, so the slowest rank and
-    # the barrier-delayed ends depend on all of them (basic_e8: one rank stands for all)
+    # the barrier-delayed ends depend on all of them (basic_e8: one rank stands for all;
+    # .stealing: a restructuring rule re-pins tiles while scheduling)
     sc = _golden(name)
     r = simulate(sc)
     k = kernel_time(sc, workers=workers)
