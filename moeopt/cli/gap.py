@@ -330,6 +330,9 @@ def _gap_run(args: argparse.Namespace) -> int:
                     say(_table_line([h for h, _w, _a in TABLE_COLUMNS]))
                     header_done = True
                 say(_table_row(k, total, row))
+                why = rep.exact.bound_explanation()
+                if why:
+                    say(f"        {why}")
                 if opt is not None and rep.lower_bound_us > opt + 1e-9:
                     fail(f, f"lower bound {rep.lower_bound_us:g} exceeds the known optimum {opt} (a bug)")
         except MoeoptError as exc:

@@ -226,7 +226,8 @@ def _audit_run(args: argparse.Namespace) -> int:
 
 
 AUDIT: Command = (
-    "classify every knob (effective / only on another shape / rejected / not modelled) by perturbing it",
+    "classify every knob (effective / only on another shape / rejected / capacity / resolution / "
+    "not modelled) by perturbing it",
     _audit_arguments,
     _audit_run,
 )

@@ -1,4 +1,4 @@
-"""Static lower bounds on the makespan of any event graph: longest path and energy.
+"""Static lower bounds on the makespan of any event graph: longest path, energy and their refinements.
 
 Every bound here holds for every schedule of the graph, so each is a lower bound on the optimum
 (and the solver gets the ones in ticks as redundant constraints, see
@@ -42,6 +42,17 @@ Every bound here holds for every schedule of the graph, so each is a lower bound
 
   A semaphore without a pairing gives no energy bound (its units may come back from anywhere).
 
+* **Packing** (:mod:`moeopt.exact.packing`): the same sets with knapsack-weighted demands (the
+  largest total demand that fits at once, dual-feasible functions) and as parallel machines
+  (``P||Cmax`` rounds).
+
+* **Windows** (:mod:`moeopt.exact.windows`): energetic reasoning, the part of every interval that
+  must fall inside a time window, refuting candidate makespans.
+
+* **Combined** (:mod:`moeopt.exact.heads`): heads and tails raised by the capacity sets along the
+  precedences (an event waits for all its ancestors that share a capacity), then the longest
+  path and every set's bound again on them: the constraint classes combined along paths.
+
 * **Energy distances** (:func:`energy_delays`, for the solver only): the same argument between two
   events ``i`` and ``j`` of a chain, over the intervals that must run after ``i`` starts and
   before ``j`` starts, gives a lower bound on ``start(j) − start(i)``.
@@ -65,6 +76,9 @@ from moeopt.exact.pairing import Pairing
 EXACT_2D_LIMIT = 300
 """Interval sets up to this size get the two-threshold energy bound in pure Python (quadratic);
 larger ones get it vectorised (:func:`_energy_2d`) within ``ENERGY_2D_BUDGET``."""
+WINDOW_PROMISING = 0.95
+"""Energetic reasoning on windows runs for the capacity sets whose other bounds reach this share
+of the best bound (it costs far more than the threshold bounds, and rarely lifts a weak set)."""
 ENERGY_2D_BUDGET = 20_000_000
 """Thresholds × intervals of the vectorised two-threshold energy bound."""
 
@@ -76,11 +90,15 @@ class Bound:
     """One lower bound on the makespan: where it comes from and its value (µs or ticks).
 
     ``source`` is ``"longest_path"``, ``"resource:<name>"``, ``"pool:<role>"``,
-    ``"semaphore:<name>"`` or ``"cpsat"``.
+    ``"pools:<role>+<role>"``, ``"semaphore:<name>"`` or ``"cpsat"`` (or a caller's limit);
+    :func:`constraint_class` is the part before the colon. ``method`` says which argument
+    reached the value for a capacity set: ``"energy"``, ``"fit"`` / ``"dff<k>"`` (weighted
+    energy) or ``"machines<m>"`` (parallel machines), see :mod:`moeopt.exact.packing`.
     """
 
     source: str
     value: float
+    method: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -172,22 +190,168 @@ def static_bounds(
     *,
     integral: bool = False,
 ) -> list[Bound]:
-    """Longest path plus the energy bound of every resource, pool and paired semaphore.
+    """:func:`static_analysis`'s bounds."""
+    return static_analysis(cg, pairings, dur, preds, succs, integral=integral).bounds
+
+
+@dataclass(frozen=True, slots=True)
+class StaticAnalysis:
+    """The static bounds and the best heads and tails known (the adjusted ones of
+    :mod:`moeopt.exact.heads` when they were computed, else the longest paths)."""
+
+    bounds: list[Bound]
+    head: list[float]
+    tail: list[float]
+
+
+def static_analysis(
+    cg: CompiledGraph,
+    pairings: dict[int, Pairing],
+    dur: Sequence[float],
+    preds: Edges,
+    succs: Edges,
+    *,
+    integral: bool = False,
+) -> StaticAnalysis:
+    """Longest path, the best bound of every resource, pool and paired semaphore
+    (:func:`capacity_bound`), and the joint bounds of :mod:`moeopt.exact.heads` (sources
+    ``joint:paths`` and ``joint:<set>``, the latter only where they beat the set alone).
 
     ``dur`` / ``preds`` / ``succs`` give durations and λ (real µs, or ticks with ``integral``);
     ``pairings`` maps semaphore index -> pairing for the semaphores that have one.
     """
+    from moeopt.exact.heads import adjusted_heads_tails, raised_ends
+
     head, tail = longest_paths(cg, dur, preds, succs)
-    out = [Bound("longest_path", max((head[i] + tail[i] for i in range(cg.n)), default=0.0))]
-    for cs in capacity_sets(cg, pairings, dur, succs):
-        items = [
-            Item(head[first], length, tail[last] - dur[last], q)
-            if last >= 0
-            else Item(head[first], tail[first], 0.0, q)
-            for first, last, length, q in cs.items
-        ]
-        out.append(Bound(cs.source, energy_bound(items, cs.capacity, integral=integral)))
-    return out
+    out = [Bound("longest_path", max((head[i] + tail[i] for i in range(cg.n)), default=0.0), "path")]
+    sets = capacity_sets(cg, pairings, dur, succs)
+    plain: dict[str, float] = {}
+    set_bounds = []
+    for cs in sets:
+        items = _items(cs, head, tail, dur)
+        set_bounds.append((cs, items, capacity_bound(cs, items, integral=integral, windows=False)))
+    top = max([out[0].value, *(b.value for _cs, _its, b in set_bounds)])
+    for cs, items, b in set_bounds:
+        if b.value >= WINDOW_PROMISING * top:  # windows cost more: only where they may win
+            b = capacity_bound(cs, items, integral=integral)
+        plain[cs.source] = b.value
+        out.append(b)
+    adjusted = adjusted_heads_tails(
+        cg, [(cs.capacity, cs.items) for cs in sets], dur, preds, succs, head, tail, integral=integral
+    )
+    if adjusted is not None:
+        big_h, big_t = adjusted
+        paths = max((big_h[i] + big_t[i] for i in range(cg.n)), default=0.0)
+        out.append(Bound("joint:paths", paths, "heads"))
+        for cs in sets:
+            b = capacity_bound(cs, _items(cs, big_h, big_t, dur), integral=integral, windows=False)
+            if b.value > plain[cs.source]:
+                out.append(Bound(f"joint:{cs.source}", b.value, b.method))
+        return StaticAnalysis(out, big_h, big_t)
+    # too large for every event: raise the heads (tails) of the intervals of the winning sets only
+    top = max(b.value for b in out)
+    winners = [(cs, b) for cs, _its, b in set_bounds if b.value >= WINDOW_PROMISING * top]
+    if not winners:
+        return StaticAnalysis(out, list(head), list(tail))
+    heads_of = [f for cs, _b in winners for f, _la, _ln, _q in cs.items]
+    tails_of = [la for cs, _b in winners for _f, la, _ln, _q in cs.items if la >= 0]
+    raised_h, raised_t = raised_ends(
+        cg,
+        [(cs.capacity, cs.items) for cs in sets],
+        dur,
+        preds,
+        succs,
+        head,
+        tail,
+        heads_of,
+        tails_of,
+        integral=integral,
+    )
+    big_h = list(head)
+    big_t = list(tail)
+    for j, v in raised_h.items():
+        big_h[j] = v
+    for j, v in raised_t.items():
+        big_t[j] = v
+    if raised_h or raised_t:
+        for cs, b in winners:
+            nb = capacity_bound(cs, _items(cs, big_h, big_t, dur), integral=integral, windows=False)
+            if nb.value > b.value:
+                out.append(Bound(f"joint:{cs.source}", nb.value, nb.method))
+    return StaticAnalysis(out, big_h, big_t)
+
+
+def _items(
+    cs: CapacitySet, head: Sequence[float], tail: Sequence[float], dur: Sequence[float]
+) -> list[Item]:
+    return [
+        Item(head[first], length, tail[last] - dur[last], q)
+        if last >= 0
+        else Item(head[first], tail[first], 0.0, q)
+        for first, last, length, q in cs.items
+    ]
+
+
+def capacity_bound(
+    cs: CapacitySet, items: Sequence[Item], *, integral: bool, windows: bool = True
+) -> Bound:
+    """The best bound of one capacity set: energy with thresholds (:func:`energy_bound`), with
+    knapsack-weighted demands and as parallel machines (:mod:`moeopt.exact.packing`), and by
+    energetic reasoning on windows (:mod:`moeopt.exact.windows`) from there."""
+    from moeopt.exact.packing import best_weighting, machine_bound
+    from moeopt.exact.windows import window_bound
+
+    best = Bound(cs.source, energy_bound(items, cs.capacity, integral=integral), "energy")
+    weighted = best_weighting(items, cs.capacity, integral=integral)
+    if weighted is not None and weighted[0] > best.value:
+        best = Bound(cs.source, weighted[0], weighted[1])
+    value, method = machine_bound(items, cs.capacity)
+    if value > best.value:
+        best = Bound(cs.source, value, method)
+    if windows:
+        wt = None if weighted is None else (weighted[1], weighted[2], weighted[3])
+        value, method = window_bound(items, cs.capacity, best.value, integral=integral, weighting=wt)
+        if method and value > best.value:
+            best = Bound(cs.source, value, method)
+    return best
+
+
+def describe_method(method: str) -> str:
+    """A bound's ``method`` in words, for reports: ``"dff12"`` -> ``"energy with demands rounded
+    to 1/12 of the capacity"``."""
+    if method.startswith("window"):
+        rest = method.removeprefix("window").removeprefix("-")
+        return "energetic reasoning on time windows" + (f" ({describe_method(rest)})" if rest else "")
+    if method.startswith("dff") and method[3:].isdigit():
+        return f"energy with demands rounded to 1/{method[3:]} of the capacity"
+    if method.startswith("machines") and method[8:].isdigit():
+        return f"{method[8:]} parallel machines"
+    return {
+        "energy": "energy",
+        "fit": "energy on the largest total demand that fits",
+        "path": "longest path",
+        "heads": "heads and tails raised by the capacities",
+    }.get(method, method)
+
+
+CLASS_OF_PREFIX = {
+    "longest_path": "precedence",
+    "joint": "joint",
+    "resource": "resource",
+    "pool": "pool",
+    "pools": "pool",
+    "semaphore": "semaphore",
+    "cpsat": "cpsat",
+}
+"""Bound source prefix -> constraint class; a caller's limit keeps its own prefix (``physical``)."""
+
+
+def constraint_class(source: str) -> str:
+    """The constraint class of a bound's source: ``"semaphore:hbm"`` -> ``"semaphore"``,
+    ``"longest_path"`` -> ``"precedence"``, ``"pools:a+b"`` -> ``"pool"``, ``"cpsat"`` -> the
+    whole model; any other ``"<prefix>:..."`` (a caller's limit) -> ``"<prefix>"``."""
+    prefix = source.split(":", 1)[0]
+    return CLASS_OF_PREFIX.get(prefix, prefix)
 
 
 def best_bound(bounds: Sequence[Bound]) -> Bound:

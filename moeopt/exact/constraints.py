@@ -29,6 +29,7 @@ class Constraints:
 
     def add_all(self) -> None:
         # Order: pool choices exist already (made with the variables); _resources reads them.
+        self._makespan_interval()
         self._precedence()
         self._makespan()
         self._resources()
@@ -45,6 +46,29 @@ class Constraints:
         for j in range(self.cg.n):
             for i, lam in self.inst.preds[j]:
                 self.cp.add(m.start[j] >= m.end[i] + lam)
+
+    def _makespan_interval(self) -> None:
+        """The interval ``[makespan, horizon + 1)``, added to every no-overlap and cumulative with
+        the whole capacity (redundant: every event ends by the makespan).
+
+        *Why it is sound.* Every event interval ``[S_i, E_i)`` has ``E_i ≤ makespan``, and so has
+        every holding interval ``[S_a, E_r)`` of a released pair: none overlaps
+        ``[makespan, horizon + 1)``, which can therefore take the whole capacity. A unit never
+        released is held on ``[S_a, horizon + 1)``; at an instant after the makespan at most the
+        ``U`` never-released units of a semaphore are held, so there the interval takes
+        ``C − U`` (nothing when ``U = C``). *Why it helps.* The solver's cumulative and
+        disjunctive reasoning (energy, edge finding) then bounds the makespan directly: the
+        events of one resource must fit before the makespan's interval, not only before each
+        successor's start. On the hardest PSPLIB j30 instances it made CP-SAT's proofs several
+        times faster.
+        """
+        m = self.m
+        size = self.cp.new_int_var(1, self.inst.horizon + 1, "makespan_tail")
+        m.makespan_tail = size
+        m.makespan_interval = self.cp.new_interval_var(
+            m.makespan, size, self.inst.horizon + 1, "makespan_interval"
+        )
+        m.num_intervals += 1
 
     def _makespan(self) -> None:
         """The makespan covers every event's end (sinks suffice: the others end before a sink)."""
@@ -80,7 +104,7 @@ class Constraints:
                     )
         for _r, ivs in sorted(per_res.items()):
             if len(ivs) > 1:
-                self.cp.add_no_overlap(ivs)
+                self.cp.add_no_overlap([*ivs, m.makespan_interval])
 
     def _pools(self) -> None:
         """Exact: each placeholder slot binds exactly one member; an event never binds one member
@@ -120,7 +144,11 @@ class Constraints:
         for ps, union in sets + pool_groups(cg):
             usage = pool_usage(cg, set(ps), union)
             if sum(q for _i, q in usage) > len(union):
-                self.cp.add_cumulative([m.interval[i] for i, _q in usage], [q for _i, q in usage], len(union))
+                self.cp.add_cumulative(
+                    [*(m.interval[i] for i, _q in usage), m.makespan_interval],
+                    [*(q for _i, q in usage), len(union)],
+                    len(union),
+                )
 
     def _colocation(self) -> None:
         """Exact: every placeholder of a colocation group binds at the group's one site.
@@ -187,9 +215,13 @@ class Constraints:
             m.num_intervals += 1
             m.holding.append((size, a, -1))
             demands.append(k)
+        never = sum(k for _a, k in pairing.unreleased)
+        if never < cap:
+            ivs.append(m.makespan_interval)
+            demands.append(cap - never)
         cp.add_cumulative(ivs, demands, cap)
         if len(big) > 1:
-            cp.add_no_overlap(big)
+            cp.add_no_overlap([*big, m.makespan_interval])
 
     def _reservoir(self, s: int) -> None:
         """Free units ``C − Σ acquired + Σ released`` within ``[0, C]``: CP-SAT's level starts at
@@ -255,4 +287,4 @@ class Constraints:
         for i, j, delay in self.inst.delays:
             self.cp.add(m.start[j] >= m.start[i] + delay)
         for clique in self.inst.cliques:
-            self.cp.add_no_overlap([m.interval[i] for i in clique])
+            self.cp.add_no_overlap([*(m.interval[i] for i in clique), m.makespan_interval])

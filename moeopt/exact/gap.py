@@ -85,6 +85,11 @@ class GapReport:
             return None
         return min(ok, key=lambda p: p.makespan_us if p.makespan_us is not None else 0.0)
 
+    def bound_explanation(self) -> str:
+        """Where the lower bound comes from when it is not proven optimal: the winning bound, its
+        argument and how far each constraint class reaches alone (``""`` when proven)."""
+        return self.exact.bound_explanation()
+
     def policy(self, name: str) -> PolicyResult:
         for p in self.greedy:
             if p.policy == name:
@@ -125,7 +130,8 @@ def graph_optimality_gap(
     makespan_lower_limits: Mapping[str, float] | None = None,
     skip_proven: bool = False,
 ) -> GapReport:
-    """Run the greedy with every policy, then CP-SAT hinted with the best greedy schedule.
+    """Run the greedy with every policy, then CP-SAT hinted with the best greedy schedule (improved
+    first by forward-backward passes from every policy's schedule, see :func:`moeopt.solve_exact`).
 
     Args:
         graph: the event graph.
@@ -161,6 +167,7 @@ def graph_optimality_gap(
         workers,
         mode,
         hint,
+        hints=[s for s in valid if s is not hint],
         params=params,
         tick_us=tick_us,
         makespan_lower_limits=makespan_lower_limits,

@@ -50,7 +50,7 @@ from ortools.sat.python import cp_model
 
 from moeopt.core.compiled import CompiledGraph
 from moeopt.core.schedule import Schedule
-from moeopt.exact.bounds import Edges, best_bound, longest_paths, static_bounds
+from moeopt.exact.bounds import Edges, best_bound, static_analysis
 from moeopt.exact.pairing import Pairing
 from moeopt.exact.symmetry import SiteClass, canonical_permutation
 from moeopt.exact.ticks import TimeGrid
@@ -64,9 +64,11 @@ class TickInstance:
     """The graph on the tick grid: everything the CP-SAT model is built from.
 
     ``dur`` are floored durations, ``preds`` / ``succs`` carry floored λ, ``head`` / ``tail`` the
-    longest paths on those, ``lower`` the best static bound in ticks, ``delays`` the redundant
-    start-to-start distances ``(i, j, ticks)`` from :func:`moeopt.exact.bounds.energy_delays`,
-    ``cliques`` the redundant disjunctive cliques of :mod:`moeopt.exact.cliques`.
+    longest paths on those (raised by the capacities where :mod:`moeopt.exact.heads` ran: every
+    schedule of the tick model starts each event in ``[head, makespan − tail]``), ``lower`` the
+    best static bound in ticks, ``delays`` the redundant start-to-start distances
+    ``(i, j, ticks)`` from :func:`moeopt.exact.bounds.energy_delays`, ``cliques`` the redundant
+    disjunctive cliques of :mod:`moeopt.exact.cliques`.
     """
 
     cg: CompiledGraph
@@ -110,9 +112,9 @@ def tick_instance(
     fdur: Sequence[float] = dur
     fpreds: Edges = preds
     fsuccs: Edges = succs
-    head_f, tail_f = longest_paths(cg, fdur, fpreds, fsuccs)
-    bounds = static_bounds(cg, pairings, fdur, fpreds, fsuccs, integral=True)
-    lower = int(best_bound(bounds).value)
+    static = static_analysis(cg, pairings, fdur, fpreds, fsuccs, integral=True)
+    head_f, tail_f = static.head, static.tail
+    lower = int(best_bound(static.bounds).value)
     delays = energy_delays(cg, pairings, dur, preds, succs, budget=delays_budget)
     return TickInstance(
         cg=cg,
@@ -179,6 +181,8 @@ class ExactModel:
         self.choices: list[Choice] = []
         self.site_lits: dict[int, dict[int, Any]] = {}
         self.holding: list[tuple[Any, int, int]] = []
+        self.makespan_interval: Any = None  # [makespan, horizon + 1), see Constraints
+        self.makespan_tail: Any = None  # its size
         self.num_intervals = 0  # every interval of the model (sizes CP-SAT's work)
         self.largest_reservoir = 0  # time points of the largest reservoir constraint
         self._variables()
@@ -273,6 +277,7 @@ class ExactModel:
             cp.add_hint(self.start[i], s_t[i])
         makespan = max(e_t, default=0)
         cp.add_hint(self.makespan, makespan)
+        cp.add_hint(self.makespan_tail, inst.horizon + 1 - makespan)
         for var, a, r in self.holding:
             cp.add_hint(var, (e_t[r] if r >= 0 else inst.horizon + 1) - s_t[a])
         # pool bindings and sites

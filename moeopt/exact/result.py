@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
 
@@ -63,7 +63,8 @@ class ExactResult:
         cpsat_bound_us: CP-SAT's objective bound times the tick.
         cpsat_best_us: CP-SAT's best objective times the tick (a tick-model value, not a real
             makespan when durations were rounded), ``None`` without a solution.
-        best_source: ``"cpsat"`` (the replayed solver schedule), ``"hint"`` or ``None``.
+        best_source: ``"cpsat"`` (the replayed solver schedule), ``"hint"``, ``"improved"`` (the
+            hint improved by forward-backward passes, :mod:`moeopt.exact.improve`) or ``None``.
         replay_error: why the solver's schedule could not be replayed, or ``None``.
         tick_us: the model's time grid; ``durations_rounded``: some duration or λ was rounded down.
         horizon_us: the longest makespan the model allowed (the hint's, when there is one).
@@ -72,6 +73,9 @@ class ExactResult:
         message: extra detail for ``infeasible`` / ``model_invalid`` / ``unknown``.
         symmetric_sites: sizes of the classes of interchangeable sites whose symmetry the model
             broke (exact mode, :mod:`moeopt.exact.symmetry`); empty when none.
+        bound_methods: per bound source, the argument that reached its value (``"energy"``,
+            ``"fit"`` / ``"dff<k>"`` for weighted energy, ``"machines<m>"``, ``"path"``, see
+            :class:`moeopt.exact.bounds.Bound`); empty for CP-SAT and caller limits.
     """
 
     status: SolveStatus
@@ -95,6 +99,51 @@ class ExactResult:
     total_s: float
     message: str = ""
     symmetric_sites: tuple[int, ...] = ()
+    bound_methods: Mapping[str, str] = field(default_factory=dict)
+
+    @property
+    def bound_method(self) -> str:
+        """The argument behind ``lower_bound_us`` (``""`` for CP-SAT and caller limits)."""
+        return self.bound_methods.get(self.bound_source, "")
+
+    @property
+    def class_bounds(self) -> dict[str, tuple[str, float]]:
+        """Per constraint class, the largest bound that class reaches alone and its source:
+        ``{"semaphore": ("semaphore:hbm", 539.98), "precedence": ("longest_path", 356.5), ...}``
+        (classes: :func:`moeopt.exact.bounds.constraint_class`), largest first. ``"cpsat"`` is
+        the whole model, every class together."""
+        from moeopt.exact.bounds import constraint_class
+
+        best: dict[str, tuple[str, float]] = {}
+        for source, value in self.bounds_us.items():
+            cls = constraint_class(source)
+            if cls not in best or value > best[cls][1]:
+                best[cls] = (source, value)
+        return dict(sorted(best.items(), key=lambda kv: -kv[1][1]))
+
+    @property
+    def class_bounds_us(self) -> dict[str, float]:
+        """:attr:`class_bounds` without the sources: class -> µs."""
+        return {cls: value for cls, (_src, value) in self.class_bounds.items()}
+
+    def bound_explanation(self) -> str:
+        """One line on where the certificate comes from: the winning bound, its argument, and how
+        far each constraint class reaches alone (``""`` when the bound is proven optimal)."""
+        from moeopt.exact.bounds import describe_method
+
+        if self.proven_optimal or self.best_us is None:
+            return ""
+        method = self.bound_method
+        won = self.bound_source + (f" ({describe_method(method)})" if method else "")
+        parts = []
+        for cls, (source, value) in self.class_bounds.items():
+            if value <= 0:
+                continue  # e.g. CP-SAT stopped before proving anything
+            detail = "" if source == cls else f" [{source}]"
+            parts.append(f"{cls} {value:.2f}{detail}")
+        gap = self.gap
+        gap_text = "" if gap is None else f"{100.0 * gap:.2f}% below the best schedule; "
+        return f"bound from {won}, {gap_text}each class alone: " + ", ".join(parts)
 
     @property
     def proven_optimal(self) -> bool:
@@ -133,4 +182,8 @@ class ExactResult:
             "params_used": jsonable(dict(self.params_used)),
             "message": self.message,
             "symmetric_sites": list(self.symmetric_sites),
+            "bound_method": self.bound_method,
+            "bound_methods": dict(self.bound_methods),
+            "class_bounds_us": self.class_bounds_us,
+            "class_bound_sources": {cls: src for cls, (src, _v) in self.class_bounds.items()},
         }

@@ -74,7 +74,8 @@ KNOB_DOCS: dict[str, str] = {
     "FullLoad / OneCore / MultiCore (kernel_rule)",
     "kernel.combine_small_max_routes": "tokens x topk up to which combine takes the small (per-tile) path "
     "under combine_granularity auto (refused with another granularity or URMA)",
-    "policy.dispatch_lookahead": "dispatch may run at most this many waves ahead of GMM1 (0 = no limit)",
+    "policy.dispatch_lookahead": "dispatch may run at most this many waves ahead of GMM1 (0 = no limit; "
+    "refused with staged barriers)",
     "policy.dispatch_lag": "GMM1 of wave w waits until dispatch of wave w + lag is in",
     "policy.scheduling": "ready-set selection rule of the greedy list scheduler",
     "policy.wave_packing": "how experts are packed into waves",
@@ -105,7 +106,8 @@ KNOB_DOCS: dict[str, str] = {
     "its cores (none, kernel_rule or an expert)",
     "options.combine_start_after": "GMM2 expert combine waits for before starting expert 0 (none, "
     "kernel_rule or an expert)",
-    "options.swiglu_active": "activation cores that take rows (all, kernel_rule or a count)",
+    "options.swiglu_active": "activation cores that take rows (all, kernel_rule or a count; refused with "
+    "gmm1->activation on-chip, where each tile's activation runs on its own core)",
     "options.unpermute": "unpermute after an all-rank barrier, or in two phases on ready tokens first (V1)",
     "options.unpermute_ready_experts": "two-phase unpermute: combine progress every producer reaches before "
     "phase 1",

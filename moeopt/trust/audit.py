@@ -3,18 +3,26 @@
 Walks :func:`~moeopt.megamoe.knobs.knob_catalogue` and perturbs each path for real: candidate
 values are derived from the knob's allowed values and its value in the scenario (every other
 choice, the negated boolean, an integer doubled / halved / one step either side within its
-range and multiple, a constant x1.5 and x0.5), each simulated, and the time compared with the
-unperturbed scenario. Classes (seed 000):
+range and multiple, a rule-or-number knob's other rules and two numbers, half the die or one
+core for a core group, a constant x1.5 and x0.5), each simulated, and the time compared with
+the unperturbed scenario. The time is the kernel's (``kernel_total_us``, to the last combine);
+a knob that moves only the unpermute tail after the cross-rank barrier is judged on the time
+with it (``kernel_dag_end_us``) and the detail says so. Classes (seed 000):
 
 * ``effective``: some candidate moves the time on the audited scenario;
 * ``moves only on another shape``: nothing moves here, but it does on one of the named probe
   shapes (:func:`probe_shapes`: the audited scenario with one other setting changed, e.g. URMA on,
-  more tokens, late-bound pools);
+  more tokens, late-bound pools, many rows per expert, transfers the link limits);
 * ``rejected``: every candidate is refused by the scenario layer (not modelled, out of range,
   inconsistent with another field) here and on every probe shape where it did not move;
-* ``not modelled``: accepted but moves nothing on any shape tried. SPEC §7 asks that such a
-  value raise an error instead; each one listed is a finding (or a limit such as ``l1_bytes``
-  that only decides what is accepted);
+* ``capacity (only refuses)``: a hardware size (``l1_bytes``) that moved nothing on any shape
+  and refused some value here: it decides which tilings are accepted, and an accepted one does
+  not depend on it (a capacity that neither refuses nor moves is "not modelled");
+* ``resolution (by design)``: a resolution of the model (the bandwidth quantum) that, halved,
+  was accepted and moved nothing on any shape, as it was chosen to (the two kinds:
+  :data:`~moeopt.megamoe.config.profiles.NOT_CALIBRATION_KIND`);
+* ``not modelled``: accepted but moves nothing on any shape tried. The model should refuse
+  such a value instead; each one listed is a finding;
 * ``not probed``: no candidate value exists (one registered name) or none can be derived
   without a file.
 """
@@ -28,32 +36,46 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from moeopt.errors import MoeoptError
+from moeopt.megamoe.config.profiles import (
+    NOT_CALIBRATION,
+    NOT_CALIBRATION_KIND,
+    PROFILE_DEFAULTS,
+    profile_constants,
+)
 from moeopt.megamoe.knobs import Knob, knob_catalogue
 from moeopt.megamoe.scenario import EDGES, LINK_FIELDS, Scenario, effective_table
+from moeopt.megamoe.scenario.resolve import REQUIRED_URMA
 from moeopt.megamoe.scenario.schema import WORKLOAD_DEFAULTS
 from moeopt.megamoe.simulate import simulate
 
 EFFECTIVE = "effective"
 OTHER_SHAPE = "moves only on another shape"
 REJECTED = "rejected"
+CAPACITY = "capacity (only refuses)"
+RESOLUTION = "resolution (by design)"
 NOT_MODELLED = "not modelled"
 NOT_PROBED = "not probed"
-CLASSES = (EFFECTIVE, OTHER_SHAPE, REJECTED, NOT_MODELLED, NOT_PROBED)
+CLASSES = (EFFECTIVE, OTHER_SHAPE, REJECTED, CAPACITY, RESOLUTION, NOT_MODELLED, NOT_PROBED)
+BY_DESIGN = {"capacity": CAPACITY, "resolution": RESOLUTION}
 REL_TOL = 1e-9
 INTERNAL = "internal error"
 
+Times = tuple[float, float]
+"""(the kernel's time, the time with the unpermute tail), µs."""
 
-ProbeShape = tuple[str, tuple[str, ...], Scenario, float]
-"""(name, the paths it sets, the scenario, its time)."""
+ProbeShape = tuple[str, tuple[str, ...], Scenario, Times]
+"""(name, the paths it sets, the scenario, its times)."""
 
 
 @dataclass(frozen=True)
 class Trial:
-    """One candidate value of a knob on one shape."""
+    """One candidate value of a knob on one shape: the kernel's time (to the last combine) and
+    the time with the unpermute tail (``None`` when refused)."""
 
     value: Any
     time_us: float | None
     error: str | None = None
+    with_tail_us: float | None = None
 
 
 @dataclass(frozen=True)
@@ -120,6 +142,8 @@ def candidates(k: Knob, s: Scenario) -> list[Any]:
     if k.is_constant:
         if cur is None:
             return [1.0]
+        if NOT_CALIBRATION_KIND.get(k.path.removeprefix("calibration.")) == "resolution":
+            return [cur * 0.5]  # what a resolution must survive: halving it moves no result
         return [cur * 1.5, cur * 0.5] if cur > 0 else [1.0]
     if k.path == "options.links":
         return [[lk] for lk in _link_candidates(s)]
@@ -128,10 +152,11 @@ def candidates(k: Knob, s: Scenario) -> list[Any]:
     if k.path == "workload.file":
         return []
     if parts[1:2] == ["core_groups"] and len(parts) == 3:
-        return [{"cores": f"0-{max(0, s.config.aic_num // 2 - 1)}"}]
+        # half the die, and one core (where the stage's events queue, whatever the others do)
+        return [{"cores": f"0-{max(0, s.config.aic_num // 2 - 1)}"}, {"cores": "0"}]
     if parts[-1] == "cores":
         n = s.config.aic_num
-        return [f"0-{max(0, n // 2 - 1)}", f"{n // 2}-{n - 1}"]
+        return [f"0-{max(0, n // 2 - 1)}", f"{n // 2}-{n - 1}", "0"]
     if k.path == "options.event_granularity":
         return [{"dispatch": 2}, {"combine": 2}]
     if k.path == "options.roles":
@@ -143,12 +168,24 @@ def candidates(k: Knob, s: Scenario) -> list[Any]:
         if k.type.startswith("list"):
             have = list(cur or [])
             return [[c] for c in ch if [c] != have] + ([[]] if have else [])
-        return [c for c in ch if c != cur]
+        return [c for c in ch if c != cur] + [v for v in _rule_numbers(k.allowed) if v != cur]
     if k.type == "int":
         return _int_candidates(k, cur)
     if k.type == "float" and isinstance(cur, (int, float)) and math.isfinite(cur) and cur > 0:
         return [cur * 2, cur / 2]
     return []
+
+
+def _rule_numbers(allowed: str) -> list[int]:
+    """A rule-or-number knob (``one of 'none', 'kernel_rule', or integers in [0, 1048576]``): the
+    smallest number but one, and the largest. Its rules may resolve to the current value on this
+    shape; these numbers still differ from it (combine waiting for GMM2's second expert, or its
+    last; SwiGLU on two cores, or on all)."""
+    m = re.search(r"or integers in \[(-?\d+), (-?\d+)\]", allowed)
+    if not m:
+        return []
+    lo, hi = int(m.group(1)), int(m.group(2))
+    return [v for v in dict.fromkeys((lo + 1, hi)) if lo <= v <= hi]
 
 
 def _link_candidates(s: Scenario) -> list[dict[str, Any]]:
@@ -196,8 +233,8 @@ def probe_shapes(s: Scenario) -> list[tuple[str, dict[str, Any]]]:
     )
     w = s.workload
     shapes: list[tuple[str, dict[str, Any]]] = [
-        (f"tokens {w.tokens * 8}", {"workload.tokens": w.tokens * 8}),
-        (f"kernel.topo_urma = {str(not cfg.topo_urma).lower()}", {"kernel.topo_urma": not cfg.topo_urma}),
+        _more_tokens(s),
+        _urma_flip(s),
         (
             "late-bound pools AIC, AIV" + (", gmm1->activation in GM" if onchip else ""),
             {
@@ -217,10 +254,10 @@ def probe_shapes(s: Scenario) -> list[tuple[str, dict[str, Any]]]:
         ("combine per_expert", {"options.combine_granularity": "per_expert"}),
         ("combine auto", {"options.combine_granularity": "auto"}),
         ("core_groups v1_fixed", {"options.core_groups": "v1_fixed"}),
-        ("core groups split 2:1 (as a table)", _split_groups(cfg.aic_num)),
+        ("core groups split 2:1 (as a table)", _split_groups(cfg.aic_num, onchip)),
         (
             "core groups split 2:1, GMM1's group joining GMM2",
-            {**_split_groups(cfg.aic_num), "options.core_groups.gmm2.join": "gmm1"},
+            {**_split_groups(cfg.aic_num, onchip), "options.core_groups.gmm2.join": "gmm1"},
         ),
         ("dispatch_lookahead 1", {"policy.dispatch_lookahead": 1}),
         ("routing zipf", {"workload.routing": "zipf"}),
@@ -229,7 +266,15 @@ def probe_shapes(s: Scenario) -> list[tuple[str, dict[str, Any]]]:
             {"workload.routing": "explicit", "workload.counts": counts_matrix(w).tolist()},
         ),
         ("bandwidth_contention off", {"options.bandwidth_contention": not cfg.bandwidth_contention}),
-        ("barriers staged, GM links", {"options.barriers": "staged", **_gm_links()}),
+        (
+            # staged barriers take no look-ahead (a cycle: refused)
+            "barriers staged, GM links" + (", no look-ahead" if cfg.dispatch_lookahead else ""),
+            {
+                "options.barriers": "staged",
+                **_gm_links(),
+                **({"policy.dispatch_lookahead": 0} if cfg.dispatch_lookahead else {}),
+            },
+        ),
         ("quant bf16", {"kernel.quant": "bf16", "kernel.tile_k": 256}),
         ("tile_k 256", {"kernel.tile_k": 256}),
         (
@@ -244,19 +289,119 @@ def probe_shapes(s: Scenario) -> list[tuple[str, dict[str, Any]]]:
     if w.shared_expert_num == 0:
         shapes.append(("shared_expert_num 1", {"workload.shared_expert_num": 1}))
     if s.profile != "pto-a2a3":
-        shapes.append(("profile pto-a2a3", {"profile": "pto-a2a3"}))
+        shapes.append(_pto_profile(s))
+    few = max(1, w.tokens // 8)
+    shapes += [
+        _many_row_blocks(s),
+        _link_bound(s),
+        (f"p1_override {WIDE_WAVE}", {"p1_override": WIDE_WAVE}),
+        (f"aic_num {2 * cfg.aic_num}", {"aic_num": 2 * cfg.aic_num}),
+        (f"tokens {few}", {"workload.tokens": few}),
+    ]
     return shapes
 
 
-def _split_groups(aic: int) -> dict[str, Any]:
-    """The V1 fixed-group split written as a per-stage table, so its sub-knobs can be moved."""
+WIDE_WAVE = 64
+"""m-groups per GMM1 wave on the wide-wave probe shape: waves of several experts, so that one
+AIV pulls several segments of a source per wave (what ``event_granularity.dispatch`` packs)."""
+
+
+def _more_tokens(s: Scenario) -> tuple[str, dict[str, Any]]:
+    """Eight times the tokens, or four or two times where the scenario refuses more (the front
+    reorder's sort cores outgrow the die's AIVs: examples/seed002_typical.toml, 2048 tokens x topk 8)."""
+    for factor in (8, 4, 2):
+        over = {"workload.tokens": s.workload.tokens * factor}
+        try:
+            s.with_overrides(over)
+        except MoeoptError:
+            continue
+        break
+    return f"tokens {over['workload.tokens']}", over
+
+
+def _urma_flip(s: Scenario) -> tuple[str, dict[str, Any]]:
+    """The other communication topology. URMA needs its three rates; where the profile has none
+    (pto-a2a3: the kernel has no URMA path), the shape takes megamoe-a8w8's, so that the URMA
+    knobs can still be shown to act (the constants it supplies are still tried on it)."""
+    cfg = s.config
+    flip = not cfg.topo_urma
+    name = f"kernel.topo_urma = {str(flip).lower()}"
+    if not flip:
+        return name, {"kernel.topo_urma": False}
+    missing = [n for n in REQUIRED_URMA if n not in cfg.constants]
+    if not missing:
+        return name, {"kernel.topo_urma": True}
+    a8w8 = profile_constants("megamoe-a8w8")
+    return (
+        f"{name} (URMA rates of megamoe-a8w8)",
+        {"kernel.topo_urma": True, **{f"calibration.{n}": a8w8[n].value for n in missing}},
+    )
+
+
+ROW_BLOCKS = 4
+"""M blocks per expert on the many-rows probe shape."""
+
+
+def _many_row_blocks(s: Scenario) -> tuple[str, dict[str, Any]]:
+    """Few experts with :data:`ROW_BLOCKS` M blocks each (uniform routing: ``tokens x topk /
+    local_experts`` rows per expert), as few as the routing allows (``world x local_experts >=
+    topk``): the order of an expert's tiles (swizzle) and the B panels a later M block finds in
+    L2 (B-panel reuse) only exist with several M blocks per expert."""
+    w = s.workload
+    experts = max(1, -(-w.topk // w.world))
+    tokens = max(1, ROW_BLOCKS * s.config.tile_m * experts // w.topk)  # at most ROW_BLOCKS blocks
+    return (
+        f"{ROW_BLOCKS} M blocks per expert (local_experts {experts}, tokens {tokens})",
+        {"workload.local_experts": experts, "workload.tokens": tokens},
+    )
+
+
+def _link_bound(s: Scenario) -> tuple[str, dict[str, Any]]:
+    """The many-rows shape (:func:`_many_row_blocks`: segments long enough for their bytes, not
+    the first batch's latency, to set their time), one expert per GMM1 wave (so that the first
+    wave, the one dispatch nothing hides, pulls from every source at once) and every AIV stream
+    as fast as half the rank's link, so that two or more remote streams of a stage are limited
+    by the link's aggregate (``remote_in`` / ``remote_out``): its fair share, the write-back
+    queue's share of the cube's load paths and the contention switch only act where the link,
+    not the stream, is the limit."""
+    c = s.config.constants
+    half_in, half_out = c["remote_in_bytes_per_us"].value / 2, c["remote_out_bytes_per_us"].value / 2
+    name, rows = _many_row_blocks(s)
+    return (
+        f"{name.split(' (')[0]}, one expert per wave, AIV streams at half the link's rate",
+        {
+            **rows,
+            "p1_override": 0,
+            "calibration.aiv_remote_read_bytes_per_us": half_in,
+            "calibration.aiv_remote_write_bytes_per_us": half_out,
+            # this rank's own rows too, or the slower local stream would set the wave's time
+            "calibration.aiv_local_bytes_per_us": half_in,
+        },
+    )
+
+
+def _pto_profile(s: Scenario) -> tuple[str, dict[str, Any]]:
+    """The pto-a2a3 profile (its hardware-flag protocol with group barriers, its budgets), with
+    the profile's own tile where the scenario sets one (another profile's tile may not fit the
+    PTO kernel's L1 / L0C)."""
+    own = PROFILE_DEFAULTS["pto-a2a3"]["kernel"]
+    tiles = {f: own[f] for f in ("tile_m", "tile_n", "tile_k") if getattr(s.kernel, f) is not None}
+    name = "profile pto-a2a3" + (
+        f" (its tile {own['tile_m']} x {own['tile_n']} x {own['tile_k']})" if tiles else ""
+    )
+    return name, {"profile": "pto-a2a3", **{f"kernel.{f}": v for f, v in tiles.items()}}
+
+
+def _split_groups(aic: int, onchip: bool) -> dict[str, Any]:
+    """The V1 fixed-group split written as a per-stage table, so its sub-knobs can be moved (the
+    activation's cores only with a GM hand-off: on-chip, GMM1's group places it)."""
     n1 = max(1, round(aic * 2 / 3))
     first, second = f"0-{n1 - 1}", f"{n1}-{aic - 1}" if n1 < aic else f"0-{n1 - 1}"
     g = "options.core_groups"
     return {
         f"{g}.gmm1.cores": first,
         f"{g}.dispatch.cores": first,
-        f"{g}.activation.cores": first,
+        **({} if onchip else {f"{g}.activation.cores": first}),
         f"{g}.gmm2.cores": second,
         f"{g}.combine.cores": second,
     }
@@ -271,20 +416,22 @@ def _gm_links() -> dict[str, Any]:
     }
 
 
-def _time(s: Scenario) -> float:
-    return float(simulate(s)["kernel_total_us"])
+def _time(s: Scenario) -> Times:
+    r = simulate(s)
+    return float(r["kernel_total_us"]), float(r["kernel_dag_end_us"])
 
 
 def _try(s: Scenario, path: str, value: Any) -> Trial:
     try:
-        return Trial(value, _time(s.with_overrides({path: value})))
+        total, with_tail = _time(s.with_overrides({path: value}))
+        return Trial(value, total, None, with_tail)
     except MoeoptError as exc:
         return Trial(value, None, f"{type(exc).__name__}: {str(exc).splitlines()[0]}")
     except Exception as exc:  # a bug to report, not a reason to stop the audit
         return Trial(value, None, f"{INTERNAL} ({type(exc).__name__}: {exc})")
 
 
-def _trials(s: Scenario, path: str, values: Sequence[Any], base: float) -> tuple[Trial, ...]:
+def _trials(s: Scenario, path: str, values: Sequence[Any], base: Times) -> tuple[Trial, ...]:
     """Try ``values`` in order, up to the first that moves the time."""
     out: list[Trial] = []
     for v in values:
@@ -294,27 +441,38 @@ def _trials(s: Scenario, path: str, values: Sequence[Any], base: float) -> tuple
     return tuple(out)
 
 
-def _moved(base: float, trials: Sequence[Trial]) -> Trial | None:
+def _differs(a: float, b: float) -> bool:
+    return abs(a - b) > REL_TOL * max(1.0, abs(b))
+
+
+def _moved(base: Times, trials: Sequence[Trial]) -> Trial | None:
+    """The first trial that moves the kernel's time, else the first that moves the time with
+    the unpermute tail, else ``None``."""
     for t in trials:
-        if t.time_us is not None and abs(t.time_us - base) > REL_TOL * max(1.0, base):
+        if t.time_us is not None and _differs(t.time_us, base[0]):
+            return t
+    for t in trials:
+        if t.with_tail_us is not None and _differs(t.with_tail_us, base[1]):
             return t
     return None
 
 
-def audit_knob(k: Knob, s: Scenario, base_us: float, shapes: Sequence[ProbeShape]) -> KnobVerdict:
+def audit_knob(k: Knob, s: Scenario, base: Times, shapes: Sequence[ProbeShape]) -> KnobVerdict:
     """Classify one knob (see the module docstring)."""
     ch = _choices(k.allowed)
-    if len(ch) == 1:
+    if len(ch) == 1 and not _rule_numbers(k.allowed):
         return KnobVerdict(
             k.path, NOT_PROBED, None, f"only one value is allowed ({ch[0]!r}): nothing to compare"
         )
-    trials = _trials(s, k.path, candidates(k, s), base_us)
-    hit = _moved(base_us, trials)
+    trials = _trials(s, k.path, candidates(k, s), base)
+    hit = _moved(base, trials)
     if hit is not None:
-        return _moved_verdict(k, None, hit, base_us, trials)
+        return _moved_verdict(k, None, hit, base, trials)
     for name, sets, shape, t0 in shapes:
-        if any(k.path == p or k.path.startswith(p + ".") or p.startswith(k.path + ".") for p in sets):
-            continue  # the shape sets this knob itself
+        if not k.is_constant and any(
+            k.path == p or k.path.startswith(p + ".") or p.startswith(k.path + ".") for p in sets
+        ):
+            continue  # the shape sets this knob itself (a constant it supplies is tried around its value)
         h2 = _moved(t0, _trials(shape, k.path, candidates(k, shape), t0))
         if h2 is not None:
             return _moved_verdict(k, name, h2, t0, trials)
@@ -325,10 +483,16 @@ def audit_knob(k: Knob, s: Scenario, base_us: float, shapes: Sequence[ProbeShape
             else "no value can be derived for it alone (it needs a file or another field)"
         )
         return KnobVerdict(k.path, NOT_PROBED, None, why)
-    if all(t.error is not None for t in trials):
+    ok = [t for t in trials if t.error is None]
+    refused = [t for t in trials if t.error is not None]
+    name = k.path.removeprefix("calibration.")
+    kind = NOT_CALIBRATION_KIND.get(name) if k.is_constant else None
+    # a capacity shows its consequence by refusing a value; a resolution by moving nothing at all
+    if kind is not None and (refused if kind == "capacity" else ok and not refused):
+        return KnobVerdict(k.path, BY_DESIGN[kind], None, _by_design_detail(name, kind, ok, refused), trials)
+    if not ok:
         first = trials[0].error or ""
         return KnobVerdict(k.path, REJECTED, None, first[:160], trials)
-    ok = [t for t in trials if t.error is None]
     return KnobVerdict(
         k.path,
         NOT_MODELLED,
@@ -338,13 +502,36 @@ def audit_knob(k: Knob, s: Scenario, base_us: float, shapes: Sequence[ProbeShape
     )
 
 
+def _by_design_detail(name: str, kind: str, ok: Sequence[Trial], refused: Sequence[Trial]) -> str:
+    """Why a capacity or a resolution moved nothing, and what the trials on this scenario did."""
+    parts = [NOT_CALIBRATION[name]]
+    if refused:
+        why = (refused[0].error or "").split(": ", 1)[-1]
+        parts.append(f"{', '.join(_short(t.value) for t in refused)} refused ({why[:70]}...)")
+    if ok:
+        how = "by design" if kind == "resolution" else "an accepted scenario does not depend on it"
+        parts.append(f"{', '.join(_short(t.value) for t in ok)} moved nothing on any probe shape ({how})")
+    return "; ".join(parts)
+
+
 def _moved_verdict(
-    k: Knob, shape: str | None, hit: Trial, t0: float, trials: tuple[Trial, ...]
+    k: Knob, shape: str | None, hit: Trial, t0: Times, trials: tuple[Trial, ...]
 ) -> KnobVerdict:
     assert hit.time_us is not None
+    assert hit.with_tail_us is not None
     where = "" if shape is None else f"on {shape}: "
-    detail = f"{where}{_short(hit.value)}: {100 * (hit.time_us / t0 - 1):+.2f}%"
+    if _differs(hit.time_us, t0[0]):
+        delta = _percent(hit.time_us, t0[0])
+    else:
+        delta = _percent(hit.with_tail_us, t0[1]) + " of the time with the unpermute tail"
+    detail = f"{where}{_short(hit.value)}: {delta}"
     return KnobVerdict(k.path, EFFECTIVE if shape is None else OTHER_SHAPE, shape, detail, trials)
+
+
+def _percent(t: float, t0: float) -> str:
+    """The change in percent, two decimals, or two significant digits where those read 0.00."""
+    pct = 100 * (t / t0 - 1)
+    return f"{pct:+.2f}%" if abs(pct) >= 0.005 else f"{pct:+.1e}%"
 
 
 def _short(v: Any) -> str:
@@ -397,10 +584,16 @@ def format_audit(verdicts: Sequence[KnobVerdict]) -> str:
     lines.append(", ".join(f"{n} {c}" for c, n in counts.items()))
     for path, t in crashed:
         lines.append(f"BUG: {path} = {_short(t.value)} raised an {t.error} instead of a clear message")
+    if counts[CAPACITY] or counts[RESOLUTION]:
+        lines.append(
+            "capacity = a hardware size that decides which scenarios are accepted; resolution = a "
+            "resolution of the model chosen so that it moves no result: neither is a calibrated constant, "
+            "and moving nothing on an accepted scenario is what each should do"
+        )
     if counts[NOT_MODELLED]:
         lines.append(
             "not modelled = accepted but moved nothing on any probe shape: the model should refuse such "
-            "values (SPEC §7), or it only matters where two other settings change at once (each probe "
-            "shape changes one), or it is a limit that only decides what is accepted (l1_bytes)"
+            "values, or it only matters where two other settings change at once (each probe shape "
+            "changes one)"
         )
     return "\n".join(lines) + "\n"

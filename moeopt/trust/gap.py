@@ -312,6 +312,8 @@ def _best_from(r: RankGap) -> str:
     s = r.exact.schedule
     if r.exact.best_source == "cpsat":
         return "cpsat"
+    if r.exact.best_source == "improved":
+        return "improved greedy"
     return f"greedy:{s.policy}" if s is not None and s.policy else "greedy"
 
 
@@ -768,12 +770,21 @@ def format_gap(sg: ScenarioGap) -> str:
         "physical bounds of the kernel, µs",
         _text_table(*physical_rows(sg)),
     ]
+    loose = bound_lines(sg)
+    if loose:
+        parts += ["", "where the lower bound comes from (ranks not proven optimal)", *loose]
     for r in sg.ranks:
         parts += ["", f"what the optimum does differently, rank {r.rank}: {divergence_headline(r)}"]
         if r.divergences.first:
             parts.append(_text_table(*divergence_rows(r.divergences)))
     parts += ["", NOTES]
     return "\n".join(parts)
+
+
+def bound_lines(sg: ScenarioGap) -> list[str]:
+    """Per rank not proven optimal: the winning bound, its argument and how far each constraint
+    class reaches alone (:meth:`moeopt.exact.ExactResult.bound_explanation`)."""
+    return [f"rank {r.rank}: {r.exact.bound_explanation()}" for r in sg.ranks if not r.proven_optimal]
 
 
 def _md_table(head: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
@@ -800,6 +811,10 @@ def gap_markdown(sg: ScenarioGap) -> str:
         "",
         _md_table(*physical_rows(sg)),
     ]
+    loose = bound_lines(sg)
+    if loose:
+        parts += ["", "Where the lower bound comes from (ranks not proven optimal):", ""]
+        parts += [f"- {line}" for line in loose]
     for r in sg.ranks:
         parts += ["", f"### What the optimum does differently, rank {r.rank}", "", divergence_headline(r)]
         if r.divergences.first:

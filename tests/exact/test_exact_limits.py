@@ -11,47 +11,50 @@ from moeopt.exact.solve import LowerLimitError
 
 
 def _two_jobs() -> m.EventGraph:
-    """Jobs of 3 and 2 µs taking 2 units each of a 3-unit semaphore: they cannot overlap, so the
-    optimum is 3 + 2 = 5 µs; the static bounds are weaker (longest path 3, semaphore energy
-    (3·2 + 2·2) / 3 = 3.33), so only CP-SAT or a caller's limit reaches 5."""
-    g = m.EventGraph(semaphores={"r": 3})
-    g.add(m.Event("a", duration_us=3.0, acquires={"r": 2}, releases={"r": 2}))
-    g.add(m.Event("b", duration_us=2.0, acquires={"r": 2}, releases={"r": 2}))
+    """Three jobs of 2 µs, each on two of three resources (a: X+Y, b: Y+Z, c: X+Z): every two
+    share a resource, so they run one after another and the optimum is 6 µs; the static bounds
+    are weaker (longest path 2, each resource's energy 4), so only CP-SAT or a caller's limit
+    reaches 6."""
+    g = m.EventGraph()
+    d = 2.0
+    g.add(m.Event("a", duration_us=d, resources=["c0.X", "c0.Y"]))
+    g.add(m.Event("b", duration_us=d, resources=["c0.Y", "c0.Z"]))
+    g.add(m.Event("c", duration_us=d, resources=["c0.X", "c0.Z"]))
     return g
 
 
 def test_a_limit_reaching_the_hint_proves_it_without_cpsat():
     g = _two_jobs()
     hint = m.schedule(g)
-    assert hint.makespan_us == pytest.approx(5.0)
-    x = m.solve_exact(g, 5, hint=hint, makespan_lower_limits={"mine": 5.0}, skip_proven=True)
+    assert hint.makespan_us == pytest.approx(6.0)
+    x = m.solve_exact(g, 5, hint=hint, makespan_lower_limits={"mine": 6.0}, skip_proven=True)
     assert x.status is m.SolveStatus.OPTIMAL
     assert x.cpsat_status == "NOT_RUN"
     assert x.solve_s == 0.0
     assert x.bound_source == "mine"
-    assert x.lower_bound_us == pytest.approx(5.0)
-    assert x.bounds_us["mine"] == 5.0
+    assert x.lower_bound_us == pytest.approx(6.0)
+    assert x.bounds_us["mine"] == 6.0
     m.validate_schedule(g, x.schedule)
 
 
 def test_without_skip_cpsat_runs_and_the_limit_is_reported():
     g = _two_jobs()
-    x = m.solve_exact(g, 5, makespan_lower_limits={"mine": 4.5})
+    x = m.solve_exact(g, 5, makespan_lower_limits={"mine": 5.5})
     assert x.cpsat_status == "OPTIMAL"
-    assert x.lower_bound_us == pytest.approx(5.0)  # CP-SAT's proof, above the caller's 4.5
-    assert x.bounds_us["mine"] == 4.5
+    assert x.lower_bound_us == pytest.approx(6.0)  # CP-SAT's proof, above the caller's 5.5
+    assert x.bounds_us["mine"] == 5.5
 
 
 def test_static_bounds_below_the_hint_do_not_skip():
     x = m.solve_exact(_two_jobs(), 5, skip_proven=True)
-    assert x.cpsat_status == "OPTIMAL"  # 3.33 < 5: CP-SAT had to prove it
-    assert x.lower_bound_us == pytest.approx(5.0)
+    assert x.cpsat_status == "OPTIMAL"  # 4 < 6: CP-SAT had to prove it
+    assert x.lower_bound_us == pytest.approx(6.0)
 
 
 def test_a_limit_above_a_valid_schedule_is_refused():
     g = _two_jobs()
-    with pytest.raises(LowerLimitError, match=r"makespan_lower_limits\['mine'\] = 6 µs exceeds the makespan 5"):
-        m.solve_exact(g, 5, hint=m.schedule(g), makespan_lower_limits={"mine": 6.0})
+    with pytest.raises(LowerLimitError, match=r"makespan_lower_limits\['mine'\] = 7 µs exceeds the makespan 6"):
+        m.solve_exact(g, 5, hint=m.schedule(g), makespan_lower_limits={"mine": 7.0})
 
 
 @pytest.mark.parametrize("limits", [{"x": -1.0}, {"x": math.nan}, {"x": "5"}, {"": 1.0}, [("x", 1.0)]])

@@ -91,3 +91,38 @@ def test_every_j30_instance_bound_below_optimum_and_schedules_valid() -> None:
     for name in names:
         x = solve_exact(_graph(name), 2.0, 1)
         _check(name, x, optima[name])
+
+
+def _static_checks(name: str, opt: int) -> None:
+    """Every static bound of the real instance and of its tick model is at most the proven
+    optimum, and the raised heads and tails hold in every greedy schedule (they hold in every
+    valid schedule, not only in optimal ones)."""
+    from moeopt.exact.bounds import static_analysis
+    from moeopt.exact.pairing import find_pairing
+
+    g = _graph(name)
+    cg = g.compiled()
+    pairings = {s: p for s in range(len(cg.sem_names)) if (p := find_pairing(cg, s)) is not None}
+    static = static_analysis(cg, pairings, cg.dur, cg.preds, cg.succs)
+    for b in static.bounds:
+        assert b.value <= opt + 1e-9, (name, b)
+    for policy in ("earliest_start", "critical_path_first"):
+        s = m.schedule(g, policy)
+        for i, ev in enumerate(cg.names):
+            assert static.head[i] <= s.start_us[ev] + 1e-9, (name, policy, ev)
+            assert s.start_us[ev] + static.tail[i] <= s.makespan_us + 1e-9, (name, policy, ev)
+
+
+@needs_data
+@pytest.mark.parametrize("name", ["j301_1", "j3013_1", "j3013_2", "j3029_3", "j3029_6", "j3045_7"])
+def test_static_bounds_below_the_optimum_on_hard_instances(name: str) -> None:
+    _static_checks(name, _optima()[name])
+
+
+@needs_data
+@pytest.mark.slow
+def test_every_j30_static_bound_below_the_optimum() -> None:
+    optima = _optima()
+    names = sorted(p.stem for p in (Path(DATA or "") / "j30").glob("*.sm"))
+    for name in names:
+        _static_checks(name, optima[name])

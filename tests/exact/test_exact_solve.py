@@ -36,7 +36,8 @@ def _three_on_two_cores() -> m.EventGraph:
 
 def test_pool_optimum_beats_energy_bound_and_is_proven() -> None:
     # Three 2-µs events on a pool of two cores. Longest path 2, pool energy 3 × 2 / 2 = 3; but two
-    # run side by side and the third after them: the optimum is 4, which only CP-SAT proves.
+    # run side by side and the third after them: the optimum is 4. The pool seen as two machines
+    # proves it (one core runs two of the three: 2 + 2), and so does CP-SAT.
     g = _three_on_two_cores()
     x = solve_exact(g, TL, 1)
     _check(g, x)
@@ -44,9 +45,10 @@ def test_pool_optimum_beats_energy_bound_and_is_proven() -> None:
     assert x.proven_optimal
     assert x.best_us == pytest.approx(4.0)
     assert x.lower_bound_us == pytest.approx(4.0)
-    assert x.bound_source == "cpsat"
+    assert x.bound_source == "pool:AIC"
     assert x.bounds_us["longest_path"] == pytest.approx(2.0)
-    assert x.bounds_us["pool:AIC"] == pytest.approx(3.0)
+    assert x.bounds_us["pool:AIC"] == pytest.approx(4.0)
+    assert x.bounds_us["cpsat"] == pytest.approx(4.0)
     assert x.mode == "exact"
     assert x.best_source in ("cpsat", "hint")
     assert sorted(x.schedule.binding.values()).count("core0.AIC") in (1, 2)  # type: ignore[union-attr]
@@ -346,3 +348,20 @@ def _all_at_zero(g: m.EventGraph) -> m.Schedule:
     )
     m.validate_schedule(g, s)
     return s
+
+
+def test_makespan_interval_leaves_room_for_units_never_released() -> None:
+    # S has 2 units; `grab` takes one and never gives it back, and `b` and `c` (1 unit each,
+    # 2 µs) come after it, so they share the other unit: 2 + 2 = 4 µs. After the makespan the never-released unit is still
+    # held, so the model's makespan interval may take only 2 − 1 units of S there (taking both
+    # would make every schedule infeasible).
+    g = m.EventGraph(semaphores={"S": 2})
+    g.add(m.Event("grab", acquires={"S": 1}, duration_us=0.0))
+    g.add(m.Event("b", deps={"grab": 0.0}, acquires={"S": 1}, releases={"S": 1}, duration_us=2.0))
+    g.add(m.Event("c", deps={"grab": 0.0}, acquires={"S": 1}, releases={"S": 1}, duration_us=2.0))
+    x = solve_exact(g, TL, 1, improve_share=0.0)
+    _check(g, x)
+    assert x.semaphore_models == {"S": "holding"}
+    assert x.cpsat_status == "OPTIMAL"
+    assert x.best_us == pytest.approx(4.0)
+    assert x.proven_optimal

@@ -104,3 +104,17 @@ def test_the_rank_barrier_latency_comes_from_the_sync_protocol_only(bs72) -> Non
     assert base.graph.events["tail"].deps["combine_done"] == cfg.c("cross_rank_flag_us")
     assert other.graph.events["tail"].deps["combine_done"] == 0.0
     assert list(base.graph.events) == list(other.graph.events)
+
+
+def test_a_channel_of_paths_admits_every_path_at_full_rate() -> None:
+    # 24 cube cores, each path 51,900 B/µs, unit 1000 B/µs: a tile loading at the path's full rate
+    # holds ceil(51.9) = 52 units, so the 24 paths need 24 x 52 = 1248 units. Rounding the aggregate
+    # down gives floor(1,245,600 / 1000) = 1245: the 24th core could never load beside the others.
+    em = Emitter(0, contention=True, unit=1000.0)
+    em.bandwidth("paths", 24 * 51_900.0, paths=24)
+    full_rate = em.units("paths", 51_900.0, 1.0, count=False)
+    assert full_rate == 52
+    assert em.capacity("paths") == 24 * full_rate
+    # a channel that is one shared pipe keeps its rate rounded down (never more than it has)
+    em.bandwidth("pipe", 24 * 51_900.0)
+    assert em.capacity("pipe") == 1245

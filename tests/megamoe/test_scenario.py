@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 
 import pytest
 
@@ -254,3 +255,61 @@ def test_combine_threshold_is_refused_unless_the_combine_path_is_chosen_by_it():
     assert mm.load_scenario(
         BS72, {"options.combine_granularity": "auto", "kernel.combine_small_max_routes": 1}
     )
+
+
+GM_ACTIVATION = {
+    "options.links": [
+        {"producer": "gmm1", "consumer": "activation", "location": "gm", "depth": 0, "colocated_by_hardware": False}
+    ]
+}
+
+
+@pytest.mark.parametrize(
+    ("over", "field", "shown"),
+    [
+        ({"options.swiglu_active": 2}, "options.swiglu_active", "2"),
+        ({"options.swiglu_active": "kernel_rule"}, "options.swiglu_active", "'kernel_rule'"),
+        ({"options.core_groups.activation.cores": "0-3,8"}, "options.core_groups.activation.cores", "'0-3,8'"),
+    ],
+)
+def test_activation_placement_knobs_are_refused_with_an_onchip_hand_off(over, field, shown):
+    """With GMM1's output handed to the activation on-chip (bs = 72's profile), each tile's
+    activation runs on that tile's own core: the activation group's cores and the number of
+    active SwiGLU cores are not read (pinned: the knob audit saw no change on any shape;
+    late-bound, a group without some GMM1 core made an invalid graph). Refused with the field,
+    the value and what is allowed; read with a GM hand-off."""
+    with pytest.raises(
+        mm.NotModelledError,
+        match=rf"{re.escape(field)} = {re.escape(shown)}: not read with gmm1->activation on-chip.*"
+        r"allowed: leave it out, or options.links gmm1->activation location = 'gm'",
+    ):
+        mm.load_scenario(BS72, over)
+    with pytest.raises(mm.NotModelledError, match=re.escape(field)):
+        mm.load_scenario(BS72, {**over, "options.late_bind_pools": ["AIV"]})
+    s = mm.load_scenario(BS72, {**GM_ACTIVATION, **over})
+    if field == "options.swiglu_active":
+        # 'kernel_rule' at M = 72 (not in the kernel's table) is 16 of the 28 AIV0 of the group
+        assert s.config.swiglu_active == (2 if over[field] == 2 else 16)
+    else:
+        assert s.config.core_groups["activation"].cores == (0, 1, 2, 3, 8)
+
+
+def test_the_activation_role_stays_read_with_an_onchip_hand_off():
+    """The role picks the sub-core of the tile's core, so it is still accepted on-chip."""
+    s = mm.load_scenario(BS72, {"options.core_groups.activation.role": "AIV1"})
+    assert s.config.core_groups["activation"].role == "AIV1"
+
+
+def test_staged_barriers_refuse_a_dispatch_look_ahead():
+    """Staged barriers make every GMM1 event wait for every dispatch event; a look-ahead makes
+    dispatch of wave w wait for GMM1 of wave w - L: a cycle. Before, the scenario was accepted
+    and the build failed with an invalid event graph (the knob audit's staged probe shape was
+    silently lost on examples/scenario_basic.toml, which sets dispatch_lookahead = 2)."""
+    staged = {"options.barriers": "staged", **GM_ACTIVATION}
+    with pytest.raises(
+        mm.ScenarioError,
+        match=r"policy.dispatch_lookahead = 2 with options.barriers = 'staged'.*cycle.*allowed: "
+        r"dispatch_lookahead = 0",
+    ):
+        mm.load_scenario(BS72, {**staged, "policy.dispatch_lookahead": 2})
+    assert mm.simulate(mm.load_scenario(BS72, staged))["kernel_total_us"] > 0

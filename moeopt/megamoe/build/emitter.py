@@ -172,8 +172,19 @@ class Emitter:
         """The declared capacity (units) of semaphore or channel ``name``."""
         return self._sems[name]
 
-    def bandwidth(self, channel: str, bytes_per_us: float) -> None:
-        """Declare an aggregate bandwidth channel: a semaphore of ``rate / unit`` units (>= 1)."""
+    def bandwidth(self, channel: str, bytes_per_us: float, paths: int = 1) -> None:
+        """Declare an aggregate bandwidth channel: a semaphore of ``rate / unit`` units (>= 1).
+
+        ``paths`` > 1: the channel is that many equal paths of ``bytes_per_us / paths`` each (one per
+        core), and each path gets the units an event moving at the path's full rate holds
+        (:meth:`units` rounds a rate up), so ``paths`` such events fit at once. Rounding the
+        aggregate down instead would leave the last path short of a unit or so whenever the path
+        rate is not a whole number of units: one core of the die could never load at full rate
+        while all the others do."""
+        if paths > 1:
+            per_path = max(1, math.ceil(bytes_per_us / paths / self._unit - 1e-9))
+            self._sems[channel] = paths * per_path
+            return
         self._sems[channel] = max(1, int(bytes_per_us // self._unit))
 
     def pool(self, name: str, members: Sequence[str]) -> str:

@@ -58,7 +58,7 @@ def declare_gmm_semaphores(ctx: BuildContext, em: Emitter) -> None:
     cfg = ctx.cfg
     n = cfg.aic_num
     if cfg.bandwidth_contention and ctx.c("remote_write_excess_share") > 0:
-        em.bandwidth("gm_l1", n * ctx.c("gm_l1_bytes_per_us"))
+        em.bandwidth("gm_l1", n * ctx.c("gm_l1_bytes_per_us"), paths=n)
     for a, key in SLOT_KEY.items():
         lk = cfg.link(a, CONSUMER[a])
         if lk.location != "onchip":

@@ -75,6 +75,17 @@ NOT_CALIBRATION: dict[str, str] = {
 """Constants that are not calibration uncertainties: sensitivity never perturbs them (moving a
 capacity makes tiles fit or not, every variant at once)."""
 
+NOT_CALIBRATION_KIND: dict[str, str] = {
+    # decides which tiles are accepted (the L1 rules), and which panels stay in L1 where a whole
+    # K extent fits; on a feasible scenario with larger panels it moves nothing
+    "l1_bytes": "capacity",
+    # chosen so that rounding to it moves no result (see its Const): by design it moves nothing
+    "bw_unit_bytes_per_us": "resolution",
+}
+"""What each of :data:`NOT_CALIBRATION` is: a ``capacity`` (a size that decides what fits) or a
+``resolution`` of the model (chosen to move nothing); the knob audit gives them verdicts of
+their own instead of "not modelled"."""
+
 _A3_SPEC = {
     "cube_mac_per_us_int8": Const(
         "cube_mac_per_us_int8",

@@ -98,11 +98,11 @@ def resolve(s: Scenario) -> Config:
     links = _link_table(opt["links"])
     _edge_rules(links)
     _link_combination_rules(s, kern, opt, links)
-    _read_only_with_rules(s, kern, opt)
+    _read_only_with_rules(s, kern, opt, links)
     groups = _core_group_rules(opt["core_groups"], opt["roles"], aic, s.workload.local_experts)
     granularity = _granularity_rules(opt, kern)
     _registered_name_rules(pol, opt)
-    _wave_rules(pol)
+    _wave_rules(pol, opt)
     v1 = _v1_knob_rules(s, opt, groups)
     _orchestration_rules(s, kern, pol, opt, granularity, groups, links)
     _restructure_rules(pol, opt, links)
@@ -346,11 +346,16 @@ def _link_combination_rules(s: Scenario, kern: Table, opt: Table, links: Links) 
             )
 
 
-def _read_only_with_rules(s: Scenario, kern: Table, opt: Table) -> None:
+def _read_only_with_rules(s: Scenario, kern: Table, opt: Table, links: Links) -> None:
     """A knob the scenario sets is refused where the model would not read it: the combine
-    small-path threshold is read only by ``combine_granularity = 'auto'`` on the peer-write path.
-    Only the scenario's own value is judged: a profile default (pto-a2a3 sets the threshold) is
-    never the user's doing, so it cannot trip the rule."""
+    small-path threshold is read only by ``combine_granularity = 'auto'`` on the peer-write path;
+    with GMM1's output handed to the activation on-chip, the activation of a tile runs on the
+    tile's own core (:func:`~moeopt.megamoe.build.activation.tile_activation`), so neither the
+    activation group's cores nor the number of active SwiGLU cores is read. Only the scenario's
+    own value is judged: a profile default (pto-a2a3 sets the threshold, pto-a2a3-v1 the SwiGLU
+    rule) is never the user's doing, so it cannot trip the rule."""
+    if links[("gmm1", "activation")].location == "onchip":
+        _onchip_activation_rules(s)
     mine = s.kernel.combine_small_max_routes
     if mine is None:
         return
@@ -372,6 +377,49 @@ def _read_only_with_rules(s: Scenario, kern: Table, opt: Table) -> None:
             "kernel.topo_urma = false",
             NotModelledError,
         )
+
+
+def _onchip_activation_rules(s: Scenario) -> None:
+    """With ``gmm1->activation`` on-chip the activation's placement follows GMM1's tiles: the
+    scenario's own ``options.core_groups.activation.cores`` and ``options.swiglu_active`` are
+    refused (pinned, the cores were ignored; late-bound, a tile on a core outside them could not
+    be placed at all)."""
+    read_with = "options.links gmm1->activation location = 'gm' (activation per SwiGLU segment)"
+    context = "gmm1->activation on-chip (the activation of each GMM1 tile runs on that tile's own core"
+    groups = s.options.core_groups
+    if isinstance(groups, Mapping) and "cores" in groups.get("activation", {}):
+        cores = groups["activation"]["cores"]
+        raise FIELDS.unread(
+            "options.core_groups.activation.cores",
+            cores_text(cores),
+            context + ", so GMM1's group places it)",
+            read_with,
+            NotModelledError,
+        )
+    if s.options.swiglu_active is not None:
+        raise FIELDS.unread(
+            "options.swiglu_active",
+            s.options.swiglu_active,
+            context + ": there are no segments whose rows are split over active cores)",
+            read_with,
+            NotModelledError,
+        )
+
+
+def cores_text(cores: Sequence[int]) -> str:
+    """A sorted core list as a scenario writes it: ``(0, 1, 2, 3, 8)`` -> ``'0-3,8'``."""
+    parts: list[str] = []
+    run: list[int] = []
+    for c in cores:
+        if run and c == run[-1] + 1:
+            run.append(c)
+            continue
+        if run:
+            parts.append(f"{run[0]}-{run[-1]}" if len(run) > 1 else str(run[0]))
+        run = [c]
+    if run:
+        parts.append(f"{run[0]}-{run[-1]}" if len(run) > 1 else str(run[0]))
+    return ",".join(parts)
 
 
 def _core_group_rules(raw: Any, roles: Mapping[str, str], aic: int, experts: int) -> dict[str, CoreGroup]:
@@ -466,10 +514,19 @@ def _registered_name_rules(pol: Table, opt: Table) -> None:
     check_registered("options.tile_grid", opt["tile_grid"], "tile_grid")
 
 
-def _wave_rules(pol: Table) -> None:
+def _wave_rules(pol: Table, opt: Table) -> None:
     """With a look-ahead limit, the lag stays below it: GMM1 of wave w would otherwise wait for
-    dispatch of wave w + lag, which waits for GMM1 of wave w + lag - lookahead >= w (a cycle)."""
+    dispatch of wave w + lag, which waits for GMM1 of wave w + lag - lookahead >= w (a cycle).
+    Staged barriers take no look-ahead: every GMM1 event waits for every dispatch event there, so
+    a dispatch wave waiting for GMM1 is a cycle (or, with no more waves than the look-ahead,
+    never waits at all)."""
     look, lag = pol["dispatch_lookahead"], pol["dispatch_lag"]
+    if look and opt["barriers"] == "staged":
+        raise ScenarioError(
+            f"policy.dispatch_lookahead = {look} with options.barriers = 'staged': GMM1 starts only after "
+            "every dispatch event, so dispatch cannot wait for GMM1 (a dependency cycle); allowed: "
+            "dispatch_lookahead = 0 (no limit) with 'staged', or options.barriers = 'fused'"
+        )
     if look and lag is not None and lag >= look:
         raise ScenarioError(
             f"policy.dispatch_lag = {lag} with policy.dispatch_lookahead = {look}: the lag must be "
