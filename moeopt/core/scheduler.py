@@ -254,6 +254,7 @@ def _run_keyed(
     commit = state.commit
     done = state.done
     acq3 = state.acq3
+    gains = state.gains
     dur = cg.dur
     profiles = state.profiles
     ready = state.ready
@@ -271,19 +272,105 @@ def _run_keyed(
     gate_dur: list[float] = []
     gate_heap: list[list[tuple[float, float, int, int]]] = []
     gate_version: list[int] = []
+    # A gate of semaphore-delayed events holds every duration (``gate_any_dur``): its key is the
+    # admission of its shortest member's duration, a lower bound of every member's start
+    # (admission is monotone in the start and in the duration). A member whose own duration
+    # then gives a later start than that bound moves for good to a gate of its duration
+    # (``by_dur``); keeping one gate per duration for all made every commit on a pool re-rank
+    # a gate per distinct duration (quadratic on late-bound tiles of many durations).
+    gate_any_dur: list[bool] = []
+    by_dur = [False] * n
     n_sem = len(cg.sem_names)
     delayed: list[list[tuple[float, int, int]]] = [[] for _ in range(n_sem)]
+    # starved gates: per semaphore, the units they keep for ever -> (gate waiter id, version)
     starved: list[dict[int, list[tuple[int, int]]]] = [{} for _ in range(n_sem)]
+    # starved events: one group per (semaphore, units kept for ever), its members in a heap by
+    # rank (before, after, event, version). A release that leaves enough units free for ever
+    # wakes a group lazily: a token in ``tok_heap`` wakes the group's best-ranked member when
+    # nothing in the main heap ranks before it, and then the next one, while the units are
+    # still free. The token's key is (before, F, after, event) of that member, where F is the
+    # time after the profile's last point with fewer than the units kept free (no member can
+    # start before it: it keeps those units from its start on); F only moves later until a
+    # release, which re-keys the group's token. With the members' ready times in the key
+    # instead, every release woke every starved member (they were ready long before F) though
+    # the first one committed takes the units again (quadratic on late-bound slots).
+    sg_index: dict[tuple[int, int], int] = {}
+    sg_sem: list[int] = []
+    sg_need: list[int] = []
+    sg_heap: list[list[tuple[float, float, int, int]]] = []
+    sg_tok: list[int] = []  # version of the group's live token; -1: no token (dormant)
+    sg_of_sem: list[list[int]] = [[] for _ in range(n_sem)]
+    tok_heap: list[tuple[float, float, float, int, int, int]] = []
+    sem_cap = cg.sem_cap
+
+    def free_from(gid: int) -> float:
+        """The earliest start the group's units kept for ever allow (``INF``: never, with
+        what is committed now)."""
+        need = sg_need[gid]
+        if need <= 0:
+            return -INF
+        prof = profiles[sg_sem[gid]]
+        k = prof.last_below(need)
+        if k < 0:
+            return -INF
+        times = prof.times
+        return times[k + 1] if k + 1 < len(times) else INF
+
+    def retoken(gid: int) -> None:
+        gh = sg_heap[gid]
+        while gh:
+            b, a, j, ver = gh[0]
+            if ver != version[j] or done[j]:
+                pop(gh)
+                continue
+            t_ff = free_from(gid)
+            if t_ff == INF:
+                break
+            tv = sg_tok[gid] = abs(sg_tok[gid]) + 1
+            push(tok_heap, (b, t_ff, a, j, gid, tv))
+            return
+        sg_tok[gid] = -abs(sg_tok[gid]) - 1  # dormant
 
     def register(owner: int, ver: int, acq: tuple[tuple[int, int, int], ...], start: float) -> None:
         if start == INF:
             # a waiter keeps ``take - back`` units for ever, so it cannot start while fewer are
             # free for ever (a necessary condition only: woken waiters are re-evaluated)
             for sem, take, back in acq:
-                starved[sem].setdefault(max(take - back, 0), []).append((owner, ver))
+                need = take - back if take > back else 0
+                if owner >= n:
+                    starved[sem].setdefault(need, []).append((owner, ver))
+                    continue
+                gid = sg_index.get((sem, need))
+                if gid is None:
+                    gid = sg_index[(sem, need)] = len(sg_sem)
+                    sg_sem.append(sem)
+                    sg_need.append(need)
+                    sg_heap.append([])
+                    sg_tok.append(-1)
+                    sg_of_sem[sem].append(gid)
+                push(sg_heap[gid], (before[owner], after[owner], owner, ver))
+                if sg_tok[gid] >= 0:
+                    retoken(gid)  # awake: the token must not rank after the new member
         else:
             for sem, _take, _b in acq:
                 push(delayed[sem], (-start, owner, ver))
+
+    def wake_token(tok: tuple[float, float, float, int, int, int]) -> None:
+        gid, tv = tok[4], tok[5]
+        if tv != sg_tok[gid]:
+            return  # superseded
+        gh = sg_heap[gid]
+        t_ff = free_from(gid)
+        if t_ff == INF or not gh:
+            sg_tok[gid] = -tv  # dormant until a release frees enough units for ever
+            return
+        _b, _a, j, ver = pop(gh)
+        if ver == version[j] and not done[j] and in_gate[j] < 0:
+            # keyed by its ready time, not by F: a release before it is evaluated may move F
+            # earlier, and the main heap's keys must stay lower bounds
+            version[j] += 1
+            lower_bound(j)
+        retoken(gid)
 
     def live(owner: int, ver: int) -> bool:
         if owner < n:
@@ -334,7 +421,7 @@ def _run_keyed(
                 acq: tuple[tuple[int, int, int], ...] = ()
             else:
                 acq = acq3[j]
-                gkey = (id(blk), acq, dur[j])
+                gkey = (id(blk), acq, dur[j]) if by_dur[j] else (id(blk), acq)
             g = gate_index.get(gkey)
             if g is None:
                 g = len(gate_members)
@@ -344,6 +431,9 @@ def _run_keyed(
                 gate_dur.append(dur[j])
                 gate_heap.append([])
                 gate_version.append(0)
+                gate_any_dur.append(sb >= 0 and not by_dur[j])
+            elif dur[j] < gate_dur[g]:
+                gate_dur[g] = dur[j]  # the shortest member's admission bounds every member's
             gh = gate_heap[g]
             entry = (before[j], after[j], j, vj)
             push(gh, entry)
@@ -379,13 +469,18 @@ def _run_keyed(
             if live(owner, ver):
                 wake.append(owner)
         groups = starved[sem]
-        if groups:
+        gids = sg_of_sem[sem]
+        if groups or gids:
             levels = profiles[sem].levels
-            final = levels[-1] if levels else cg.sem_cap[sem]
+            final = levels[-1] if levels else sem_cap[sem]
             for take in [t for t in groups if t <= final]:
                 for owner, ver in groups.pop(take):
                     if live(owner, ver):
                         wake.append(owner)
+            for gid in gids:
+                # awake or not: the release may have moved the group's free-from time earlier
+                if sg_need[gid] <= final and sg_heap[gid]:
+                    retoken(gid)
         for owner in wake:
             if owner >= n:
                 push_rep(owner - n)
@@ -411,7 +506,12 @@ def _run_keyed(
 
         ctl = RestructureControl(cg, state.fixed, free, done, state.end, refresh)
     committed = 0
-    while heap:
+    while True:
+        if tok_heap and (not heap or tok_heap[0] < heap[0]):
+            wake_token(pop(tok_heap))
+            continue
+        if not heap:
+            break
         entry = pop(heap)
         _before, lower, _after, i = entry
         if done[i] or cur_key[i] != entry:
@@ -428,14 +528,18 @@ def _run_keyed(
             version[i] += 1
             if g >= 0:
                 push_rep(g)
-            for sem, _r in cg.rel[i]:
-                if delayed[sem] or starved[sem]:
+            for sem in gains[i]:
+                if delayed[sem] or starved[sem] or sg_of_sem[sem]:
                     on_release(sem, state.end[i])
             for j in new:
                 lower_bound(j)
             if ctl is not None:
                 hook.after_commit(i, ctl)  # type: ignore[union-attr]
         else:
+            if g >= 0 and sb >= 0 and gate_any_dur[g] and not by_dur[i]:
+                t_gate = min([free[m] for m in gate_members[g]])
+                if admit_all(gate_acq[g], t_gate, gate_dur[g])[0] < s:
+                    by_dur[i] = True  # its duration matters: a gate of its own duration
             route(i, s, tb, sb, blk, movers)
             if g >= 0 and in_gate[i] != g:
                 push_rep(g)

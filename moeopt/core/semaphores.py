@@ -20,7 +20,7 @@ INF = math.inf
 
 
 class SemaphoreProfile:
-    __slots__ = ("cap", "levels", "low", "times")
+    __slots__ = ("_last_low", "cap", "levels", "low", "times")
 
     def __init__(self, cap: int) -> None:
         self.cap = cap
@@ -29,10 +29,27 @@ class SemaphoreProfile:
         # a lower bound of every level (the capacity included): the lowest level any change
         # has produced so far (a release raising the lowest levels leaves it low, still a bound)
         self.low = cap
+        # threshold a -> index of the last breakpoint whose level is below a (-1: none), for the
+        # thresholds admissions have asked about; kept up to date by ``add``. An event that keeps
+        # ``a`` units after its end can start no earlier than the breakpoint after that one, so
+        # admission never walks the long tail of a profile whose units are held until releases
+        # not committed yet (the cost that made late-bound slots quadratic).
+        self._last_low: dict[int, int] = {}
 
     def level_at(self, t: float) -> int:
         k = bisect_right(self.times, t) - 1
         return self.cap if k < 0 else self.levels[k]
+
+    def last_below(self, a: int) -> int:
+        """Index of the last breakpoint whose level is below ``a`` (-1: none)."""
+        got = self._last_low.get(a)
+        if got is None:
+            levels = self.levels
+            k = len(levels) - 1
+            while k >= 0 and levels[k] >= a:
+                k -= 1
+            self._last_low[a] = got = k
+        return got
 
     def admit(self, t: float, take: int, give_back: int, dur: float) -> float:
         """Earliest ``t' >= t`` at which ``take`` units can be held over ``[t', t'+dur)`` and
@@ -60,6 +77,16 @@ class SemaphoreProfile:
         if head <= 0:
             return t
         n = len(times)
+        if after > 0:
+            # ``after`` units are needed from t' on for ever: t' lies after the last breakpoint
+            # whose level is below ``after``; from there on every level is high enough for the
+            # part after the hold, so only the hold's own window is left to check
+            last = self.last_below(after)
+            if last >= 0:
+                if last == n - 1:
+                    return INF
+                if times[last + 1] > t:
+                    t = times[last + 1]
         k = bisect_right(times, t) - 1
         lvl = self.cap if k < 0 else levels[k]
         j = k + 1
@@ -73,14 +100,9 @@ class SemaphoreProfile:
             j += 1
         end = t + dur
         while j < n:
-            tj = times[j]
-            if tj < end:
-                need = take
-            elif after <= 0:
-                break
-            else:
-                need = after
-            if levels[j] < need:
+            if times[j] >= end:
+                break  # past the hold: every later level is at least ``after`` (see above)
+            if levels[j] < take:
                 j += 1
                 while j < n and levels[j] < head:
                     j += 1
@@ -96,18 +118,34 @@ class SemaphoreProfile:
         from ``t`` on (for the capacity check of releases)."""
         times = self.times
         levels = self.levels
+        last_low = self._last_low
         if not times or t > times[-1]:  # the common case: a change after every breakpoint
             v = (levels[-1] if times else self.cap) + delta
             times.append(t)
             levels.append(v)
             if v < self.low:
                 self.low = v
+            if last_low:
+                n1 = len(levels) - 1
+                for a in last_low:
+                    if v < a:
+                        last_low[a] = n1
             return v
         if t == times[-1]:  # the next most common: a change at the latest breakpoint
             v = levels[-1] + delta
             levels[-1] = v
             if v < self.low:
                 self.low = v
+            if last_low:
+                n1 = len(levels) - 1
+                for a, k in last_low.items():
+                    if v < a:
+                        last_low[a] = n1
+                    elif k == n1:
+                        del_k = n1 - 1
+                        while del_k >= 0 and levels[del_k] >= a:
+                            del_k -= 1
+                        last_low[a] = del_k
             return v
         pos = bisect_right(times, t)
         if pos > 0 and times[pos - 1] == t:
@@ -116,6 +154,10 @@ class SemaphoreProfile:
             times.insert(pos, t)
             levels.insert(pos, self.cap if pos == 0 else levels[pos - 1])
             start = pos
+            if last_low:
+                for a, k in last_low.items():
+                    if k >= pos:
+                        last_low[a] = k + 1
         hi = -1
         lo = self.low
         for k in range(start, len(levels)):
@@ -126,9 +168,16 @@ class SemaphoreProfile:
             if v < lo:
                 lo = v
         self.low = lo
+        if last_low:
+            # levels from ``start`` on moved by ``delta``: find each threshold's last low point
+            # again, from the end back (at worst into the unchanged part before ``start``)
+            for a in last_low:
+                k = len(levels) - 1
+                while k >= 0 and levels[k] >= a:
+                    k -= 1
+                last_low[a] = k
         return hi
 
     def __repr__(self) -> str:
         pts = ", ".join(f"{t:g}:{v}" for t, v in zip(self.times, self.levels))
         return f"SemaphoreProfile(cap={self.cap}, [{pts}])"
-

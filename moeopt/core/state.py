@@ -83,13 +83,23 @@ class SchedulerState:
         # few distinct pairs, and events with equal maps share the compiled tuples (see
         # compile_graph): keyed by identity, which the compiled graph keeps alive
         seen: dict[tuple[int, int], tuple[tuple[int, int, int], ...]] = {}
+        # per event, the semaphores whose units it gives back beyond what it took itself: only
+        # those releases can raise a semaphore's free units anywhere (an event that gives back at
+        # most what it took lowers the profile over [start, end) and leaves it lower or equal
+        # after), so only they can bring a waiting event's start forward
+        self.gains: list[tuple[int, ...]] = []
+        gains = self.gains
+        seen_gain: dict[tuple[int, int], tuple[int, ...]] = {}
         for acq, rel in zip(cg.acq, cg.rel):
             key = (id(acq), id(rel))
             got = seen.get(key)
             if got is None:
                 own = dict(rel)
                 got = seen[key] = tuple([(s, a, own.get(s, 0)) for s, a in acq])
+                took = dict(acq)
+                seen_gain[key] = tuple([s for s, r in rel if r > took.get(s, 0)])
             acq3.append(got)
+            gains.append(seen_gain[key])
         # colocation: the site of each group, -1 while undecided
         self.group_site = [
             sites[0] if sites is not None and len(sites) == 1 else -1 for sites in cg.group_sites

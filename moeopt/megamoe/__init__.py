@@ -14,6 +14,7 @@ from moeopt.megamoe.errors import (
     ScenarioError,
     WorkConservationViolation,
 )
+from moeopt.megamoe.kerneltime import KernelTime, kernel_time
 from moeopt.megamoe.knobs import Knob, knob_catalogue
 from moeopt.megamoe.results import RankResult, SimulateResult
 from moeopt.megamoe.scenario import (
@@ -33,6 +34,7 @@ __all__ = [
     "ContractError",
     "GuardrailError",
     "Kernel",
+    "KernelTime",
     "Knob",
     "Link",
     "NotModelledError",
@@ -47,6 +49,7 @@ __all__ = [
     "Workload",
     "build_graphs",
     "guard_schedule",
+    "kernel_time",
     "knob_catalogue",
     "load_scenario",
     "parse_override_value",

@@ -62,10 +62,28 @@ def check_grid(tiles: Sequence[Tile], rows: int, cols: int, name: str = "tile gr
         raise ScenarioError(
             f"{name}: tiles cover {area} elements of a {rows} x {cols} output (gaps or overlaps)"
         )
-    # equal area + no element covered twice <=> exact cover; check overlaps by sweeping rows
-    cuts = sorted({t.m0 for t in tiles} | {t.m1 for t in tiles})
+    # equal area + no element covered twice <=> exact cover; check overlaps by sweeping the
+    # row bands between consecutive tile edges. The tiles covering band [a, b) are those with
+    # m0 <= a < m1: kept in an active set updated at each edge (scanning every tile per band
+    # was quadratic: 13 s of a 27 s build on a 167k-row expert)
+    opening: dict[int, list[int]] = {}
+    closing: dict[int, list[int]] = {}
+    for k, t in enumerate(tiles):
+        opening.setdefault(t.m0, []).append(k)
+        closing.setdefault(t.m1, []).append(k)
+    cuts = sorted(opening.keys() | closing.keys())
+    active: dict[int, tuple[int, int]] = {}
+    spans: list[tuple[int, int]] = []
     for a, b in itertools.pairwise(cuts):
-        spans = sorted((t.n0, t.n1) for t in tiles if t.m0 <= a and t.m1 >= b)
+        changed = False
+        for k in closing.get(a, ()):
+            del active[k]
+            changed = True
+        for k in opening.get(a, ()):
+            active[k] = (tiles[k].n0, tiles[k].n1)
+            changed = True
+        if changed:
+            spans = sorted(active.values())
         covered = 0
         for n0, n1 in spans:
             if n0 != covered:

@@ -184,8 +184,10 @@ def _rank_results(
         # scheduler's further normalisation (an ancestor / descendant walk per acquirer) finds
         # nothing more on MegaMoE graphs (their slot semaphores are released by a successor,
         # never by an ancestor of the next acquirer) and would cost more than the schedule
-        hook = restructure_rule(cfg.restructure).hook(rg, cfg)
-        s = schedule(rg.graph, policy=cfg.scheduling, normalize=False, restructure=hook)
+        s = rg.take_schedule((cfg.scheduling, cfg.restructure))  # made by the build, if any
+        if s is None:
+            hook = restructure_rule(cfg.restructure).hook(rg, cfg)
+            s = schedule(rg.graph, policy=cfg.scheduling, normalize=False, restructure=hook)
         if validate:
             validate_schedule(rg.graph, s)
         if s.repinned:

@@ -16,14 +16,16 @@ The order is the cheapest-first order a kernel engineer expects of an auto-tuner
    guarantees time >= the physical bounds, raising ``BoundViolation`` otherwise, and no schedule
    of a graph undercuts its floors);
 4. :func:`moeopt.simulate` for every shape (and routing seed); a guardrail or any other error
-   fails this trial only, with the reason stored.
+   fails this trial only, with the reason stored. A study whose metrics are kernel times only
+   (``kernel_total_us``, ``kernel_dag_end_us``) asks :func:`moeopt.megamoe.kerneltime.kernel_time`
+   instead: the same times and guardrails, without the analyses.
 """
 
 from __future__ import annotations
 
 import traceback
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -31,12 +33,17 @@ from moeopt.core.gcpause import gc_paused
 from moeopt.errors import MoeoptError
 from moeopt.megamoe.analysis import graph_floors, physical_bounds
 from moeopt.megamoe.errors import GuardrailError, ScenarioError
+from moeopt.megamoe.kerneltime import kernel_time, kernel_time_built
 from moeopt.megamoe.scenario import Scenario
 from moeopt.megamoe.simulate import BuiltGraphs, build_graphs, simulate, simulate_built
 from moeopt.search.config import ShapeSpec, StudyConfig
-from moeopt.search.metrics import TIME_METRICS, metric_value
+from moeopt.search.metrics import TIME_METRICS, Result, metric_value
 from moeopt.search.space import to_overrides, violated_constraint
 from moeopt.search.trials import Outcome
+
+TIME_ONLY_METRICS = ("kernel_total_us", "kernel_dag_end_us")
+"""Metrics that :func:`moeopt.megamoe.kerneltime.kernel_time` gives (a study reading only these
+runs no analysis)."""
 
 # lower-bound checks in "auto" mode: always for the first AUTO_PROBE checks of a worker, then
 # only while at least AUTO_MIN_RATE of the checks pruned; otherwise one evaluation in AUTO_EVERY
@@ -130,6 +137,8 @@ class Evaluator:
             and cfg.objective.direction == "minimize"
             and cfg.objective.metric in TIME_METRICS
         )
+        # the metrics read nothing but the kernel's times: no analysis needs to run
+        self.time_only = set(cfg.metrics) <= set(TIME_ONLY_METRICS)
 
     def _base(self, metric: str) -> dict[str, float] | None:
         """Per-shape baseline values of ``metric`` (only the ``mean_ratio`` aggregate needs them)."""
@@ -162,6 +171,18 @@ class Evaluator:
             self._since_check = 0
             return True
         return False
+
+    def _run(self, s: Scenario, graphs: Graphs | None) -> Result:
+        """One scenario's result: the kernel's time alone when every metric reads only that
+        (the same times and guardrails as ``simulate``, without its analyses), else the whole
+        ``simulate`` result."""
+        if self.time_only:
+            # several study workers already share the cores: this one schedules its ranks itself
+            # (kernel_time never forks beside a running thread, such as the worker's heartbeat)
+            kw: dict[str, Any] = {"workers": 1} if self.cfg.workers > 1 else {}
+            k = kernel_time(s, **kw) if graphs is None else kernel_time_built(s, graphs)
+            return cast(Result, k)
+        return simulate(s) if graphs is None else simulate_built(s, graphs)
 
     def evaluate(self, point: Mapping[str, Any], best: float | None) -> Outcome:
         cfg = self.cfg
@@ -204,7 +225,7 @@ class Evaluator:
             elif best is not None and self.lb_applies:
                 self.lb_skipped += 1
             for name, scs in scenarios.items():
-                runs = [simulate_built(s, graphs[id(s)]) if id(s) in graphs else simulate(s) for s in scs]
+                runs = [self._run(s, graphs.get(id(s))) for s in scs]
                 stat, exact = cfg.objective.statistic, cfg.objective.exact
                 per_shape[name] = {
                     m: statistic(stat, [metric_value(m, r, exact) for r in runs])

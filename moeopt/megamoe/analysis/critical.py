@@ -8,6 +8,7 @@ first step to the last.
 
 from __future__ import annotations
 
+from bisect import bisect_left, bisect_right
 from collections import defaultdict
 
 from moeopt.core.schedule import Schedule, Wait, WaitKind
@@ -27,25 +28,60 @@ WHY: dict[WaitKind, Why] = {
 class _Ends:
     """Who ended on each resource and who released each semaphore, and when: indexed on the
     first step that waited for a resource or a semaphore (a path of dependencies alone needs
-    neither)."""
+    neither). Each list is sorted by end time (graph order on ties), so that a step finds the
+    last end before its start by bisection instead of a scan of the resource's whole history."""
 
     def __init__(self, t: Table) -> None:
         self._t = t
         self._indexed = False
-        self.on: dict[str, list[tuple[float, str]]] = defaultdict(list)
-        self.releasers: dict[str, list[tuple[float, str]]] = defaultdict(list)
+        self.on: dict[str, _Ended] = {}
+        self.releasers: dict[str, _Ended] = {}
 
     def index(self) -> _Ends:
         if not self._indexed:
             self._indexed = True
             t = self._t
+            on: dict[str, list[tuple[float, int]]] = defaultdict(list)
+            rel: dict[str, list[tuple[float, int]]] = defaultdict(list)
+            end = t.end
             for i, ev in enumerate(t.events):
-                item = (t.end[i], t.names[i])
+                item = (end[i], i)
                 for r in t.res[i]:
-                    self.on[r].append(item)
+                    on[r].append(item)
                 for sem in ev.releases:
-                    self.releasers[sem].append(item)
+                    rel[sem].append(item)
+            names = t.names
+            self.on = {r: _Ended(items, names) for r, items in on.items()}
+            self.releasers = {s: _Ended(items, names) for s, items in rel.items()}
         return self
+
+
+class _Ended:
+    """The events of one resource (or releasers of one semaphore) sorted by ``(end, index)``."""
+
+    __slots__ = ("ends", "names")
+
+    def __init__(self, items: list[tuple[float, int]], names: list[str]) -> None:
+        items.sort()
+        self.ends = [e for e, _i in items]
+        self.names = [names[i] for _e, i in items]
+
+    def last_before(self, t: float, not_this: str) -> str | None:
+        """The event with the latest end at or before ``t`` (+ EPS) other than ``not_this``;
+        among equal ends, the first added."""
+        ends, names = self.ends, self.names
+        k = bisect_right(ends, t + EPS)
+        while k > 0:
+            e = ends[k - 1]
+            lo = bisect_left(ends, e, 0, k)
+            for p in range(lo, k):
+                if names[p] != not_this:
+                    return names[p]
+            k = lo
+        return None
+
+
+_NO_ENDS = _Ended([], [])
 
 
 def critical_path(
@@ -99,21 +135,13 @@ def _what_set_start(
     extra: CriticalStepWait = {}
     nxt: str | None = None
     if kind == "semaphore" and w.semaphore is not None:
-        nxt = _ended_at(ends.index().releasers[w.semaphore], s.start_us[cur], cur)
+        nxt = ends.index().releasers.get(w.semaphore, _NO_ENDS).last_before(s.start_us[cur], cur)
         extra["semaphore"] = w.semaphore
     elif kind == "resource" and w.resource is not None:
-        nxt = _ended_at(ends.index().on[w.resource], w.ready_us + w.resource_wait_us, cur)
+        nxt = ends.index().on.get(w.resource, _NO_ENDS).last_before(w.ready_us + w.resource_wait_us, cur)
         extra["resource"] = w.resource
     if nxt is None:
         nxt = w.pred
         if kind != "none" and w.pred is not None:
             extra["lambda_us"] = rg.graph[cur].deps.get(w.pred, 0.0)
     return nxt, extra
-
-
-def _ended_at(items: list[tuple[float, str]], t: float, not_this: str) -> str | None:
-    best: tuple[float, str] | None = None
-    for end, name in items:
-        if name != not_this and end <= t + EPS and (best is None or end > best[0]):
-            best = (end, name)
-    return None if best is None else best[1]

@@ -36,6 +36,8 @@ from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
+import numpy as np
+
 from moeopt.core.schedule import Schedule
 from moeopt.megamoe.analysis.table import EPS, Table
 from moeopt.megamoe.build import RankGraph
@@ -473,6 +475,7 @@ class _SemaphoreLevels:
         self._built = False
         self.cap: dict[str, int] = {}
         self._cache: dict[tuple[str, int], tuple[list[tuple[float, float]], list[float], list[float]]] = {}
+        self._np: dict[str, tuple[np.ndarray, np.ndarray]] = {}
         self.times: dict[str, Sequence[float]] = {}
         self.levels: dict[str, Sequence[int]] = {}
         self._changes: dict[str, list[tuple[float, int]]] = {}
@@ -524,6 +527,13 @@ class _SemaphoreLevels:
             self.levels[sem] = ls
         return self.times[sem], self.levels[sem]
 
+    def _arrays(self, sem: str) -> tuple[np.ndarray, np.ndarray]:
+        got = self._np.get(sem)
+        if got is None:
+            ts, ls = self._curve(sem)
+            got = self._np[sem] = (np.asarray(ts, dtype=float), np.asarray(ls, dtype=np.int64))
+        return got
+
     def below(self, sem: str, need: int, lo: float, hi: float) -> list[tuple[float, float]]:
         """Maximal spans (clipped to ``[lo, hi)``) where fewer than ``need`` units are free."""
         spans, starts, ends = self._spans(sem, need)
@@ -546,18 +556,23 @@ class _SemaphoreLevels:
         if got is None:
             if not self._built:
                 self._build()
-            ts, ls = self._curve(sem)
-            spans: list[tuple[float, float]] = []
-            start: float | None = -math.inf if self.cap.get(sem, 0) < need else None
-            for t, level in zip(ts, ls):
-                if level < need and start is None:
-                    start = t
-                elif level >= need and start is not None:
-                    spans.append((start, t))
-                    start = None
-            if start is not None:
-                spans.append((start, math.inf))
-            got = (spans, [a for a, _b in spans], [b for _a, b in spans])
+            ts, ls = self._arrays(sem)
+            # the runs of levels below ``need``, found on the whole curve at once: a shared
+            # semaphore's curve has a breakpoint per use and is asked about for many ``need``
+            low_at_0 = self.cap.get(sem, 0) < need
+            low = ls < need
+            before = np.empty_like(low)
+            if len(low):
+                before[0] = low_at_0
+                before[1:] = low[:-1]
+            starts: list[float] = ts[low & ~before].tolist()
+            ends: list[float] = ts[~low & before].tolist()
+            if low_at_0:
+                starts.insert(0, -math.inf)
+            if len(ends) < len(starts):
+                ends.append(math.inf)
+            spans = list(zip(starts, ends))
+            got = (spans, starts, ends)
             self._cache[key] = got
         return got
 

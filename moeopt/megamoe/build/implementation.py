@@ -270,6 +270,9 @@ def build_rank(
     # without the join: everything before the join expert is the same in both graphs.
     alone = compose(impl, cfg, tokens, topk, world, rows, rank, shared_experts, own, NO_JOIN)
     join = join_expert(alone, cfg, cfg.gmm2_join_check, cfg.c("epoch_sync_us"))
+    if join == NO_JOIN:
+        # GMM1 outlasts every boundary: the graph with the join is this one (the same build)
+        return alone
     return compose(impl, cfg, tokens, topk, world, rows, rank, shared_experts, own, join)
 
 
@@ -282,9 +285,12 @@ def join_expert(rg: RankGraph, cfg: Config, check_from: int, epoch_us: float) ->
     the greedy schedule of ``rg`` (built without the join): GMM1 is done when ``gmm1_done`` ends
     (plus one epoch to publish it), the boundary is the earliest start of the expert's GMM2
     tiles; :data:`NO_JOIN` when GMM1 outlasts every boundary."""
-    # the same schedule as simulate would make of it (its restructuring rule too)
+    # the same schedule as simulate makes of it (its restructuring rule too, and without the
+    # normalisation simulate skips: it never changes a schedule), kept for simulate when the
+    # graph with the join is this same graph (no join)
     hook = restructure_rule(cfg.restructure).hook(rg, cfg)
-    s = greedy_schedule(rg.graph, policy=cfg.scheduling, restructure=hook)
+    s = greedy_schedule(rg.graph, policy=cfg.scheduling, normalize=False, restructure=hook)
+    rg.keep_schedule((cfg.scheduling, cfg.restructure), s)
     g1_done = s.end_us["gmm1_done"] + epoch_us
     first: dict[int, float] = {}
     for name, ev in rg.graph.events.items():

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from moeopt.core.events import EventGraph
+from moeopt.core.schedule import Schedule
 from moeopt.megamoe.build.plan import ExpertPlan
 from moeopt.megamoe.contract import GroupedGemmContract
 
@@ -36,6 +37,18 @@ class RankGraph:
     _data_preds: list[tuple[tuple[int, float], ...]] | None = field(
         default=None, init=False, repr=False, compare=False
     )
+    _greedy: tuple[object, Schedule] | None = field(default=None, init=False, repr=False, compare=False)
+
+    def keep_schedule(self, policy: object, s: Schedule) -> None:
+        """Keep the greedy schedule of this graph (``normalize=False``) that the builder made
+        with ``policy`` (GMM2's join decision reads one): :meth:`take_schedule` hands it on."""
+        self._greedy = (policy, s)
+
+    def take_schedule(self, policy: object) -> Schedule | None:
+        """The kept greedy schedule if it was made with ``policy``, once (``None`` otherwise):
+        the graph is not scheduled twice when nothing changed it since the build."""
+        kept, self._greedy = self._greedy, None
+        return kept[1] if kept is not None and kept[0] == policy else None
 
     def data_preds(self) -> list[tuple[tuple[int, float], ...]]:
         """Per event index (graph order), its predecessors ``(index, λ)`` without the edges that

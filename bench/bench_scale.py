@@ -1,0 +1,144 @@
+"""Wall seconds and peak memory of the largest shapes users run, skewed and uniform.
+
+Cases:
+
+* ``dsv3_zipf``: a DeepSeek-V3-like shape (h 7168, hidden_dim 4096, topK 8, 256 experts over 32
+  ranks, M = 4096 tokens per rank, zipf routing, profile pto-a2a3-v1): 32 distinct ranks, up to
+  ~60k events each. Targets: ``simulate`` 3 s wall and 1 GB peak, the kernel time alone (the
+  search objective, ``moeopt.megamoe.kernel_time``) 1.5 s.
+* ``pto_m8192`` / ``pto_m8192_uniform``: the PTO MegaMoE case at M = 8192 (world 8, 16 experts
+  per rank, pto-a2a3), the kernel's cyclic routing and uniform routing: one rank stands for all.
+  Target 1 s.
+
+Modes: ``simulate`` (the full result), ``kernel_time`` (the kernel's time alone, distinct ranks
+in worker processes). CPU seconds count the worker processes too. Every run is a fresh process, so that its peak memory is its own: the
+figure is the peak resident size of that process plus the largest of its worker processes
+(an upper bound of what the run held at once when it ran one worker at a time per core).
+
+A/B: ``--python A B`` runs each case with two interpreters (two checkouts' virtual
+environments), alternating A, B, A, B, ... in the same load state, and prints the medians and
+the ratio A / B of the medians. A checkout without ``kernel_time`` is run in ``simulate`` mode only.
+
+    python bench/bench_scale.py [--repeat 3] [--only dsv3_zipf] [--mode simulate kernel_time]
+                                [--python /path/a/python /path/b/python]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+
+CASES = {
+    "dsv3_zipf": (
+        {"tokens": 4096, "topk": 8, "world": 32, "local_experts": 8, "routing": "zipf"},
+        "pto-a2a3-v1",
+        {"simulate": 3.0, "kernel_time": 1.5},
+    ),
+    "pto_m8192": (
+        {"tokens": 8192, "topk": 8, "world": 8, "local_experts": 16, "routing": "cyclic"},
+        "pto-a2a3",
+        {"simulate": 1.0, "kernel_time": 1.0},
+    ),
+    "pto_m8192_uniform": (
+        {"tokens": 8192, "topk": 8, "world": 8, "local_experts": 16, "routing": "uniform"},
+        "pto-a2a3",
+        {"simulate": 1.0, "kernel_time": 1.0},
+    ),
+}
+
+CHILD = r"""
+import json, resource, sys, time
+import moeopt.megamoe as mm
+case, mode = json.loads(sys.argv[1]), sys.argv[2]
+s = mm.Scenario(workload=mm.Workload(**case["workload"]), h=7168, hidden_dim=4096, profile=case["profile"])
+if mode == "kernel_time" and not hasattr(mm, "kernel_time"):
+    print(json.dumps({"missing": True}))
+    raise SystemExit(0)
+def cpu_s():  # this process and its joined worker processes
+    ch = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return time.process_time() + ch.ru_utime + ch.ru_stime
+w0, c0 = time.perf_counter(), cpu_s()
+if mode == "simulate":
+    r = mm.simulate(s)
+    total, ranks = r["kernel_total_us"], len(r["simulated_ranks"])
+    events = max(r["rank_results"][k]["n_events"] for k in r["simulated_ranks"])
+else:
+    r = mm.kernel_time(s)
+    total, ranks, events = r["kernel_total_us"], len(r["simulated_ranks"]), -1
+wall, cpu = time.perf_counter() - w0, cpu_s() - c0
+mb = lambda who: resource.getrusage(who).ru_maxrss / 1024
+print(json.dumps({"moeopt": mm.__file__, "wall": wall, "cpu": cpu, "rss_self": mb(resource.RUSAGE_SELF),
+                  "rss_child": mb(resource.RUSAGE_CHILDREN), "total": total, "ranks": ranks,
+                  "events": events}))
+"""
+
+
+def run_one(python: str, name: str, mode: str) -> dict[str, float] | None:
+    workload, profile, _targets = CASES[name]
+    arg = json.dumps({"workload": workload, "profile": profile})
+    # run outside any checkout: ``python -c`` puts the working directory first on the path,
+    # which would import this checkout's moeopt whatever the interpreter
+    out = subprocess.run(
+        [python, "-c", CHILD, arg, mode],
+        capture_output=True,
+        text=True,
+        check=False,
+        cwd=tempfile.gettempdir(),
+    )
+    if out.returncode != 0:
+        raise SystemExit(f"{python} {name} {mode} failed:\n{out.stderr}")
+    got = json.loads(out.stdout.strip().splitlines()[-1])
+    return None if got.get("missing") else got
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--only", nargs="+", default=None, choices=sorted(CASES))
+    ap.add_argument(
+        "--mode", nargs="+", default=["simulate", "kernel_time"], choices=["simulate", "kernel_time"]
+    )
+    ap.add_argument("--python", nargs="+", default=[sys.executable], help="interpreters to compare (A/B)")
+    args = ap.parse_args()
+    print(f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f} at start")
+    for name in args.only or list(CASES):
+        _w, _p, targets = CASES[name]
+        for mode in args.mode:
+            runs: dict[str, list[dict[str, float]]] = {py: [] for py in args.python}
+            for _ in range(args.repeat):
+                for py in args.python:  # alternate the interpreters in one load state
+                    got = run_one(py, name, mode)
+                    if got is not None:
+                        runs[py].append(got)
+            med: dict[str, float] = {}
+            for k, py in enumerate(args.python):
+                rs = runs[py]
+                if not rs:
+                    print(f"{name:<18} {mode:<11} [{'AB'[k] if len(args.python) > 1 else ''}] not available")
+                    continue
+                wall = statistics.median(r["wall"] for r in rs)
+                cpu = statistics.median(r["cpu"] for r in rs)
+                rss = max(r["rss_self"] + r["rss_child"] for r in rs)
+                med[py] = wall
+                tag = f"[{'AB'[k]}] " if len(args.python) > 1 else ""
+                verdict = "ok" if wall <= targets[mode] and (name != "dsv3_zipf" or rss <= 1024) else "OVER"
+                each = " ".join(f"{r['wall']:.2f}" for r in rs)
+                print(
+                    f"{name:<18} {mode:<11} {tag}ranks {rs[0]['ranks']:>3}  wall {wall:7.2f} s (runs "
+                    f"{each})  cpu {cpu:7.2f} s  peak {rss:7.0f} MB  "
+                    f"target {targets[mode]:.1f} s  {verdict}  kernel_total_us {rs[0]['total']:.3f}",
+                    flush=True,
+                )
+            if len(med) == 2:
+                a, b = (med[py] for py in args.python)
+                print(f"{name:<18} {mode:<11} ratio A/B of median wall: {a / b:.2f}x", flush=True)
+    print(f"load average {os.getloadavg()[0]:.2f} at end")
+
+
+if __name__ == "__main__":
+    main()

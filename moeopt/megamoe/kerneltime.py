@@ -1,0 +1,321 @@
+"""``kernel_time(scenario)``: the kernel's time alone, every distinct rank in parallel processes.
+
+:func:`moeopt.simulate` returns every analysis of every distinct rank: its event table, its
+schedule and its graph. A tiling search reads one number of it, the kernel's time (the slowest
+rank's last combine), and on a skewed routing every one of the world's ranks is a graph of its
+own: a DeepSeek-V3-like shape (32 ranks, zipf routing) holds 32 graphs of up to ~60k events at
+once, more than a gigabyte. :func:`kernel_time` gives the same time and the same guardrails
+without the rest:
+
+* each distinct rank is built, scheduled, validated and checked in a worker process (the
+  largest ranks first), and only a few numbers per rank come back; a worker holds one rank's
+  graph at a time, so the memory is that of the largest rank per worker;
+* the guardrails are those of :func:`moeopt.simulate`, judged in the same order (the rank's
+  physical bounds for every rank first, then the work conservation of its late-bound pools),
+  and the same error is raised for the same scenario;
+* a scenario with one distinct rank (uniform or cyclic routing), or small ranks, runs in this
+  process: starting workers would cost more than they save.
+
+The time is exactly ``simulate(scenario)["kernel_total_us"]`` (same graphs, same scheduler); the
+tests compare the two on skewed and uniform scenarios.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import multiprocessing
+import os
+import threading
+from collections.abc import Hashable, Iterator, Mapping, Sequence
+from typing import Any, NamedTuple, TypedDict
+
+import numpy as np
+
+from moeopt.core.gcpause import gc_paused
+from moeopt.core.policies import make_policy
+from moeopt.core.restructure import repinned_graph
+from moeopt.core.scheduler import schedule
+from moeopt.core.validate import validate_schedule
+from moeopt.megamoe.analysis import idle_decomposition, judge_bounds, physical_bounds
+from moeopt.megamoe.build import RankGraph
+from moeopt.megamoe.results import Bounds, IdleDecomposition
+from moeopt.megamoe.routing import counts_matrix, routing_signature
+from moeopt.megamoe.scenario import Config, Scenario
+from moeopt.megamoe.scenario.resolve import check_routing_budgets
+from moeopt.megamoe.simulate import _bound_guard, _conservation_guard
+from moeopt.megamoe.stealing import restructure_rule
+from moeopt.registry import lookup
+
+PARALLEL_MIN_ROWS = 20_000
+"""assumed: below this many routed rows over the distinct ranks, the ranks are scheduled in this
+process (a worker process costs tens of milliseconds to start and to hand its answer back; a
+rank of a few thousand rows schedules in about that time)."""
+
+
+class KernelTime(TypedDict):
+    """What :func:`kernel_time` returns."""
+
+    kernel_total_us: float
+    """the slowest rank's end of its last combine (``simulate(...)["kernel_total_us"]``)"""
+    kernel_dag_end_us: float
+    """the latest rank end after the cross-rank barrier and the tail"""
+    slowest_rank: int
+    """the lowest rank whose time is ``kernel_total_us``"""
+    rank_kernel_total_us: dict[int, float]
+    """every rank's time (ranks sharing a routing signature share it)"""
+    simulated_ranks: list[int]
+    """the representative rank of each distinct graph"""
+    workers: int
+    """the processes the ranks were scheduled in (1: this process)"""
+
+
+class _RankTime(NamedTuple):
+    """One distinct rank, as a worker hands it back."""
+
+    rep: int
+    total_us: float
+    tail_end_us: float
+    tail_us: float
+    n_events: int
+    bounds: Bounds
+    idle: IdleDecomposition | None
+    """``None`` when no pool of the rank is late-bound (nothing for the guardrail to judge)"""
+
+
+class _Job(NamedTuple):
+    scenario: Scenario
+    counts: np.ndarray
+    conservation: bool
+
+
+_JOB: _Job | None = None
+"""The job of this worker process (set by :func:`_init`)."""
+
+
+def _init(job: _Job) -> None:
+    global _JOB
+    _JOB = job
+
+
+_Failed = tuple[str, BaseException]
+_Carried = tuple[str, type[BaseException], tuple[Any, ...], dict[str, Any]]
+
+
+def _rank_time_remote(rep: int) -> _RankTime | _Carried:
+    """:func:`_rank_time` in a worker: an error crosses the process boundary as its class,
+    arguments and attributes (an error whose constructor takes other arguments than its
+    message would not survive pickling as it is)."""
+    got = _rank_time(rep)
+    if isinstance(got, _RankTime):
+        return got
+    phase, exc = got
+    return (phase, type(exc), exc.args, dict(vars(exc)))
+
+
+def _rebuilt(cls: type[BaseException], args: tuple[Any, ...], attrs: dict[str, Any]) -> BaseException:
+    exc = cls.__new__(cls)
+    exc.args = args
+    vars(exc).update(attrs)
+    return exc
+
+
+def _rank_time(rep: int) -> _RankTime | _Failed:
+    """Build, schedule, validate and judge one distinct rank; an error comes back as a value
+    (``("build" | "schedule", exception)``) so that the caller can raise the one
+    :func:`moeopt.simulate` would have raised first."""
+    assert _JOB is not None
+    scenario, counts, conservation = _JOB
+    cfg = scenario.config
+    w = scenario.workload
+    with gc_paused():
+        try:
+            builder = lookup("builder", cfg.builder)()
+            rg = builder(cfg, w.tokens, w.topk, w.world, counts, rep, w.shared_expert_num)
+        except Exception as exc:  # handed back, raised by the caller
+            return ("build", exc)
+        return _judge(rep, rg, cfg, conservation)
+
+
+def _judge(rep: int, rg: RankGraph, cfg: Config, conservation: bool) -> _RankTime | _Failed:
+    """Schedule, validate and judge one built rank graph."""
+    try:
+        s = rg.take_schedule((cfg.scheduling, cfg.restructure))  # made by the build, if any
+        if s is None:
+            hook = restructure_rule(cfg.restructure).hook(rg, cfg)
+            s = schedule(rg.graph, policy=cfg.scheduling, normalize=False, restructure=hook)
+        validate_schedule(rg.graph, s)
+    except Exception as exc:  # handed back, raised by the caller
+        return ("schedule", exc)
+    if s.repinned:
+        # judged on the graph with every moved tile where it ran, as simulate does
+        rg = dataclasses.replace(rg, graph=repinned_graph(rg.graph, s.repinned))
+    # the rank's time: the end of its last combine (as simulate reads it)
+    comb = rg.combine_events or [n for n in rg.graph.events if n != rg.tail_event]
+    end = s.end_us
+    total = max(end[n] for n in comb)
+    idle = idle_decomposition(rg, s, total) if conservation and rg.late_stages else None
+    return _RankTime(
+        rep,
+        total,
+        end[rg.tail_event],
+        rg.graph[rg.tail_event].duration_us,
+        len(rg.graph),
+        judge_bounds(physical_bounds(rg, cfg), total),
+        idle,
+    )
+
+
+def _groups(scenario: Scenario) -> tuple[np.ndarray, list[list[int]]]:
+    """The routing counts and the ranks grouped by routing signature (as ``build_graphs``)."""
+    cfg = scenario.config
+    w = scenario.workload
+    counts = counts_matrix(w)
+    e = w.local_experts
+    check_routing_budgets(cfg, {r: int(counts[:, r * e : (r + 1) * e].sum()) for r in range(w.world)})
+    groups: dict[Hashable, list[int]] = {}
+    for r in range(w.world):
+        groups.setdefault(routing_signature(counts, r, w.local_experts), []).append(r)
+    return counts, list(groups.values())
+
+
+def _default_workers(rows: Sequence[int]) -> int:
+    if len(rows) < 2 or sum(rows) < PARALLEL_MIN_ROWS:
+        return 1
+    return max(1, min(len(rows), os.cpu_count() or 1))
+
+
+def _can_fork() -> bool:
+    """Fork is the one start method whose workers see this process's registrations (a policy
+    or builder registered at run time) and share its loaded modules. It is safe only while this
+    process runs one thread: with others running (a search worker's heartbeat, a user's
+    program), a forked child could inherit a lock one of them holds. Otherwise the ranks are
+    scheduled here."""
+    return "fork" in multiprocessing.get_all_start_methods() and threading.active_count() == 1
+
+
+@contextlib.contextmanager
+def _pool(job: _Job, workers: int) -> Iterator[Any]:
+    ctx = multiprocessing.get_context("fork")
+    pool = ctx.Pool(workers, initializer=_init, initargs=(job,))
+    try:
+        yield pool
+    finally:
+        pool.terminate()
+        pool.join()
+
+
+def kernel_time(
+    scenario: Scenario,
+    *,
+    workers: int | None = None,
+    check_bounds: bool = True,
+    check_work_conservation: bool = True,
+) -> KernelTime:
+    """The kernel's time of ``scenario`` with the guardrails of :func:`moeopt.simulate`, without
+    its analyses (see the module docstring).
+
+    Args:
+        workers: processes to schedule the distinct ranks in; ``None``: as many as there are
+            cores when the scenario has several large distinct ranks, else this process alone.
+            Workers are forked, and only while this process runs a single thread: otherwise
+            the ranks are scheduled in this process (``r["workers"]`` says which).
+        check_bounds, check_work_conservation: as for :func:`moeopt.simulate`.
+    """
+    if workers is not None and (isinstance(workers, bool) or not isinstance(workers, int) or workers < 1):
+        raise ValueError(f"workers = {workers!r}: not allowed; allowed: an integer >= 1, or None")
+    cfg = scenario.config
+    w = scenario.workload
+    policy = make_policy(cfg.scheduling)
+    conservation = check_work_conservation and policy.work_conserving
+    counts, groups = _groups(scenario)
+    e = w.local_experts
+    rows = [int(counts[:, g[0] * e : (g[0] + 1) * e].sum()) for g in groups]
+    n = _default_workers(rows) if workers is None else min(workers, len(groups))
+    if n > 1 and not _can_fork():
+        n = 1
+    # the largest ranks first: the last one to finish is then a small one
+    order = sorted(range(len(groups)), key=lambda k: -rows[k])
+    reps = [groups[k][0] for k in order]
+    job = _Job(scenario, counts, conservation)
+    got: list[_RankTime | _Failed] = []
+    if n <= 1:
+        global _JOB
+        saved, _JOB = _JOB, job
+        try:
+            got = [_rank_time(rep) for rep in reps]
+        finally:
+            _JOB = saved
+    else:
+        with _pool(job, n) as pool:
+            for res in pool.imap(_rank_time_remote, reps, chunksize=1):
+                got.append(res if isinstance(res, _RankTime) else (res[0], _rebuilt(*res[1:])))
+    return _combine(
+        scenario,
+        [g[0] for g in groups],
+        groups,
+        dict(zip(reps, got, strict=True)),
+        n,
+        check_bounds,
+        conservation,
+        policy.name,
+    )
+
+
+def kernel_time_built(
+    scenario: Scenario,
+    graphs: Mapping[int, tuple[RankGraph, list[int]]],
+    *,
+    check_bounds: bool = True,
+    check_work_conservation: bool = True,
+) -> KernelTime:
+    """:func:`kernel_time` on graphs already built by ``build_graphs(scenario)`` (the search
+    builds them for the lower bound and reuses them here), in this process."""
+    cfg = scenario.config
+    policy = make_policy(cfg.scheduling)
+    conservation = check_work_conservation and policy.work_conserving
+    with gc_paused():
+        got = {rep: _judge(rep, rg, cfg, conservation) for rep, (rg, _ranks) in graphs.items()}
+    groups = [ranks for _rep, (_rg, ranks) in graphs.items()]
+    return _combine(scenario, list(graphs), groups, got, 1, check_bounds, conservation, policy.name)
+
+
+def _combine(
+    scenario: Scenario,
+    built_order: list[int],
+    groups: list[list[int]],
+    by_rep: dict[int, _RankTime | _Failed],
+    workers: int,
+    check_bounds: bool,
+    conservation: bool,
+    policy: str,
+) -> KernelTime:
+    """The kernel's time from every distinct rank's, with the guardrails in simulate's order."""
+    # the error simulate raises first: building comes before scheduling, each in rank order
+    for phase, reps_in_order in (("build", built_order), ("schedule", sorted(by_rep))):
+        for rep in reps_in_order:
+            res = by_rep[rep]
+            if not isinstance(res, _RankTime) and res[0] == phase:
+                raise res[1]
+    times: dict[int, _RankTime] = {}
+    for rep, res in by_rep.items():
+        assert isinstance(res, _RankTime)
+        times[rep] = res
+    total = max(t.total_us for t in times.values())
+    flag = scenario.config.c("cross_rank_flag_us")
+    per_rank: dict[int, _RankTime] = {r: times[g[0]] for g in groups for r in g}
+    if check_bounds:
+        for r, t in sorted(per_rank.items()):
+            _bound_guard(r, t.bounds, t.total_us)
+    if conservation:
+        for r, t in sorted(per_rank.items()):
+            if t.idle is not None:
+                _conservation_guard(r, t.idle, policy)
+    return {
+        "kernel_total_us": total,
+        "kernel_dag_end_us": max(max(t.tail_end_us, total + flag + t.tail_us) for t in times.values()),
+        "slowest_rank": min(r for r, t in per_rank.items() if t.total_us == total),
+        "rank_kernel_total_us": {r: t.total_us for r, t in sorted(per_rank.items())},
+        "simulated_ranks": sorted(times),
+        "workers": workers,
+    }

@@ -1,0 +1,117 @@
+"""``kernel_time``: the kernel's time without the analyses, distinct ranks in worker processes.
+
+Its contract is that of ``simulate``: the same times and the same guardrail errors. The
+reference here is ``simulate`` itself (the full pipeline, a different code path that keeps
+every rank's graph, schedule and analyses in this process)."""
+
+from __future__ import annotations
+
+import sys
+
+import pytest
+
+from moeopt.errors import ScheduleError
+from moeopt.megamoe import BoundViolation, Scenario, simulate
+from moeopt.megamoe.build.context import BuildContext
+from moeopt.megamoe.kerneltime import kernel_time, kernel_time_built
+from moeopt.megamoe.simulate import build_graphs
+from moeopt.trust.golden import default_configs
+
+
+def _golden(name: str) -> Scenario:
+    return next(c for c in default_configs() if c.name == name).scenario()
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+@pytest.mark.parametrize(
+    "name", ["bs72.zipf", "pto_m16.zipf", "bs72.random", "basic_e8", "pto_m16.zipf.stealing"]
+)
+def test_same_times_as_simulate(name: str, workers: int) -> None:
+    # skewed routings: every rank of the world is a graph of its own, so the slowest rank and
+    # the barrier-delayed ends depend on all of them (basic_e8: one rank stands for all;
+    # .stealing: a restructuring rule re-pins tiles while scheduling)
+    sc = _golden(name)
+    r = simulate(sc)
+    k = kernel_time(sc, workers=workers)
+    assert k["kernel_total_us"] == r["kernel_total_us"]
+    assert k["kernel_dag_end_us"] == r["kernel_dag_end_us"]
+    assert k["slowest_rank"] == r["slowest_rank"]
+    assert k["simulated_ranks"] == r["simulated_ranks"]
+    assert k["rank_kernel_total_us"] == {
+        rank: rr["kernel_total_us"] for rank, rr in sorted(r["rank_results"].items())
+    }
+    assert k["workers"] == min(workers, len(r["simulated_ranks"]))  # one thread here: forked
+
+
+def test_built_graphs_give_the_same_time() -> None:
+    sc = _golden("bs72.zipf")
+    assert kernel_time_built(sc, build_graphs(sc)) == {**kernel_time(sc), "workers": 1}
+
+
+def test_guardrail_error_is_simulates(monkeypatch: pytest.MonkeyPatch) -> None:
+    # the cube and the GM->L1 loads made 1000x too fast inside the builder only (the bounds use
+    # the true constants): the simulated time drops below the compute / bandwidth bounds. On a
+    # skewed routing with the ranks in forked workers (which inherit the patch), the error of
+    # the same rank must come back, with its bounds
+    real = BuildContext.c
+
+    def cheap(self: BuildContext, name: str) -> float:
+        v = real(self, name)
+        return v * 1000 if name in ("gm_l1_bytes_per_us", "cube_mac_per_us_int8") else v
+
+    monkeypatch.setattr(BuildContext, "c", cheap)
+    sc = _golden("bs72.zipf").with_overrides({"options.bandwidth_contention": False})
+    with pytest.raises(BoundViolation) as ref:
+        simulate(sc)
+    with pytest.raises(BoundViolation) as got:
+        kernel_time(sc, workers=2)
+    assert str(got.value) == str(ref.value)
+    assert got.value.bounds == ref.value.bounds
+    off = kernel_time(sc, workers=2, check_bounds=False)
+    assert off["kernel_total_us"] == simulate(sc, check_bounds=False)["kernel_total_us"]
+
+
+@pytest.mark.parametrize("bad", [0, -1, 1.5, True, "2"])
+def test_bad_workers_named(bad: object) -> None:
+    sc = _golden("bs72.zipf")
+    with pytest.raises(ValueError, match=r"workers = .*allowed: an integer >= 1, or None"):
+        kernel_time(sc, workers=bad)  # type: ignore[arg-type]
+
+
+def test_worker_error_crosses_intact(monkeypatch: pytest.MonkeyPatch) -> None:
+    # an error raised in a worker comes back as itself: the validator's ScheduleError takes a
+    # list of violations in its constructor (plain pickling would rebuild it from its message);
+    # the lowest rank's error is raised, as simulate schedules the ranks in rank order
+    import moeopt.megamoe.kerneltime as kt
+
+    def refuse(graph: object, s: object) -> None:
+        raise ScheduleError([f"made up for the graph of {len(graph)} events"])  # type: ignore[arg-type]
+
+    monkeypatch.setattr(kt, "validate_schedule", refuse)
+    monkeypatch.setattr(sys.modules["moeopt.megamoe.simulate"], "validate_schedule", refuse)
+    sc = _golden("bs72.zipf")
+    with pytest.raises(ScheduleError) as ref:
+        simulate(sc)
+    with pytest.raises(ScheduleError) as got:
+        kernel_time(sc, workers=2)
+    assert type(got.value) is ScheduleError
+    assert got.value.violations == ref.value.violations
+    assert str(got.value) == str(ref.value)
+
+
+def test_workers_with_another_thread_running() -> None:
+    # a program with a thread running (a search worker's heartbeat) must not fork (a child could
+    # inherit a lock that thread holds): the ranks are scheduled in this process, same times
+    import threading
+
+    stop = threading.Event()
+    t = threading.Thread(target=stop.wait, daemon=True)
+    t.start()
+    try:
+        sc = _golden("bs72.zipf")
+        got = kernel_time(sc, workers=2)
+    finally:
+        stop.set()
+        t.join()
+    assert got["workers"] == 1
+    assert got == {**kernel_time(sc, workers=2), "workers": 1}
