@@ -144,6 +144,39 @@ def _sem_pairs(
     return tuple(pairs)
 
 
+
+def double_bindings(cg: CompiledGraph) -> list[str]:
+    """Events that could hold one resource twice: a member of two of their placeholders' pools, or
+    of one pool and their fixed resources. The greedy scheduler binds each placeholder on its own
+    and cannot keep such bindings apart, so it refuses these graphs (the validator's exact matching
+    still judges a schedule of one). One line per event; empty when there is none."""
+    seen: dict[tuple[tuple[int, ...], tuple[int, ...]], int | None] = {}
+    out: list[str] = []
+    for i, phs in enumerate(cg.placeholders):
+        fixed = cg.fixed[i]
+        if not phs or not (fixed or len(phs) > 1):
+            continue
+        key = (fixed, phs)
+        if key not in seen:
+            held = set(fixed)
+            found: int | None = None
+            for pool in phs:
+                found = next((m for m in cg.pool_members[pool] if m in held), None)
+                if found is not None:
+                    break
+                held.update(cg.pool_members[pool])
+            seen[key] = found
+        clash = seen[key]
+        if clash is not None:
+            out.append(
+                f"event {cg.names[i]!r}: resource {cg.res_names[clash]!r} could be bound twice (it is in "
+                "more than one of its placeholders' pools, or is one of its fixed resources and in such "
+                "a pool); the list scheduler binds each placeholder on its own, so give the event pools "
+                "with no member in common and none of its fixed resources"
+            )
+    return out
+
+
 def compile_graph(g: EventGraph) -> CompiledGraph:
     """Validate ``g`` and build its :class:`CompiledGraph`; raise :class:`GraphError` on any problem."""
     events = list(g.events.values())

@@ -29,7 +29,7 @@ import math
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, TypeVar
 
-from moeopt.core.compiled import CompiledGraph
+from moeopt.core.compiled import CompiledGraph, double_bindings
 from moeopt.core.events import EventGraph
 from moeopt.core.gcpause import gc_paused
 from moeopt.core.normalize import drop_nonbinding_semaphores
@@ -38,7 +38,7 @@ from moeopt.core.restructure import Restructure, RestructureControl
 from moeopt.core.schedule import Schedule, SemaphoreLevels, Wait
 from moeopt.core.state import SchedulerState, WaitRecord
 from moeopt.core.view import SchedulerView
-from moeopt.errors import SchedulingError
+from moeopt.errors import GraphError, SchedulingError
 
 INF = math.inf
 _V = TypeVar("_V")
@@ -182,6 +182,9 @@ def schedule(
             (:attr:`Schedule.repinned`).
 
     Raises:
+        GraphError: a bad graph, or one the list scheduler cannot bind: an event whose
+            placeholders' pools share a member, or contain one of its fixed resources
+            (:func:`moeopt.core.compiled.double_bindings`).
         SchedulingError: when an event can never be admitted (semaphore units that are never
             given back) or a release lifts a semaphore above its capacity.
     """
@@ -192,6 +195,10 @@ def schedule(
     with gc_paused():
         graph.validate()
         full = graph.compiled()
+        bad = double_bindings(full)
+        if bad:
+            more = f"\n  ... and {len(bad) - 5} more" if len(bad) > 5 else ""
+            raise GraphError("the list scheduler cannot bind this graph:\n  " + "\n  ".join(bad[:5]) + more)
         cg = drop_nonbinding_semaphores(graph) if normalize else full
         state = SchedulerState(cg)
         try:

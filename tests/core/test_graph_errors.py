@@ -163,3 +163,33 @@ def test_graph_is_read_only_through_nx() -> None:
     assert view.nodes["b"]["event"].duration_us == 1.0
     with pytest.raises(Exception, match="Frozen graph"):
         view.add_node("c")
+
+
+@pytest.mark.parametrize(
+    ("pools", "resources", "twice"),
+    [
+        # a fixed core and a pool that contains it: binding the pool's first free member would
+        # give the event c0.AIV twice (one core where it asks for two)
+        ({"AIV": ["c0.AIV", "c1.AIV"]}, ("c0.AIV", "AIV:*"), "c0.AIV"),
+        # two pools sharing c1.AIV: each placeholder binds on its own and both may take it
+        ({"A": ["c0.AIV", "c1.AIV"], "B": ["c1.AIV", "c2.AIV"]}, ("A:*", "B:*"), "c1.AIV"),
+    ],
+)
+def test_the_list_scheduler_refuses_an_event_that_could_hold_a_resource_twice(
+    pools: dict[str, list[str]], resources: tuple[str, ...], twice: str
+) -> None:
+    g = m.EventGraph()
+    for role, members in pools.items():
+        g.add_pool(role, members)
+    g.add(m.Event("a", resources=resources, duration_us=1.0))
+    with pytest.raises(m.GraphError, match=rf"event 'a': resource '{twice}' could be bound twice"):
+        m.schedule(g)
+
+
+def test_pools_without_a_common_member_still_bind_side_by_side() -> None:
+    g = m.EventGraph()
+    g.add_pool("A", ["c0.AIV", "c1.AIV"])
+    g.add_pool("B", ["c2.AIV"])
+    g.add(m.Event("a", resources=("A:*", "B:*"), duration_us=1.0))
+    # both pools free at 0: A takes its first member, B its only one
+    assert m.schedule(g).resources["a"] == ("c0.AIV", "c2.AIV")
