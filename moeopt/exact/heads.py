@@ -66,6 +66,27 @@ def _fluid(pairs: list[tuple[float, float]], capacity: int, integral: bool) -> f
     return best
 
 
+def _reach_bits(
+    topo: Sequence[int],
+    preds: Sequence[Sequence[tuple[int, float]]],
+    succs: Sequence[Sequence[tuple[int, float]]],
+) -> tuple[list[int], list[int]]:
+    """Each event's ancestors and descendants as bit sets (bit ``k`` = event ``k``)."""
+    anc = [0] * len(topo)
+    for j in topo:
+        a = 0
+        for p, _lam in preds[j]:
+            a |= anc[p] | (1 << p)
+        anc[j] = a
+    desc = [0] * len(topo)
+    for j in reversed(topo):
+        d = 0
+        for x, _lam in succs[j]:
+            d |= desc[x] | (1 << x)
+        desc[j] = d
+    return anc, desc
+
+
 def adjusted_heads_tails(
     cg: CompiledGraph,
     sets: Sequence[tuple[int, Sequence[tuple[int, int, float, int]]]],
@@ -93,18 +114,7 @@ def adjusted_heads_tails(
     work = n * sum(len(items) for _c, items in used)
     if not used or work > budget:
         return None
-    anc = [0] * n
-    for j in cg.topo:
-        a = 0
-        for p, _lam in preds[j]:
-            a |= anc[p] | (1 << p)
-        anc[j] = a
-    desc = [0] * n
-    for j in reversed(cg.topo):
-        d = 0
-        for s, _lam in succs[j]:
-            d |= desc[s] | (1 << s)
-        desc[j] = d
+    anc, desc = _reach_bits(cg.topo, preds, succs)
     big_h = list(head)
     for j in cg.topo:
         h = big_h[j]
@@ -247,7 +257,6 @@ def raised_ends(
     ``work`` lasts and until ``RAISE_FUTILE`` in a row raised nothing; the others keep their
     longest-path value (leaving an event out only weakens the result).
     """
-    n = cg.n
     used = [(cap, [it for it in items if it[1] >= 0 and it[2] > 0 and it[3] > 0]) for cap, items in sets]
     completions = [_Completion(cap, items, integral) for cap, items in used]
     by_last: dict[int, list[tuple[int, int, float, int]]] = {}
@@ -256,18 +265,7 @@ def raised_ends(
         for f, la, ln, q in items:
             by_last.setdefault(la, []).append((k, f, ln, q))
             by_first.setdefault(f, []).append((k, la, ln, q))
-    anc = [0] * n
-    for j in cg.topo:
-        a = 0
-        for p, _lam in preds[j]:
-            a |= anc[p] | (1 << p)
-        anc[j] = a
-    desc = [0] * n
-    for j in reversed(cg.topo):
-        d = 0
-        for x, _lam in succs[j]:
-            d |= desc[x] | (1 << x)
-        desc[j] = d
+    anc, desc = _reach_bits(cg.topo, preds, succs)
 
     def members(bits: int) -> list[int]:
         out = []

@@ -27,7 +27,7 @@ import dataclasses
 import multiprocessing
 import os
 import threading
-from collections.abc import Hashable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, NamedTuple, TypedDict
 
 import numpy as np
@@ -40,10 +40,8 @@ from moeopt.core.validate import validate_schedule
 from moeopt.megamoe.analysis import idle_decomposition, judge_bounds, physical_bounds
 from moeopt.megamoe.build import RankGraph
 from moeopt.megamoe.results import Bounds, IdleDecomposition
-from moeopt.megamoe.routing import counts_matrix, routing_signature
 from moeopt.megamoe.scenario import Config, Scenario
-from moeopt.megamoe.scenario.resolve import check_routing_budgets
-from moeopt.megamoe.simulate import _bound_guard, _conservation_guard
+from moeopt.megamoe.simulate import _bound_guard, _conservation_guard, rank_groups
 from moeopt.megamoe.stealing import restructure_rule
 from moeopt.registry import lookup
 
@@ -166,19 +164,6 @@ def _judge(rep: int, rg: RankGraph, cfg: Config, conservation: bool) -> _RankTim
     )
 
 
-def _groups(scenario: Scenario) -> tuple[np.ndarray, list[list[int]]]:
-    """The routing counts and the ranks grouped by routing signature (as ``build_graphs``)."""
-    cfg = scenario.config
-    w = scenario.workload
-    counts = counts_matrix(w)
-    e = w.local_experts
-    check_routing_budgets(cfg, {r: int(counts[:, r * e : (r + 1) * e].sum()) for r in range(w.world)})
-    groups: dict[Hashable, list[int]] = {}
-    for r in range(w.world):
-        groups.setdefault(routing_signature(counts, r, w.local_experts), []).append(r)
-    return counts, list(groups.values())
-
-
 def _default_workers(rows: Sequence[int]) -> int:
     if len(rows) < 2 or sum(rows) < PARALLEL_MIN_ROWS:
         return 1
@@ -228,7 +213,7 @@ def kernel_time(
     w = scenario.workload
     policy = make_policy(cfg.scheduling)
     conservation = check_work_conservation and policy.work_conserving
-    counts, groups = _groups(scenario)
+    counts, groups = rank_groups(scenario)
     e = w.local_experts
     rows = [int(counts[:, g[0] * e : (g[0] + 1) * e].sum()) for g in groups]
     n = _default_workers(rows) if workers is None else min(workers, len(groups))

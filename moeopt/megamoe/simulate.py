@@ -34,6 +34,8 @@ import json
 from collections.abc import Hashable
 from typing import cast
 
+import numpy as np
+
 from moeopt.core.gcpause import gc_paused
 from moeopt.core.policies import make_policy
 from moeopt.core.restructure import repinned_graph
@@ -82,6 +84,20 @@ class BuiltGraphs(dict[int, tuple[RankGraph, list[int]]]):
     constants_used: frozenset[str] = frozenset()
 
 
+def rank_groups(scenario: Scenario) -> tuple[np.ndarray, list[list[int]]]:
+    """The routing counts and the ranks grouped by routing signature (ranks with equal
+    signatures build equal graphs), after the scenario's routing budgets are checked."""
+    cfg = scenario.config
+    w = scenario.workload
+    counts = counts_matrix(w)
+    e = w.local_experts
+    check_routing_budgets(cfg, {r: int(counts[:, r * e : (r + 1) * e].sum()) for r in range(w.world)})
+    groups: dict[Hashable, list[int]] = {}
+    for r in range(w.world):
+        groups.setdefault(routing_signature(counts, r, w.local_experts), []).append(r)
+    return counts, list(groups.values())
+
+
 def build_graphs(scenario: Scenario) -> BuiltGraphs:
     """One built graph per distinct routing signature: ``{representative rank: (graph, ranks)}``.
 
@@ -91,16 +107,11 @@ def build_graphs(scenario: Scenario) -> BuiltGraphs:
     (all of them, with the analyses) schedule them with both."""
     cfg = scenario.config
     w = scenario.workload
-    counts = counts_matrix(w)
-    e = w.local_experts
-    check_routing_budgets(cfg, {r: int(counts[:, r * e : (r + 1) * e].sum()) for r in range(w.world)})
-    groups: dict[Hashable, list[int]] = {}
-    for r in range(w.world):
-        groups.setdefault(routing_signature(counts, r, w.local_experts), []).append(r)
+    counts, groups = rank_groups(scenario)
     builder = lookup("builder", cfg.builder)()
     out = BuiltGraphs()
     with recording() as used:
-        for ranks in groups.values():
+        for ranks in groups:
             rep = ranks[0]
             out[rep] = (builder(cfg, w.tokens, w.topk, w.world, counts, rep, w.shared_expert_num), ranks)
     out.constants_used = frozenset(used)
