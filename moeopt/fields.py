@@ -19,9 +19,22 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Generic, TypeGuard, TypeVar
 
 from moeopt.errors import InputError, did_you_mean
+
+
+def read_input_text(path: str | Path, what: str) -> str:
+    """The UTF-8 text of an input file; one :class:`InputError` naming the file when it is missing
+    or unreadable (``what``: the kind of file, e.g. ``"timeline file"``)."""
+    p = Path(path)
+    try:
+        return p.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise InputError(f"{p}: no such {what}") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError(f"{p}: cannot read the {what}: {exc}") from None
 
 
 def _num_text(x: float) -> str:

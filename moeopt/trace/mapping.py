@@ -39,9 +39,9 @@ from typing import Any
 import yaml
 
 from moeopt.errors import InputError
+from moeopt.fields import read_input_text
 from moeopt.trace.chrome import Trace
-from moeopt.trace.timeline import WHOLE, Timeline, TimelineRow
-from moeopt.trace.timeline import _checked as check_timeline
+from moeopt.trace.timeline import WHOLE, Timeline, TimelineRow, check_timeline
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -116,12 +116,7 @@ def read_mapping(path: str | Path) -> TraceMapping:
     """Read a mapping file (TOML, or YAML for ``.yaml`` / ``.yml``); one :class:`InputError` for any
     problem, naming the file and the key."""
     p = Path(path)
-    try:
-        text = p.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise InputError(f"{p}: no such mapping file") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(f"{p}: cannot read the mapping file: {exc}") from None
+    text = read_input_text(p, "mapping file")
     try:
         data = yaml.safe_load(text) if p.suffix.lower() in (".yaml", ".yml") else tomllib.loads(text)
     except (yaml.YAMLError, tomllib.TOMLDecodeError) as exc:

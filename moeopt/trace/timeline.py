@@ -37,6 +37,7 @@ from typing import Any
 from moeopt.core.events import EventGraph
 from moeopt.core.schedule import Schedule
 from moeopt.errors import InputError
+from moeopt.fields import read_input_text
 
 WHOLE = "*"
 """The unit of a row that stands for the whole stage."""
@@ -110,12 +111,7 @@ class Timeline:
 def read_timeline(path: str | Path) -> Timeline:
     """Read a CSV or JSON stage timeline (chosen by the suffix; ``.json`` = JSON, else CSV)."""
     p = Path(path)
-    try:
-        text = p.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise InputError(f"{p}: no such timeline file") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(f"{p}: cannot read: {exc}") from None
+    text = read_input_text(p, "timeline file")
     if p.suffix.lower() == ".json":
         return parse_timeline_json(text, str(p))
     return parse_timeline_csv(text, str(p))
@@ -152,7 +148,7 @@ def parse_timeline_csv(text: str, where: str = "timeline") -> Timeline:
             raise InputError(f"{where}:{lineno}: {len(values)} fields, the header has {len(cols)}")
         rec = dict(zip(cols, (v.strip() for v in values), strict=True))
         rows.append(_row(rec, f"{where}:{lineno}"))
-    return _checked(Timeline(tuple(rows), meta, where), where)
+    return check_timeline(Timeline(tuple(rows), meta, where), where)
 
 
 def parse_timeline_json(text: str, where: str = "timeline") -> Timeline:
@@ -177,7 +173,7 @@ def parse_timeline_json(text: str, where: str = "timeline") -> Timeline:
         if not isinstance(rec, dict):
             raise InputError(f"{where}: rows[{i}] = {rec!r}: must be a table with {', '.join(COLUMNS)}")
         rows.append(_row({k: str(v) if v is not None else "" for k, v in rec.items()}, f"{where}: rows[{i}]"))
-    return _checked(Timeline(tuple(rows), meta, where), where)
+    return check_timeline(Timeline(tuple(rows), meta, where), where)
 
 
 def _row(rec: Mapping[str, str], where: str) -> TimelineRow:
@@ -200,7 +196,7 @@ def _row(rec: Mapping[str, str], where: str) -> TimelineRow:
     return TimelineRow(stage, rec.get("unit", "") or WHOLE, rec.get("group", ""), start, end)
 
 
-def _checked(t: Timeline, where: str) -> Timeline:
+def check_timeline(t: Timeline, where: str) -> Timeline:
     if not t.rows:
         raise InputError(f"{where}: the timeline has no rows")
     kind = t.meta.get("units", "envelopes")
