@@ -119,6 +119,17 @@ def _far_and_near_graph() -> m.EventGraph:
     return g
 
 
+def _raised_head_of_j(g: m.EventGraph, **limits: int) -> dict[int, float]:
+    """raised_ends asked for j's head, over the one capacity set of a1, a2 and b on c0.R."""
+    cg = g.compiled()
+    ix = cg.index
+    items = tuple((ix[e], ix[e], cg.dur[ix[e]], 1) for e in ("a1", "a2", "b"))
+    raised_h, _t = raised_ends(
+        cg, [(1, items)], cg.dur, cg.preds, cg.succs, cg.heads(), cg.tails(), [ix["j"]], [], **limits
+    )
+    return raised_h
+
+
 @pytest.mark.parametrize("max_neighbours", [400, 0])
 def test_targeted_raising_takes_the_far_intervals_apart_from_the_near_ones(max_neighbours: int) -> None:
     # all three intervals of c0.R end before j starts, but b right before it (distance 0) and a1,
@@ -127,22 +138,9 @@ def test_targeted_raising_takes_the_far_intervals_apart_from_the_near_ones(max_n
     # 20: 40, the optimum's start of j. max_neighbours = 0 takes j through the work budget.
     g = _far_and_near_graph()
     cg = g.compiled()
-    ix = cg.index
-    items = tuple((ix[e], ix[e], cg.dur[ix[e]], 1) for e in ("a1", "a2", "b"))
-    raised_h, _t = raised_ends(
-        cg,
-        [(1, items)],
-        cg.dur,
-        cg.preds,
-        cg.succs,
-        cg.heads(),
-        cg.tails(),
-        [ix["j"]],
-        [],
-        max_neighbours=max_neighbours,
-    )
-    assert cg.heads()[ix["j"]] == pytest.approx(30.0)
-    assert raised_h[ix["j"]] == pytest.approx(40.0)
+    raised_h = _raised_head_of_j(g, max_neighbours=max_neighbours)
+    assert cg.heads()[cg.index["j"]] == pytest.approx(30.0)
+    assert raised_h[cg.index["j"]] == pytest.approx(40.0)
     x = solve_exact(g, 10.0, 1)
     assert x.best_us == pytest.approx(41.0)
     assert x.schedule is not None
@@ -151,21 +149,4 @@ def test_targeted_raising_takes_the_far_intervals_apart_from_the_near_ones(max_n
 
 def test_targeted_raising_stays_within_its_work() -> None:
     # with no work allowed, an event beyond max_neighbours keeps its longest-path head
-    g = _far_and_near_graph()
-    cg = g.compiled()
-    ix = cg.index
-    items = tuple((ix[e], ix[e], cg.dur[ix[e]], 1) for e in ("a1", "a2", "b"))
-    raised_h, _t = raised_ends(
-        cg,
-        [(1, items)],
-        cg.dur,
-        cg.preds,
-        cg.succs,
-        cg.heads(),
-        cg.tails(),
-        [ix["j"]],
-        [],
-        max_neighbours=0,
-        work=0,
-    )
-    assert raised_h == {}
+    assert _raised_head_of_j(_far_and_near_graph(), max_neighbours=0, work=0) == {}

@@ -24,13 +24,16 @@ bounds is what the tiling and orchestration cost.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import TypeVar
 
 from moeopt.megamoe.analysis.table import EPS
 from moeopt.megamoe.build import RankGraph
 from moeopt.megamoe.config.implementation import CUBE_M_ALIGN, ROW_PAD_BYTES, SCALE_BYTES
 from moeopt.megamoe.results import BoundKind, Bounds, Channel, FloorKind, Floors, GraphFloors, PhysicalBounds
 from moeopt.megamoe.scenario import Config
+
+_K = TypeVar("_K", bound=str)
 
 
 def physical_bounds(rg: RankGraph, cfg: Config) -> PhysicalBounds:
@@ -103,6 +106,13 @@ def dependency_chain_us(cfg: Config) -> float:
     return max(gmm1_end + cfg.c("act_startup_us"), (b1 + b2) / r)
 
 
+def _binding(vals: Mapping[_K, float], time_us: float) -> tuple[_K, float, float]:
+    """The largest of ``vals`` (first on ties), its value, and how far ``time_us`` is above it (%)."""
+    binding = max(vals, key=lambda k: vals[k])
+    lb = vals[binding]
+    return binding, lb, (time_us / lb - 1.0) * 100.0 if lb > 0 else 0.0
+
+
 def judge_bounds(b: PhysicalBounds, time_us: float) -> Bounds:
     """``b`` with the binding bound, how far ``time_us`` is above it, and whether it is below."""
     vals: dict[BoundKind, float] = {
@@ -110,13 +120,12 @@ def judge_bounds(b: PhysicalBounds, time_us: float) -> Bounds:
         "bandwidth": b["bandwidth_us"],
         "dependency": b["dependency_us"],
     }
-    binding = max(vals, key=lambda k: vals[k])
-    lb = vals[binding]
+    binding, lb, excess = _binding(vals, time_us)
     return {
         **b,
         "binding": binding,
         "lower_bound_us": lb,
-        "excess_pct": (time_us / lb - 1.0) * 100.0 if lb > 0 else 0.0,
+        "excess_pct": excess,
         "violated": time_us < lb * (1 - 1e-9) - EPS,
     }
 
@@ -193,11 +202,5 @@ def longest_path_us(rg: RankGraph) -> float:
 def judge_floors(f: GraphFloors, time_us: float) -> Floors:
     """``f`` with the binding floor and how far ``time_us`` is above it."""
     vals: dict[FloorKind, float] = {"longest_path": f["longest_path_us"], "pipe": f["busiest_pipe_us"]}
-    binding = max(vals, key=lambda k: vals[k])
-    lb = vals[binding]
-    return {
-        **f,
-        "binding": binding,
-        "lower_bound_us": lb,
-        "excess_pct": (time_us / lb - 1.0) * 100.0 if lb > 0 else 0.0,
-    }
+    binding, lb, excess = _binding(vals, time_us)
+    return {**f, "binding": binding, "lower_bound_us": lb, "excess_pct": excess}
