@@ -62,6 +62,8 @@ class CompiledGraph:
     group: tuple[int, ...]
     group_sites: tuple[tuple[int, ...] | None, ...]
     events: tuple[Event, ...]
+    # events that could hold one resource twice (see :func:`_double_bound`), one line each
+    double_bound: tuple[str, ...] = ()
 
     @property
     def n(self) -> int:
@@ -145,36 +147,43 @@ def _sem_pairs(
 
 
 
-def double_bindings(cg: CompiledGraph) -> list[str]:
+
+def _double_bound(
+    names: Sequence[str],
+    res_names: Sequence[str],
+    fixed: Sequence[tuple[int, ...]],
+    placeholders: Sequence[tuple[int, ...]],
+    pool_members: Sequence[tuple[int, ...]],
+) -> tuple[str, ...]:
     """Events that could hold one resource twice: a member of two of their placeholders' pools, or
     of one pool and their fixed resources. The greedy scheduler binds each placeholder on its own
     and cannot keep such bindings apart, so it refuses these graphs (the validator's exact matching
     still judges a schedule of one). One line per event; empty when there is none."""
     seen: dict[tuple[tuple[int, ...], tuple[int, ...]], int | None] = {}
     out: list[str] = []
-    for i, phs in enumerate(cg.placeholders):
-        fixed = cg.fixed[i]
-        if not phs or not (fixed or len(phs) > 1):
+    for i, phs in enumerate(placeholders):
+        fx = fixed[i]
+        if not phs or not (fx or len(phs) > 1):
             continue
-        key = (fixed, phs)
+        key = (fx, phs)
         if key not in seen:
-            held = set(fixed)
+            held = set(fx)
             found: int | None = None
             for pool in phs:
-                found = next((m for m in cg.pool_members[pool] if m in held), None)
+                found = next((m for m in pool_members[pool] if m in held), None)
                 if found is not None:
                     break
-                held.update(cg.pool_members[pool])
+                held.update(pool_members[pool])
             seen[key] = found
         clash = seen[key]
         if clash is not None:
             out.append(
-                f"event {cg.names[i]!r}: resource {cg.res_names[clash]!r} could be bound twice (it is in "
+                f"event {names[i]!r}: resource {res_names[clash]!r} could be bound twice (it is in "
                 "more than one of its placeholders' pools, or is one of its fixed resources and in such "
                 "a pool); the list scheduler binds each placeholder on its own, so give the event pools "
                 "with no member in common and none of its fixed resources"
             )
-    return out
+    return tuple(out)
 
 
 def compile_graph(g: EventGraph) -> CompiledGraph:
@@ -438,4 +447,5 @@ def compile_graph(g: EventGraph) -> CompiledGraph:
         group=tuple(group),
         group_sites=tuple(group_sites),
         events=tuple(events),
+        double_bound=_double_bound(names, res_names, fixed, placeholders, pool_members),
     )

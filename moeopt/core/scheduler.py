@@ -29,7 +29,7 @@ import math
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, TypeVar
 
-from moeopt.core.compiled import CompiledGraph, double_bindings
+from moeopt.core.compiled import CompiledGraph
 from moeopt.core.events import EventGraph
 from moeopt.core.gcpause import gc_paused
 from moeopt.core.normalize import drop_nonbinding_semaphores
@@ -184,7 +184,7 @@ def schedule(
     Raises:
         GraphError: a bad graph, or one the list scheduler cannot bind: an event whose
             placeholders' pools share a member, or contain one of its fixed resources
-            (:func:`moeopt.core.compiled.double_bindings`).
+            (``CompiledGraph.double_bound``).
         SchedulingError: when an event can never be admitted (semaphore units that are never
             given back) or a release lifts a semaphore above its capacity.
     """
@@ -195,7 +195,7 @@ def schedule(
     with gc_paused():
         graph.validate()
         full = graph.compiled()
-        bad = double_bindings(full)
+        bad = full.double_bound  # found once per graph, when it was compiled
         if bad:
             more = f"\n  ... and {len(bad) - 5} more" if len(bad) > 5 else ""
             raise GraphError("the list scheduler cannot bind this graph:\n  " + "\n  ".join(bad[:5]) + more)
