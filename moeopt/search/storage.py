@@ -34,7 +34,7 @@ import shutil
 import socket
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -60,8 +60,6 @@ class FlockLock(BaseJournalFileLock):
         self._path = path
         self._fd: int | None = None
         self._thread = threading.Lock()
-        # called with the lock held, before the holder reads or writes the file it guards
-        self.guard: Callable[[], None] | None = None
 
     def acquire(self) -> bool:
         self._thread.acquire()
@@ -72,12 +70,6 @@ class FlockLock(BaseJournalFileLock):
             raise
         fcntl.flock(fd, fcntl.LOCK_EX)
         self._fd = fd
-        if self.guard is not None:
-            try:
-                self.guard()
-            except BaseException:
-                self.release()
-                raise
         return True
 
     def release(self) -> None:
@@ -129,6 +121,36 @@ class StudyFileHold:
         self.close()
 
 
+class HeldJournalBackend(JournalFileBackend):
+    """Optuna's journal file backend, reading and writing only the file it opened.
+
+    Optuna's backend opens the journal by its path at every read and append: a study whose folder
+    was removed (and made again) would read another study's records or write into its journal.
+    This one holds the file open (:class:`StudyFileHold`) and checks before every read and write
+    that the path still names it; if not, one :class:`StudyError` says so and nothing is written.
+    """
+
+    def __init__(self, url: str, path: str, lock: BaseJournalFileLock) -> None:
+        super().__init__(path, lock_obj=lock)  # creates the file when it is missing
+        self._hold = StudyFileHold(url, path, os.open(path, os.O_RDONLY))
+
+    def read_logs(self, log_number_from: int) -> Generator[dict[str, Any], None, None]:
+        self._hold.check()
+        try:
+            yield from super().read_logs(log_number_from)
+        except FileNotFoundError:
+            self._hold.check()  # removed in between: say so
+            raise
+
+    def append_logs(self, logs: list[dict[str, Any]]) -> None:
+        self._hold.check()
+        try:
+            super().append_logs(logs)
+        except FileNotFoundError:
+            self._hold.check()
+            raise
+
+
 @dataclass(frozen=True)
 class StorageSpec:
     """A resolved storage: ``kind`` is journal | sqlite | rdb; ``url`` is what users see."""
@@ -145,34 +167,12 @@ class StorageSpec:
     def ask_lock_path(self) -> str | None:
         return None if self.path is None else self.path + ".ask.lock"
 
-    def hold_file(self) -> StudyFileHold | None:
-        """Hold the file-backed study's file open; None for RDB or when there is no file yet.
-
-        The journal's lock checks the hold before every read and write: a study file removed or
-        replaced while the study runs (an output folder deleted and made again) must not receive
-        the old workers' records, which would corrupt whatever study lives there now. Holding the
-        file open keeps its inode in use, so a new file at the same path cannot get its number.
-        """
-        if self.path is None:
-            return None
-        try:
-            fd = os.open(self.path, os.O_RDONLY)
-        except OSError:
-            return None
-        return StudyFileHold(self.url, self.path, fd)
-
     def open(self) -> optuna.storages.BaseStorage:
         try:
             if self.kind == "journal":
                 assert self.path is not None
                 os.makedirs(os.path.dirname(self.path), exist_ok=True)
-                lock = FlockLock(self.path + ".lock")
-                backend = JournalFileBackend(self.path, lock_obj=lock)
-                # Optuna's file backend opens the journal by its path at every append: a study whose
-                # folder was removed and made again would write into the new one's journal
-                hold = self.hold_file()
-                if hold is not None:
-                    lock.guard = hold.check
+                backend = HeldJournalBackend(self.url, self.path, FlockLock(self.path + ".lock"))
                 return optuna.storages.JournalStorage(backend)
             kwargs: dict[str, Any] = {}
             if self.kind == "sqlite":

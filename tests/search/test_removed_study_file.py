@@ -3,13 +3,14 @@ with one clear message and write nothing into the new folder, where another stud
 
 from __future__ import annotations
 
+import os
 import time
 from pathlib import Path
 
 import pytest
 
 from moeopt.search.errors import StudyError
-from moeopt.search.storage import resolve_storage
+from moeopt.search.storage import StudyFileHold, resolve_storage
 
 from .conftest import write_study
 from .test_resume_workers import _slower, _start, _wait_mid_trial
@@ -20,8 +21,7 @@ def test_a_replaced_study_file_is_refused(tmp_path):
     assert spec.path is not None
     Path(spec.path).parent.mkdir()
     Path(spec.path).write_text("")
-    hold = spec.hold_file()
-    assert hold is not None
+    hold = StudyFileHold(spec.url, spec.path, os.open(spec.path, os.O_RDONLY))
     try:
         hold.check()  # the same file: nothing to say
         Path(spec.path).unlink()
