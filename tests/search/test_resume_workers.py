@@ -311,3 +311,24 @@ def test_a_swallowed_interrupt_is_raised_again_before_the_next_trial():
         sig._handler(signal.SIGINT, None)
     with pytest.raises(KeyboardInterrupt):
         sig.check()
+
+
+def test_a_trial_that_lost_the_race_for_the_last_slot_yields_and_does_not_count(tmp_path):
+    """On an RDB storage two machines can both see 1 of 2 trials taken and both ask: three trials
+    then exist for a budget of two. The later one (by number) must yield: failed with kind
+    ``surplus`` and not counted, so the study holds exactly the requested number of results."""
+    from moeopt.search.runner import _surplus
+    from moeopt.search.trials import attrs, counts
+
+    url = f"sqlite:///{tmp_path / 'race.db'}"
+    study = optuna.create_study(study_name="race", storage=url)
+    done = study.ask()
+    study.tell(done, 1.0)  # the first of the two requested trials
+    a, b = study.ask(), study.ask()  # both machines ask at 1 counted: numbers 1 and 2
+    assert not _surplus(study, a, 2)  # trial 1 has one counted trial before it: within the budget
+    assert _surplus(study, b, 2)  # trial 2 has two before it (0 finished, 1 running): it yields
+    stored = {t.number: t for t in study.get_trials()}
+    assert stored[2].state == TrialState.FAIL
+    assert attrs(stored[2])["kind"] == "surplus"
+    assert not counts(stored[2])
+    assert counts(stored[1])
