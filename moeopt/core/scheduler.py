@@ -289,16 +289,18 @@ def _run_keyed(
     by_dur = [False] * n
     # Semaphore gates: events that semaphores alone delay (a candidate resource is free at their
     # t_base) wait in one gate per acquire signature instead of one heap entry each. Their t_base
-    # values differ (their ready times), so such a gate keeps ``gate_t0``, the least t_base any
-    # member was evaluated with: a member's t_base only grows while it waits (ready times are
-    # fixed, free times only move later), so the admission from ``gate_t0`` of the shortest
-    # duration bounds every member's start. Without them, every commit on a busy semaphore made
-    # the key of each of its K waiters stale, and each was evaluated again: K evaluations per
-    # commit (about 300 per late-bound load at 3k events under work_conserving_critical_path).
-    # A member whose own t_base (not the gate's state) puts it after the gate's key leaves
-    # for good (``solo``) and waits alone, as before.
+    # values differ (their ready times), so such a gate keeps its waiting members' t_base values
+    # as they were evaluated (``gate_tbs``) and their durations (``gate_durs``), in min-heaps
+    # whose entries die with the member's version: a member's t_base only grows while it waits
+    # (ready times are fixed, free times only move later), so the admission from the least
+    # t_base of the shortest duration bounds every member's start. Without them, every commit
+    # on a busy semaphore made the key of each of its K waiters stale, and each was evaluated
+    # again: K evaluations per commit (about 300 per late-bound load at 3k events under
+    # work_conserving_critical_path). A member whose own t_base (not the gate's state) puts it
+    # after the gate's key leaves for good (``solo``) and waits alone, as before.
     gate_sem: list[bool] = []
-    gate_t0: list[float] = []
+    gate_tbs: list[list[tuple[float, int, int]]] = []
+    gate_durs: list[list[tuple[float, int, int]]] = []
     solo = [False] * n
     sem_by_dur = [False] * n  # as ``by_dur``, for semaphore gates
     n_sem = len(cg.sem_names)
@@ -398,6 +400,16 @@ def _run_keyed(
             return ver == version[owner] and not done[owner]
         return ver == gate_version[owner - n]
 
+    def least(h: list[tuple[float, int, int]]) -> float:
+        """The least value of a semaphore gate's ``(value, event, version)`` heap over its
+        members still waiting (the caller knows one is)."""
+        while True:
+            v, j, ver = h[0]
+            if done[j] or version[j] != ver:
+                pop(h)
+                continue
+            return v
+
     def push_rep(g: int) -> None:
         gh = gate_heap[g]
         while gh:
@@ -406,11 +418,16 @@ def _run_keyed(
             if done[j] or version[j] != ver:
                 pop(gh)
                 continue
-            t = gate_t0[g] if gate_sem[g] else min([free[m] for m in gate_members[g]])
             acq = gate_acq[g]
+            if gate_sem[g]:
+                t = least(gate_tbs[g])
+                d = least(gate_durs[g])
+            else:
+                t = min([free[m] for m in gate_members[g]])
+                d = gate_dur[g]
             if acq:
                 gate_version[g] += 1
-                t2, _sb, movers = admit_all(acq, t, gate_dur[g])
+                t2, _sb, movers = admit_all(acq, t, d)
                 if t2 != t:
                     register(n + g, gate_version[g], movers, t2)
                 if t2 == INF:
@@ -482,12 +499,13 @@ def _run_keyed(
             gate_version.append(0)
             gate_any_dur.append(any_dur)
             gate_sem.append(sem_only)
-            gate_t0.append(tb)
-        else:
-            if dur[j] < gate_dur[g]:
-                gate_dur[g] = dur[j]  # the shortest member's admission bounds every member's
-            if tb < gate_t0[g]:
-                gate_t0[g] = tb
+            gate_tbs.append([])
+            gate_durs.append([])
+        elif dur[j] < gate_dur[g]:
+            gate_dur[g] = dur[j]  # the shortest member's admission bounds every member's
+        if sem_only:
+            push(gate_tbs[g], (tb, j, vj))
+            push(gate_durs[g], (dur[j], j, vj))
         push(gate_heap[g], (before[j], after[j], j, vj))
         in_gate[j] = g
         cur_key[j] = None
@@ -582,8 +600,9 @@ def _run_keyed(
                 # a semaphore gate's member later than the gate's key: the gate's state moved
                 # (it goes back in), or its own t_base (it waits alone from now on), or its own
                 # duration (a gate of its duration)
-                acq_g, t0 = gate_acq[g], gate_t0[g]
-                if sb >= 0 and admit_all(acq_g, t0, gate_dur[g])[0] < s:
+                # (the popped member's own entries are still live: they count in the floors)
+                acq_g, t0 = gate_acq[g], least(gate_tbs[g])
+                if sb >= 0 and admit_all(acq_g, t0, least(gate_durs[g]))[0] < s:
                     if admit_all(acq_g, t0, dur[i])[0] < s:
                         solo[i] = True
                     elif gate_any_dur[g]:
