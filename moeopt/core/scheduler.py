@@ -299,9 +299,15 @@ def _run_keyed(
     # work_conserving_critical_path). A member whose own t_base (not the gate's state) puts it
     # after the gate's key leaves for good (``solo``) and waits alone, as before.
     gate_sem: list[bool] = []
+    gate_live: list[int] = []  # members waiting in each gate (a popped representative has left)
     gate_tbs: list[list[tuple[float, int, int]]] = []
     gate_durs: list[list[tuple[float, int, int]]] = []
     solo = [False] * n
+    # A semaphore-delayed event with no other waiter of its signature waits on its own, as
+    # without gates (tiles on a rolling cursor: one waiter per core's slot semaphore, where a
+    # gate would only add work); ``alone`` counts those waiting so, per gate key.
+    alone: dict[Any, int] = {}
+    alone_key: list[Any] = [None] * n
     sem_by_dur = [False] * n  # as ``by_dur``, for semaphore gates
     n_sem = len(cg.sem_names)
     delayed: list[list[tuple[float, int, int]]] = [[] for _ in range(n_sem)]
@@ -460,18 +466,25 @@ def _run_keyed(
             else:
                 acq = acq3[j]
                 gkey = (id(blk), acq, dur[j]) if by_dur[j] else (id(blk), acq)
-            enter_gate(j, vj, gkey, blk, acq, sb >= 0 and not by_dur[j], False, tb)
+            enter_gate(j, vj, gkey, blk, acq, sb >= 0 and not by_dur[j], False, tb, s, movers)
             return
         if s == INF:
             cur_key[j] = None
             register(j, vj, movers, INF)
             return
         if sb >= 0 and not solo[j]:
-            # delayed by semaphores alone: a semaphore gate (see gate_sem above)
+            # delayed by semaphores alone: a semaphore gate (see gate_sem above) once another
+            # event of its signature waits
             acq = acq3[j]
-            gkey = ("sem", acq, dur[j]) if sem_by_dur[j] else ("sem", acq)
-            enter_gate(j, vj, gkey, (), acq, not sem_by_dur[j], True, tb)
-            return
+            # (ints and pairs of an int and a float: keys that cannot meet a resource gate's,
+            # since the acquire tuples stay alive, and hash at once)
+            gkey = (id(acq), dur[j]) if sem_by_dur[j] else id(acq)
+            g = gate_index.get(gkey)
+            if alone.get(gkey) or (g is not None and gate_live[g]):
+                enter_gate(j, vj, gkey, (), acq, not sem_by_dur[j], True, tb, s, movers)
+                return
+            alone[gkey] = 1
+            alone_key[j] = gkey
         key = (before[j], s, after[j], j)
         cur_key[j] = key
         push(heap, key)
@@ -487,6 +500,8 @@ def _run_keyed(
         any_dur: bool,
         sem_only: bool,
         tb: float,
+        s: float,
+        movers: tuple[tuple[int, int, int], ...],
     ) -> None:
         g = gate_index.get(gkey)
         if g is None:
@@ -499,6 +514,7 @@ def _run_keyed(
             gate_version.append(0)
             gate_any_dur.append(any_dur)
             gate_sem.append(sem_only)
+            gate_live.append(0)
             gate_tbs.append([])
             gate_durs.append([])
         elif dur[j] < gate_dur[g]:
@@ -508,7 +524,17 @@ def _run_keyed(
             push(gate_durs[g], (dur[j], j, vj))
         push(gate_heap[g], (before[j], after[j], j, vj))
         in_gate[j] = g
+        gate_live[g] += 1
         cur_key[j] = None
+        if sem_only and gate_live[g] == 1:
+            # alone in its gate (the common case of tiles on a rolling cursor): its own fresh
+            # evaluation is the gate's key, and the gate waits on the semaphores that moved it
+            gate_version[g] += 1
+            register(n + g, gate_version[g], movers, s)
+            key = (before[j], s, after[j], j)
+            cur_key[j] = key
+            push(heap, key)
+            return
         push_rep(g)
 
     def lower_bound(j: int) -> None:
@@ -560,6 +586,7 @@ def _run_keyed(
             g = in_gate[j]
             if g >= 0:
                 in_gate[j] = -1
+                gate_live[g] -= 1
                 push_rep(g)
             if state.indeg[j] == 0 and not done[j]:
                 lower_bound(j)
@@ -580,6 +607,10 @@ def _run_keyed(
         g = in_gate[i]
         if g >= 0:
             in_gate[i] = -1
+            gate_live[g] -= 1
+        elif alone_key[i] is not None:
+            alone[alone_key[i]] -= 1
+            alone_key[i] = None
         s, tb, chosen, rb, sb, blk, movers = evaluate(i)
         if s <= lower:
             # s is never below the lower bound; equal means this is the true minimum
@@ -599,10 +630,11 @@ def _run_keyed(
             if g >= 0 and gate_sem[g]:
                 # a semaphore gate's member later than the gate's key: the gate's state moved
                 # (it goes back in), or its own t_base (it waits alone from now on), or its own
-                # duration (a gate of its duration)
+                # duration (a gate of its duration); nothing to tell apart when it was alone
                 # (the popped member's own entries are still live: they count in the floors)
-                acq_g, t0 = gate_acq[g], least(gate_tbs[g])
-                if sb >= 0 and admit_all(acq_g, t0, least(gate_durs[g]))[0] < s:
+                acq_g = gate_acq[g]
+                t0 = least(gate_tbs[g]) if gate_live[g] else INF
+                if sb >= 0 and t0 < INF and admit_all(acq_g, t0, least(gate_durs[g]))[0] < s:
                     if admit_all(acq_g, t0, dur[i])[0] < s:
                         solo[i] = True
                     elif gate_any_dur[g]:
