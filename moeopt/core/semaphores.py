@@ -20,9 +20,10 @@ INF = math.inf
 
 
 B = 64
-"""Breakpoints per block: the profile keeps the highest and the lowest level of each run of
-``B`` consecutive breakpoints, so that a search for the next breakpoint with enough (or too few)
-free units skips whole blocks instead of walking every breakpoint of a long busy stretch."""
+"""Breakpoints per block: the profile keeps the highest and the lowest level of each complete
+run of ``B`` consecutive breakpoints, so that a search for the next breakpoint with enough (or
+too few) free units skips whole blocks instead of walking every breakpoint of a long busy
+stretch; groups of ``B`` blocks are skipped at once by ``max`` / ``min`` over their entries."""
 
 
 class SemaphoreProfile:
@@ -32,7 +33,8 @@ class SemaphoreProfile:
         self.cap = cap
         self.times: list[float] = []
         self.levels: list[int] = []  # level in force from times[k] until times[k+1]
-        # per block b of B breakpoints (levels[b*B : (b+1)*B]): its highest and lowest level
+        # per complete block b (levels[b*B : (b+1)*B]): its highest and lowest level; the
+        # breakpoints after the last complete block have none
         self.bmax: list[int] = []
         self.bmin: list[int] = []
         # a lower bound of every level (the capacity included): the lowest level any change
@@ -58,14 +60,14 @@ class SemaphoreProfile:
 
     def _scan_last_below(self, a: int) -> int:
         levels = self.levels
+        bmin = self.bmin
         k = len(levels) - 1
-        stop = k - k % B  # the last block's first breakpoint
+        stop = len(bmin) * B  # the breakpoints after the last complete block, one by one
         while k >= stop:
             if levels[k] < a:
                 return k
             k -= 1
-        bmin = self.bmin
-        b = stop // B - 1
+        b = len(bmin) - 1
         if b < 0:
             return -1
         first = b - b % B  # blocks one by one down to a group of B blocks, then groups at once
@@ -87,69 +89,79 @@ class SemaphoreProfile:
         """Index of the first breakpoint at or after ``j`` whose level is at least ``a``
         (``len(levels)``: none)."""
         levels = self.levels
+        bmax = self.bmax
         n = len(levels)
-        stop = j - j % B + B
-        if stop > n:
-            stop = n
-        while j < stop:
+        nb = len(bmax)
+        b = j // B
+        if b < nb:
+            stop = b * B + B
+            while j < stop:
+                if levels[j] >= a:
+                    return j
+                j += 1
+            b += 1
+            stop = b - b % B + B  # blocks one by one up to a group of B blocks, then groups
+            if stop > nb:
+                stop = nb
+            while b < stop and bmax[b] < a:
+                b += 1
+            if b == stop:
+                while b < nb and max(bmax[b : b + B]) < a:
+                    b += B
+                if b > nb:
+                    b = nb
+                while b < nb and bmax[b] < a:
+                    b += 1
+            if b < nb:
+                j = b * B
+                while levels[j] < a:
+                    j += 1
+                return j
+            j = nb * B
+        while j < n:  # after the last complete block
             if levels[j] >= a:
                 return j
             j += 1
-        if j >= n:
-            return n
-        bmax = self.bmax
-        b = j // B
-        nb = len(bmax)
-        stop = b - b % B + B  # blocks one by one up to a group of B blocks, then groups at once
-        if stop > nb:
-            stop = nb
-        while b < stop and bmax[b] < a:
-            b += 1
-        if b == stop:
-            while b < nb and max(bmax[b : b + B]) < a:
-                b += B
-            if b >= nb:
-                return n
-            while bmax[b] < a:
-                b += 1
-        j = b * B
-        while levels[j] < a:
-            j += 1
-        return j
+        return n
 
     def first_below(self, j: int, a: int) -> int:
         """Index of the first breakpoint at or after ``j`` whose level is below ``a``
         (``len(levels)``: none)."""
         levels = self.levels
+        bmin = self.bmin
         n = len(levels)
-        stop = j - j % B + B
-        if stop > n:
-            stop = n
-        while j < stop:
+        nb = len(bmin)
+        b = j // B
+        if b < nb:
+            stop = b * B + B
+            while j < stop:
+                if levels[j] < a:
+                    return j
+                j += 1
+            b += 1
+            stop = b - b % B + B  # as in first_at_least
+            if stop > nb:
+                stop = nb
+            while b < stop and bmin[b] >= a:
+                b += 1
+            if b == stop:
+                while b < nb and min(bmin[b : b + B]) >= a:
+                    b += B
+                if b > nb:
+                    b = nb
+                while b < nb and bmin[b] >= a:
+                    b += 1
+            if b < nb:
+                j = b * B
+                while levels[j] >= a:
+                    j += 1
+                return j
+            j = nb * B
+        while j < n:
             if levels[j] < a:
                 return j
             j += 1
-        if j >= n:
-            return n
-        bmin = self.bmin
-        b = j // B
-        nb = len(bmin)
-        stop = b - b % B + B  # as in first_at_least
-        if stop > nb:
-            stop = nb
-        while b < stop and bmin[b] >= a:
-            b += 1
-        if b == stop:
-            while b < nb and min(bmin[b : b + B]) >= a:
-                b += B
-            if b >= nb:
-                return n
-            while bmin[b] >= a:
-                b += 1
-        j = b * B
-        while levels[j] >= a:
-            j += 1
-        return j
+        return n
 
     def admit(self, t: float, take: int, give_back: int, dur: float) -> float:
         """Earliest ``t' >= t`` at which ``take`` units can be held over ``[t', t'+dur)`` and
@@ -190,9 +202,15 @@ class SemaphoreProfile:
         k = bisect_right(times, t) - 1
         lvl = self.cap if k < 0 else levels[k]
         j = k + 1
+        # Each walk below steps through up to 32 breakpoints inline (most answers are that
+        # close) and hands a longer one over to the block index.
         if lvl < head:
             # move to the first breakpoint where enough units are free
-            j = self.first_at_least(j, head)
+            stop = j + 32 if j + 32 < n else n
+            while j < stop and levels[j] < head:
+                j += 1
+            if j == stop:
+                j = self.first_at_least(j, head)
             if j >= n:
                 return INF
             t = times[j]
@@ -202,10 +220,26 @@ class SemaphoreProfile:
         end = t + dur
         while True:
             # the first breakpoint inside the hold with too few units free, if any
-            j = self.first_below(j, take)
-            if j >= n or times[j] >= end:
-                return t  # past the hold: every later level is at least ``after`` (see above)
-            j = self.first_at_least(j + 1, head)
+            stop = j + 32 if j + 32 < n else n
+            while j < stop:
+                if times[j] >= end:
+                    return t  # past the hold: every later level is at least ``after`` (above)
+                if levels[j] < take:
+                    break
+                j += 1
+            else:
+                if j >= n:
+                    return t
+                j = self.first_below(j, take)
+                if j >= n or times[j] >= end:
+                    return t
+            # too few units inside the hold: start again at the next breakpoint with enough
+            j += 1
+            stop = j + 32 if j + 32 < n else n
+            while j < stop and levels[j] < head:
+                j += 1
+            if j == stop:
+                j = self.first_at_least(j, head)
             if j >= n:
                 return INF
             t = times[j]
@@ -220,18 +254,12 @@ class SemaphoreProfile:
         last_low = self._last_low
         if not times or t > times[-1]:  # the common case: a change after every breakpoint
             v = (levels[-1] if times else self.cap) + delta
-            if len(times) % B:
-                bmax = self.bmax
-                bmin = self.bmin
-                if v > bmax[-1]:
-                    bmax[-1] = v
-                elif v < bmin[-1]:
-                    bmin[-1] = v
-            else:
-                self.bmax.append(v)
-                self.bmin.append(v)
             times.append(t)
             levels.append(v)
+            if not len(levels) % B:  # a block is complete
+                tail = levels[-B:]
+                self.bmax.append(max(tail))
+                self.bmin.append(min(tail))
             if v < self.low:
                 self.low = v
             if last_low:
@@ -245,11 +273,13 @@ class SemaphoreProfile:
             levels[-1] = v
             if v < self.low:
                 self.low = v
-            n1 = len(levels) - 1
-            tail = levels[n1 - n1 % B :]
-            self.bmax[-1] = max(tail)
-            self.bmin[-1] = min(tail)
+            n = len(levels)
+            if not n % B:  # the latest breakpoint closes a complete block
+                tail = levels[-B:]
+                self.bmax[-1] = max(tail)
+                self.bmin[-1] = min(tail)
             if last_low:
+                n1 = n - 1
                 for a, k in last_low.items():
                     if v < a:
                         last_low[a] = n1
@@ -270,14 +300,16 @@ class SemaphoreProfile:
         moved = [v + delta for v in levels[start:]]
         levels[start:] = moved
         hi = max(moved)
-        lo = min(moved)
-        if lo < self.low:
-            self.low = lo
-        # the blocks from the one holding ``start`` on: their breakpoints moved or changed
+        if delta < 0:
+            lo = min(moved)
+            if lo < self.low:
+                self.low = lo
+        # the complete blocks from the one holding ``start`` on: their breakpoints moved or changed
         b0 = start // B
         n = len(levels)
-        self.bmax[b0:] = [max(levels[k : k + B]) for k in range(b0 * B, n, B)]
-        self.bmin[b0:] = [min(levels[k : k + B]) for k in range(b0 * B, n, B)]
+        last = n - n % B
+        self.bmax[b0:] = [max(levels[k : k + B]) for k in range(b0 * B, last, B)]
+        self.bmin[b0:] = [min(levels[k : k + B]) for k in range(b0 * B, last, B)]
         if last_low:
             # levels from ``start`` on moved by ``delta``: find each threshold's last low point
             # again, from the end back (at worst into the unchanged part before ``start``)
