@@ -9,6 +9,7 @@ import pytest
 
 import moeopt.megamoe as mm
 from moeopt.megamoe import contract as ct
+from moeopt.megamoe import routing
 from moeopt.megamoe.routing import counts_matrix
 
 
@@ -35,6 +36,41 @@ def test_random_and_zipf_are_seeded_and_conserve():
     )
     # skewed popularity: the hottest expert gets far more than the uniform share 512*4/32 = 64
     assert z.sum(axis=0).max() > 2 * 64 * 4
+
+
+def _reference_sampled(w: mm.Workload) -> np.ndarray:
+    """The sampled routings as documented, one source at a time: per token, the ``topk`` largest
+    of ``log weight + Generator.gumbel`` (Gumbel top-k, without replacement), zipf weights
+    ``rank^-skew`` over a seeded permutation of the experts."""
+    n_exp = w.world * w.local_experts
+    rng = np.random.default_rng(w.routing_seed)
+    logp = -w.skew * np.log(rng.permutation(n_exp) + 1.0) if w.routing == "zipf" else np.zeros(n_exp)
+    out = np.zeros((w.world, n_exp), dtype=np.int64)
+    for s in range(w.world):
+        keys = logp[None, :] + rng.gumbel(size=(w.tokens, n_exp))
+        top = np.argsort(-keys, axis=1, kind="stable")[:, : w.topk]
+        out[s] = np.bincount(top.ravel(), minlength=n_exp)
+    return out
+
+
+@pytest.mark.parametrize(
+    "kw",
+    [
+        {"tokens": 700, "topk": 8, "world": 6, "local_experts": 8, "routing": "zipf", "seed": 5},
+        {"tokens": 300, "topk": 3, "world": 3, "local_experts": 4, "routing": "random", "seed": 2},
+        {"tokens": 50, "topk": 1, "world": 2, "local_experts": 1, "routing": "zipf", "zipf_skew": 3.0},
+        {"tokens": 40, "topk": 2, "world": 2, "local_experts": 1, "routing": "random"},  # topk = experts
+    ],
+)
+def test_the_sampled_routings_draw_what_the_reference_draws(kw, monkeypatch):
+    # the sampler is vectorised for speed (uniform draws, logs of whole arrays, a threshold per
+    # token) and must pick exactly the experts the plain Gumbel top-k picks from the same draws,
+    # also on its exact fallback path (forced here by an infinite tie gap)
+    w = mm.Workload(**kw)
+    want = _reference_sampled(w)
+    assert (counts_matrix(w) == want).all()
+    monkeypatch.setattr(routing, "_TIE_GAP", float("inf"))
+    assert (counts_matrix(w) == want).all()
 
 
 def test_route_conservation_guardrail_fires():

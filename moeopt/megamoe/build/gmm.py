@@ -210,13 +210,12 @@ def gmm_tiles(
         cores = assign_cores(ctx, stage, experts, order, carry)
     keys = l1_residency(ctx, stage, order, cores)
     costs = TileCosts(ctx, em, stage, chunks)
-    costs.share_hbm(
-        keys,
-        [
-            len(set(ctx.layout.gmm_cores(stage, experts[e])[0] + ctx.layout.gmm_cores(stage, experts[e])[1]))
-            for _w, e, _t in order
-        ],
-    )
+    n_cores: dict[int, int] = {}  # per expert: the cores running it (one lookup per expert)
+    for _w, e, _t in order:
+        if e not in n_cores:
+            own, joined = ctx.layout.gmm_cores(stage, experts[e])
+            n_cores[e] = len(set(own + joined))
+    costs.share_hbm(keys, [n_cores[e] for _w, e, _t in order])
     names = tile_names(stage, order)
     return emit_tiles(
         ctx, em, stage, experts, order, cores, keys, costs, names, wave_ready, chunk_ready, join_flag, chain
@@ -397,10 +396,13 @@ class TileCosts:
         if not self._hbm or not keys:
             return
         hbm = dur = 0.0
+        raw: dict[CostKey, tuple[float, float, float, float, float, float]] = {}  # few distinct keys
         for key in keys:
-            d, _fill, _l, _c, _lb, hb = self._raw(key)
-            hbm += hb
-            dur += d
+            got = raw.get(key)
+            if got is None:
+                got = raw[key] = self._raw(key)
+            hbm += got[5]
+            dur += got[0]
         rho = hbm / dur if dur > 0 else 0.0
         self.stretch = [max(1.0, min(p, len(keys)) * rho / self._hbm) for p in cores]
 
