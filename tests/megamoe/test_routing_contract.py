@@ -171,3 +171,31 @@ def test_simulate_checks_the_builder_against_the_grouped_gemm_tables(bs72):
         r = mm.simulate(bs72.with_overrides({"options.tile_grid": "test_bands64", "kernel.tile_m": 64}))
         assert r["rank_results"][0]["contract"]["m_blocks"] > 0
 
+
+
+def test_the_grid_check_accepts_exact_covers_and_refuses_the_rest():
+    from moeopt.megamoe.errors import ScenarioError
+    from moeopt.megamoe.planning import Tile, check_grid, rect_grid
+
+    # 300 x 100 in 128 x 64 tiles: M blocks [0,128) [128,256) [256,300), N blocks [0,64) [64,100)
+    grid = rect_grid(300, 100, 128, 64)
+    assert [(t.m0, t.m1, t.n0, t.n1) for t in grid] == [
+        (0, 128, 0, 64), (0, 128, 64, 100), (128, 256, 0, 64),
+        (128, 256, 64, 100), (256, 300, 0, 64), (256, 300, 64, 100),
+    ]  # fmt: skip
+    check_grid(grid, 300, 100)
+    check_grid(list(reversed(grid)), 300, 100)  # any order of an exact cover
+    # the regular grid with its last tile one row short (a gap), or one row longer (outside)
+    short = [*grid[:-1], Tile(256, 299, 64, 100, 2, 1)]
+    with pytest.raises(ScenarioError, match="gaps or overlaps"):
+        check_grid(short, 300, 100)
+    with pytest.raises(ScenarioError, match="lies outside"):
+        check_grid([*grid[:-1], Tile(256, 301, 64, 100, 2, 1)], 300, 100)
+    # equal area, but two tiles overlap where a third leaves a hole
+    moved = [*grid[:-2], Tile(250, 294, 0, 64, 2, 0), Tile(256, 300, 64, 100, 2, 1), Tile(294, 300, 0, 64, 3, 0)]
+    check_grid([*grid[:-2], Tile(256, 294, 0, 64, 2, 0), grid[-1], Tile(294, 300, 0, 64, 3, 0)], 300, 100)
+    with pytest.raises(ScenarioError, match="gaps or overlaps|covered twice"):
+        check_grid(moved, 300, 100)
+    # the regular grid of a smaller output is not a cover of this one
+    with pytest.raises(ScenarioError):
+        check_grid(rect_grid(300, 64, 128, 64), 300, 100)
