@@ -318,7 +318,7 @@ def _role_ledger(
                 continue
             cls = -1
             for i in pool.events:
-                if tab.start[i] <= ready[i] + EPS or not (set(tab.res[i]) & mset):
+                if tab.start[i] <= ready[i] + EPS or mset.isdisjoint(tab.res[i]):
                     continue
                 # a wait during which every member was busy cannot make idle avoidable: skip
                 # the (costly) ready spans of such events

@@ -56,11 +56,21 @@ class RankGraph:
         if self._data_preds is None:
             cg = self.graph.compiled()
             index = cg.index
-            chained: dict[int, set[int]] = {}
+            # most events follow one event on their one pinned resource: a set only for the rest
+            one: dict[int, int] = {}
+            more: dict[int, set[int]] = {}
             for a, b in self.chain_edges:
-                chained.setdefault(index[b], set()).add(index[a])
+                i, j = index[b], index[a]
+                if i in one:
+                    more.setdefault(i, {one[i]}).add(j)
+                else:
+                    one[i] = j
             preds = list(cg.preds)
-            for i, skip in chained.items():
-                preds[i] = tuple([pl for pl in preds[i] if pl[0] not in skip])
+            for i, j in one.items():
+                skip = more.get(i)
+                if skip is None:
+                    preds[i] = tuple([pl for pl in preds[i] if pl[0] != j])
+                else:
+                    preds[i] = tuple([pl for pl in preds[i] if pl[0] not in skip])
             self._data_preds = preds
         return self._data_preds
