@@ -110,13 +110,15 @@ def build_contract(
 def contract_from_sizes(group_sizes: Sequence[int], padding_m: int, block_token: int) -> GroupedGemmContract:
     """The contract for given rows per expert (tokens are then anonymous, one pair per row)."""
     flat_expert = tuple(e for e, n in enumerate(group_sizes) for _ in range(n))
+    flat_token = tuple(range(len(flat_expert)))
     return _tables(
         len(group_sizes),
         padding_m,
         block_token,
         list(group_sizes),
         flat_expert,
-        tuple(range(len(flat_expert))),
+        flat_token,
+        order=flat_token,  # the pairs are in expert order already: the stable sort keeps them
     )
 
 
@@ -127,8 +129,10 @@ def _tables(
     sizes: list[int],
     flat_expert: tuple[int, ...],
     flat_token: tuple[int, ...],
+    order: tuple[int, ...] | None = None,
 ) -> GroupedGemmContract:
-    order = tuple(sorted(range(len(flat_expert)), key=lambda k: flat_expert[k]))
+    if order is None:
+        order = tuple(sorted(range(len(flat_expert)), key=lambda k: flat_expert[k]))
     offsets = []
     acc = 0
     for c in sizes:

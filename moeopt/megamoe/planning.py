@@ -44,15 +44,19 @@ class Tile(NamedTuple):
 
 def rect_grid(rows: int, cols: int, tile_m: int, tile_n: int) -> list[Tile]:
     """Row-major ``tile_m x tile_n`` tiles; the last row / column of tiles may be partial."""
-    out = []
-    for mb, m0 in enumerate(range(0, rows, tile_m)):
-        for nb, n0 in enumerate(range(0, cols, tile_n)):
-            out.append(Tile(m0, min(rows, m0 + tile_m), n0, min(cols, n0 + tile_n), mb, nb))
-    return out
+    n_cols = [(nb, n0, min(cols, n0 + tile_n)) for nb, n0 in enumerate(range(0, cols, tile_n))]
+    return [
+        Tile(m0, m1, n0, n1, mb, nb)
+        for mb, m0 in enumerate(range(0, rows, tile_m))
+        for m1 in (min(rows, m0 + tile_m),)
+        for nb, n0, n1 in n_cols
+    ]
 
 
 def check_grid(tiles: Sequence[Tile], rows: int, cols: int, name: str = "tile grid") -> None:
     """Every output element is covered by exactly one tile (else :class:`ScenarioError`)."""
+    if tiles and _is_rect_grid(tiles, rows, cols):
+        return  # an exact cover by construction
     area = 0
     for t in tiles:
         if not (0 <= t.m0 < t.m1 <= rows and 0 <= t.n0 < t.n1 <= cols):
@@ -93,6 +97,17 @@ def check_grid(tiles: Sequence[Tile], rows: int, cols: int, name: str = "tile gr
             covered = n1
         if covered != cols:
             raise ScenarioError(f"{name}: rows [{a}, {b}) covered up to column {covered} of {cols}")
+
+
+def _is_rect_grid(tiles: Sequence[Tile], rows: int, cols: int) -> bool:
+    """Whether ``tiles`` are exactly :func:`rect_grid`'s for the extent of their first tile (a
+    whole-number comparison of two lists: the common case checked at the speed of C)."""
+    t = tiles[0]
+    tile_m, tile_n = t.m1 - t.m0, t.n1 - t.n0
+    if tile_m <= 0 or tile_n <= 0 or rows <= 0 or cols <= 0:
+        return False
+    n = -(-rows // tile_m) * -(-cols // tile_n)
+    return len(tiles) == n and list(tiles) == rect_grid(rows, cols, tile_m, tile_n)
 
 
 def swizzle_order(tiles: Sequence[Tile], swizzle_n: int) -> list[Tile]:

@@ -9,6 +9,7 @@ import pytest
 
 import moeopt.megamoe as mm
 from moeopt.megamoe import contract as ct
+from moeopt.megamoe import routing
 from moeopt.megamoe.routing import counts_matrix
 
 
@@ -35,6 +36,41 @@ def test_random_and_zipf_are_seeded_and_conserve():
     )
     # skewed popularity: the hottest expert gets far more than the uniform share 512*4/32 = 64
     assert z.sum(axis=0).max() > 2 * 64 * 4
+
+
+def _reference_sampled(w: mm.Workload) -> np.ndarray:
+    """The sampled routings as documented, one source at a time: per token, the ``topk`` largest
+    of ``log weight + Generator.gumbel`` (Gumbel top-k, without replacement), zipf weights
+    ``rank^-skew`` over a seeded permutation of the experts."""
+    n_exp = w.world * w.local_experts
+    rng = np.random.default_rng(w.routing_seed)
+    logp = -w.skew * np.log(rng.permutation(n_exp) + 1.0) if w.routing == "zipf" else np.zeros(n_exp)
+    out = np.zeros((w.world, n_exp), dtype=np.int64)
+    for s in range(w.world):
+        keys = logp[None, :] + rng.gumbel(size=(w.tokens, n_exp))
+        top = np.argsort(-keys, axis=1, kind="stable")[:, : w.topk]
+        out[s] = np.bincount(top.ravel(), minlength=n_exp)
+    return out
+
+
+@pytest.mark.parametrize(
+    "kw",
+    [
+        {"tokens": 700, "topk": 8, "world": 6, "local_experts": 8, "routing": "zipf", "seed": 5},
+        {"tokens": 300, "topk": 3, "world": 3, "local_experts": 4, "routing": "random", "seed": 2},
+        {"tokens": 50, "topk": 1, "world": 2, "local_experts": 1, "routing": "zipf", "zipf_skew": 3.0},
+        {"tokens": 40, "topk": 2, "world": 2, "local_experts": 1, "routing": "random"},  # topk = experts
+    ],
+)
+def test_the_sampled_routings_draw_what_the_reference_draws(kw, monkeypatch):
+    # the sampler is vectorised for speed (uniform draws, logs of whole arrays, a threshold per
+    # token) and must pick exactly the experts the plain Gumbel top-k picks from the same draws,
+    # also on its exact fallback path (forced here by an infinite tie gap)
+    w = mm.Workload(**kw)
+    want = _reference_sampled(w)
+    assert (counts_matrix(w) == want).all()
+    monkeypatch.setattr(routing, "_TIE_GAP", float("inf"))
+    assert (counts_matrix(w) == want).all()
 
 
 def test_route_conservation_guardrail_fires():
@@ -135,3 +171,31 @@ def test_simulate_checks_the_builder_against_the_grouped_gemm_tables(bs72):
         r = mm.simulate(bs72.with_overrides({"options.tile_grid": "test_bands64", "kernel.tile_m": 64}))
         assert r["rank_results"][0]["contract"]["m_blocks"] > 0
 
+
+
+def test_the_grid_check_accepts_exact_covers_and_refuses_the_rest():
+    from moeopt.megamoe.errors import ScenarioError
+    from moeopt.megamoe.planning import Tile, check_grid, rect_grid
+
+    # 300 x 100 in 128 x 64 tiles: M blocks [0,128) [128,256) [256,300), N blocks [0,64) [64,100)
+    grid = rect_grid(300, 100, 128, 64)
+    assert [(t.m0, t.m1, t.n0, t.n1) for t in grid] == [
+        (0, 128, 0, 64), (0, 128, 64, 100), (128, 256, 0, 64),
+        (128, 256, 64, 100), (256, 300, 0, 64), (256, 300, 64, 100),
+    ]  # fmt: skip
+    check_grid(grid, 300, 100)
+    check_grid(list(reversed(grid)), 300, 100)  # any order of an exact cover
+    # the regular grid with its last tile one row short (a gap), or one row longer (outside)
+    short = [*grid[:-1], Tile(256, 299, 64, 100, 2, 1)]
+    with pytest.raises(ScenarioError, match="gaps or overlaps"):
+        check_grid(short, 300, 100)
+    with pytest.raises(ScenarioError, match="lies outside"):
+        check_grid([*grid[:-1], Tile(256, 301, 64, 100, 2, 1)], 300, 100)
+    # equal area, but two tiles overlap where a third leaves a hole
+    moved = [*grid[:-2], Tile(250, 294, 0, 64, 2, 0), Tile(256, 300, 64, 100, 2, 1), Tile(294, 300, 0, 64, 3, 0)]
+    check_grid([*grid[:-2], Tile(256, 294, 0, 64, 2, 0), grid[-1], Tile(294, 300, 0, 64, 3, 0)], 300, 100)
+    with pytest.raises(ScenarioError, match="gaps or overlaps|covered twice"):
+        check_grid(moved, 300, 100)
+    # the regular grid of a smaller output is not a cover of this one
+    with pytest.raises(ScenarioError):
+        check_grid(rect_grid(300, 64, 128, 64), 300, 100)

@@ -107,7 +107,7 @@ def idle_decomposition(
         # in pool order, not set order: the sums below must not depend on the hash seed
         merged = {r: merged_of(r) for r in pool.members}
         n_mem = len(set(pool.members))
-        pts = _ready_points(pool, tab, ready, spans, index)
+        pts = _ready_points(pool, tab, ready, spans, index, _all_busy(merged))
         if pts:
             _forced, avoid, found = _sweep(pts, merged, n_mem, span, pool.key, max_samples)
         else:
@@ -206,20 +206,57 @@ def _ready_points(
     ready: list[float],
     spans: _SpanCache,
     index: Mapping[str, int],
+    all_busy: tuple[list[float], list[float]],
 ) -> list[_Point]:
     """The sweep points of the spans where the pool's events were ready but not started (empty
-    when none of them ever waited)."""
+    when none of them ever waited).
+
+    An event whose whole wait ``[ready, start)`` lies in one interval of ``all_busy`` (every
+    member of the pool busy) is left out, without computing its ready spans: with no idle
+    member, the sweep's avoidable idle is 0 over every stretch of its wait and no sample is
+    taken there; and leaving out its points only merges stretches inside that interval (the
+    interval's own ends are busy points, which stay), each adding 0 — the sums and samples are
+    the same to the bit."""
     members = set(pool.members)
     starts = tab.start
+    busy_from, busy_to = all_busy
     pts: list[_Point] = []
     for i in pool.events:
-        if starts[i] <= ready[i] + EPS:
+        st, r = starts[i], ready[i]
+        if st <= r + EPS:
             continue  # started as soon as it was ready: never waiting (see _ready_spans)
+        k = bisect_right(busy_from, r) - 1
+        if k >= 0 and busy_to[k] >= st:
+            continue  # waited while every member was busy: nothing avoidable (see above)
         bound = _bound_member(pool, i, tab, ready, index, members)
         for a, b in spans.of(i):
             pts.append((a, 1, bound, 1))
             pts.append((b, 1, bound, -1))
     return pts
+
+
+def _all_busy(merged: dict[str, list[Interval]]) -> tuple[list[float], list[float]]:
+    """The maximal intervals ``[from, to)`` in which every member of ``merged`` is busy, as two
+    sorted lists (``to`` is ``inf`` for an interval still open at the end), by the state
+    :func:`_sweep` holds between two points: every point at one time applied together."""
+    n = len(merged)
+    pts = sorted((t, d) for iv in merged.values() for a, b in iv for t, d in ((a, 1), (b, -1)))
+    froms: list[float] = []
+    tos: list[float] = []
+    busy = 0
+    k = 0
+    while k < len(pts):
+        t = pts[k][0]
+        while k < len(pts) and pts[k][0] == t:
+            busy += pts[k][1]
+            k += 1
+        if busy == n and len(froms) == len(tos):
+            froms.append(t)
+        elif busy < n and len(froms) > len(tos):
+            tos.append(t)
+    if len(froms) > len(tos):
+        tos.append(math.inf)
+    return froms, tos
 
 
 def _sweep(
@@ -318,7 +355,7 @@ def _role_ledger(
                 continue
             cls = -1
             for i in pool.events:
-                if tab.start[i] <= ready[i] + EPS or not (set(tab.res[i]) & mset):
+                if tab.start[i] <= ready[i] + EPS or mset.isdisjoint(tab.res[i]):
                     continue
                 # a wait during which every member was busy cannot make idle avoidable: skip
                 # the (costly) ready spans of such events

@@ -24,7 +24,7 @@ from types import MappingProxyType
 from typing import NamedTuple
 
 from moeopt.megamoe.build.context import BuildContext
-from moeopt.megamoe.build.emitter import Emitter
+from moeopt.megamoe.build.emitter import Emitter, Units
 from moeopt.megamoe.build.handoff import ActivationOut, DispatchOut, Gmm1Out, Gmm2Out, GmmTiles
 from moeopt.megamoe.build.plan import ExpertPlan, GmmPlan, Item, RankPlan
 from moeopt.megamoe.build.sync import wire_lookahead
@@ -210,13 +210,12 @@ def gmm_tiles(
         cores = assign_cores(ctx, stage, experts, order, carry)
     keys = l1_residency(ctx, stage, order, cores)
     costs = TileCosts(ctx, em, stage, chunks)
-    costs.share_hbm(
-        keys,
-        [
-            len(set(ctx.layout.gmm_cores(stage, experts[e])[0] + ctx.layout.gmm_cores(stage, experts[e])[1]))
-            for _w, e, _t in order
-        ],
-    )
+    n_cores: dict[int, int] = {}  # per expert: the cores running it (one lookup per expert)
+    for _w, e, _t in order:
+        if e not in n_cores:
+            own, joined = ctx.layout.gmm_cores(stage, experts[e])
+            n_cores[e] = len(set(own + joined))
+    costs.share_hbm(keys, [n_cores[e] for _w, e, _t in order])
     names = tile_names(stage, order)
     return emit_tiles(
         ctx, em, stage, experts, order, cores, keys, costs, names, wave_ready, chunk_ready, join_flag, chain
@@ -314,17 +313,18 @@ def l1_residency(ctx: BuildContext, stage: str, order: Sequence[Item], cores: Se
     last_on_core: dict[int, tuple[int, int, int]] = {}  # core -> (expert, mb, nb) of its previous tile
     keys: list[CostKey] = []
     for (_w, e, t), k in zip(order, cores, strict=True):
-        t_rows, t_cols = t.m1 - t.m0, t.n1 - t.n0  # t.rows, t.cols
+        m0, m1, n0, n1, mb, nb = t  # unpacked once: a named tuple's fields are slower to read
+        t_rows, t_cols = m1 - m0, n1 - n0  # t.rows, t.cols
         a_res = b_res = False
         if k >= 0:
             prev = last_on_core.get(k)
             if prev is not None:
                 pe, pmb, pnb = prev
                 fits = t_rows * k_dim * bpe + (t_cols * k_dim * bpe + t_cols * scale_bytes) <= l1_bytes
-                a_res = fits and pe == e and pmb == t.mb
-                b_res = fits and pe == e and pnb == t.nb
-            last_on_core[k] = (e, t.mb, t.nb)
-        ka, kb = (e, t.mb), (e, t.nb)
+                a_res = fits and pe == e and pmb == mb
+                b_res = fits and pe == e and pnb == nb
+            last_on_core[k] = (e, mb, nb)
+        ka, kb = (e, mb), (e, nb)
         keys.append((t_rows, t_cols, a_res, b_res, ka in first_a, kb in first_b))
         first_a.add(ka)
         first_b.add(kb)
@@ -397,10 +397,13 @@ class TileCosts:
         if not self._hbm or not keys:
             return
         hbm = dur = 0.0
+        raw: dict[CostKey, tuple[float, float, float, float, float, float]] = {}  # few distinct keys
         for key in keys:
-            d, _fill, _l, _c, _lb, hb = self._raw(key)
-            hbm += hb
-            dur += d
+            got = raw.get(key)
+            if got is None:
+                got = raw[key] = self._raw(key)
+            hbm += got[5]
+            dur += got[0]
         rho = hbm / dur if dur > 0 else 0.0
         self.stretch = [max(1.0, min(p, len(keys)) * rho / self._hbm) for p in cores]
 
@@ -496,8 +499,11 @@ def emit_tiles(
     core_names: dict[int, tuple[tuple[str], str]] = {}
     wave_deps: dict[tuple[int, int, float], dict[str, float]] = {}  # copied per tile
     memo, traffic, emit, hold_maps = costs.memo, em.traffic, em.emit, em.hold_maps
+    holds: dict[tuple[int, int, str | None], tuple[Units, Units]] = {}  # hold_maps by its arguments
     rank = ctx.rank
-    macs_total = em.macs  # accumulated here, in order, and stored back
+    # running totals accumulated here, in order, and stored back (nothing else adds to them
+    # meanwhile: the readiness callbacks only emit flags)
+    macs_total, gm_l1_total, hbm_total = em.macs, traffic["gm_to_l1"], traffic["hbm"]
     events: list[str] = []
     heads: list[str] = []
     for idx, (w, e, t) in enumerate(order):
@@ -513,9 +519,9 @@ def emit_tiles(
         base = names[idx]
         ev = ""
         for c in range(chunks):
-            traffic["gm_to_l1"] += cost.load_bytes
+            gm_l1_total += cost.load_bytes
             if cost.hbm_bytes:
-                traffic["hbm"] += cost.hbm_bytes
+                hbm_total += cost.hbm_bytes
             if chunk_ready is not None:
                 deps = {f: lam + cost.fill_us for f, lam in chunk_ready(e, t.mb, c).items()}
             else:
@@ -528,9 +534,12 @@ def emit_tiles(
                 deps = dict(shared_deps)
             if ev:
                 deps[ev] = 0.0
-            acq, rel = hold_maps(
-                (("hbm", cost.hbm_units), ("gm_l1", cost.load_units)), slot if c == chunks - 1 else None
-            )
+            take = slot if c == chunks - 1 else None
+            hkey = (cost.hbm_units, cost.load_units, take)
+            got = holds.get(hkey)
+            if got is None:
+                got = holds[hkey] = hold_maps((("hbm", cost.hbm_units), ("gm_l1", cost.load_units)), take)
+            acq, rel = got
             ev = f"{base}.k{c}.mm" if chunks > 1 else f"{base}.mm"
             if c == 0:
                 heads.append(ev)
@@ -554,4 +563,5 @@ def emit_tiles(
                 emit(ev, stage, cn[0], deps, acq, rel, cost.dur_us, labels, None, cn[0] if chain else None, after)
         events.append(ev)
     em.macs = macs_total
+    traffic["gm_to_l1"], traffic["hbm"] = gm_l1_total, hbm_total
     return GmmTiles(tuple(order), tuple(events), tuple(cores), tuple(heads))

@@ -56,11 +56,27 @@ class RankGraph:
         if self._data_preds is None:
             cg = self.graph.compiled()
             index = cg.index
-            chained: dict[int, set[int]] = {}
+            # most events follow one event on their one pinned resource: a set only for the rest
+            one: dict[int, int] = {}
+            more: dict[int, set[int]] = {}
             for a, b in self.chain_edges:
-                chained.setdefault(index[b], set()).add(index[a])
+                i, j = index[b], index[a]
+                if i in one:
+                    more.setdefault(i, {one[i]}).add(j)
+                else:
+                    one[i] = j
             preds = list(cg.preds)
-            for i, skip in chained.items():
-                preds[i] = tuple([pl for pl in preds[i] if pl[0] not in skip])
+            for i, j in one.items():
+                ps = preds[i]
+                skip = more.get(i)
+                if skip is not None:
+                    preds[i] = tuple([pl for pl in ps if pl[0] not in skip])
+                elif len(ps) == 2:  # the usual case: one data edge and the chain edge
+                    p0, p1 = ps
+                    preds[i] = (p1,) if p0[0] == j else (p0,) if p1[0] == j else ps
+                elif len(ps) == 1:  # the chain edge alone (a name is a predecessor once)
+                    preds[i] = () if ps[0][0] == j else ps
+                else:
+                    preds[i] = tuple([pl for pl in ps if pl[0] != j])
             self._data_preds = preds
         return self._data_preds
