@@ -287,6 +287,22 @@ def _run_keyed(
     # a gate per distinct duration (quadratic on late-bound tiles of many durations).
     gate_any_dur: list[bool] = []
     by_dur = [False] * n
+    # Semaphore gates: events that semaphores alone delay (a candidate resource is free at their
+    # t_base) wait in one gate per acquire signature instead of one heap entry each. Their t_base
+    # values differ (their ready times), so such a gate keeps its waiting members' t_base values
+    # as they were evaluated (``gate_tbs``) and their durations (``gate_durs``), in min-heaps
+    # whose entries die with the member's version: a member's t_base only grows while it waits
+    # (ready times are fixed, free times only move later), so the admission from the least
+    # t_base of the shortest duration bounds every member's start. Without them, every commit
+    # on a busy semaphore made the key of each of its K waiters stale, and each was evaluated
+    # again: K evaluations per commit (about 300 per late-bound load at 3k events under
+    # work_conserving_critical_path). A member whose own t_base (not the gate's state) puts it
+    # after the gate's key leaves for good (``solo``) and waits alone, as before.
+    gate_sem: list[bool] = []
+    gate_tbs: list[list[tuple[float, int, int]]] = []
+    gate_durs: list[list[tuple[float, int, int]]] = []
+    solo = [False] * n
+    sem_by_dur = [False] * n  # as ``by_dur``, for semaphore gates
     n_sem = len(cg.sem_names)
     delayed: list[list[tuple[float, int, int]]] = [[] for _ in range(n_sem)]
     # starved gates: per semaphore, the units they keep for ever -> (gate waiter id, version)
@@ -384,6 +400,16 @@ def _run_keyed(
             return ver == version[owner] and not done[owner]
         return ver == gate_version[owner - n]
 
+    def least(h: list[tuple[float, int, int]]) -> float:
+        """The least value of a semaphore gate's ``(value, event, version)`` heap over its
+        members still waiting (the caller knows one is)."""
+        while True:
+            v, j, ver = h[0]
+            if done[j] or version[j] != ver:
+                pop(h)
+                continue
+            return v
+
     def push_rep(g: int) -> None:
         gh = gate_heap[g]
         while gh:
@@ -392,11 +418,16 @@ def _run_keyed(
             if done[j] or version[j] != ver:
                 pop(gh)
                 continue
-            t = min([free[m] for m in gate_members[g]])
             acq = gate_acq[g]
+            if gate_sem[g]:
+                t = least(gate_tbs[g])
+                d = least(gate_durs[g])
+            else:
+                t = min([free[m] for m in gate_members[g]])
+                d = gate_dur[g]
             if acq:
                 gate_version[g] += 1
-                t2, _sb, movers = admit_all(acq, t, gate_dur[g])
+                t2, _sb, movers = admit_all(acq, t, d)
                 if t2 != t:
                     register(n + g, gate_version[g], movers, t2)
                 if t2 == INF:
@@ -429,34 +460,56 @@ def _run_keyed(
             else:
                 acq = acq3[j]
                 gkey = (id(blk), acq, dur[j]) if by_dur[j] else (id(blk), acq)
-            g = gate_index.get(gkey)
-            if g is None:
-                g = len(gate_members)
-                gate_index[gkey] = g
-                gate_members.append(blk)
-                gate_acq.append(acq)
-                gate_dur.append(dur[j])
-                gate_heap.append([])
-                gate_version.append(0)
-                gate_any_dur.append(sb >= 0 and not by_dur[j])
-            elif dur[j] < gate_dur[g]:
-                gate_dur[g] = dur[j]  # the shortest member's admission bounds every member's
-            gh = gate_heap[g]
-            entry = (before[j], after[j], j, vj)
-            push(gh, entry)
-            in_gate[j] = g
-            cur_key[j] = None
-            push_rep(g)
+            enter_gate(j, vj, gkey, blk, acq, sb >= 0 and not by_dur[j], False, tb)
             return
         if s == INF:
             cur_key[j] = None
             register(j, vj, movers, INF)
+            return
+        if sb >= 0 and not solo[j]:
+            # delayed by semaphores alone: a semaphore gate (see gate_sem above)
+            acq = acq3[j]
+            gkey = ("sem", acq, dur[j]) if sem_by_dur[j] else ("sem", acq)
+            enter_gate(j, vj, gkey, (), acq, not sem_by_dur[j], True, tb)
             return
         key = (before[j], s, after[j], j)
         cur_key[j] = key
         push(heap, key)
         if sb >= 0:
             register(j, vj, movers, s)
+
+    def enter_gate(
+        j: int,
+        vj: int,
+        gkey: Any,
+        blk: tuple[int, ...],
+        acq: tuple[tuple[int, int, int], ...],
+        any_dur: bool,
+        sem_only: bool,
+        tb: float,
+    ) -> None:
+        g = gate_index.get(gkey)
+        if g is None:
+            g = len(gate_members)
+            gate_index[gkey] = g
+            gate_members.append(blk)
+            gate_acq.append(acq)
+            gate_dur.append(dur[j])
+            gate_heap.append([])
+            gate_version.append(0)
+            gate_any_dur.append(any_dur)
+            gate_sem.append(sem_only)
+            gate_tbs.append([])
+            gate_durs.append([])
+        elif dur[j] < gate_dur[g]:
+            gate_dur[g] = dur[j]  # the shortest member's admission bounds every member's
+        if sem_only:
+            push(gate_tbs[g], (tb, j, vj))
+            push(gate_durs[g], (dur[j], j, vj))
+        push(gate_heap[g], (before[j], after[j], j, vj))
+        in_gate[j] = g
+        cur_key[j] = None
+        push_rep(g)
 
     def lower_bound(j: int) -> None:
         # start >= ready[j] always holds, so this key may be pushed without evaluating j
@@ -543,7 +596,18 @@ def _run_keyed(
             if ctl is not None:
                 hook.after_commit(i, ctl)  # type: ignore[union-attr]
         else:
-            if g >= 0 and sb >= 0 and gate_any_dur[g] and not by_dur[i]:
+            if g >= 0 and gate_sem[g]:
+                # a semaphore gate's member later than the gate's key: the gate's state moved
+                # (it goes back in), or its own t_base (it waits alone from now on), or its own
+                # duration (a gate of its duration)
+                # (the popped member's own entries are still live: they count in the floors)
+                acq_g, t0 = gate_acq[g], least(gate_tbs[g])
+                if sb >= 0 and admit_all(acq_g, t0, least(gate_durs[g]))[0] < s:
+                    if admit_all(acq_g, t0, dur[i])[0] < s:
+                        solo[i] = True
+                    elif gate_any_dur[g]:
+                        sem_by_dur[i] = True
+            elif g >= 0 and sb >= 0 and gate_any_dur[g] and not by_dur[i]:
                 t_gate = min([free[m] for m in gate_members[g]])
                 if admit_all(gate_acq[g], t_gate, gate_dur[g])[0] < s:
                     by_dur[i] = True  # its duration matters: a gate of its own duration

@@ -19,13 +19,22 @@ from bisect import bisect_right
 INF = math.inf
 
 
+B = 64
+"""Breakpoints per block: the profile keeps the highest and the lowest level of each run of
+``B`` consecutive breakpoints, so that a search for the next breakpoint with enough (or too few)
+free units skips whole blocks instead of walking every breakpoint of a long busy stretch."""
+
+
 class SemaphoreProfile:
-    __slots__ = ("_last_low", "cap", "levels", "low", "times")
+    __slots__ = ("_last_low", "bmax", "bmin", "cap", "levels", "low", "times")
 
     def __init__(self, cap: int) -> None:
         self.cap = cap
         self.times: list[float] = []
         self.levels: list[int] = []  # level in force from times[k] until times[k+1]
+        # per block b of B breakpoints (levels[b*B : (b+1)*B]): its highest and lowest level
+        self.bmax: list[int] = []
+        self.bmin: list[int] = []
         # a lower bound of every level (the capacity included): the lowest level any change
         # has produced so far (a release raising the lowest levels leaves it low, still a bound)
         self.low = cap
@@ -44,12 +53,103 @@ class SemaphoreProfile:
         """Index of the last breakpoint whose level is below ``a`` (-1: none)."""
         got = self._last_low.get(a)
         if got is None:
-            levels = self.levels
-            k = len(levels) - 1
-            while k >= 0 and levels[k] >= a:
-                k -= 1
-            self._last_low[a] = got = k
+            self._last_low[a] = got = self._scan_last_below(a)
         return got
+
+    def _scan_last_below(self, a: int) -> int:
+        levels = self.levels
+        k = len(levels) - 1
+        stop = k - k % B  # the last block's first breakpoint
+        while k >= stop:
+            if levels[k] < a:
+                return k
+            k -= 1
+        bmin = self.bmin
+        b = stop // B - 1
+        if b < 0:
+            return -1
+        first = b - b % B  # blocks one by one down to a group of B blocks, then groups at once
+        while b >= first and bmin[b] >= a:
+            b -= 1
+        if b < first:
+            while b >= 0 and min(bmin[max(b - B + 1, 0) : b + 1]) >= a:
+                b -= B
+            if b < 0:
+                return -1
+            while bmin[b] >= a:
+                b -= 1
+        k = b * B + B - 1
+        while levels[k] >= a:
+            k -= 1
+        return k
+
+    def first_at_least(self, j: int, a: int) -> int:
+        """Index of the first breakpoint at or after ``j`` whose level is at least ``a``
+        (``len(levels)``: none)."""
+        levels = self.levels
+        n = len(levels)
+        stop = j - j % B + B
+        if stop > n:
+            stop = n
+        while j < stop:
+            if levels[j] >= a:
+                return j
+            j += 1
+        if j >= n:
+            return n
+        bmax = self.bmax
+        b = j // B
+        nb = len(bmax)
+        stop = b - b % B + B  # blocks one by one up to a group of B blocks, then groups at once
+        if stop > nb:
+            stop = nb
+        while b < stop and bmax[b] < a:
+            b += 1
+        if b == stop:
+            while b < nb and max(bmax[b : b + B]) < a:
+                b += B
+            if b >= nb:
+                return n
+            while bmax[b] < a:
+                b += 1
+        j = b * B
+        while levels[j] < a:
+            j += 1
+        return j
+
+    def first_below(self, j: int, a: int) -> int:
+        """Index of the first breakpoint at or after ``j`` whose level is below ``a``
+        (``len(levels)``: none)."""
+        levels = self.levels
+        n = len(levels)
+        stop = j - j % B + B
+        if stop > n:
+            stop = n
+        while j < stop:
+            if levels[j] < a:
+                return j
+            j += 1
+        if j >= n:
+            return n
+        bmin = self.bmin
+        b = j // B
+        nb = len(bmin)
+        stop = b - b % B + B  # as in first_at_least
+        if stop > nb:
+            stop = nb
+        while b < stop and bmin[b] >= a:
+            b += 1
+        if b == stop:
+            while b < nb and min(bmin[b : b + B]) >= a:
+                b += B
+            if b >= nb:
+                return n
+            while bmin[b] >= a:
+                b += 1
+        j = b * B
+        while levels[j] >= a:
+            j += 1
+        return j
 
     def admit(self, t: float, take: int, give_back: int, dur: float) -> float:
         """Earliest ``t' >= t`` at which ``take`` units can be held over ``[t', t'+dur)`` and
@@ -92,26 +192,25 @@ class SemaphoreProfile:
         j = k + 1
         if lvl < head:
             # move to the first breakpoint where enough units are free
-            while j < n and levels[j] < head:
-                j += 1
+            j = self.first_at_least(j, head)
             if j >= n:
                 return INF
             t = times[j]
             j += 1
+        if dur <= 0:
+            return t
         end = t + dur
-        while j < n:
-            if times[j] >= end:
-                break  # past the hold: every later level is at least ``after`` (see above)
-            if levels[j] < take:
-                j += 1
-                while j < n and levels[j] < head:
-                    j += 1
-                if j >= n:
-                    return INF
-                t = times[j]
-                end = t + dur
+        while True:
+            # the first breakpoint inside the hold with too few units free, if any
+            j = self.first_below(j, take)
+            if j >= n or times[j] >= end:
+                return t  # past the hold: every later level is at least ``after`` (see above)
+            j = self.first_at_least(j + 1, head)
+            if j >= n:
+                return INF
+            t = times[j]
+            end = t + dur
             j += 1
-        return t
 
     def add(self, t: float, delta: int) -> int:
         """Apply ``delta`` units at time ``t`` and every later time; return the highest level
@@ -121,6 +220,16 @@ class SemaphoreProfile:
         last_low = self._last_low
         if not times or t > times[-1]:  # the common case: a change after every breakpoint
             v = (levels[-1] if times else self.cap) + delta
+            if len(times) % B:
+                bmax = self.bmax
+                bmin = self.bmin
+                if v > bmax[-1]:
+                    bmax[-1] = v
+                elif v < bmin[-1]:
+                    bmin[-1] = v
+            else:
+                self.bmax.append(v)
+                self.bmin.append(v)
             times.append(t)
             levels.append(v)
             if v < self.low:
@@ -136,16 +245,16 @@ class SemaphoreProfile:
             levels[-1] = v
             if v < self.low:
                 self.low = v
+            n1 = len(levels) - 1
+            tail = levels[n1 - n1 % B :]
+            self.bmax[-1] = max(tail)
+            self.bmin[-1] = min(tail)
             if last_low:
-                n1 = len(levels) - 1
                 for a, k in last_low.items():
                     if v < a:
                         last_low[a] = n1
                     elif k == n1:
-                        del_k = n1 - 1
-                        while del_k >= 0 and levels[del_k] >= a:
-                            del_k -= 1
-                        last_low[a] = del_k
+                        last_low[a] = self._scan_last_below(a)
             return v
         pos = bisect_right(times, t)
         if pos > 0 and times[pos - 1] == t:
@@ -158,24 +267,22 @@ class SemaphoreProfile:
                 for a, k in last_low.items():
                     if k >= pos:
                         last_low[a] = k + 1
-        hi = -1
-        lo = self.low
-        for k in range(start, len(levels)):
-            v = levels[k] + delta
-            levels[k] = v
-            if v > hi:
-                hi = v
-            if v < lo:
-                lo = v
-        self.low = lo
+        moved = [v + delta for v in levels[start:]]
+        levels[start:] = moved
+        hi = max(moved)
+        lo = min(moved)
+        if lo < self.low:
+            self.low = lo
+        # the blocks from the one holding ``start`` on: their breakpoints moved or changed
+        b0 = start // B
+        n = len(levels)
+        self.bmax[b0:] = [max(levels[k : k + B]) for k in range(b0 * B, n, B)]
+        self.bmin[b0:] = [min(levels[k : k + B]) for k in range(b0 * B, n, B)]
         if last_low:
             # levels from ``start`` on moved by ``delta``: find each threshold's last low point
             # again, from the end back (at worst into the unchanged part before ``start``)
             for a in last_low:
-                k = len(levels) - 1
-                while k >= 0 and levels[k] >= a:
-                    k -= 1
-                last_low[a] = k
+                last_low[a] = self._scan_last_below(a)
         return hi
 
     def __repr__(self) -> str:

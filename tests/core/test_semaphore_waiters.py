@@ -1,0 +1,191 @@
+"""The semaphore profile's block index and the scheduler's semaphore gates, against references
+that walk every breakpoint and rank every eligible event at every step.
+
+Two fast paths are checked here:
+
+* :class:`~moeopt.core.semaphores.SemaphoreProfile` keeps the highest and lowest level of each
+  block of breakpoints so that admission skips long busy stretches; its answers must be those of
+  a brute force over every candidate start, after any sequence of changes (appends, changes at
+  the last breakpoint, insertions in the middle), on profiles longer than one block.
+* The scheduler parks events that semaphores alone delay in one gate per acquire signature
+  (``moeopt.core.scheduler``); on graphs made of such waiters (many events on a shared
+  semaphore, free resources, staggered ready times, mixed durations) every keyed policy must
+  give the naive scheduler's schedule event for event.
+"""
+
+from __future__ import annotations
+
+import math
+from unittest import mock
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import moeopt as m
+from moeopt.core import semaphores
+from moeopt.core.events import Event, EventGraph
+from moeopt.core.policies import BUILTIN_POLICIES, make_policy
+from moeopt.core.semaphores import B, SemaphoreProfile
+from moeopt.testing import naive_schedule
+
+KEYED = [p for p in BUILTIN_POLICIES if not make_policy(p).wants_view]
+
+
+def _level(changes: list[tuple[float, int]], cap: int, t: float) -> int:
+    """Free units at ``t``: the capacity plus every change at or before ``t``."""
+    return cap + sum(d for u, d in changes if u <= t)
+
+
+def _admit(changes: list[tuple[float, int]], cap: int, t: float, take: int, back: int, dur: float) -> float:
+    """Brute force of SemaphoreProfile.admit: try ``t`` and every breakpoint after it, in time
+    order; a start ``c`` is admitted when ``take`` units are free at ``c`` and at every
+    breakpoint inside ``(c, c + dur)``, and ``take - back`` units at every breakpoint from
+    ``c + dur`` on when that is positive (a zero-length hold needs only the latter, at ``c``
+    too)."""
+    after = max(take - back, 0)
+    head = take if dur > 0 else after
+    if head <= 0:
+        return t
+    times = sorted({u for u, _d in changes})
+    for c in [t, *[u for u in times if u > t]]:
+        if _level(changes, cap, c) < head:
+            continue
+        if any(_level(changes, cap, u) < take for u in times if c < u < c + dur):
+            continue
+        if after > 0 and any(_level(changes, cap, u) < after for u in times if u >= c + dur):
+            continue
+        return c
+    return math.inf
+
+
+change_ops = st.lists(
+    st.tuples(st.integers(0, 3 * B), st.sampled_from([-2, -1, -1, 1, 1, 2])), min_size=1, max_size=4 * B
+)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    ops=change_ops,
+    appends_first=st.booleans(),
+    queries=st.lists(
+        st.tuples(
+            st.integers(0, 3 * B),
+            st.integers(1, 4),
+            st.integers(0, 4),
+            st.sampled_from([0.0, 0.5, 3.0, 17.0, 60.0]),
+        ),
+        min_size=1,
+        max_size=12,
+    ),
+)
+def test_profile_answers_as_a_walk_over_every_breakpoint(ops, appends_first, queries) -> None:
+    _check_profile(ops, appends_first, queries)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    ops=change_ops,
+    appends_first=st.booleans(),
+    queries=st.lists(
+        st.tuples(st.integers(0, 3 * B), st.integers(1, 4), st.integers(0, 4), st.sampled_from([0.0, 0.5, 17.0])),
+        min_size=1,
+        max_size=12,
+    ),
+)
+def test_profile_with_tiny_blocks_skips_groups_of_blocks_correctly(ops, appends_first, queries) -> None:
+    # with 3 breakpoints per block, the searches step over groups of 3 blocks (9 breakpoints):
+    # every path of the block index is taken on profiles of a few dozen breakpoints
+    with mock.patch.object(semaphores, "B", 3):
+        _check_profile(ops, appends_first, queries)
+
+
+def _check_profile(
+    ops: list[tuple[int, int]], appends_first: bool, queries: list[tuple[int, int, int, float]]
+) -> None:
+    cap = 3
+    if appends_first:
+        ops = sorted(ops)  # the scheduler's common order: changes at or after the last one
+    p = SemaphoreProfile(cap)
+    seen: list[tuple[float, int]] = []
+    for step, (t, d) in enumerate(ops):
+        hi = p.add(float(t), d)
+        seen.append((float(t), d))
+        # add returns the highest level from t on
+        assert hi == max(_level(seen, cap, u) for u, _d in seen if u >= t)
+        if step % 7 == 0 or step == len(ops) - 1:
+            # thresholds are asked between changes, so that their memo is kept up to date
+            for a in (1, 2, 3):
+                lows = [k for k, u in enumerate(p.times) if _level(seen, cap, u) < a]
+                assert p.last_below(a) == (lows[-1] if lows else -1)
+    assert p.low <= min(_level(seen, cap, u) for u, _d in seen)
+    for k, u in enumerate(p.times):
+        assert p.levels[k] == _level(seen, cap, u)
+    for t, take, back, dur in queries:
+        back = min(back, take)
+        assert p.admit(float(t), take, back, dur) == _admit(seen, cap, float(t), take, back, dur)
+
+
+@st.composite
+def contention_graphs(draw: st.DrawFn) -> EventGraph:
+    """Events competing for a shared semaphore while their resources are mostly free: a few
+    chains give staggered ready times, each waiter holds 1-2 units of ``bw`` (sometimes a
+    producer -> consumer ``slot`` too) for one of a few durations, on a pool of three members or
+    none."""
+    cap = draw(st.integers(1, 3))
+    g = EventGraph(
+        semaphores={"bw": cap, "slot": draw(st.integers(1, 4))},
+        pools={"a": ["c0.a", "c1.a", "c2.a"]},
+    )
+    n_chain = draw(st.integers(1, 6))
+    for k in range(n_chain):
+        deps = {f"h{k - 1}": draw(st.sampled_from([0.0, 0.5]))} if k else {}
+        g.add(Event(f"h{k}", resources=["c0.b"], deps=deps, duration_us=draw(st.sampled_from([0.5, 1.0, 4.0]))))
+    open_slots: list[str] = []
+    for k in range(draw(st.integers(2, 22))):
+        deps = {}
+        if draw(st.booleans()):
+            deps[f"h{draw(st.integers(0, n_chain - 1))}"] = draw(st.sampled_from([0.0, 0.25, 2.0]))
+        acquires = {"bw": draw(st.integers(1, cap))}
+        releases = dict(acquires)
+        mode = draw(st.sampled_from(["hold", "hold", "produce", "consume"]))
+        if mode == "produce":
+            acquires["slot"] = 1
+            open_slots.append(f"w{k}")
+        elif mode == "consume" and open_slots:
+            prod = open_slots.pop(0)
+            deps.setdefault(prod, 0.0)
+            releases["slot"] = 1
+        g.add(
+            Event(
+                f"w{k}",
+                resources=draw(st.sampled_from([["a:*"], ["a:*"], []])),
+                deps=deps,
+                acquires=acquires,
+                releases=releases,
+                duration_us=draw(st.sampled_from([0.25, 1.0, 1.0, 2.5, 6.0])),
+            )
+        )
+    return g
+
+
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(g=contention_graphs(), tiny_blocks=st.booleans())
+def test_semaphore_waiters_are_scheduled_as_the_naive_scheduler_does(g: EventGraph, tiny_blocks: bool) -> None:
+    with mock.patch.object(semaphores, "B", 2 if tiny_blocks else B):
+        _check_against_naive(g)
+
+
+def _check_against_naive(g: EventGraph) -> None:
+    for policy in KEYED:
+        try:
+            ref = naive_schedule(g, make_policy(policy))
+        except m.SchedulingError:
+            with pytest.raises(m.SchedulingError):
+                m.schedule(g, policy)
+            continue
+        s = m.schedule(g, policy)
+        for name, (start, end, bound) in ref.items():
+            assert s.start_us[name] == start, (policy, name)
+            assert s.end_us[name] == end, (policy, name)
+            assert s.resources[name] == bound, (policy, name)
