@@ -7,7 +7,7 @@ bound exceeds the optimum and every returned schedule validates, the greedy's di
 optimum per policy, and CP-SAT's seconds.
 
     python bench/bench_psplib.py [--data DIR] [--time-limit 2] [--workers 1] [--limit N]
-                                 [--mode exact] [--json FILE]
+                                 [--only NAME,...] [--mode exact] [--json FILE]
     # DIR holds j30/ and j30_opt.csv (default: $MOEOPT_PSPLIB_DIR)
 
 Data: PSPLIB (Kolisch & Sprecher 1996, EJOR 96:205-216); optima from j30opt.sm
@@ -42,6 +42,9 @@ def main() -> int:
     ap.add_argument("--workers", type=int, default=1)
     ap.add_argument("--mode", default="exact", choices=("exact", "relaxed"))
     ap.add_argument("--limit", type=int, default=0, help="only the first N instances (0: all)")
+    ap.add_argument(
+        "--only", default="", help="comma-separated instance names (e.g. j3013_1,j3029_3); default: all"
+    )
     ap.add_argument("--json", help="write per-instance results to this file")
     args = ap.parse_args()
     if not args.data:
@@ -50,6 +53,17 @@ def main() -> int:
     data = Path(args.data)
     opt = m.load_psplib_optima(data / "j30_opt.csv")
     paths = sorted((data / "j30").glob("*.sm"))
+    if args.only:
+        wanted = [x.strip() for x in args.only.split(",") if x.strip()]
+        known = {p.stem: p for p in paths}
+        unknown = [x for x in wanted if x not in known]
+        if unknown:
+            print(
+                f"--only: no instance {', '.join(unknown)} in {data / 'j30'} (names like j3013_1)",
+                file=sys.stderr,
+            )
+            return 2
+        paths = [known[x] for x in wanted]
     if args.limit > 0:
         paths = paths[: args.limit]
     n = len(paths)

@@ -1,0 +1,116 @@
+"""Is an unproven PSPLIB instance missing its optimum (the primal) or its proof (the bound)?
+
+For each named instance with proven optimum ``OPT``, build the CP-SAT model ``solve_exact``
+builds (same tick grid, pairing, static bounds, energy distances, cliques), drop the objective
+and ask two decision questions with one worker:
+
+* ``makespan <= OPT - 1``: must be refuted (INFEASIBLE). Its time is what the optimality proof
+  costs once the optimum is known: a search from above finishes exactly by refuting it.
+* ``makespan <= OPT``: must be satisfied (FEASIBLE). Its time is what finding the optimum costs
+  when the bound is already known.
+
+Prints wall and CPU seconds per question (CPU is what the 2-second target needs on an idle
+core; wall grows with the machine's load). Extra CP-SAT parameters go through ``--params``.
+
+    python bench/bench_psplib_proof.py --only j3013_1,j3029_3 [--time-limit 30]
+                                       [--params '{"use_overload_checker_in_cumulative": true}']
+    # data: --data DIR or $MOEOPT_PSPLIB_DIR (j30/ and j30_opt.csv)
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from ortools.sat.python import cp_model
+
+import moeopt as m
+from moeopt.exact.model import ExactModel, SemModel, tick_instance
+from moeopt.exact.pairing import Pairing, demands, find_pairing
+from moeopt.exact.solve import DEFAULT_PARAMS, DELAYS_BUDGET
+from moeopt.exact.ticks import choose_grid
+
+
+def decision_model(graph: m.EventGraph, limit: int) -> ExactModel:
+    """The model of ``solve_exact`` (exact mode, automatic semaphores) with the makespan at most
+    ``limit`` ticks and no objective."""
+    cg = graph.compiled()
+    pairings: dict[int, Pairing] = {}
+    sem_model: list[SemModel] = []
+    for s in range(len(cg.sem_names)):
+        pairing = find_pairing(cg, s)
+        if pairing is None:
+            sem_model.append("reservoir")
+            continue
+        pairings[s] = pairing
+        sem_model.append("dropped" if sum(demands(cg, s)[0].values()) <= cg.sem_cap[s] else "holding")
+    lams = [lam for p in cg.preds for _i, lam in p]
+    grid = choose_grid(list(cg.dur) + lams, float(limit), None)
+    if not grid.exact or grid.tick_us != 1.0:
+        raise SystemExit("this bench expects whole-number durations (PSPLIB): tick 1")
+    inst = tick_instance(cg, grid, "exact", limit, pairings, sem_model, DELAYS_BUDGET)
+    model = ExactModel(inst)
+    model.cp.clear_objective()
+    return model
+
+
+def decide(graph: m.EventGraph, limit: int, time_limit: float, params: dict[str, Any]) -> tuple[str, float, float]:
+    """``(status, wall s, CPU s)`` of CP-SAT on ``makespan <= limit`` (model building included)."""
+    t0, c0 = time.perf_counter(), time.process_time()
+    model = decision_model(graph, limit)
+    solver = cp_model.CpSolver()
+    p = solver.parameters
+    p.num_workers = 1
+    p.max_time_in_seconds = time_limit
+    for key, value in {**DEFAULT_PARAMS, **params}.items():
+        current = getattr(p, key)
+        if isinstance(value, str) and hasattr(type(current), "__members__"):
+            value = type(current).__members__[value]
+        setattr(p, key, value)
+    code = solver.solve(model.cp)
+    return solver.status_name(code), time.perf_counter() - t0, time.process_time() - c0
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--data", default=os.environ.get("MOEOPT_PSPLIB_DIR"))
+    ap.add_argument("--only", required=True, help="comma-separated instance names, e.g. j3013_1,j3029_3")
+    ap.add_argument("--time-limit", type=float, default=30.0, help="CP-SAT seconds per question")
+    ap.add_argument("--params", default="{}", help="extra CP-SAT parameters as a JSON object")
+    args = ap.parse_args()
+    if not args.data:
+        print("no data: pass --data DIR or set MOEOPT_PSPLIB_DIR", file=sys.stderr)
+        return 2
+    data = Path(args.data)
+    opt = m.load_psplib_optima(data / "j30_opt.csv")
+    params = json.loads(args.params)
+    names = [x.strip() for x in args.only.split(",") if x.strip()]
+    unknown = [x for x in names if x not in opt or not (data / "j30" / f"{x}.sm").exists()]
+    if unknown:
+        print(f"--only: no instance {', '.join(unknown)} in {data} (names like j3013_1)", file=sys.stderr)
+        return 2
+    print(f"CP-SAT, 1 worker, {args.time_limit:g} s per question, params {params or 'default'}")
+    print(f"{'instance':<10} {'OPT':>4}   {'<= OPT-1 (proof)':<28} {'<= OPT (primal)':<28}")
+    wrong = []
+    for name in names:
+        graph = m.load_psplib(data / "j30" / f"{name}.sm")
+        best = opt[name]
+        cells = []
+        for limit, expected in ((best - 1, "INFEASIBLE"), (best, ("FEASIBLE", "OPTIMAL"))):
+            status, wall, cpu = decide(graph, limit, args.time_limit, params)
+            if status not in (expected if isinstance(expected, tuple) else (expected,)) and status != "UNKNOWN":
+                wrong.append(f"{name} <= {limit}: {status}")
+            cells.append(f"{status:<10} {wall:6.2f} w {cpu:6.2f} cpu")
+        print(f"{name:<10} {best:>4}   {cells[0]:<28} {cells[1]:<28}", flush=True)
+    if wrong:
+        print("WRONG ANSWERS (against the proven optima): " + "; ".join(wrong))
+    return 1 if wrong else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
