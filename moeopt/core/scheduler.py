@@ -232,7 +232,10 @@ def _run_keyed(
     admission of that signature from ``T`` (the identity without semaphores); admission is
     monotone in its start time. So only the gate's best-ranked event needs a heap entry, keyed
     ``(before, F(T), after, index)``: a commit does not re-rank every event that waits for the
-    same pool or the same bandwidth.
+    same pool or the same bandwidth. Events that semaphores alone delay (a candidate resource is
+    free) wait in a *semaphore gate* per acquire signature once two of them wait; there ``T`` is
+    the least t_base of its waiting members as they were evaluated (t_base only grows while an
+    event waits), so ``F(T)`` again bounds every member's start.
 
     *Releases.* A committed release is the one thing that makes a start *earlier*; by the
     property in :meth:`SemaphoreProfile.admit`, a release at time ``r`` can only help a waiter
