@@ -309,8 +309,12 @@ def _run_keyed(
     # A semaphore-delayed event with no other waiter of its signature waits on its own, as
     # without gates (tiles on a rolling cursor: one waiter per core's slot semaphore, where a
     # gate would only add work); ``alone`` counts those waiting so, per gate key.
-    alone: dict[Any, int] = {}
-    alone_key: list[Any] = [None] * n
+    # (per signature; for events sent to gates of their own duration, per (signature, duration))
+    sig = state.sig
+    alone = [0] * state.n_sigs
+    alone_dur: dict[tuple[int, float], int] = {}
+    sem_gate = [-1] * state.n_sigs  # the gate of each signature (-1: none yet)
+    alone_key: list[Any] = [None] * n  # the signature (or pair) an event waits alone under
     sem_by_dur = [False] * n  # as ``by_dur``, for semaphore gates
     n_sem = len(cg.sem_names)
     delayed: list[list[tuple[float, int, int]]] = [[] for _ in range(n_sem)]
@@ -479,15 +483,23 @@ def _run_keyed(
             # delayed by semaphores alone: a semaphore gate (see gate_sem above) once another
             # event of its signature waits
             acq = acq3[j]
-            # (ints and pairs of an int and a float: keys that cannot meet a resource gate's,
-            # since the acquire tuples stay alive, and hash at once)
-            gkey = (id(acq), dur[j]) if sem_by_dur[j] else id(acq)
-            g = gate_index.get(gkey)
-            if alone.get(gkey) or (g is not None and gate_live[g]):
-                enter_gate(j, vj, gkey, (), acq, not sem_by_dur[j], True, tb, s, movers)
-                return
-            alone[gkey] = 1
-            alone_key[j] = gkey
+            k = sig[j]
+            if sem_by_dur[j]:
+                dkey = (k, dur[j])
+                g = gate_index.get(dkey, -1)
+                if alone_dur.get(dkey) or (g >= 0 and gate_live[g]):
+                    enter_gate(j, vj, dkey, (), acq, False, True, tb, s, movers)
+                    return
+                alone_dur[dkey] = 1
+                alone_key[j] = dkey
+            else:
+                g = sem_gate[k]
+                if alone[k] or (g >= 0 and gate_live[g]):
+                    enter_gate(j, vj, ("sem", k), (), acq, True, True, tb, s, movers)
+                    sem_gate[k] = in_gate[j]
+                    return
+                alone[k] = 1
+                alone_key[j] = k
         key = (before[j], s, after[j], j)
         cur_key[j] = key
         push(heap, key)
@@ -612,7 +624,11 @@ def _run_keyed(
             in_gate[i] = -1
             gate_live[g] -= 1
         elif alone_key[i] is not None:
-            alone[alone_key[i]] -= 1
+            ak = alone_key[i]
+            if type(ak) is int:
+                alone[ak] -= 1
+            else:
+                alone_dur[ak] -= 1
             alone_key[i] = None
         s, tb, chosen, rb, sb, blk, movers = evaluate(i)
         if s <= lower:

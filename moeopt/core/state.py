@@ -90,6 +90,11 @@ class SchedulerState:
         self.gains: list[tuple[int, ...]] = []
         gains = self.gains
         seen_gain: dict[tuple[int, int], tuple[int, ...]] = {}
+        # per event, the number of its acquire tuple among the distinct ones (``n_sigs`` of
+        # them): the scheduler's semaphore gates are per signature
+        self.sig: list[int] = []
+        sig = self.sig
+        seen_sig: dict[tuple[int, int], int] = {}
         for acq, rel in zip(cg.acq, cg.rel):
             key = (id(acq), id(rel))
             got = seen.get(key)
@@ -98,8 +103,11 @@ class SchedulerState:
                 got = seen[key] = tuple([(s, a, own.get(s, 0)) for s, a in acq])
                 took = dict(acq)
                 seen_gain[key] = tuple([s for s, r in rel if r > took.get(s, 0)])
+                seen_sig[key] = len(seen_sig)
             acq3.append(got)
             gains.append(seen_gain[key])
+            sig.append(seen_sig[key])
+        self.n_sigs = len(seen_sig)
         # colocation: the site of each group, -1 while undecided
         self.group_site = [
             sites[0] if sites is not None and len(sites) == 1 else -1 for sites in cg.group_sites
