@@ -297,16 +297,28 @@ class SemaphoreProfile:
                 for a, k in last_low.items():
                     if k >= pos:
                         last_low[a] = k + 1
-        moved = [v + delta for v in levels[start:]]
-        levels[start:] = moved
-        hi = max(moved)
-        if delta < 0:
-            lo = min(moved)
-            if lo < self.low:
-                self.low = lo
+        n = len(levels)
+        if n - start <= 16:  # a short suffix: one pass
+            hi = levels[start] + delta
+            lo = self.low
+            for k in range(start, n):
+                v = levels[k] + delta
+                levels[k] = v
+                if v > hi:
+                    hi = v
+                if v < lo:
+                    lo = v
+            self.low = lo
+        else:
+            moved = [v + delta for v in levels[start:]]
+            levels[start:] = moved
+            hi = max(moved)
+            if delta < 0:
+                lo = min(moved)
+                if lo < self.low:
+                    self.low = lo
         # the complete blocks from the one holding ``start`` on: their breakpoints moved or changed
         b0 = start // B
-        n = len(levels)
         last = n - n % B
         self.bmax[b0:] = [max(levels[k : k + B]) for k in range(b0 * B, last, B)]
         self.bmin[b0:] = [min(levels[k : k + B]) for k in range(b0 * B, last, B)]
