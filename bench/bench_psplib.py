@@ -19,11 +19,12 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import os
 import statistics
 import sys
 import time
 from pathlib import Path
+
+from psplib_set import add_data_argument, open_set
 
 import moeopt as m
 from moeopt.core.policies import BUILTIN_POLICIES
@@ -37,7 +38,7 @@ def _p95(xs: list[float]) -> float:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--data", default=os.environ.get("MOEOPT_PSPLIB_DIR"))
+    add_data_argument(ap)
     ap.add_argument("--time-limit", type=float, default=2.0, help="CP-SAT seconds per instance")
     ap.add_argument("--workers", type=int, default=1)
     ap.add_argument("--mode", default="exact", choices=("exact", "relaxed"))
@@ -47,11 +48,10 @@ def main() -> int:
     )
     ap.add_argument("--json", help="write per-instance results to this file")
     args = ap.parse_args()
-    if not args.data:
-        print("no data: pass --data DIR or set MOEOPT_PSPLIB_DIR", file=sys.stderr)
+    got = open_set(args.data)
+    if got is None:
         return 2
-    data = Path(args.data)
-    opt = m.load_psplib_optima(data / "j30_opt.csv")
+    data, opt = got
     paths = sorted((data / "j30").glob("*.sm"))
     if args.only:
         wanted = [x.strip() for x in args.only.split(",") if x.strip()]

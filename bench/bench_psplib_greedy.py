@@ -13,11 +13,11 @@ Data: PSPLIB (Kolisch & Sprecher 1996, EJOR 96:205-216); optima from j30opt.sm.
 from __future__ import annotations
 
 import argparse
-import os
 import statistics
 import sys
 import time
-from pathlib import Path
+
+from psplib_set import add_data_argument, open_set
 
 import moeopt as m
 from moeopt.core.policies import BUILTIN_POLICIES
@@ -25,13 +25,12 @@ from moeopt.core.policies import BUILTIN_POLICIES
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--data", default=os.environ.get("MOEOPT_PSPLIB_DIR"))
+    add_data_argument(ap)
     args = ap.parse_args()
-    if not args.data:
-        print("no data: pass --data DIR or set MOEOPT_PSPLIB_DIR", file=sys.stderr)
+    got = open_set(args.data)
+    if got is None:
         return 2
-    data = Path(args.data)
-    opt = m.load_psplib_optima(data / "j30_opt.csv")
+    data, opt = got
     paths = sorted((data / "j30").glob("*.sm"))
     graphs = [(p.stem, m.load_psplib(p)) for p in paths]
     print(f"PSPLIB j30: {len(graphs)} instances")

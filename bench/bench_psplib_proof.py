@@ -21,13 +21,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 import time
-from pathlib import Path
 from typing import Any
 
 from ortools.sat.python import cp_model
+from psplib_set import add_data_argument, open_set
 
 import moeopt as m
 from moeopt.exact.model import ExactModel, SemModel, tick_instance
@@ -78,16 +77,15 @@ def decide(graph: m.EventGraph, limit: int, time_limit: float, params: dict[str,
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--data", default=os.environ.get("MOEOPT_PSPLIB_DIR"))
+    add_data_argument(ap)
     ap.add_argument("--only", required=True, help="comma-separated instance names, e.g. j3013_1,j3029_3")
     ap.add_argument("--time-limit", type=float, default=30.0, help="CP-SAT seconds per question")
     ap.add_argument("--params", default="{}", help="extra CP-SAT parameters as a JSON object")
     args = ap.parse_args()
-    if not args.data:
-        print("no data: pass --data DIR or set MOEOPT_PSPLIB_DIR", file=sys.stderr)
+    got = open_set(args.data)
+    if got is None:
         return 2
-    data = Path(args.data)
-    opt = m.load_psplib_optima(data / "j30_opt.csv")
+    data, opt = got
     params = json.loads(args.params)
     names = [x.strip() for x in args.only.split(",") if x.strip()]
     unknown = [x for x in names if x not in opt or not (data / "j30" / f"{x}.sm").exists()]
