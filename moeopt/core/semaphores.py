@@ -33,8 +33,8 @@ class SemaphoreProfile:
         self.cap = cap
         self.times: list[float] = []
         self.levels: list[int] = []  # level in force from times[k] until times[k+1]
-        # per complete block b (levels[b*B : (b+1)*B]): its highest and lowest level; the
-        # breakpoints after the last complete block have none
+        # per indexed block b (levels[b*B : (b+1)*B]): its highest and lowest level; complete
+        # blocks are indexed when a search first needs them, and kept up to date by ``add``
         self.bmax: list[int] = []
         self.bmin: list[int] = []
         # a lower bound of every level (the capacity included): the lowest level any change
@@ -58,7 +58,19 @@ class SemaphoreProfile:
             self._last_low[a] = got = self._scan_last_below(a)
         return got
 
+    def _index(self) -> None:
+        """Index every complete block not indexed yet (``add`` leaves new blocks to this)."""
+        levels = self.levels
+        bmax = self.bmax
+        bmin = self.bmin
+        for k in range(len(bmax) * B, len(levels) - B + 1, B):
+            block = levels[k : k + B]
+            bmax.append(max(block))
+            bmin.append(min(block))
+
     def _scan_last_below(self, a: int) -> int:
+        if len(self.bmax) * B + B <= len(self.levels):
+            self._index()
         levels = self.levels
         bmin = self.bmin
         k = len(levels) - 1
@@ -88,6 +100,8 @@ class SemaphoreProfile:
     def first_at_least(self, j: int, a: int) -> int:
         """Index of the first breakpoint at or after ``j`` whose level is at least ``a``
         (``len(levels)``: none)."""
+        if len(self.bmax) * B + B <= len(self.levels):
+            self._index()
         levels = self.levels
         bmax = self.bmax
         n = len(levels)
@@ -127,6 +141,8 @@ class SemaphoreProfile:
     def first_below(self, j: int, a: int) -> int:
         """Index of the first breakpoint at or after ``j`` whose level is below ``a``
         (``len(levels)``: none)."""
+        if len(self.bmax) * B + B <= len(self.levels):
+            self._index()
         levels = self.levels
         bmin = self.bmin
         n = len(levels)
@@ -202,8 +218,9 @@ class SemaphoreProfile:
         k = bisect_right(times, t) - 1
         lvl = self.cap if k < 0 else levels[k]
         j = k + 1
-        # Each walk below steps through up to 32 breakpoints inline (most answers are that
-        # close) and hands a longer one over to the block index.
+        # A walk to the next breakpoint with enough units steps through up to 32 breakpoints
+        # inline (most answers are that close) and hands a longer one over to the block index;
+        # the walk through a hold's own breakpoints stays inline (it ends at the hold's end).
         if lvl < head:
             # move to the first breakpoint where enough units are free
             stop = j + 32 if j + 32 < n else n
@@ -218,33 +235,23 @@ class SemaphoreProfile:
         if dur <= 0:
             return t
         end = t + dur
-        while True:
-            # the first breakpoint inside the hold with too few units free, if any
-            stop = j + 32 if j + 32 < n else n
-            while j < stop:
-                if times[j] >= end:
-                    return t  # past the hold: every later level is at least ``after`` (above)
-                if levels[j] < take:
-                    break
+        while j < n:
+            if times[j] >= end:
+                break  # past the hold: every later level is at least ``after`` (see above)
+            if levels[j] < take:
+                # too few units inside the hold: start again at the next breakpoint with enough
                 j += 1
-            else:
+                stop = j + 32 if j + 32 < n else n
+                while j < stop and levels[j] < head:
+                    j += 1
+                if j == stop:
+                    j = self.first_at_least(j, head)
                 if j >= n:
-                    return t
-                j = self.first_below(j, take)
-                if j >= n or times[j] >= end:
-                    return t
-            # too few units inside the hold: start again at the next breakpoint with enough
+                    return INF
+                t = times[j]
+                end = t + dur
             j += 1
-            stop = j + 32 if j + 32 < n else n
-            while j < stop and levels[j] < head:
-                j += 1
-            if j == stop:
-                j = self.first_at_least(j, head)
-            if j >= n:
-                return INF
-            t = times[j]
-            end = t + dur
-            j += 1
+        return t
 
     def add(self, t: float, delta: int) -> int:
         """Apply ``delta`` units at time ``t`` and every later time; return the highest level
@@ -256,10 +263,6 @@ class SemaphoreProfile:
             v = (levels[-1] if times else self.cap) + delta
             times.append(t)
             levels.append(v)
-            if not len(levels) % B:  # a block is complete
-                tail = levels[-B:]
-                self.bmax.append(max(tail))
-                self.bmin.append(min(tail))
             if v < self.low:
                 self.low = v
             if last_low:
@@ -274,7 +277,7 @@ class SemaphoreProfile:
             if v < self.low:
                 self.low = v
             n = len(levels)
-            if not n % B:  # the latest breakpoint closes a complete block
+            if len(self.bmax) * B == n:  # the latest breakpoint closes an indexed block
                 tail = levels[-B:]
                 self.bmax[-1] = max(tail)
                 self.bmin[-1] = min(tail)
@@ -319,9 +322,10 @@ class SemaphoreProfile:
                     self.low = lo
         # the complete blocks from the one holding ``start`` on: their breakpoints moved or changed
         b0 = start // B
-        last = n - n % B
-        self.bmax[b0:] = [max(levels[k : k + B]) for k in range(b0 * B, last, B)]
-        self.bmin[b0:] = [min(levels[k : k + B]) for k in range(b0 * B, last, B)]
+        last = len(self.bmax) * B  # (blocks not indexed yet are indexed when a search needs them)
+        if b0 * B < last:
+            self.bmax[b0:] = [max(levels[k : k + B]) for k in range(b0 * B, last, B)]
+            self.bmin[b0:] = [min(levels[k : k + B]) for k in range(b0 * B, last, B)]
         if last_low:
             # levels from ``start`` on moved by ``delta``: find each threshold's last low point
             # again, from the end back (at worst into the unchanged part before ``start``)
