@@ -308,13 +308,14 @@ def _run_keyed(
     solo = [False] * n
     # A semaphore-delayed event with no other waiter of its signature waits on its own, as
     # without gates (tiles on a rolling cursor: one waiter per core's slot semaphore, where a
-    # gate would only add work); ``alone`` counts those waiting so, per gate key.
-    # (per signature; for events sent to gates of their own duration, per (signature, duration))
+    # gate would only add work). ``lone[k]`` is the last event of signature k sent to wait on its
+    # own and ``lone_ver[k]`` its version then: while it is still waiting so (same version, not
+    # done), a second waiter of the signature goes to the gate. (A heuristic only: whichever way
+    # an event waits, its key stays a lower bound of its start.)
     sig = state.sig
-    alone = [0] * state.n_sigs
-    alone_dur: dict[tuple[int, float], int] = {}
+    lone = [-1] * state.n_sigs
+    lone_ver = [0] * state.n_sigs
     sem_gate = [-1] * state.n_sigs  # the gate of each signature (-1: none yet)
-    alone_key: list[Any] = [None] * n  # the signature (or pair) an event waits alone under
     sem_by_dur = [False] * n  # as ``by_dur``, for semaphore gates
     n_sem = len(cg.sem_names)
     delayed: list[list[tuple[float, int, int]]] = [[] for _ in range(n_sem)]
@@ -485,21 +486,19 @@ def _run_keyed(
             acq = acq3[j]
             k = sig[j]
             if sem_by_dur[j]:
-                dkey = (k, dur[j])
-                g = gate_index.get(dkey, -1)
-                if alone_dur.get(dkey) or (g >= 0 and gate_live[g]):
-                    enter_gate(j, vj, dkey, (), acq, False, True, tb, s, movers)
-                    return
-                alone_dur[dkey] = 1
-                alone_key[j] = dkey
-            else:
-                g = sem_gate[k]
-                if alone[k] or (g >= 0 and gate_live[g]):
-                    enter_gate(j, vj, ("sem", k), (), acq, True, True, tb, s, movers)
-                    sem_gate[k] = in_gate[j]
-                    return
-                alone[k] = 1
-                alone_key[j] = k
+                # a gate of its own duration: rare (its duration set it apart in the gate)
+                enter_gate(j, vj, (k, dur[j]), (), acq, False, True, tb, s, movers)
+                return
+            g = sem_gate[k]
+            w = lone[k]
+            if (g >= 0 and gate_live[g]) or (
+                w >= 0 and w != j and version[w] == lone_ver[k] and not done[w] and in_gate[w] < 0
+            ):
+                enter_gate(j, vj, ("sem", k), (), acq, True, True, tb, s, movers)
+                sem_gate[k] = in_gate[j]
+                return
+            lone[k] = j
+            lone_ver[k] = vj
         key = (before[j], s, after[j], j)
         cur_key[j] = key
         push(heap, key)
@@ -623,13 +622,6 @@ def _run_keyed(
         if g >= 0:
             in_gate[i] = -1
             gate_live[g] -= 1
-        elif alone_key[i] is not None:
-            ak = alone_key[i]
-            if type(ak) is int:
-                alone[ak] -= 1
-            else:
-                alone_dur[ak] -= 1
-            alone_key[i] = None
         s, tb, chosen, rb, sb, blk, movers = evaluate(i)
         if s <= lower:
             # s is never below the lower bound; equal means this is the true minimum
