@@ -532,7 +532,9 @@ def _run_keyed(
             gate_tbs.append([])
             gate_durs.append([])
         elif dur[j] < gate_dur[g]:
-            gate_dur[g] = dur[j]  # the shortest member's admission bounds every member's
+            # the shortest member's admission bounds every member's (a semaphore gate reads
+            # the shortest of its members still waiting from gate_durs instead)
+            gate_dur[g] = dur[j]
         if sem_only:
             push(gate_tbs[g], (tb, j, vj))
             push(gate_durs[g], (dur[j], j, vj))
@@ -643,13 +645,13 @@ def _run_keyed(
                 # (it goes back in), or its own t_base (it waits alone from now on), or its own
                 # duration (a gate of its duration); nothing to tell apart when it was alone
                 # (the popped member's own entries are still live: they count in the floors)
-                acq_g = gate_acq[g]
-                t0 = least(gate_tbs[g]) if gate_live[g] else INF
-                if sb >= 0 and t0 < INF and admit_all(acq_g, t0, least(gate_durs[g]))[0] < s:
-                    if admit_all(acq_g, t0, dur[i])[0] < s:
-                        solo[i] = True
-                    elif gate_any_dur[g]:
-                        sem_by_dur[i] = True
+                if sb >= 0 and gate_live[g]:
+                    acq_g, t0 = gate_acq[g], least(gate_tbs[g])
+                    if admit_all(acq_g, t0, least(gate_durs[g]))[0] < s:
+                        if admit_all(acq_g, t0, dur[i])[0] < s:
+                            solo[i] = True
+                        elif gate_any_dur[g]:
+                            sem_by_dur[i] = True
             elif g >= 0 and sb >= 0 and gate_any_dur[g] and not by_dur[i]:
                 t_gate = min([free[m] for m in gate_members[g]])
                 if admit_all(gate_acq[g], t_gate, gate_dur[g])[0] < s:

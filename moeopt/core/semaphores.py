@@ -62,6 +62,8 @@ class SemaphoreProfile:
         """Index every complete block not indexed yet (``add`` leaves new blocks to this)."""
         levels = self.levels
         bmax = self.bmax
+        if len(bmax) * B + B > len(levels):
+            return
         bmin = self.bmin
         for k in range(len(bmax) * B, len(levels) - B + 1, B):
             block = levels[k : k + B]
@@ -69,8 +71,7 @@ class SemaphoreProfile:
             bmin.append(min(block))
 
     def _scan_last_below(self, a: int) -> int:
-        if len(self.bmax) * B + B <= len(self.levels):
-            self._index()
+        self._index()
         levels = self.levels
         bmin = self.bmin
         k = len(levels) - 1
@@ -100,8 +101,7 @@ class SemaphoreProfile:
     def first_at_least(self, j: int, a: int) -> int:
         """Index of the first breakpoint at or after ``j`` whose level is at least ``a``
         (``len(levels)``: none)."""
-        if len(self.bmax) * B + B <= len(self.levels):
-            self._index()
+        self._index()
         levels = self.levels
         bmax = self.bmax
         n = len(levels)
@@ -141,8 +141,7 @@ class SemaphoreProfile:
     def first_below(self, j: int, a: int) -> int:
         """Index of the first breakpoint at or after ``j`` whose level is below ``a``
         (``len(levels)``: none)."""
-        if len(self.bmax) * B + B <= len(self.levels):
-            self._index()
+        self._index()
         levels = self.levels
         bmin = self.bmin
         n = len(levels)
@@ -226,7 +225,7 @@ class SemaphoreProfile:
             stop = j + 32 if j + 32 < n else n
             while j < stop and levels[j] < head:
                 j += 1
-            if j == stop:
+            if j == stop < n:  # 32 steps without enough units: the block index goes on
                 j = self.first_at_least(j, head)
             if j >= n:
                 return INF
@@ -244,7 +243,7 @@ class SemaphoreProfile:
                 stop = j + 32 if j + 32 < n else n
                 while j < stop and levels[j] < head:
                     j += 1
-                if j == stop:
+                if j == stop < n:
                     j = self.first_at_least(j, head)
                 if j >= n:
                     return INF
