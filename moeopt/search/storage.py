@@ -181,11 +181,53 @@ class StorageSpec:
                 kwargs["engine_kwargs"] = {"connect_args": {"timeout": 60}}
             if self.kind == "rdb":  # workers on other machines: Optuna's heartbeat finds the dead ones
                 kwargs.update(heartbeat_interval=HEARTBEAT_INTERVAL_S, grace_period=HEARTBEAT_GRACE_S)
-            return optuna.storages.RDBStorage(self.url, **kwargs)
+            return open_rdb(self.url, kwargs)
         except StudyError:
             raise
         except Exception as exc:
             raise StudyError(f"storage {self.url!r}: cannot open it: {type(exc).__name__}: {exc}") from None
+
+
+#: How often :func:`open_rdb` tries again when another process created the schema at the same
+#: moment, and the pause before the first retry (doubled each time). assumed: two or three
+#: processes starting together settle within a second; a real fault still fails after ~1.5 s.
+SCHEMA_RACE_RETRIES = 5
+SCHEMA_RACE_PAUSE_S = 0.05
+
+
+def _schema_race(exc: BaseException) -> bool:
+    """Whether ``exc`` is what a database raises when two processes create one schema at once:
+    a unique-key clash on the new table's catalogue row or version row (PostgreSQL, MySQL), or
+    "table already exists" (SQLite, PostgreSQL's DuplicateTable)."""
+    import sqlalchemy.exc as sa
+
+    if isinstance(exc, sa.IntegrityError):
+        return True
+    if isinstance(exc, (sa.ProgrammingError, sa.OperationalError)):
+        return "already exists" in str(exc)
+    return False
+
+
+def open_rdb(
+    url: str, kwargs: dict[str, Any], *, retries: int = SCHEMA_RACE_RETRIES
+) -> optuna.storages.RDBStorage:
+    """Open an Optuna RDB storage, creating its tables if the database is empty.
+
+    Optuna creates the tables and inserts the schema-version row without a lock, so two
+    workers started together on an empty database (or a worker and a monitoring script) can
+    clash, and the loser sees an integrity error although the schema is then complete. Opening
+    again finds the tables and the row in place, so such a clash is retried a few times; any
+    other error, or the same one after the retries, is raised."""
+    pause = SCHEMA_RACE_PAUSE_S
+    for attempt in range(retries + 1):
+        try:
+            return optuna.storages.RDBStorage(url, **kwargs)
+        except Exception as exc:
+            if attempt == retries or not _schema_race(exc):
+                raise
+            time.sleep(pause)
+            pause *= 2
+    raise AssertionError("unreachable")  # the loop returns or raises
 
 
 def resolve_storage(spec: str | None, out_dir: str) -> StorageSpec:
