@@ -336,6 +336,12 @@ def _run_keyed(
     sg_need: list[int] = []
     sg_heap: list[list[tuple[float, float, int, int]]] = []
     sg_tok: list[int] = []  # version of the group's live token; -1: no token (dormant)
+    # Members starved since the group's semaphore last released: they were evaluated against
+    # the profile as it is, and only a release on it can let them start, so they join the heap
+    # (and may be woken) at its next release. Woken at once, a member ranked before every other
+    # pending event was woken, refused and woken again for ever (a livelock that grew the
+    # token heap without bound: seen as a 5 GB hang in CI, tests/core/test_starved_livelock.py).
+    sg_new: list[list[tuple[float, float, int, int]]] = []
     sg_of_sem: list[list[int]] = [[] for _ in range(n_sem)]
     tok_heap: list[tuple[float, float, float, int, int, int]] = []
     sem_cap = cg.sem_cap
@@ -384,10 +390,9 @@ def _run_keyed(
                     sg_need.append(need)
                     sg_heap.append([])
                     sg_tok.append(-1)
+                    sg_new.append([])
                     sg_of_sem[sem].append(gid)
-                push(sg_heap[gid], (before[owner], after[owner], owner, ver))
-                if sg_tok[gid] >= 0:
-                    retoken(gid)  # awake: the token must not rank after the new member
+                sg_new[gid].append((before[owner], after[owner], owner, ver))
         else:
             for sem, _take, _b in acq:
                 push(delayed[sem], (-start, owner, ver))
@@ -580,6 +585,12 @@ def _run_keyed(
                     if live(owner, ver):
                         wake.append(owner)
             for gid in gids:
+                fresh = sg_new[gid]
+                if fresh:
+                    gh = sg_heap[gid]
+                    for entry in fresh:
+                        push(gh, entry)
+                    fresh.clear()
                 # awake or not: the release may have moved the group's free-from time earlier
                 if sg_need[gid] <= final and sg_heap[gid]:
                     retoken(gid)
