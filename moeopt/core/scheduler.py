@@ -60,7 +60,7 @@ def _to_schedule(
     levels = None
     if record_levels:
         # every event is committed: each profile is its semaphore's final level curve
-        curves = {sem: (p.times, p.levels) for sem, p in zip(cg.sem_names, state.profiles)}
+        curves = {sem: p.curve() for sem, p in zip(cg.sem_names, state.profiles)}
         levels = SemaphoreLevels(start_us, end_us, curves)
     return Schedule(
         start_us=start_us,
@@ -344,7 +344,6 @@ def _run_keyed(
     sg_new: list[list[tuple[float, float, int, int]]] = []
     sg_of_sem: list[list[int]] = [[] for _ in range(n_sem)]
     tok_heap: list[tuple[float, float, float, int, int, int]] = []
-    sem_cap = cg.sem_cap
 
     def free_from(gid: int) -> float:
         """The earliest start the group's units kept for ever allow (``INF``: never, with
@@ -352,12 +351,7 @@ def _run_keyed(
         need = sg_need[gid]
         if need <= 0:
             return -INF
-        prof = profiles[sg_sem[gid]]
-        k = prof.last_below(need)
-        if k < 0:
-            return -INF
-        times = prof.times
-        return times[k + 1] if k + 1 < len(times) else INF
+        return profiles[sg_sem[gid]].free_from(need)
 
     def retoken(gid: int) -> None:
         gh = sg_heap[gid]
@@ -578,8 +572,7 @@ def _run_keyed(
         groups = starved[sem]
         gids = sg_of_sem[sem]
         if groups or gids:
-            levels = profiles[sem].levels
-            final = levels[-1] if levels else sem_cap[sem]
+            final = profiles[sem].final_level()
             for take in [t for t in groups if t <= final]:
                 for owner, ver in groups.pop(take):
                     if live(owner, ver):

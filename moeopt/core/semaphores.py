@@ -9,174 +9,159 @@ acquired at ``t``.
 Units acquired by an event whose release has not been committed yet are taken for ever, as
 far as this profile knows: that is what makes admission decisions safe while the consumer
 that will free the slot is still unscheduled.
+
+Storage: a blocked list. A change at time ``t`` moves the level at ``t`` and at every later
+breakpoint by the same amount. Most changes land after (or at) the last breakpoint, but a
+policy that commits events out of time order (critical_path_first on late-bound tiles) changes
+profiles in the middle, thousands of breakpoints before their end; with one flat list of levels
+each such change rewrote the whole suffix, and the scheduler's cost grew with the square of the
+graph. So the breakpoints are kept in consecutive blocks of at most ``2 * B``: each block holds
+its times and *raw* levels, and an additive offset that every raw level of the block carries
+(``level = raw + offset``), with the block's highest and lowest level (offset applied). A change
+in the middle rewrites the part of one block from ``t`` on and adds to the offset, highest and
+lowest level of each later block: O(B + blocks) instead of O(breakpoints). The per-block
+highest and lowest levels also let the searches (the next breakpoint with enough free units,
+the last one with too few) skip whole blocks of a long busy stretch.
 """
 
 from __future__ import annotations
 
 import math
 from bisect import bisect_right
+from itertools import chain
 
 INF = math.inf
 
 
 B = 64
-"""Breakpoints per block: the profile keeps the highest and the lowest level of each complete
-run of ``B`` consecutive breakpoints, so that a search for the next breakpoint with enough (or
-too few) free units skips whole blocks instead of walking every breakpoint of a long busy
-stretch; groups of ``B`` blocks are skipped at once by ``max`` / ``min`` over their entries."""
+"""Breakpoints per block: appends open a new block when the last one holds ``B``; a change
+in the middle that grows a block beyond ``2 * B`` splits it in two. A change in the middle
+costs O(B) inside its block plus O(1) per later block; a search steps over a block that
+cannot hold its answer in O(1), and over groups of ``_G`` blocks at once with ``max`` /
+``min`` over their entries."""
+
+_G = 32
+"""Blocks a search skips at once (one C-level ``max`` / ``min``) after stepping over a few
+one by one."""
 
 
 class SemaphoreProfile:
-    __slots__ = ("_last_low", "bmax", "bmin", "cap", "levels", "low", "times")
+    __slots__ = ("_bl", "_bt", "_end", "_fin", "_first", "_free", "_hi", "_lo", "_off", "cap", "low")
 
     def __init__(self, cap: int) -> None:
         self.cap = cap
-        self.times: list[float] = []
-        self.levels: list[int] = []  # level in force from times[k] until times[k+1]
-        # per indexed block b (levels[b*B : (b+1)*B]): its highest and lowest level; complete
-        # blocks are indexed when a search first needs them, and kept up to date by ``add``
-        self.bmax: list[int] = []
-        self.bmin: list[int] = []
+        # block b: breakpoint times _bt[b] (ascending; every time of block b is before every
+        # time of block b+1), raw levels _bl[b] (the level in force from _bt[b][k] until the
+        # next breakpoint is _bl[b][k] + _off[b]), the block's highest and lowest level
+        # _hi[b] / _lo[b] (offset applied) and its first time _first[b] (for bisect)
+        self._bt: list[list[float]] = []
+        self._bl: list[list[int]] = []
+        self._off: list[int] = []
+        self._hi: list[int] = []
+        self._lo: list[int] = []
+        self._first: list[float] = []
+        self._end = -INF  # the last breakpoint's time
+        self._fin = cap  # the level from the last breakpoint on
         # a lower bound of every level (the capacity included): the lowest level any change
         # has produced so far (a release raising the lowest levels leaves it low, still a bound)
         self.low = cap
-        # threshold a -> index of the last breakpoint whose level is below a (-1: none), for the
-        # thresholds admissions have asked about; kept up to date by ``add``. An event that keeps
-        # ``a`` units after its end can start no earlier than the breakpoint after that one, so
-        # admission never walks the long tail of a profile whose units are held until releases
-        # not committed yet (the cost that made late-bound slots quadratic).
-        self._last_low: dict[int, int] = {}
+        # threshold a -> the time from which every level is at least a (the breakpoint after
+        # the last one below a; -INF: none below a; INF: the last breakpoint is below a), for
+        # the thresholds admissions have asked about; kept up to date by ``add``. An event that
+        # keeps ``a`` units after its end can start no earlier than that, so admission never
+        # walks the long tail of a profile whose units are held until releases not committed
+        # yet (the cost that made late-bound slots quadratic).
+        self._free: dict[int, float] = {}
+
+    # ------------------------------------------------------------------ reading
 
     def level_at(self, t: float) -> int:
-        k = bisect_right(self.times, t) - 1
-        return self.cap if k < 0 else self.levels[k]
+        b = bisect_right(self._first, t) - 1
+        if b < 0:
+            return self.cap
+        bt = self._bt[b]
+        return self._bl[b][bisect_right(bt, t) - 1] + self._off[b]
 
-    def last_below(self, a: int) -> int:
-        """Index of the last breakpoint whose level is below ``a`` (-1: none)."""
-        got = self._last_low.get(a)
+    def final_level(self) -> int:
+        """The level from the last breakpoint on (the capacity when there is none)."""
+        return self._fin
+
+    def curve(self) -> tuple[list[float], list[int]]:
+        """``(times, levels)``: every breakpoint in time order and the level in force from it
+        until the next (fresh lists)."""
+        times = list(chain.from_iterable(self._bt))
+        levels: list[int] = []
+        for bl, o in zip(self._bl, self._off):
+            levels.extend([v + o for v in bl] if o else bl)
+        return times, levels
+
+    def free_from(self, a: int) -> float:
+        """The time from which every level is at least ``a``: the breakpoint after the last one
+        whose level is below ``a`` (``-INF``: no level is below ``a``; ``INF``: the last
+        breakpoint's level is)."""
+        got = self._free.get(a)
         if got is None:
-            self._last_low[a] = got = self._scan_last_below(a)
+            self._free[a] = got = self._scan_free(a)
         return got
 
-    def _index(self) -> None:
-        """Index every complete block not indexed yet (``add`` leaves new blocks to this)."""
-        levels = self.levels
-        bmax = self.bmax
-        if len(bmax) * B + B > len(levels):
-            return
-        bmin = self.bmin
-        for k in range(len(bmax) * B, len(levels) - B + 1, B):
-            block = levels[k : k + B]
-            bmax.append(max(block))
-            bmin.append(min(block))
-
-    def _scan_last_below(self, a: int) -> int:
-        self._index()
-        levels = self.levels
-        bmin = self.bmin
-        k = len(levels) - 1
-        stop = len(bmin) * B  # the breakpoints after the last complete block, one by one
-        while k >= stop:
-            if levels[k] < a:
-                return k
-            k -= 1
-        b = len(bmin) - 1
+    def _scan_free(self, a: int) -> float:
+        """``free_from(a)`` by a search back from the end over the blocks' lowest levels."""
+        lo = self._lo
+        b = len(lo) - 1
         if b < 0:
-            return -1
-        first = b - b % B  # blocks one by one down to a group of B blocks, then groups at once
-        while b >= first and bmin[b] >= a:
+            return -INF
+        if lo[b] >= a:  # blocks one by one (a few), then groups of _G at once
             b -= 1
-        if b < first:
-            while b >= 0 and min(bmin[max(b - B + 1, 0) : b + 1]) >= a:
-                b -= B
-            if b < 0:
-                return -1
-            while bmin[b] >= a:
+            stop = b - 8
+            while b >= 0 and lo[b] >= a:
                 b -= 1
-        k = b * B + B - 1
-        while levels[k] >= a:
+                if b == stop:
+                    while b >= 0 and min(lo[max(b - _G + 1, 0) : b + 1]) >= a:
+                        b -= _G
+                    stop = -2
+            if b < 0:
+                return -INF
+        bl = self._bl[b]
+        x = a - self._off[b]
+        k = len(bl) - 1
+        while bl[k] >= x:
             k -= 1
-        return k
+        bt = self._bt[b]
+        if k + 1 < len(bt):
+            return bt[k + 1]
+        return self._first[b + 1] if b + 1 < len(lo) else INF
 
-    def first_at_least(self, j: int, a: int) -> int:
-        """Index of the first breakpoint at or after ``j`` whose level is at least ``a``
-        (``len(levels)``: none)."""
-        self._index()
-        levels = self.levels
-        bmax = self.bmax
-        n = len(levels)
-        nb = len(bmax)
-        b = j // B
-        if b < nb:
-            stop = b * B + B
-            while j < stop:
-                if levels[j] >= a:
-                    return j
-                j += 1
+    def _seek(self, b: int, k: int, a: int) -> tuple[int, int]:
+        """The first breakpoint at or after ``(b, k)`` (block, index in it) whose level is at
+        least ``a``; ``(len(blocks), 0)``: none."""
+        hi = self._hi
+        nb = len(hi)
+        if b < nb and hi[b] >= a:
+            bl = self._bl[b]
+            x = a - self._off[b]
+            n = len(bl)
+            while k < n:
+                if bl[k] >= x:
+                    return b, k
+                k += 1
+        b += 1
+        stop = b + 8  # blocks one by one (a few), then groups of _G at once
+        while b < nb and hi[b] < a:
             b += 1
-            stop = b - b % B + B  # blocks one by one up to a group of B blocks, then groups
-            if stop > nb:
-                stop = nb
-            while b < stop and bmax[b] < a:
-                b += 1
             if b == stop:
-                while b < nb and max(bmax[b : b + B]) < a:
-                    b += B
-                if b > nb:
-                    b = nb
-                while b < nb and bmax[b] < a:
-                    b += 1
-            if b < nb:
-                j = b * B
-                while levels[j] < a:
-                    j += 1
-                return j
-            j = nb * B
-        while j < n:  # after the last complete block
-            if levels[j] >= a:
-                return j
-            j += 1
-        return n
-
-    def first_below(self, j: int, a: int) -> int:
-        """Index of the first breakpoint at or after ``j`` whose level is below ``a``
-        (``len(levels)``: none)."""
-        self._index()
-        levels = self.levels
-        bmin = self.bmin
-        n = len(levels)
-        nb = len(bmin)
-        b = j // B
-        if b < nb:
-            stop = b * B + B
-            while j < stop:
-                if levels[j] < a:
-                    return j
-                j += 1
-            b += 1
-            stop = b - b % B + B  # as in first_at_least
-            if stop > nb:
-                stop = nb
-            while b < stop and bmin[b] >= a:
-                b += 1
-            if b == stop:
-                while b < nb and min(bmin[b : b + B]) >= a:
-                    b += B
-                if b > nb:
-                    b = nb
-                while b < nb and bmin[b] >= a:
-                    b += 1
-            if b < nb:
-                j = b * B
-                while levels[j] >= a:
-                    j += 1
-                return j
-            j = nb * B
-        while j < n:
-            if levels[j] < a:
-                return j
-            j += 1
-        return n
+                while b < nb and max(hi[b : b + _G]) < a:
+                    b += _G
+                if b >= nb:
+                    return nb, 0
+                stop = -1
+        if b >= nb:
+            return nb, 0
+        bl = self._bl[b]
+        x = a - self._off[b]
+        k = 0
+        while bl[k] < x:
+            k += 1
+        return b, k
 
     def admit(self, t: float, take: int, give_back: int, dur: float) -> float:
         """Earliest ``t' >= t`` at which ``take`` units can be held over ``[t', t'+dur)`` and
@@ -193,8 +178,6 @@ class SemaphoreProfile:
             # never fewer than ``take`` units free at any time: admitted at once (``take`` is
             # the most the event needs at any instant)
             return t
-        times = self.times
-        levels = self.levels
         after = take - give_back
         if after < 0:
             after = 0
@@ -203,135 +186,248 @@ class SemaphoreProfile:
         head = take if dur > 0 else after
         if head <= 0:
             return t
-        n = len(times)
+        if t >= self._end:
+            # at or after the last breakpoint (an event ready after every committed change):
+            # the final level, for ever
+            return t if self._fin >= head else INF
         if after > 0:
-            # ``after`` units are needed from t' on for ever: t' lies after the last breakpoint
-            # whose level is below ``after``; from there on every level is high enough for the
-            # part after the hold, so only the hold's own window is left to check
-            last = self.last_below(after)
-            if last >= 0:
-                if last == n - 1:
+            # ``after`` units are needed from t' on for ever: t' is no earlier than the time
+            # from which every level is at least ``after``; from there on every level is high
+            # enough for the part after the hold, so only the hold's own window is left to check
+            f = self._free.get(after)
+            if f is None:
+                self._free[after] = f = self._scan_free(after)
+            if f > t:
+                if f == INF:
                     return INF
-                if times[last + 1] > t:
-                    t = times[last + 1]
-        k = bisect_right(times, t) - 1
-        lvl = self.cap if k < 0 else levels[k]
-        j = k + 1
-        # A walk to the next breakpoint with enough units steps through up to 32 breakpoints
-        # inline (most answers are that close) and hands a longer one over to the block index;
-        # the walk through a hold's own breakpoints stays inline (it ends at the hold's end).
+                t = f
+        bts = self._bt
+        nb = len(bts)
+        bls = self._bl
+        off = self._off
+        # (b, k): the first breakpoint after t (k may be the block's length: the next block)
+        b = bisect_right(self._first, t) - 1
+        if b < 0:
+            lvl = self.cap
+            b = k = 0
+        else:
+            k = bisect_right(bts[b], t)
+            lvl = bls[b][k - 1] + off[b]
+        bt = bts[b]
+        bl = bls[b]
+        n = len(bl)
         if lvl < head:
-            # move to the first breakpoint where enough units are free
-            stop = j + 32 if j + 32 < n else n
-            while j < stop and levels[j] < head:
-                j += 1
-            if j == stop < n:  # 32 steps without enough units: the block index goes on
-                j = self.first_at_least(j, head)
-            if j >= n:
-                return INF
-            t = times[j]
-            j += 1
+            # move to the first breakpoint where enough units are free: in this block (most
+            # answers are that close), else through the block index
+            x = head - off[b]
+            while k < n and bl[k] < x:
+                k += 1
+            if k == n:
+                b, k = self._seek(b, k, head)
+                if b == nb:
+                    return INF
+                bt = bts[b]
+                bl = bls[b]
+                n = len(bl)
+            t = bt[k]
+            k += 1
         if dur <= 0:
             return t
+        # the hold's own breakpoints, up to its end: each must leave ``take`` units free
+        x = take - off[b]
         end = t + dur
-        while j < n:
-            if times[j] >= end:
-                break  # past the hold: every later level is at least ``after`` (see above)
-            if levels[j] < take:
+        while True:
+            if k == n:
+                b += 1
+                if b == nb:
+                    return t
+                bt = bts[b]
+                bl = bls[b]
+                n = len(bl)
+                x = take - off[b]
+                k = 0
+            if bt[k] >= end:
+                return t  # past the hold: every later level is at least ``after`` (see above)
+            if bl[k] < x:
                 # too few units inside the hold: start again at the next breakpoint with enough
-                j += 1
-                stop = j + 32 if j + 32 < n else n
-                while j < stop and levels[j] < head:
-                    j += 1
-                if j == stop < n:
-                    j = self.first_at_least(j, head)
-                if j >= n:
-                    return INF
-                t = times[j]
+                k += 1
+                xh = head - off[b]
+                while k < n and bl[k] < xh:
+                    k += 1
+                if k == n:
+                    b, k = self._seek(b, k, head)
+                    if b == nb:
+                        return INF
+                    bt = bts[b]
+                    bl = bls[b]
+                    n = len(bl)
+                    x = take - off[b]
+                t = bt[k]
                 end = t + dur
-            j += 1
-        return t
+            k += 1
+
+    # ------------------------------------------------------------------ changing
 
     def add(self, t: float, delta: int) -> int:
         """Apply ``delta`` units at time ``t`` and every later time; return the highest level
         from ``t`` on (for the capacity check of releases)."""
-        times = self.times
-        levels = self.levels
-        last_low = self._last_low
-        if not times or t > times[-1]:  # the common case: a change after every breakpoint
-            v = (levels[-1] if times else self.cap) + delta
-            times.append(t)
-            levels.append(v)
+        free = self._free
+        if t > self._end:  # the common case: a change after every breakpoint
+            self._end = t
+            v = self._fin = self._fin + delta
             if v < self.low:
                 self.low = v
-            if last_low:
-                n1 = len(levels) - 1
-                for a in last_low:
+            bl = self._bl
+            if bl and len(bl[-1]) < B:
+                bl[-1].append(v - self._off[-1])
+                self._bt[-1].append(t)
+                if v > self._hi[-1]:
+                    self._hi[-1] = v
+                elif v < self._lo[-1]:
+                    self._lo[-1] = v
+            else:  # the last block is full (or there is none): open one
+                bl.append([v])
+                self._bt.append([t])
+                self._off.append(0)
+                self._hi.append(v)
+                self._lo.append(v)
+                self._first.append(t)
+            if free:
+                for a, f in free.items():
                     if v < a:
-                        last_low[a] = n1
+                        free[a] = INF
+                    elif f == INF:  # the breakpoint before this one was the last one below a
+                        free[a] = t
             return v
-        if t == times[-1]:  # the next most common: a change at the latest breakpoint
-            v = levels[-1] + delta
-            levels[-1] = v
+        if t == self._end:  # the next most common: a change at the latest breakpoint
+            v = self._fin = self._fin + delta
             if v < self.low:
                 self.low = v
-            n = len(levels)
-            if len(self.bmax) * B == n:  # the latest breakpoint closes an indexed block
-                tail = levels[-B:]
-                self.bmax[-1] = max(tail)
-                self.bmin[-1] = min(tail)
-            if last_low:
-                n1 = n - 1
-                for a, k in last_low.items():
+            last = self._bl[-1]
+            last[-1] += delta
+            if delta > 0:
+                if v > self._hi[-1]:
+                    self._hi[-1] = v
+                if v - delta == self._lo[-1]:  # it may have been the block's lowest
+                    self._lo[-1] = min(last) + self._off[-1]
+            elif delta < 0:
+                if v < self._lo[-1]:
+                    self._lo[-1] = v
+                if v - delta == self._hi[-1]:  # it may have been the block's highest
+                    self._hi[-1] = max(last) + self._off[-1]
+            if free:
+                for a, f in free.items():
                     if v < a:
-                        last_low[a] = n1
-                    elif k == n1:
-                        last_low[a] = self._scan_last_below(a)
+                        free[a] = INF
+                    elif f == INF:  # it was the last one below a: find the one before
+                        free[a] = self._scan_free(a)
             return v
-        pos = bisect_right(times, t)
-        if pos > 0 and times[pos - 1] == t:
-            start = pos - 1
+        return self._add_inside(t, delta)
+
+    def _add_inside(self, t: float, delta: int) -> int:
+        """``add`` at a time before the last breakpoint."""
+        bts = self._bt
+        bls = self._bl
+        off = self._off
+        his = self._hi
+        los = self._lo
+        b = bisect_right(self._first, t) - 1
+        if b < 0:  # before every breakpoint: a new first breakpoint at the capacity's level
+            b = 0
+            k = 0
+            cap = self.cap
+            bts[0].insert(0, t)
+            bls[0].insert(0, cap - off[0])
+            self._first[0] = t
+            if cap > his[0]:
+                his[0] = cap
+            if cap < los[0]:
+                los[0] = cap
         else:
-            times.insert(pos, t)
-            levels.insert(pos, self.cap if pos == 0 else levels[pos - 1])
-            start = pos
-            if last_low:
-                for a, k in last_low.items():
-                    if k >= pos:
-                        last_low[a] = k + 1
-        n = len(levels)
-        if n - start <= 16:  # a short suffix: one pass
-            hi = levels[start] + delta
-            lo = self.low
-            for k in range(start, n):
-                v = levels[k] + delta
-                levels[k] = v
-                if v > hi:
-                    hi = v
-                if v < lo:
-                    lo = v
-            self.low = lo
+            bt = bts[b]
+            k = bisect_right(bt, t) - 1  # >= 0: bt[0] <= t
+            if bt[k] != t:
+                k += 1  # a new breakpoint, at the level in force before it
+                bt.insert(k, t)
+                bl0 = bls[b]
+                bl0.insert(k, bl0[k - 1])
+        bt = bts[b]
+        bl = bls[b]
+        o = off[b]
+        n = len(bl)
+        # the block's part from t on moves by delta (the block's highest and lowest level
+        # already count an inserted breakpoint, at the level in force before it)
+        if n - k <= 16:  # a short part: one pass
+            v = bl[k] + delta
+            bl[k] = v
+            phi = plo = v
+            for j in range(k + 1, n):
+                v = bl[j] + delta
+                bl[j] = v
+                if v > phi:
+                    phi = v
+                elif v < plo:
+                    plo = v
         else:
-            moved = [v + delta for v in levels[start:]]
-            levels[start:] = moved
-            hi = max(moved)
+            part = [v + delta for v in bl[k:]]
+            bl[k:] = part
+            phi = max(part)
+            plo = min(part)
+        top = phi = phi + o
+        plo += o
+        # the block's highest and lowest level: the part's, or the rest's when the part held
+        # the old extreme and moved away from it
+        if delta > 0:
+            if phi > his[b]:
+                his[b] = phi
+            if plo - delta == los[b]:
+                los[b] = min(bl) + o
+        elif delta < 0:
+            if plo < los[b]:
+                los[b] = plo
+            if phi - delta == his[b]:
+                his[b] = max(bl) + o
+            if plo < self.low:
+                self.low = plo
+        b1 = b + 1
+        if b1 < len(bls):  # every later block moves as a whole
+            if len(bls) - b1 <= 8:
+                for j in range(b1, len(bls)):
+                    off[j] += delta
+                    his[j] += delta
+                    los[j] += delta
+            else:
+                off[b1:] = [v + delta for v in off[b1:]]
+                his[b1:] = [v + delta for v in his[b1:]]
+                los[b1:] = [v + delta for v in los[b1:]]
+            h = max(his[b1:])
+            if h > top:
+                top = h
             if delta < 0:
-                lo = min(moved)
+                lo = min(los[b1:])
                 if lo < self.low:
                     self.low = lo
-        # the complete blocks from the one holding ``start`` on: their breakpoints moved or changed
-        b0 = start // B
-        last = len(self.bmax) * B  # (blocks not indexed yet are indexed when a search needs them)
-        if b0 * B < last:
-            self.bmax[b0:] = [max(levels[k : k + B]) for k in range(b0 * B, last, B)]
-            self.bmin[b0:] = [min(levels[k : k + B]) for k in range(b0 * B, last, B)]
-        if last_low:
-            # levels from ``start`` on moved by ``delta``: find each threshold's last low point
-            # again, from the end back (at worst into the unchanged part before ``start``)
-            for a in last_low:
-                last_low[a] = self._scan_last_below(a)
-        return hi
+        self._fin += delta
+        if n > 2 * B:  # split the block in two halves, both at its offset
+            h2 = n // 2
+            bts.insert(b1, bt[h2:])
+            bls.insert(b1, bl[h2:])
+            del bt[h2:]
+            del bl[h2:]
+            off.insert(b1, o)
+            self._first.insert(b1, bts[b1][0])
+            his[b] = max(bl) + o
+            los[b] = min(bl) + o
+            his.insert(b1, max(bls[b1]) + o)
+            los.insert(b1, min(bls[b1]) + o)
+        free = self._free
+        if free:
+            # levels from ``t`` on moved by ``delta``: find each threshold's last low point
+            # again, from the end back (at worst into the unchanged part before ``t``)
+            for a in free:
+                free[a] = self._scan_free(a)
+        return top
 
     def __repr__(self) -> str:
-        pts = ", ".join(f"{t:g}:{v}" for t, v in zip(self.times, self.levels))
+        pts = ", ".join(f"{t:g}:{v}" for t, v in zip(*self.curve()))
         return f"SemaphoreProfile(cap={self.cap}, [{pts}])"

@@ -3,10 +3,13 @@ that walk every breakpoint and rank every eligible event at every step.
 
 Two fast paths are checked here:
 
-* :class:`~moeopt.core.semaphores.SemaphoreProfile` keeps the highest and lowest level of each
-  block of breakpoints so that admission skips long busy stretches; its answers must be those of
-  a brute force over every candidate start, after any sequence of changes (appends, changes at
-  the last breakpoint, insertions in the middle), on profiles longer than one block.
+* :class:`~moeopt.core.semaphores.SemaphoreProfile` keeps its breakpoints in blocks, each with
+  an offset on its levels and its highest and lowest level, so that a change in the middle moves
+  later blocks as a whole and admission skips long busy stretches; its answers (admission, the
+  level curve, the final level, the time from which enough units stay free, the highest level
+  ``add`` reports) must be those of a brute force over every breakpoint, after any sequence of
+  changes (appends, changes at the last breakpoint, insertions in the middle), on profiles
+  longer than one block.
 * The scheduler parks events that semaphores alone delay in one gate per acquire signature
   (``moeopt.core.scheduler``); on graphs made of such waiters (many events on a shared
   semaphore, free resources, staggered ready times, mixed durations) every keyed policy must
@@ -19,7 +22,7 @@ import math
 from unittest import mock
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 import moeopt as m
@@ -83,7 +86,7 @@ def test_profile_answers_as_a_walk_over_every_breakpoint(ops, appends_first, que
     _check_profile(ops, appends_first, queries)
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     ops=change_ops,
     appends_first=st.booleans(),
@@ -92,11 +95,17 @@ def test_profile_answers_as_a_walk_over_every_breakpoint(ops, appends_first, que
         min_size=1,
         max_size=12,
     ),
+    tiny=st.sampled_from([1, 2, 3]),
 )
-def test_profile_with_tiny_blocks_skips_groups_of_blocks_correctly(ops, appends_first, queries) -> None:
-    # with 3 breakpoints per block, the searches step over groups of 3 blocks (9 breakpoints):
-    # every path of the block index is taken on profiles of a few dozen breakpoints
-    with mock.patch.object(semaphores, "B", 3):
+# a change before every breakpoint, on a first block whose levels are all below the capacity:
+# the new first breakpoint starts at the capacity's level (3 - 1 = 2 free from t=2, above the
+# block's old highest level 1)
+@example(ops=[(5, -2), (2, -1)], appends_first=False, queries=[(0, 2, 2, 0.5)], tiny=1)
+def test_profile_with_tiny_blocks_splits_offsets_and_skips_correctly(ops, appends_first, queries, tiny) -> None:
+    # with 1-3 breakpoints per block (split beyond 2-6) and groups of 2 blocks, profiles of a few
+    # dozen breakpoints span many blocks: changes in the middle split blocks and move the
+    # offsets of every later one, and the searches step over single blocks and groups of blocks
+    with mock.patch.object(semaphores, "B", tiny), mock.patch.object(semaphores, "_G", 2):
         _check_profile(ops, appends_first, queries)
 
 
@@ -113,17 +122,42 @@ def _check_profile(
         seen.append((float(t), d))
         # add returns the highest level from t on
         assert hi == max(_level(seen, cap, u) for u, _d in seen if u >= t)
+        times = sorted({u for u, _d in seen})
+        assert p.final_level() == _level(seen, cap, times[-1])
         if step % 7 == 0 or step == len(ops) - 1:
-            # thresholds are asked between changes, so that their memo is kept up to date
+            # thresholds are asked between changes, so that their memo is kept up to date:
+            # every level from free_from(a) on is at least a, and the breakpoint before it is
+            # below a (-inf: none is; inf: the last one is)
             for a in (1, 2, 3):
-                lows = [k for k, u in enumerate(p.times) if _level(seen, cap, u) < a]
-                assert p.last_below(a) == (lows[-1] if lows else -1)
+                lows = [k for k, u in enumerate(times) if _level(seen, cap, u) < a]
+                want = -math.inf  # no breakpoint below a
+                if lows:
+                    want = times[lows[-1] + 1] if lows[-1] + 1 < len(times) else math.inf
+                assert p.free_from(a) == want
     assert p.low <= min(_level(seen, cap, u) for u, _d in seen)
-    for k, u in enumerate(p.times):
-        assert p.levels[k] == _level(seen, cap, u)
+    # the block summaries the searches skip by: a block's highest and lowest level (offset
+    # applied) and its first time. A stale one only shows in an answer when a later search
+    # starts in the right place, so they are checked themselves too
+    for bt, bl, o, hi, lo, first in zip(p._bt, p._bl, p._off, p._hi, p._lo, p._first, strict=True):
+        assert 0 < len(bt) == len(bl) <= 2 * semaphores.B
+        assert (hi, lo, first) == (max(bl) + o, min(bl) + o, bt[0])
+    times, levels = p.curve()
+    assert times == sorted({u for u, _d in seen})
+    assert levels == [_level(seen, cap, u) for u in times]
+    for u in [-1.0, *[x + dx for x in times for dx in (-0.5, 0.0, 0.5)]]:
+        assert p.level_at(u) == _level(seen, cap, u)
     for t, take, back, dur in queries:
         back = min(back, take)
         assert p.admit(float(t), take, back, dur) == _admit(seen, cap, float(t), take, back, dur)
+    # every start time and need: the first breakpoint with enough units (a hold of 0.5 fits
+    # between integer breakpoints; giving every unit back leaves nothing needed after it),
+    # against a walk over the curve checked above
+    for t in range(-1, int(times[-1]) + 2):
+        for take in (1, 2, 3, 4):
+            want = next((float(u) for u, v in zip(times, levels) if u > t and v >= take), math.inf)
+            if _level(seen, cap, t) >= take:
+                want = float(t)
+            assert p.admit(float(t), take, take, 0.5) == want
 
 
 @st.composite
