@@ -131,19 +131,11 @@ class SemaphoreProfile:
             return bt[k + 1]
         return self._first[b + 1] if b + 1 < len(lo) else INF
 
-    def _seek(self, b: int, k: int, a: int) -> tuple[int, int]:
-        """The first breakpoint at or after ``(b, k)`` (block, index in it) whose level is at
-        least ``a``; ``(len(blocks), 0)``: none."""
+    def _seek(self, b: int, a: int) -> tuple[int, int]:
+        """The first breakpoint after block ``b`` whose level is at least ``a``, as (block,
+        index in it); ``(len(blocks), 0)``: none. (Admission walks block ``b`` itself.)"""
         hi = self._hi
         nb = len(hi)
-        if b < nb and hi[b] >= a:
-            bl = self._bl[b]
-            x = a - self._off[b]
-            n = len(bl)
-            while k < n:
-                if bl[k] >= x:
-                    return b, k
-                k += 1
         b += 1
         stop = b + 8  # blocks one by one (a few), then groups of _G at once
         while b < nb and hi[b] < a:
@@ -223,7 +215,7 @@ class SemaphoreProfile:
             while k < n and bl[k] < x:
                 k += 1
             if k == n:
-                b, k = self._seek(b, k, head)
+                b, k = self._seek(b, head)
                 if b == nb:
                     return INF
                 bt = bts[b]
@@ -255,7 +247,7 @@ class SemaphoreProfile:
                 while k < n and bl[k] < xh:
                     k += 1
                 if k == n:
-                    b, k = self._seek(b, k, head)
+                    b, k = self._seek(b, head)
                     if b == nb:
                         return INF
                     bt = bts[b]
