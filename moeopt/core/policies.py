@@ -13,7 +13,11 @@ The contract (every policy, built-in or registered by a user):
   re-ranking each of them after every commit.
 * A *view* policy (``wants_view = True``) is asked ``choose(view)`` at every step and returns
   the name of an eligible event. The :class:`~moeopt.core.view.SchedulerView` it receives is
-  read-only: it can ask, probe and compare, never commit or undo.
+  read-only: it can ask, probe and compare, never commit or undo. A view policy that only ever
+  picks among the ``k`` eligible events that can start earliest (``view.earliest(k)``)
+  declares ``candidates = k``: the scheduler then finds those with the same lazy heap as
+  ``earliest_start`` (linear cost) instead of evaluating every eligible event at every step
+  (quadratic where many are eligible at once), and refuses a choice outside them.
 * ``prepare(cg)`` is called once per run with the :class:`~moeopt.core.compiled.CompiledGraph`
   (frozen: tuples and read-only mappings), before any ``rank`` or ``choose`` call; a policy
   object may be reused across runs but must not keep state between them otherwise.
@@ -47,6 +51,12 @@ class Policy:
     name: str = "policy"
     work_conserving: bool = True
     wants_view: bool = False
+    #: For a view policy: ``k`` when ``choose`` only ever picks among ``view.earliest(k)`` (the
+    #: ``k`` eligible events that can start earliest). The scheduler then finds those ``k`` with
+    #: the lazy heap of ``earliest_start`` instead of evaluating every eligible event at every
+    #: step, which made view policies quadratic where many events are eligible at once. A
+    #: choice outside them is refused. ``None``: ``choose`` may pick any eligible event.
+    candidates: int | None = None
 
     def prepare(self, cg: CompiledGraph) -> None:
         """Precompute what ``rank`` (or ``choose``) needs for this graph."""
@@ -151,7 +161,8 @@ class LookaheadOneStep(Policy):
     first added.
 
     Expected to be no better than ``earliest_start`` (minimising a loose bound is not minimising
-    the makespan) and much slower; it exists to exercise the view contract and as a baseline.
+    the makespan) and slower (``width``² probes per step); it exists to exercise the view
+    contract and as a baseline. It declares ``candidates = width``.
     """
 
     name = "lookahead_one_step"
@@ -161,14 +172,13 @@ class LookaheadOneStep(Policy):
         if isinstance(width, bool) or not isinstance(width, int) or width < 1:
             raise InputError(f"lookahead_one_step: width must be an integer >= 1, got {width!r}")
         self.width = width
+        self.candidates = width
 
     def choose(self, view: SchedulerView) -> str:
-        elig = view.eligible()
-        if len(elig) == 1:
-            return elig[0]
-        starts = {e: view.earliest_start(e) for e in elig}
-        ranked = sorted(elig, key=lambda e: (starts[e], view.position(e)))
-        cands = ranked[: self.width]
+        cands = view.earliest(self.width)
+        if len(cands) == 1:
+            return cands[0]
+        starts = {e: view.earliest_start(e) for e in cands}
         best: tuple[float, float, int] | None = None
         best_name = cands[0]
         for c in cands:
@@ -212,6 +222,12 @@ def make_policy(policy: str | Policy) -> Policy:
             raise InputError(f"policy {policy!r} was registered with a factory that does not build a Policy")
     else:
         raise InputError(f"policy must be a registered name or a Policy object, got {policy!r}")
+    k = obj.candidates
+    if k is not None and (isinstance(k, bool) or not isinstance(k, int) or k < 1 or not obj.wants_view):
+        raise InputError(
+            f"policy {obj.name!r}: candidates must be None or an integer >= 1 on a view policy "
+            f"(wants_view = True), got {k!r}" + ("" if obj.wants_view else " on a keyed policy")
+        )
     if getattr(type(obj), "key", None) is not None:
         raise InputError(
             f"policy {obj.name!r} ({type(obj).__name__}) defines key(), which the scheduler never calls: "

@@ -205,7 +205,7 @@ def schedule(
             pol.prepare(cg)
             if restructure is not None:
                 restructure.prepare(cg)
-            if pol.wants_view:
+            if pol.wants_view and not pol.candidates:
                 ctl = _run_view(state, pol, restructure)
             else:
                 ctl = _run_keyed(state, pol, restructure)
@@ -245,13 +245,18 @@ def _run_keyed(
     with the semaphores that moved its start during admission: every earlier time was refused by
     one of them, so a release on any other semaphore cannot bring the start forward.
 
+    *Candidates.* A view policy that declares ``candidates = k`` runs here too, with the key of
+    ``earliest_start``: the first ``k`` verified minima are the ``k`` eligible events that can
+    start earliest, in order; they are set aside (not committed), the policy chooses one
+    through the view, and the others go back keyed by their ready time.
+
     *Restructuring.* With a hook, after every commit the hook may re-pin pending events; an
     eligible one gets a fresh lower-bound key (its old heap or gate entry is retired by its
     version), so it is re-evaluated on its new resource: ``O(log n)`` per re-pin.
     """
     cg = state.cg
     n = cg.n
-    if type(pol).rank is Policy.rank:
+    if type(pol).rank is Policy.rank or pol.wants_view:
         # the base rank, (0, 0) for every event (earliest_start): the start alone orders
         before = after = [0.0] * n
     else:
@@ -613,56 +618,115 @@ def _run_keyed(
 
         ctl = RestructureControl(cg, state.fixed, free, done, state.end, refresh)
     committed = 0
+    # Candidate mode (a view policy with ``candidates = k``): the verified minima of the heap
+    # are the eligible events in order of (start, index) (before = after = 0 here), so the
+    # first k of them are set aside instead of committed, the policy chooses among them, and
+    # the others go back with their ready time as key (a lower bound whatever is committed).
+    width = (pol.candidates or 0) if pol.wants_view else 0
+    cands: list[tuple[int, float, float, tuple[int, ...], int, int]] = []
+    eligible: set[int] = set()
+    view: SchedulerView | None = None
+    if width:
+        eligible = {i for i in range(n) if state.indeg[i] == 0}
+        view = SchedulerView(state, eligible)
+
+    def decide() -> tuple[int, float, float, tuple[int, ...], int, int]:
+        assert view is not None
+        found = [c[0] for c in cands]
+        view._set_earliest(found, exhausted=len(found) < width)
+        name = pol.choose(view)
+        j = cg.index.get(name, -1) if isinstance(name, str) else -1
+        pick = None
+        for c in cands:
+            if c[0] == j:
+                pick = c
+            else:
+                version[c[0]] += 1
+                lower_bound(c[0])
+        cands.clear()
+        if pick is None:
+            if j not in eligible:
+                raise SchedulingError(
+                    f"policy {pol.name!r} chose {name!r}, which is not an eligible event at this step"
+                )
+            if len(found) < width:
+                raise SchedulingError(
+                    f"policy {pol.name!r} chose {name!r}, which cannot start (its semaphores never admit it)"
+                )
+            raise SchedulingError(
+                f"policy {pol.name!r} chose {name!r}, which is not among the {width} earliest eligible "
+                f"events (it declares candidates = {width}: view.earliest({width}))"
+            )
+        eligible.discard(j)
+        return pick
+
     while True:
         if tok_heap and (not heap or tok_heap[0] < heap[0]):
             wake_token(pop(tok_heap))
             continue
-        if not heap:
-            break
-        entry = pop(heap)
-        _before, lower, _after, i = entry
-        if done[i] or cur_key[i] != entry:
-            continue
-        cur_key[i] = None
-        g = in_gate[i]
-        if g >= 0:
-            in_gate[i] = -1
-            gate_live[g] -= 1
-        s, tb, chosen, rb, sb, blk, movers = evaluate(i)
-        if s <= lower:
-            # s is never below the lower bound; equal means this is the true minimum
-            new = commit(i, s, tb, chosen, rb, sb)
-            committed += 1
-            version[i] += 1
+        if heap:
+            entry = pop(heap)
+            _before, lower, _after, i = entry
+            if done[i] or cur_key[i] != entry:
+                continue
+            cur_key[i] = None
+            g = in_gate[i]
             if g >= 0:
-                push_rep(g)
-            for sem in gains[i]:
-                if delayed[sem] or starved[sem] or sg_of_sem[sem]:
-                    on_release(sem, state.end[i])
-            for j in new:
-                lower_bound(j)
-            if ctl is not None:
-                hook.after_commit(i, ctl)  # type: ignore[union-attr]
-        else:
-            if g >= 0 and gate_sem[g]:
-                # a semaphore gate's member later than the gate's key: the gate's state moved
-                # (it goes back in), or its own t_base (it waits alone from now on), or its own
-                # duration (a gate of its duration); nothing to tell apart when it was alone
-                # (the popped member's own entries are still live: they count in the floors)
-                if sb >= 0 and gate_live[g]:
-                    acq_g, t0 = gate_acq[g], least(gate_tbs[g])
-                    if admit_all(acq_g, t0, least(gate_durs[g]))[0] < s:
-                        if admit_all(acq_g, t0, dur[i])[0] < s:
-                            solo[i] = True
-                        elif gate_any_dur[g]:
-                            sem_by_dur[i] = True
-            elif g >= 0 and sb >= 0 and gate_any_dur[g] and not by_dur[i]:
-                t_gate = min([free[m] for m in gate_members[g]])
-                if admit_all(gate_acq[g], t_gate, gate_dur[g])[0] < s:
-                    by_dur[i] = True  # its duration matters: a gate of its own duration
-            route(i, s, tb, sb, blk, movers)
-            if g >= 0 and in_gate[i] != g:
-                push_rep(g)
+                in_gate[i] = -1
+                gate_live[g] -= 1
+            s, tb, chosen, rb, sb, blk, movers = evaluate(i)
+            if s > lower:
+                # s is never below the lower bound; above it, i waits again
+                if g >= 0 and gate_sem[g]:
+                    # a semaphore gate's member later than the gate's key: the gate's state
+                    # moved (it goes back in), or its own t_base (it waits alone from now on),
+                    # or its own duration (a gate of its duration); nothing to tell apart when
+                    # it was alone (the popped member's own entries are still live: they count
+                    # in the floors)
+                    if sb >= 0 and gate_live[g]:
+                        acq_g, t0 = gate_acq[g], least(gate_tbs[g])
+                        if admit_all(acq_g, t0, least(gate_durs[g]))[0] < s:
+                            if admit_all(acq_g, t0, dur[i])[0] < s:
+                                solo[i] = True
+                            elif gate_any_dur[g]:
+                                sem_by_dur[i] = True
+                elif g >= 0 and sb >= 0 and gate_any_dur[g] and not by_dur[i]:
+                    t_gate = min([free[m] for m in gate_members[g]])
+                    if admit_all(gate_acq[g], t_gate, gate_dur[g])[0] < s:
+                        by_dur[i] = True  # its duration matters: a gate of its own duration
+                route(i, s, tb, sb, blk, movers)
+                if g >= 0 and in_gate[i] != g:
+                    push_rep(g)
+                continue
+            # equal: this is the true minimum
+            if width:
+                cands.append((i, s, tb, chosen, rb, sb))
+                state.step_evals[i] = (s, tb, chosen, rb, sb, blk, movers)
+                version[i] += 1  # its gate entries retire: the gate's next member surfaces
+                if g >= 0:
+                    push_rep(g)
+                if len(cands) < width:
+                    continue
+        elif not cands:
+            break
+        if width:
+            i, s, tb, chosen, rb, sb = decide()
+            g = -1
+        new = commit(i, s, tb, chosen, rb, sb)
+        committed += 1
+        version[i] += 1
+        if g >= 0:
+            push_rep(g)
+        for sem in gains[i]:
+            if delayed[sem] or starved[sem] or sg_of_sem[sem]:
+                on_release(sem, state.end[i])
+        for j in new:
+            lower_bound(j)
+        if width:
+            eligible.update(new)
+            state.step_evals.clear()  # the view's evaluations of this step are stale now
+        if ctl is not None:
+            hook.after_commit(i, ctl)  # type: ignore[union-attr]
     if committed < n:
         stuck = [i for i in range(n) if not done[i] and state.indeg[i] == 0]
         raise SchedulingError(

@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 class SchedulerView:
     """Read-only questions about the current scheduling step."""
 
-    __slots__ = ("_cache", "_eligible", "_index", "_res_index", "_state", "_tails")
+    __slots__ = ("_cache", "_earliest", "_eligible", "_exhausted", "_index", "_res_index", "_state", "_tails")
 
     def __init__(self, state: SchedulerState, eligible: set[int]) -> None:
         self._state = state
@@ -31,6 +31,10 @@ class SchedulerView:
         # after every commit
         self._cache = state.step_evals
         self._tails: list[float] | None = None
+        # the scheduler's candidate mode (Policy.candidates): the k earliest eligible events of
+        # this step, in order, as its lazy heap found them (None: found here on demand)
+        self._earliest: list[int] | None = None
+        self._exhausted = False
         # name lookups on every call: plain dicts, copied once from the compiled graph's
         # read-only mappings (a lookup through the read-only proxy costs an extra call)
         self._index = dict(state.cg.index)
@@ -55,6 +59,29 @@ class SchedulerView:
         """Names of the events whose predecessors are all committed, in the order they were added."""
         names = self._state.cg.names
         return [names[i] for i in sorted(self._eligible)]
+
+    def earliest(self, k: int) -> list[str]:
+        """The ``k`` eligible events that can start earliest, earliest first (ties: first
+        added); events that cannot start (``inf``) come last, in the order they were added."""
+        if isinstance(k, bool) or not isinstance(k, int) or k < 1:
+            raise InputError(f"earliest(k): k must be an integer >= 1, got {k!r}")
+        names = self._state.cg.names
+        found = self._earliest
+        if found is not None:
+            if k <= len(found):
+                return [names[i] for i in found[:k]]
+            if self._exhausted:
+                # the scheduler's heap ran out: no other eligible event can start
+                rest = sorted(self._eligible.difference(found))
+                return [names[i] for i in (found + rest)[:k]]
+        order = sorted(self._eligible, key=lambda i: (self._eval(i)[0], i))
+        return [names[i] for i in order[:k]]
+
+    def _set_earliest(self, found: list[int] | None, exhausted: bool = False) -> None:
+        """(The scheduler) the earliest eligible events of this step, as its heap verified them
+        in order; ``exhausted``: no further eligible event can start."""
+        self._earliest = found
+        self._exhausted = exhausted
 
     def earliest_start(self, name: str) -> float:
         """When ``name`` would start if committed now (``inf`` if its semaphores never admit it)."""
