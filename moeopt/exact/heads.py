@@ -47,6 +47,7 @@ transfers).
 from __future__ import annotations
 
 import math
+import time
 from collections.abc import Sequence
 from itertools import accumulate
 from operator import add
@@ -260,6 +261,7 @@ def raised_ends(
     integral: bool = False,
     max_neighbours: int = RAISE_MAX_NEIGHBOURS,
     work: int = RAISE_WORK,
+    deadline: float | None = None,
 ) -> tuple[dict[int, float], dict[int, float]]:
     """Raised heads for the events ``heads_of`` and raised tails for ``tails_of``, each from its
     own ancestors (descendants) only: the cheap, targeted form of :func:`adjusted_heads_tails`
@@ -284,7 +286,13 @@ def raised_ends(
     ``max_neighbours`` ancestors (descendants) are taken by increasing head (tail) while
     ``work`` lasts and until ``RAISE_FUTILE`` in a row raised nothing; the others keep their
     longest-path value (leaving an event out only weakens the result).
+
+    ``deadline`` (a ``time.perf_counter()`` value): no event is taken after it, and no head after
+    the midpoint between the call and it (the tails get the rest); leaving events out only
+    weakens the result, so a deadline that falls makes the result depend on the machine's speed.
     """
+    now = time.perf_counter()
+    mid = None if deadline is None else now + (deadline - now) / 2
     used = [(cap, [it for it in items if it[1] >= 0 and it[2] > 0 and it[3] > 0]) for cap, items in sets]
     completions = [_Completion(cap, items, integral) for cap, items in used]
     by_last: dict[int, list[tuple[int, int, float, int]]] = {}
@@ -323,6 +331,8 @@ def raised_ends(
     for j, budgeted in _order(set(heads_of), anc, head, max_neighbours):
         if budgeted and (left <= 0 or futile >= RAISE_FUTILE):
             break
+        if mid is not None and time.perf_counter() > mid:
+            break
         ancestors = sorted(members(anc[j]), key=lambda x: -position[x])
         cost = len(ancestors)
         # gap[x]: longest path from x's end to j's start (λ and durations in between)
@@ -349,6 +359,8 @@ def raised_ends(
     left, futile = work, 0
     for j, budgeted in _order(set(tails_of), desc, tail, max_neighbours):
         if budgeted and (left <= 0 or futile >= RAISE_FUTILE):
+            break
+        if deadline is not None and time.perf_counter() > deadline:
             break
         descendants = sorted(members(desc[j]), key=lambda x: position[x])
         cost = len(descendants)
