@@ -189,9 +189,10 @@ def static_bounds(
     succs: Edges,
     *,
     integral: bool = False,
+    deadline: float | None = None,
 ) -> list[Bound]:
     """:func:`static_analysis`'s bounds."""
-    return static_analysis(cg, pairings, dur, preds, succs, integral=integral).bounds
+    return static_analysis(cg, pairings, dur, preds, succs, integral=integral, deadline=deadline).bounds
 
 
 @dataclass(frozen=True, slots=True)
@@ -212,6 +213,7 @@ def static_analysis(
     succs: Edges,
     *,
     integral: bool = False,
+    deadline: float | None = None,
 ) -> StaticAnalysis:
     """Longest path, the best bound of every resource, pool and paired semaphore
     (:func:`capacity_bound`), and the joint bounds of :mod:`moeopt.exact.heads` (sources
@@ -219,6 +221,8 @@ def static_analysis(
 
     ``dur`` / ``preds`` / ``succs`` give durations and λ (real µs, or ticks with ``integral``);
     ``pairings`` maps semaphore index -> pairing for the semaphores that have one.
+    ``deadline`` (a ``time.perf_counter()`` value) cuts the targeted raising short
+    (:func:`moeopt.exact.heads.raised_ends`): the bounds stay sound, possibly weaker.
     """
     from moeopt.exact.heads import adjusted_heads_tails, raised_ends
 
@@ -266,6 +270,7 @@ def static_analysis(
         heads_of,
         tails_of,
         integral=integral,
+        deadline=deadline,
     )
     big_h = list(head)
     big_t = list(tail)

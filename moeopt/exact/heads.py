@@ -47,7 +47,10 @@ transfers).
 from __future__ import annotations
 
 import math
+import time
 from collections.abc import Sequence
+from itertools import accumulate
+from operator import add
 
 from moeopt.core.compiled import CompiledGraph
 
@@ -57,13 +60,20 @@ HEADS_BUDGET = 3_000_000
 
 def _fluid(pairs: list[tuple[float, float]], capacity: int, integral: bool) -> float:
     """``max_h h + Σ_{x ≥ h} w / C`` over ``(x, w)`` pairs (rounded up on ticks); ``-inf`` if empty."""
-    best = -math.inf
-    energy = 0.0
-    for x, w in sorted(pairs, key=lambda p: -p[0]):
-        energy += w
-        span = float(-(-round(energy) // capacity)) if integral else energy / capacity
-        best = max(best, x + span)
-    return best
+    pairs = sorted(pairs, key=lambda p: -p[0])
+    return _fluid_sorted([x for x, _w in pairs], [w for _x, w in pairs], capacity, integral)
+
+
+def _fluid_sorted(xs: Sequence[float], ws: Sequence[float], capacity: int, integral: bool) -> float:
+    """:func:`_fluid` of pairs given as releases ``xs`` (latest first) and their weights ``ws``:
+    the energy is summed in that order, one term at a time, as :func:`_fluid` sums it."""
+    if not xs:
+        return -math.inf
+    if integral:
+        spans = [float(-(-round(e) // capacity)) for e in accumulate(ws)]
+    else:
+        spans = [e / capacity for e in accumulate(ws)]
+    return max(map(add, xs, spans))
 
 
 def _reach_bits(
@@ -175,6 +185,9 @@ class _Completion:
         counts: Counter[int] = Counter(q for _f, _la, ln, q in items if ln > 0 and q > 0)
         self.capacity = capacity
         self.integral = integral
+        # results by subset (in the order given): the events of raised_ends see the same few
+        # subsets again and again (a v1 kernel graph of 2k events: 377k calls, 5k distinct)
+        self._memo: dict[tuple[tuple[float, float, int], ...], float] = {}
         self.weightings = [(w, kw) for _name, w, kw in weightings(counts, capacity)]
         self.machines = []
         for q in sorted(counts, reverse=True)[:MACHINE_THRESHOLDS]:
@@ -184,10 +197,21 @@ class _Completion:
 
     def __call__(self, released: list[tuple[float, float, int]]) -> float:
         """``released``: ``(x, length, demand)`` per interval."""
-        order = sorted(released, key=lambda r: -r[0])
-        best = _fluid([(x, q * ln) for x, ln, q in order], self.capacity, self.integral)
+        return self.of_latest_first(tuple(sorted(released, key=lambda r: -r[0])))
+
+    def of_latest_first(self, order: tuple[tuple[float, float, int], ...]) -> float:
+        """:meth:`__call__` of intervals already in the order ``sorted(released, key=-x)``
+        gives (the energies are summed in that order)."""
+        got = self._memo.get(order)
+        if got is None:
+            got = self._memo[order] = self._compute(order)
+        return got
+
+    def _compute(self, order: Sequence[tuple[float, float, int]]) -> float:
+        xs = [x for x, _ln, _q in order]
+        best = _fluid_sorted(xs, [q * ln for _x, ln, q in order], self.capacity, self.integral)
         for w, kw in self.weightings:
-            best = max(best, _fluid([(x, w.get(q, 0) * ln) for x, ln, q in order], kw, self.integral))
+            best = max(best, _fluid_sorted(xs, [w.get(q, 0) * ln for _x, ln, q in order], kw, self.integral))
         for q0, m in self.machines:
             # releases from the latest down: the subsets {x' >= x}, each evaluated once, at the
             # last interval released at x (the largest subset with that x); beyond
@@ -205,6 +229,11 @@ class _Completion:
             for k in ends:
                 best = max(best, mine[k][0] + _rounds(lengths[: k + 1], m))
         return best
+
+
+_Subset = tuple[float, float, float, tuple[tuple[float, float, int], ...]]
+"""``(gap threshold g, latest release, sum of lengths, intervals)`` of one subset of
+:func:`_by_gap`, the intervals latest first."""
 
 
 def _rounds(lengths: list[float], m: int) -> float:
@@ -232,6 +261,7 @@ def raised_ends(
     integral: bool = False,
     max_neighbours: int = RAISE_MAX_NEIGHBOURS,
     work: int = RAISE_WORK,
+    deadline: float | None = None,
 ) -> tuple[dict[int, float], dict[int, float]]:
     """Raised heads for the events ``heads_of`` and raised tails for ``tails_of``, each from its
     own ancestors (descendants) only: the cheap, targeted form of :func:`adjusted_heads_tails`
@@ -256,7 +286,13 @@ def raised_ends(
     ``max_neighbours`` ancestors (descendants) are taken by increasing head (tail) while
     ``work`` lasts and until ``RAISE_FUTILE`` in a row raised nothing; the others keep their
     longest-path value (leaving an event out only weakens the result).
+
+    ``deadline`` (a ``time.perf_counter()`` value): no event is taken after it, and no head after
+    the midpoint between the call and it (the tails get the rest); leaving events out only
+    weakens the result, so a deadline that falls makes the result depend on the machine's speed.
     """
+    now = time.perf_counter()
+    mid = None if deadline is None else now + (deadline - now) / 2
     used = [(cap, [it for it in items if it[1] >= 0 and it[2] > 0 and it[3] > 0]) for cap, items in sets]
     completions = [_Completion(cap, items, integral) for cap, items in used]
     by_last: dict[int, list[tuple[int, int, float, int]]] = {}
@@ -275,11 +311,27 @@ def raised_ends(
             bits ^= low
         return out
 
+    # the subsets of _by_gap per (set, released intervals with their gaps): many events see the
+    # same ones (their ancestors' intervals at the same distances)
+    split: dict[tuple[int, tuple[tuple[float, float, int, float], ...]], list[_Subset]] = {}
+
+    def subsets(k: int, released: list[tuple[float, float, int, float]]) -> list[_Subset]:
+        released.sort(key=_minus_release)  # latest first, as the completion bound takes them
+        key = (k, tuple(released))
+        got = split.get(key)
+        if got is None:
+            got = split[key] = [
+                (g, sub[0][0], sum([r[1] for r in sub]), tuple(sub)) for g, sub in _by_gap(released)
+            ]
+        return got
+
     position = {e: p for p, e in enumerate(cg.topo)}
     heads: dict[int, float] = {}
     left, futile = work, 0
     for j, budgeted in _order(set(heads_of), anc, head, max_neighbours):
         if budgeted and (left <= 0 or futile >= RAISE_FUTILE):
+            break
+        if mid is not None and time.perf_counter() > mid:
             break
         ancestors = sorted(members(anc[j]), key=lambda x: -position[x])
         cost = len(ancestors)
@@ -293,10 +345,10 @@ def raised_ends(
                 per_set.setdefault(k, []).append((head[f], ln, q, gap[a]))
         best = head[j]
         for k, released in per_set.items():
-            for g, sub in _by_gap(released):
+            for g, x0, total, sub in subsets(k, released):
                 # every span is at most the sum of the lengths: skip subsets that cannot raise it
-                if max(r[0] for r in sub) + sum(r[1] for r in sub) + g > best:
-                    best = max(best, completions[k](sub) + g)
+                if x0 + total + g > best:
+                    best = max(best, completions[k].of_latest_first(sub) + g)
                     cost += len(sub)
         if best > head[j]:
             heads[j] = best
@@ -307,6 +359,8 @@ def raised_ends(
     left, futile = work, 0
     for j, budgeted in _order(set(tails_of), desc, tail, max_neighbours):
         if budgeted and (left <= 0 or futile >= RAISE_FUTILE):
+            break
+        if deadline is not None and time.perf_counter() > deadline:
             break
         descendants = sorted(members(desc[j]), key=lambda x: position[x])
         cost = len(descendants)
@@ -320,9 +374,9 @@ def raised_ends(
                 per_set.setdefault(k, []).append((tail[la] - dur[la], ln, q, gap[d]))
         best = tail[j]
         for k, released in per_set.items():
-            for g, sub in _by_gap(released):
-                if dur[j] + g + max(r[0] for r in sub) + sum(r[1] for r in sub) > best:
-                    best = max(best, dur[j] + g + completions[k](sub))
+            for g, x0, total, sub in subsets(k, released):
+                if dur[j] + g + x0 + total > best:
+                    best = max(best, dur[j] + g + completions[k].of_latest_first(sub))
                     cost += len(sub)
         if best > tail[j]:
             tails[j] = best
@@ -330,6 +384,10 @@ def raised_ends(
             left -= cost
             futile = 0 if best > tail[j] else futile + 1
     return heads, tails
+
+
+def _minus_release(r: tuple[float, float, int, float]) -> float:
+    return -r[0]
 
 
 def _order(

@@ -97,8 +97,10 @@ def tick_instance(
     pairings: dict[int, Pairing],
     sem_model: list[SemModel],
     delays_budget: int,
+    deadline: float | None = None,
 ) -> TickInstance:
-    """Round the graph onto ``grid`` (durations and λ down) and precompute the static tick bounds."""
+    """Round the graph onto ``grid`` (durations and λ down) and precompute the static tick bounds
+    (``deadline``: see :func:`moeopt.exact.bounds.static_analysis`)."""
     from moeopt.exact.bounds import energy_delays
     from moeopt.exact.cliques import disjunctive_cliques
 
@@ -112,7 +114,7 @@ def tick_instance(
     fdur: Sequence[float] = dur
     fpreds: Edges = preds
     fsuccs: Edges = succs
-    static = static_analysis(cg, pairings, fdur, fpreds, fsuccs, integral=True)
+    static = static_analysis(cg, pairings, fdur, fpreds, fsuccs, integral=True, deadline=deadline)
     head_f, tail_f = static.head, static.tail
     lower = int(best_bound(static.bounds).value)
     delays = energy_delays(cg, pairings, dur, preds, succs, budget=delays_budget)

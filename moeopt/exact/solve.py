@@ -87,6 +87,14 @@ passes, and ``moeopt gap`` on the bs = 72 example takes 2 s instead of 3),
 ``IMPROVE_SHARE_LARGE`` above (on kernel graphs of thousands of events CP-SAT rarely improves the
 hint within a minute; the passes do)."""
 
+STATIC_SHARE = 0.25
+"""Share of ``time_limit_s`` that each static analysis (on the real durations, then on the tick
+grid) may spend raising heads and tails (:func:`moeopt.exact.heads.raised_ends`) before it stops
+with what it has (sound, possibly weaker bounds). assumed: half the limit for both; on the
+seed-002 kernel graphs of 2-6k events both took 9-21 s in all before they were sped up (7-14 s
+after), so a 60 s limit cuts none of them, while a 5 s limit (the quick-start study's gap check)
+no longer runs 4x over."""
+
 MIN_SOLVE_S = 0.05
 DELAYS_BUDGET = 2_000_000
 """Work allowed for the pairwise energy distances (events² × intervals)."""
@@ -184,7 +192,9 @@ def solve_exact(
         else:
             sem_model.append("reservoir")
 
-    real_bounds = static_bounds(cg, pairings, cg.dur, cg.preds, cg.succs)
+    real_bounds = static_bounds(
+        cg, pairings, cg.dur, cg.preds, cg.succs, deadline=time.perf_counter() + STATIC_SHARE * time_limit_s
+    )
     real_bounds += [Bound(name, value) for name, value in limits.items()]
     if hint is not None:
         _check_limits_below(limits, hint)
@@ -217,7 +227,10 @@ def solve_exact(
                 t_begin, hint_source,
             )
 
-    inst = tick_instance(cg, grid, model_mode, horizon, pairings, sem_model, DELAYS_BUDGET)
+    inst = tick_instance(
+        cg, grid, model_mode, horizon, pairings, sem_model, DELAYS_BUDGET,
+        deadline=time.perf_counter() + STATIC_SHARE * time_limit_s,
+    )
     if model_mode == "exact" and symmetry_breaking:
         inst.site_classes = site_classes(cg)
     if limits:

@@ -153,7 +153,7 @@ def write_outputs(
             if cfg.exact_gap is not None:
                 say(
                     "optimality gap of the best point: CP-SAT on each distinct rank "
-                    f"(up to {cfg.exact_gap.time_limit_s:g} s each)"
+                    f"(a time limit of {cfg.exact_gap.time_limit_s:g} s each)"
                 )
             gap = _gap(cfg, best_runs)
             if gap.get("available"):

@@ -119,7 +119,7 @@ def _far_and_near_graph() -> m.EventGraph:
     return g
 
 
-def _raised_head_of_j(g: m.EventGraph, **limits: int) -> dict[int, float]:
+def _raised_head_of_j(g: m.EventGraph, **limits: float) -> dict[int, float]:
     """raised_ends asked for j's head, over the one capacity set of a1, a2 and b on c0.R."""
     cg = g.compiled()
     ix = cg.index
@@ -150,3 +150,16 @@ def test_targeted_raising_takes_the_far_intervals_apart_from_the_near_ones(max_n
 def test_targeted_raising_stays_within_its_work() -> None:
     # with no work allowed, an event beyond max_neighbours keeps its longest-path head
     assert _raised_head_of_j(_far_and_near_graph(), max_neighbours=0, work=0) == {}
+
+
+def test_targeted_raising_stops_at_its_deadline() -> None:
+    # j has 4 ancestors (within max_neighbours: taken without the work budget); a deadline already
+    # passed leaves it out too, with its longest-path head (30, a sound bound), while a deadline
+    # far ahead changes nothing (40, as above)
+    import time
+
+    g = _far_and_near_graph()
+    cg = g.compiled()
+    assert _raised_head_of_j(g, deadline=time.perf_counter() - 1.0) == {}
+    late = _raised_head_of_j(g, deadline=time.perf_counter() + 3600.0)
+    assert late == {cg.index["j"]: pytest.approx(40.0)}

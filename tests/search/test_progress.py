@@ -41,7 +41,7 @@ def test_a_piped_search_prints_progress_lines(tiny, tmp_path):
     after = lines[lines.index(next(ln for ln in lines if ln.startswith("search tiny: 12/12"))) + 1 :]
     assert after[0].startswith("search tiny: checking the best point (trial ")
     assert after[1] == (
-        "search tiny: optimality gap of the best point: CP-SAT on each distinct rank (up to 2 s each)"
+        "search tiny: optimality gap of the best point: CP-SAT on each distinct rank (a time limit of 2 s each)"
     )
     assert p.stdout.startswith("study tiny finished: 12 trials")
 
