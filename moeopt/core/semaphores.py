@@ -46,7 +46,9 @@ one by one."""
 
 
 class SemaphoreProfile:
-    __slots__ = ("_bl", "_bt", "_end", "_fin", "_first", "_free", "_hi", "_lo", "_off", "cap", "low")
+    __slots__ = (
+        "_bl", "_bt", "_end", "_fin", "_first", "_free", "_hi", "_lo", "_off", "_stale", "cap", "low"
+    )
 
     def __init__(self, cap: int) -> None:
         self.cap = cap
@@ -59,6 +61,10 @@ class SemaphoreProfile:
         self._off: list[int] = []
         self._hi: list[int] = []
         self._lo: list[int] = []
+        # the last block's _hi / _lo are not kept up to date by changes inside it (most changes
+        # land there, and keeping them cost a max / min over the block each time) while
+        # _stale; every reader of them calls _fresh() first
+        self._stale = False
         self._first: list[float] = []
         self._end = -INF  # the last breakpoint's time
         self._fin = cap  # the level from the last breakpoint on
@@ -104,8 +110,18 @@ class SemaphoreProfile:
             self._free[a] = got = self._scan_free(a)
         return got
 
+    def _fresh(self) -> None:
+        """Bring the last block's highest and lowest level up to date."""
+        self._stale = False
+        last = self._bl[-1]
+        o = self._off[-1]
+        self._hi[-1] = max(last) + o
+        self._lo[-1] = min(last) + o
+
     def _scan_free(self, a: int) -> float:
         """``free_from(a)`` by a search back from the end over the blocks' lowest levels."""
+        if self._stale:
+            self._fresh()
         lo = self._lo
         b = len(lo) - 1
         if b < 0:
@@ -134,6 +150,8 @@ class SemaphoreProfile:
     def _seek(self, b: int, a: int) -> tuple[int, int]:
         """The first breakpoint after block ``b`` whose level is at least ``a``, as (block,
         index in it); ``(len(blocks), 0)``: none. (Admission walks block ``b`` itself.)"""
+        if self._stale:
+            self._fresh()
         hi = self._hi
         nb = len(hi)
         b += 1
@@ -273,11 +291,15 @@ class SemaphoreProfile:
             if bl and len(bl[-1]) < B:
                 bl[-1].append(v - self._off[-1])
                 self._bt[-1].append(t)
-                if v > self._hi[-1]:
+                if self._stale:
+                    pass
+                elif v > self._hi[-1]:
                     self._hi[-1] = v
                 elif v < self._lo[-1]:
                     self._lo[-1] = v
             else:  # the last block is full (or there is none): open one
+                if self._stale:
+                    self._fresh()  # it stops being the last block
                 bl.append([v])
                 self._bt.append([t])
                 self._off.append(0)
@@ -295,18 +317,19 @@ class SemaphoreProfile:
             v = self._fin = self._fin + delta
             if v < self.low:
                 self.low = v
-            last = self._bl[-1]
-            last[-1] += delta
-            if delta > 0:
+            self._bl[-1][-1] += delta
+            if self._stale:
+                pass
+            elif delta > 0:
                 if v > self._hi[-1]:
                     self._hi[-1] = v
                 if v - delta == self._lo[-1]:  # it may have been the block's lowest
-                    self._lo[-1] = min(last) + self._off[-1]
+                    self._stale = True
             elif delta < 0:
                 if v < self._lo[-1]:
                     self._lo[-1] = v
                 if v - delta == self._hi[-1]:  # it may have been the block's highest
-                    self._hi[-1] = max(last) + self._off[-1]
+                    self._stale = True
             if free:
                 for a, f in free.items():
                     if v < a:
@@ -324,6 +347,9 @@ class SemaphoreProfile:
         his = self._hi
         los = self._lo
         b = bisect_right(self._first, t) - 1
+        last_block = len(bls) - 1
+        if self._stale and b < last_block:
+            self._fresh()  # the later blocks' extremes are read below
         if b < 0:  # before every breakpoint: a new first breakpoint at the capacity's level
             b = 0
             k = 0
@@ -368,8 +394,12 @@ class SemaphoreProfile:
         top = phi = phi + o
         plo += o
         # the block's highest and lowest level: the part's, or the rest's when the part held
-        # the old extreme and moved away from it
-        if delta > 0:
+        # the old extreme and moved away from it (the last block's are left stale instead)
+        if b == last_block:
+            self._stale = True
+            if delta < 0 and plo < self.low:
+                self.low = plo
+        elif delta > 0:
             if phi > his[b]:
                 his[b] = phi
             if plo - delta == los[b]:
@@ -412,6 +442,8 @@ class SemaphoreProfile:
             los[b] = min(bl) + o
             his.insert(b1, max(bls[b1]) + o)
             los.insert(b1, min(bls[b1]) + o)
+            if b == last_block:
+                self._stale = False  # both halves' extremes were just computed
         free = self._free
         if free:
             # levels from ``t`` on moved by ``delta``: find each threshold's last low point

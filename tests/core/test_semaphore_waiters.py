@@ -137,7 +137,11 @@ def _check_profile(
     assert p.low <= min(_level(seen, cap, u) for u, _d in seen)
     # the block summaries the searches skip by: a block's highest and lowest level (offset
     # applied) and its first time. A stale one only shows in an answer when a later search
-    # starts in the right place, so they are checked themselves too
+    # starts in the right place, so they are checked themselves too. The last block's highest and
+    # lowest level may be left stale by changes inside it (every search refreshes them first):
+    # they are checked after that refresh, the others as they are
+    if p._stale:
+        p._fresh()
     for bt, bl, o, hi, lo, first in zip(p._bt, p._bl, p._off, p._hi, p._lo, p._first, strict=True):
         assert 0 < len(bt) == len(bl) <= 2 * semaphores.B
         assert (hi, lo, first) == (max(bl) + o, min(bl) + o, bt[0])
