@@ -77,7 +77,7 @@ class SchedulerView:
         order = sorted(self._eligible, key=lambda i: (self._eval(i)[0], i))
         return [names[i] for i in order[:k]]
 
-    def _set_earliest(self, found: list[int] | None, exhausted: bool = False) -> None:
+    def _set_earliest(self, found: list[int], exhausted: bool = False) -> None:
         """(The scheduler) the earliest eligible events of this step, as its heap verified them
         in order; ``exhausted``: no further eligible event can start."""
         self._earliest = found

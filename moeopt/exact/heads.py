@@ -195,13 +195,9 @@ class _Completion:
             if m > 1:
                 self.machines.append((q, m))
 
-    def __call__(self, released: list[tuple[float, float, int]]) -> float:
-        """``released``: ``(x, length, demand)`` per interval."""
-        return self.of_latest_first(tuple(sorted(released, key=lambda r: -r[0])))
-
     def of_latest_first(self, order: tuple[tuple[float, float, int], ...]) -> float:
-        """:meth:`__call__` of intervals already in the order ``sorted(released, key=-x)``
-        gives (the energies are summed in that order)."""
+        """The bound for intervals ``(x, length, demand)`` given in the order
+        ``sorted(intervals, key=-x)`` gives (the energies are summed in that order)."""
         got = self._memo.get(order)
         if got is None:
             got = self._memo[order] = self._compute(order)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import signal
 from collections.abc import Iterator
+from contextlib import contextmanager
 from types import FrameType
 
 import pytest
@@ -48,20 +49,26 @@ class _Hang(Exception):
     pass
 
 
-@pytest.fixture
-def watchdog() -> Iterator[None]:
-    """Turns a livelock into a failure after 20 s instead of a hung suite."""
+@contextmanager
+def _within(seconds: int) -> Iterator[None]:
+    """Turns a livelock into a failure after ``seconds`` instead of a hung suite."""
 
     def fire(_sig: int, _frame: FrameType | None) -> None:
-        raise _Hang("the scheduler did not finish within 20 s (livelock)")
+        raise _Hang(f"the scheduler did not finish within {seconds} s (livelock)")
 
     old = signal.signal(signal.SIGALRM, fire)
-    signal.alarm(20)
+    signal.alarm(seconds)
     try:
         yield
     finally:
         signal.alarm(0)
         signal.signal(signal.SIGALRM, old)
+
+
+@pytest.fixture
+def watchdog() -> Iterator[None]:
+    with _within(20):
+        yield
 
 
 def test_two_starved_events_and_a_late_release(watchdog: None) -> None:
@@ -103,16 +110,11 @@ def test_any_ranks_finish_and_match_the_naive_scheduler(g: EventGraph, data: st.
     """Per-event ranks drawn at random (ties included): the scheduler finishes and gives the
     naive reference's schedule, or both deadlock."""
     ranks = {name: data.draw(st.integers(-3, 3), label=name) for name in g.events}
-    old = signal.signal(signal.SIGALRM, lambda *_: (_ for _ in ()).throw(_Hang("livelock")))
-    signal.alarm(20)
-    try:
+    with _within(20):
         try:
             s = schedule(g, FixedRanks(ranks))
         except SchedulingError:
             s = None
-    finally:
-        signal.alarm(0)
-        signal.signal(signal.SIGALRM, old)
     try:
         ref = naive_schedule(g, FixedRanks(ranks))
     except SchedulingError:
