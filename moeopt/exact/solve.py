@@ -507,7 +507,16 @@ def _apply_params(
                 value = type(current)(value)
             elif isinstance(current, bool) and not isinstance(value, bool):
                 raise TypeError(f"expected true/false, got {type(value).__name__}")
-            setattr(p, key, value)
+            if hasattr(current, "extend"):  # a repeated field (e.g. subsolvers): a list of values
+                if isinstance(value, (str, bytes)) or not isinstance(value, (list, tuple)):
+                    raise TypeError(f"expected a list, got {type(value).__name__}")
+                current.clear()
+                try:
+                    current.extend(list(value))
+                except TypeError:
+                    raise TypeError("an element has the wrong type for this field") from None
+            else:
+                setattr(p, key, value)
         except (TypeError, ValueError) as exc:
             raise InputError(f"CP-SAT parameter {key} = {value!r} is not accepted: {exc}") from None
         used[key] = value

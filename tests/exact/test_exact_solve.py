@@ -297,6 +297,17 @@ def test_bad_parameters_are_named_with_suggestions() -> None:
         solve_exact(g, TL, 1, params={"search_branching": "FIXED"})
     with pytest.raises(m.InputError, match=r"CP-SAT parameter use_lns = 3 is not accepted: expected true/false"):
         solve_exact(g, TL, 1, params={"use_lns": 3})
+    # a repeated field takes a list of its values (it had been an AttributeError traceback)
+    with pytest.raises(m.InputError, match=r"CP-SAT parameter subsolvers = 'core' is not accepted: expected a list"):
+        solve_exact(g, TL, 1, params={"subsolvers": "core"})
+    with pytest.raises(m.InputError, match=r"subsolvers = \['core', 1\] is not accepted: an element has the wrong"):
+        solve_exact(g, TL, 1, params={"subsolvers": ["core", 1]})
+
+
+def test_repeated_parameters_take_a_list() -> None:
+    x = solve_exact(_three_on_two_cores(), TL, 1, params={"subsolvers": ["default_lp"]})
+    assert x.params_used["subsolvers"] == ["default_lp"]
+    assert x.status is SolveStatus.OPTIMAL
 
 
 def test_invalid_hint_is_refused_with_the_violation() -> None:
