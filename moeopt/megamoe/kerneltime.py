@@ -39,9 +39,16 @@ from moeopt.core.scheduler import schedule
 from moeopt.core.validate import validate_schedule
 from moeopt.megamoe.analysis import idle_decomposition, judge_bounds, physical_bounds
 from moeopt.megamoe.build import RankGraph
-from moeopt.megamoe.results import Bounds, IdleDecomposition
+from moeopt.megamoe.config.provenance import recording
+from moeopt.megamoe.results import Bounds, IdleDecomposition, SimulateResult
 from moeopt.megamoe.scenario import Config, Scenario
-from moeopt.megamoe.simulate import _bound_guard, _conservation_guard, rank_groups
+from moeopt.megamoe.simulate import (
+    _bound_guard,
+    _conservation_guard,
+    assemble_result,
+    rank_groups,
+    rank_results,
+)
 from moeopt.megamoe.stealing import restructure_rule
 from moeopt.registry import lookup
 
@@ -79,6 +86,9 @@ class _RankTime(NamedTuple):
     bounds: Bounds
     idle: IdleDecomposition | None
     """``None`` when no pool of the rank is late-bound (nothing for the guardrail to judge)"""
+    constants: frozenset[str] = frozenset()
+    """the model constants the rank's build and judgement read (its share of a result's
+    provenance)"""
 
 
 class _Job(NamedTuple):
@@ -126,13 +136,14 @@ def _rank_time(rep: int) -> _RankTime | _Failed:
     scenario, counts, conservation = _JOB
     cfg = scenario.config
     w = scenario.workload
-    with gc_paused():
+    with gc_paused(), recording() as used:
         try:
             builder = lookup("builder", cfg.builder)()
             rg = builder(cfg, w.tokens, w.topk, w.world, counts, rep, w.shared_expert_num)
         except Exception as exc:  # handed back, raised by the caller
             return ("build", exc)
-        return _judge(rep, rg, cfg, conservation)
+        got = _judge(rep, rg, cfg, conservation)
+    return got._replace(constants=frozenset(used)) if isinstance(got, _RankTime) else got
 
 
 def _judge(rep: int, rg: RankGraph, cfg: Config, conservation: bool) -> _RankTime | _Failed:
@@ -209,6 +220,14 @@ def kernel_time(
     """
     if workers is not None and (isinstance(workers, bool) or not isinstance(workers, int) or workers < 1):
         raise ValueError(f"workers = {workers!r}: not allowed; allowed: an integer >= 1, or None")
+    return _timed(scenario, workers, check_bounds, check_work_conservation)[0]
+
+
+def _timed(
+    scenario: Scenario, workers: int | None, check_bounds: bool, check_work_conservation: bool
+) -> tuple[KernelTime, dict[int, _RankTime], np.ndarray, list[list[int]]]:
+    """:func:`kernel_time`, and what it found per distinct rank (by representative), the
+    routing counts and the ranks grouped by routing signature."""
     cfg = scenario.config
     w = scenario.workload
     policy = make_policy(cfg.scheduling)
@@ -235,16 +254,36 @@ def kernel_time(
         with _pool(job, n) as pool:
             for res in pool.imap(_rank_time_remote, reps, chunksize=1):
                 got.append(res if isinstance(res, _RankTime) else (res[0], _rebuilt(*res[1:])))
-    return _combine(
-        scenario,
-        [g[0] for g in groups],
-        groups,
-        dict(zip(reps, got, strict=True)),
-        n,
-        check_bounds,
-        conservation,
-        policy.name,
-    )
+    by_rep = dict(zip(reps, got, strict=True))
+    firsts = [g[0] for g in groups]
+    kt = _combine(scenario, firsts, groups, by_rep, n, check_bounds, conservation, policy.name)
+    # (_combine raised if any rank failed)
+    return kt, {rep: res for rep, res in by_rep.items() if isinstance(res, _RankTime)}, counts, groups
+
+
+def simulate_slowest(scenario: Scenario, check_bounds: bool, check_work_conservation: bool) -> SimulateResult:
+    """``simulate(scenario, ranks="slowest")`` (see :func:`moeopt.simulate`): every distinct rank
+    timed and judged by :func:`kernel_time`, then the slowest one's routing signature built,
+    scheduled, validated and analysed here as :func:`moeopt.simulate` does it."""
+    cfg = scenario.config
+    w = scenario.workload
+    policy = make_policy(cfg.scheduling)
+    kt, times, counts, groups = _timed(scenario, None, check_bounds, check_work_conservation)
+    group = next(g for g in groups if kt["slowest_rank"] in g)
+    used: set[str] = set()
+    for t in times.values():
+        used |= t.constants
+    with gc_paused(), recording() as here:
+        builder = lookup("builder", cfg.builder)()
+        rg = builder(cfg, w.tokens, w.topk, w.world, counts, group[0], w.shared_expert_num)
+        per_rank = rank_results({group[0]: (rg, group)}, cfg, True)
+    used |= here
+    if per_rank[group[0]]["kernel_total_us"] != kt["kernel_total_us"]:  # one graph, one scheduler
+        raise AssertionError("the slowest rank's time differs between its two schedules")
+    total, dag_end = kt["kernel_total_us"], kt["kernel_dag_end_us"]
+    out = assemble_result(scenario, per_rank, kt["slowest_rank"], total, dag_end, used, policy.name)
+    out["rank_kernel_total_us"] = kt["rank_kernel_total_us"]
+    return out
 
 
 def kernel_time_built(
