@@ -28,7 +28,7 @@ import multiprocessing
 import os
 import threading
 from collections.abc import Iterator, Mapping, Sequence
-from typing import Any, NamedTuple, TypedDict
+from typing import Any, NamedTuple, TypedDict, TypeGuard
 
 import numpy as np
 
@@ -220,14 +220,43 @@ def kernel_time(
     """
     if workers is not None and (isinstance(workers, bool) or not isinstance(workers, int) or workers < 1):
         raise ValueError(f"workers = {workers!r}: not allowed; allowed: an integer >= 1, or None")
-    return _timed(scenario, workers, check_bounds, check_work_conservation)[0]
+    got = _timed(scenario, workers, check_bounds, check_work_conservation)
+    assert not isinstance(got, Reached)
+    return got[0]
+
+
+class Reached(NamedTuple):
+    """A rank whose time reached the threshold of :func:`kernel_time_below`."""
+
+    rank: int
+    total_us: float
+
+
+def kernel_time_below(
+    scenario: Scenario, threshold_us: float, *, workers: int | None = None
+) -> KernelTime | Reached:
+    """:func:`kernel_time`, unless some rank's time reaches ``threshold_us``: then the first
+    such rank found and its time, without scheduling the ranks left (the kernel's time, the
+    slowest rank's, is at least that much).
+
+    For a search that only needs to know whether a point can beat the best time found so far:
+    the largest ranks are scheduled first, so on a skewed routing a point that cannot win
+    usually stops after its first rank. A rank's build or guardrail error is raised as by
+    :func:`kernel_time` only when no rank reaches the threshold."""
+    got = _timed(scenario, workers, True, True, threshold_us)
+    return got if isinstance(got, Reached) else got[0]
 
 
 def _timed(
-    scenario: Scenario, workers: int | None, check_bounds: bool, check_work_conservation: bool
-) -> tuple[KernelTime, dict[int, _RankTime], np.ndarray, list[list[int]]]:
+    scenario: Scenario,
+    workers: int | None,
+    check_bounds: bool,
+    check_work_conservation: bool,
+    stop_at: float | None = None,
+) -> tuple[KernelTime, dict[int, _RankTime], np.ndarray, list[list[int]]] | Reached:
     """:func:`kernel_time`, and what it found per distinct rank (by representative), the
-    routing counts and the ranks grouped by routing signature."""
+    routing counts and the ranks grouped by routing signature; or the first rank found whose
+    time is at least ``stop_at``."""
     cfg = scenario.config
     w = scenario.workload
     policy = make_policy(cfg.scheduling)
@@ -247,18 +276,29 @@ def _timed(
         global _JOB
         saved, _JOB = _JOB, job
         try:
-            got = [_rank_time(rep) for rep in reps]
+            for rep in reps:
+                one = _rank_time(rep)
+                got.append(one)
+                if _reached(one, stop_at):
+                    return Reached(rep, one.total_us)
         finally:
             _JOB = saved
     else:
-        with _pool(job, n) as pool:
+        with _pool(job, n) as pool:  # (leaving it stops the workers)
             for res in pool.imap(_rank_time_remote, reps, chunksize=1):
-                got.append(res if isinstance(res, _RankTime) else (res[0], _rebuilt(*res[1:])))
+                one = res if isinstance(res, _RankTime) else (res[0], _rebuilt(*res[1:]))
+                got.append(one)
+                if _reached(one, stop_at):
+                    return Reached(reps[len(got) - 1], one.total_us)
     by_rep = dict(zip(reps, got, strict=True))
     firsts = [g[0] for g in groups]
     kt = _combine(scenario, firsts, groups, by_rep, n, check_bounds, conservation, policy.name)
     # (_combine raised if any rank failed)
     return kt, {rep: res for rep, res in by_rep.items() if isinstance(res, _RankTime)}, counts, groups
+
+
+def _reached(res: _RankTime | _Failed, stop_at: float | None) -> TypeGuard[_RankTime]:
+    return stop_at is not None and isinstance(res, _RankTime) and res.total_us >= stop_at
 
 
 def simulate_slowest(scenario: Scenario, check_bounds: bool, check_work_conservation: bool) -> SimulateResult:
@@ -268,7 +308,9 @@ def simulate_slowest(scenario: Scenario, check_bounds: bool, check_work_conserva
     cfg = scenario.config
     w = scenario.workload
     policy = make_policy(cfg.scheduling)
-    kt, times, counts, groups = _timed(scenario, None, check_bounds, check_work_conservation)
+    got = _timed(scenario, None, check_bounds, check_work_conservation)
+    assert not isinstance(got, Reached)
+    kt, times, counts, groups = got
     group = next(g for g in groups if kt["slowest_rank"] in g)
     used: set[str] = set()
     for t in times.values():
