@@ -235,9 +235,11 @@ class Reached(NamedTuple):
 def kernel_time_below(
     scenario: Scenario, threshold_us: float, *, workers: int | None = None
 ) -> KernelTime | Reached:
-    """:func:`kernel_time`, unless some rank's time reaches ``threshold_us``: then the first
-    such rank found and its time, without scheduling the ranks left (the kernel's time, the
-    slowest rank's, is at least that much).
+    """:func:`kernel_time`, unless some rank's time reaches ``threshold_us`` while ranks are
+    left to schedule: then the first such rank found and its time, without scheduling the ranks
+    left (the kernel's time, the slowest rank's, is at least that much). When the rank that
+    reaches it is the last one (a uniform routing's only one), nothing is left to save: the
+    whole answer is returned.
 
     For a search that only needs to know whether a point can beat the best time found so far:
     the largest ranks are scheduled first, so on a skewed routing a point that cannot win
@@ -279,7 +281,7 @@ def _timed(
             for rep in reps:
                 one = _rank_time(rep)
                 got.append(one)
-                if _reached(one, stop_at):
+                if _reached(one, stop_at) and len(got) < len(reps):
                     return Reached(rep, one.total_us)
         finally:
             _JOB = saved
@@ -288,7 +290,7 @@ def _timed(
             for res in pool.imap(_rank_time_remote, reps, chunksize=1):
                 one = res if isinstance(res, _RankTime) else (res[0], _rebuilt(*res[1:]))
                 got.append(one)
-                if _reached(one, stop_at):
+                if _reached(one, stop_at) and len(got) < len(reps):
                     return Reached(reps[len(got) - 1], one.total_us)
     by_rep = dict(zip(reps, got, strict=True))
     firsts = [g[0] for g in groups]
