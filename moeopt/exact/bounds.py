@@ -47,7 +47,9 @@ Every bound here holds for every schedule of the graph, so each is a lower bound
   (``P||Cmax`` rounds).
 
 * **Windows** (:mod:`moeopt.exact.windows`): energetic reasoning, the part of every interval that
-  must fall inside a time window, refuting candidate makespans.
+  must fall inside a time window, refuting candidate makespans: on a thinned grid of windows for
+  every promising set, and with every right end of the windows (a sweep over prefix sums) for the
+  ``SWEEP_SETS`` sets whose bounds lead.
 
 * **Combined** (:mod:`moeopt.exact.heads`): heads and tails raised by the capacity sets along the
   precedences (an event waits for all its ancestors that share a capacity), then the longest
@@ -235,9 +237,13 @@ def static_analysis(
         items = _items(cs, head, tail, dur)
         set_bounds.append((cs, items, capacity_bound(cs, items, integral=integral, windows=False)))
     top = max([out[0].value, *(b.value for _cs, _its, b in set_bounds)])
+    finals = []
     for cs, items, b in set_bounds:
         if b.value >= WINDOW_PROMISING * top:  # windows cost more: only where they may win
             b = capacity_bound(cs, items, integral=integral)
+        finals.append((cs, items, b))
+    finals = _swept(finals, out[0].value, integral=integral, deadline=deadline)
+    for cs, _its, b in finals:
         plain[cs.source] = b.value
         out.append(b)
     adjusted = adjusted_heads_tails(
@@ -284,6 +290,36 @@ def static_analysis(
             if nb.value > b.value:
                 out.append(Bound(f"joint:{cs.source}", nb.value, nb.method))
     return StaticAnalysis(out, big_h, big_t)
+
+
+SWEEP_SETS = 2
+"""Capacity sets (those with the largest bounds, when they lead) that get energetic reasoning with
+every right end of the windows (:func:`moeopt.exact.windows.sweep_window_bound`)."""
+
+
+def _swept(
+    finals: list[tuple[CapacitySet, list[Item], Bound]],
+    path: float,
+    *,
+    integral: bool,
+    deadline: float | None,
+) -> list[tuple[CapacitySet, list[Item], Bound]]:
+    """``finals`` with the leading capacity sets' bounds raised by the sweep of
+    :func:`moeopt.exact.windows.sweep_window_bound`: the ``SWEEP_SETS`` largest bounds that are
+    at or above every other bound (the longest path ``path`` included) within ``WINDOW_PROMISING``."""
+    from moeopt.exact.windows import sweep_window_bound
+
+    top = max([path, *(b.value for _cs, _its, b in finals)])
+    order = sorted(range(len(finals)), key=lambda k: -finals[k][2].value)
+    out = list(finals)
+    for k in order[:SWEEP_SETS]:
+        cs, items, b = finals[k]
+        if b.value < WINDOW_PROMISING * top:
+            break
+        value, method = sweep_window_bound(items, cs.capacity, b.value, integral=integral, deadline=deadline)
+        if method and value > b.value:
+            out[k] = (cs, items, Bound(cs.source, value, method))
+    return out
 
 
 def _items(
