@@ -219,7 +219,10 @@ def static_analysis(
 ) -> StaticAnalysis:
     """Longest path, the best bound of every resource, pool and paired semaphore
     (:func:`capacity_bound`), and the joint bounds of :mod:`moeopt.exact.heads` (sources
-    ``joint:paths`` and ``joint:<set>``, the latter only where they beat the set alone).
+    ``joint:paths`` and ``joint:<set>``, the latter only where they beat the set alone; on graphs
+    too large for every event, ``joint:paths`` is the longest path on the heads and tails raised
+    for the intervals of the leading sets, reported even when nothing was raised, and the
+    ``SWEEP_SETS`` leading sets get the sweep of energetic reasoning on their raised intervals).
 
     ``dur`` / ``preds`` / ``succs`` give durations and λ (real µs, or ticks with ``integral``);
     ``pairings`` maps semaphore index -> pairing for the semaphores that have one.
@@ -262,6 +265,7 @@ def static_analysis(
     top = max(b.value for b in out)
     winners = [(cs, b) for cs, _its, b in set_bounds if b.value >= WINDOW_PROMISING * top]
     if not winners:
+        out.append(Bound("joint:paths", out[0].value, "heads"))  # nothing to raise: the longest path
         return StaticAnalysis(out, list(head), list(tail))
     heads_of = [f for cs, _b in winners for f, _la, _ln, _q in cs.items]
     tails_of = [la for cs, _b in winners for _f, la, _ln, _q in cs.items if la >= 0]
@@ -284,9 +288,23 @@ def static_analysis(
         big_h[j] = v
     for j, v in raised_t.items():
         big_t[j] = v
+    # reported even when it is the longest path: how far the joint class reaches
+    out.append(Bound("joint:paths", max((big_h[i] + big_t[i] for i in range(cg.n)), default=0.0), "heads"))
     if raised_h or raised_t:
-        for cs, b in winners:
-            nb = capacity_bound(cs, _items(cs, big_h, big_t, dur), integral=integral, windows=False)
+        from moeopt.exact.windows import sweep_window_bound
+
+        swept = 0
+        for cs, b in sorted(winners, key=lambda w: -plain[w[0].source]):
+            raised_items = _items(cs, big_h, big_t, dur)
+            nb = capacity_bound(cs, raised_items, integral=integral, windows=False)
+            if swept < SWEEP_SETS:  # the leading sets again, with the raised heads and tails
+                swept += 1
+                start = max(nb.value, plain[cs.source])
+                value, method = sweep_window_bound(
+                    raised_items, cs.capacity, start, integral=integral, deadline=deadline
+                )
+                if method and value > nb.value:
+                    nb = Bound(cs.source, value, method)
             if nb.value > b.value:
                 out.append(Bound(f"joint:{cs.source}", nb.value, nb.method))
     return StaticAnalysis(out, big_h, big_t)

@@ -253,3 +253,32 @@ def test_sweep_never_refutes_the_brute_force_optimum(g: m.EventGraph) -> None:
         ticks = [Item(2 * it.head, 2 * it.length, 2 * it.after, it.demand) for it in its]
         tick_value, _m = sweep_window_bound(ticks, cs.capacity, max(1.0, float(int(2 * start))), integral=True)
         assert tick_value / 2 <= opt + 1e-9, (cs.source, tick_value, opt)
+
+
+def test_the_targeted_form_reports_the_joint_class_even_when_it_adds_nothing(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # the graph of the combined test taken through the targeted form (as if too large for the
+    # full adjustment). The leading set is X (8; Y's 6 is below 95% of it), so only a and b are
+    # raised: a's tail = 3 (itself) + 1 (j) + 2 (c and d one after the other on Y) = 6 against
+    # its longest-path 5, so joint:paths = 0 + 6 = 6; X's energy on the raised tails: 0 + 6 + 3
+    # = 9, the optimum. With no set near the top (the longest path leads alone), joint:paths is
+    # still reported, at the longest path.
+    import moeopt.exact.heads as heads
+
+    monkeypatch.setattr(heads, "adjusted_heads_tails", lambda *_a, **_k: None)
+    cg = _combined_graph().compiled()
+    got = {b.source: b.value for b in static_bounds(cg, {}, cg.dur, cg.preds, cg.succs)}
+    assert got["longest_path"] == pytest.approx(5.0)
+    assert got["joint:paths"] == pytest.approx(6.0)
+    assert got["joint:resource:c0.X"] == pytest.approx(9.0)
+    lone = m.EventGraph()
+    lone.add(m.Event("a", resources=["c0.X"], duration_us=1.0))
+    lone.add(m.Event("b", resources=["c0.X"], duration_us=1.0))
+    lone.add(m.Event("long", duration_us=10.0))
+    cg = lone.compiled()
+    got = {b.source: b.value for b in static_bounds(cg, {}, cg.dur, cg.preds, cg.succs)}
+    # X alone: a and b one after the other, 2; the longest path (long alone) 10 leads, X is far
+    # below 95% of it
+    assert got["resource:c0.X"] == pytest.approx(2.0)
+    assert got["joint:paths"] == pytest.approx(10.0)
