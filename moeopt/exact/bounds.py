@@ -226,8 +226,9 @@ def static_analysis(
 
     ``dur`` / ``preds`` / ``succs`` give durations and λ (real µs, or ticks with ``integral``);
     ``pairings`` maps semaphore index -> pairing for the semaphores that have one.
-    ``deadline`` (a ``time.perf_counter()`` value) cuts the targeted raising short
-    (:func:`moeopt.exact.heads.raised_ends`): the bounds stay sound, possibly weaker.
+    ``deadline`` (a ``time.perf_counter()`` value) cuts the sweep of the leading sets (within
+    ``SWEEP_SHARE`` of the time left) and the targeted raising
+    (:func:`moeopt.exact.heads.raised_ends`) short: the bounds stay sound, possibly weaker.
     """
     from moeopt.exact.heads import adjusted_heads_tails, raised_ends
 
@@ -313,6 +314,10 @@ def static_analysis(
 SWEEP_SETS = 2
 """Capacity sets (those with the largest bounds, when they lead) that get energetic reasoning with
 every right end of the windows (:func:`moeopt.exact.windows.sweep_window_bound`)."""
+SWEEP_SHARE = 0.3
+"""Share of the time left before the static analysis's deadline that the sweep of the leading
+sets may take (it stops with the makespans refuted so far: sound, possibly weaker). assumed: on
+the seed-002 kernel graphs it takes about a second, against a 15 s share at a 60 s limit."""
 
 
 def _swept(
@@ -325,8 +330,13 @@ def _swept(
     """``finals`` with the leading capacity sets' bounds raised by the sweep of
     :func:`moeopt.exact.windows.sweep_window_bound`: the ``SWEEP_SETS`` largest bounds that are
     at or above every other bound (the longest path ``path`` included) within ``WINDOW_PROMISING``."""
+    import time
+
     from moeopt.exact.windows import sweep_window_bound
 
+    if deadline is not None:  # leave most of the time to the targeted raising that follows
+        now = time.perf_counter()
+        deadline = now + SWEEP_SHARE * max(0.0, deadline - now)
     top = max([path, *(b.value for _cs, _its, b in finals)])
     order = sorted(range(len(finals)), key=lambda k: -finals[k][2].value)
     out = list(finals)
