@@ -18,6 +18,10 @@ without the rest:
 
 The time is exactly ``simulate(scenario)["kernel_total_us"]`` (same graphs, same scheduler); the
 tests compare the two on skewed and uniform scenarios.
+
+Built on it: :func:`kernel_time_below` (a search's question, "can this point beat the best?":
+it stops at the first rank whose time reaches the best) and :func:`simulate_slowest`
+(``simulate(..., ranks="slowest")``: every rank timed here, the slowest one analysed).
 """
 
 from __future__ import annotations
