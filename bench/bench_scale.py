@@ -10,14 +10,19 @@ Cases:
   per rank, pto-a2a3), the kernel's cyclic routing and uniform routing: one rank stands for all.
   Target 1 s.
 
-Modes: ``simulate`` (the full result), ``kernel_time`` (the kernel's time alone, distinct ranks
-in worker processes). CPU seconds count the worker processes too. Every run is a fresh process, so that its peak memory is its own: the
-figure is the peak resident size of that process plus the largest of its worker processes
-(an upper bound of what the run held at once when it ran one worker at a time per core).
+Modes: ``simulate`` (the full result), ``simulate_slowest`` (``simulate(..., ranks="slowest")``:
+every rank timed and judged, distinct ranks in worker processes, the slowest one analysed),
+``kernel_time`` (the kernel's time alone, distinct ranks in worker processes),
+``losing_point`` (what a search pays for a point that cannot beat the best: ``kernel_time_below``
+with the scenario's own kernel time as the best found; not in the default set). CPU seconds
+count the worker processes too. Every run is a fresh process, so that its peak memory is its
+own: the figure is the peak resident size of that process plus the largest of its worker
+processes (an upper bound of what the run held at once when it ran one worker at a time per
+core).
 
 A/B: ``--python A B`` runs each case with two interpreters (two checkouts' virtual
 environments), alternating A, B, A, B, ... in the same load state, and prints the medians and
-the ratio A / B of the medians. A checkout without ``kernel_time`` is run in ``simulate`` mode only.
+the ratio A / B of the medians. A mode a checkout does not have is reported as not available.
 
     python bench/bench_scale.py [--repeat 3] [--only dsv3_zipf] [--mode simulate kernel_time]
                                 [--python /path/a/python /path/b/python]
@@ -37,17 +42,17 @@ CASES = {
     "dsv3_zipf": (
         {"tokens": 4096, "topk": 8, "world": 32, "local_experts": 8, "routing": "zipf"},
         "pto-a2a3-v1",
-        {"simulate": 3.0, "kernel_time": 1.5},
+        {"simulate": 3.0, "simulate_slowest": 3.0, "kernel_time": 1.5, "losing_point": 1.5},
     ),
     "pto_m8192": (
         {"tokens": 8192, "topk": 8, "world": 8, "local_experts": 16, "routing": "cyclic"},
         "pto-a2a3",
-        {"simulate": 1.0, "kernel_time": 1.0},
+        {"simulate": 1.0, "simulate_slowest": 1.0, "kernel_time": 1.0, "losing_point": 1.0},
     ),
     "pto_m8192_uniform": (
         {"tokens": 8192, "topk": 8, "world": 8, "local_experts": 16, "routing": "uniform"},
         "pto-a2a3",
-        {"simulate": 1.0, "kernel_time": 1.0},
+        {"simulate": 1.0, "simulate_slowest": 1.0, "kernel_time": 1.0, "losing_point": 1.0},
     ),
 }
 
@@ -56,7 +61,13 @@ import json, resource, sys, time
 import moeopt.megamoe as mm
 case, mode = json.loads(sys.argv[1]), sys.argv[2]
 s = mm.Scenario(workload=mm.Workload(**case["workload"]), h=7168, hidden_dim=4096, profile=case["profile"])
-if mode == "kernel_time" and not hasattr(mm, "kernel_time"):
+import inspect
+import moeopt.megamoe.kerneltime as kt
+if (
+    (mode == "kernel_time" and not hasattr(mm, "kernel_time"))
+    or (mode == "simulate_slowest" and "ranks" not in inspect.signature(mm.simulate).parameters)
+    or (mode == "losing_point" and not hasattr(kt, "kernel_time_below"))
+):
     print(json.dumps({"missing": True}))
     raise SystemExit(0)
 def cpu_s():  # this process and its joined worker processes
@@ -67,6 +78,13 @@ if mode == "simulate":
     r = mm.simulate(s)
     total, ranks = r["kernel_total_us"], len(r["simulated_ranks"])
     events = max(r["rank_results"][k]["n_events"] for k in r["simulated_ranks"])
+elif mode == "simulate_slowest":
+    r = mm.simulate(s, ranks="slowest")
+    total, ranks = r["kernel_total_us"], len(r["rank_kernel_total_us"])
+    events = max(r["rank_results"][k]["n_events"] for k in r["simulated_ranks"])
+elif mode == "losing_point":
+    r = kt.kernel_time_below(s, case["best_us"])
+    total, ranks, events = r.total_us, -1, -1
 else:
     r = mm.kernel_time(s)
     total, ranks, events = r["kernel_total_us"], len(r["simulated_ranks"]), -1
@@ -78,9 +96,9 @@ print(json.dumps({"moeopt": mm.__file__, "wall": wall, "cpu": cpu, "rss_self": m
 """
 
 
-def run_one(python: str, name: str, mode: str) -> dict[str, float] | None:
+def run_one(python: str, name: str, mode: str, best_us: float = 0.0) -> dict[str, float] | None:
     workload, profile, _targets = CASES[name]
-    arg = json.dumps({"workload": workload, "profile": profile})
+    arg = json.dumps({"workload": workload, "profile": profile, "best_us": best_us})
     # run outside any checkout: ``python -c`` puts the working directory first on the path,
     # which would import this checkout's moeopt whatever the interpreter
     out = subprocess.run(
@@ -101,25 +119,35 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--only", nargs="+", default=None, choices=sorted(CASES))
     ap.add_argument(
-        "--mode", nargs="+", default=["simulate", "kernel_time"], choices=["simulate", "kernel_time"]
+        "--mode",
+        nargs="+",
+        default=["simulate", "simulate_slowest", "kernel_time"],
+        choices=["simulate", "simulate_slowest", "kernel_time", "losing_point"],
     )
     ap.add_argument("--python", nargs="+", default=[sys.executable], help="interpreters to compare (A/B)")
     args = ap.parse_args()
     print(f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f} at start")
     for name in args.only or list(CASES):
         _w, _p, targets = CASES[name]
+        best_us = 0.0
+        if "losing_point" in args.mode:
+            # the search's losing point: the scenario itself against a best found equal to its
+            # own kernel time (a point that cannot beat the best; kernel_time_below stops at the
+            # first rank that reaches it)
+            got0 = run_one(sys.executable, name, "kernel_time")
+            best_us = got0["total"] if got0 else 0.0
         for mode in args.mode:
             runs: dict[str, list[dict[str, float]]] = {py: [] for py in args.python}
             for _ in range(args.repeat):
                 for py in args.python:  # alternate the interpreters in one load state
-                    got = run_one(py, name, mode)
+                    got = run_one(py, name, mode, best_us)
                     if got is not None:
                         runs[py].append(got)
             med: dict[str, float] = {}
             for k, py in enumerate(args.python):
                 rs = runs[py]
                 if not rs:
-                    print(f"{name:<18} {mode:<11} [{'AB'[k] if len(args.python) > 1 else ''}] not available")
+                    print(f"{name:<18} {mode:<16} [{'AB'[k] if len(args.python) > 1 else ''}] not available")
                     continue
                 wall = statistics.median(r["wall"] for r in rs)
                 cpu = statistics.median(r["cpu"] for r in rs)
@@ -129,14 +157,14 @@ def main() -> None:
                 verdict = "ok" if wall <= targets[mode] and (name != "dsv3_zipf" or rss <= 1024) else "OVER"
                 each = " ".join(f"{r['wall']:.2f}" for r in rs)
                 print(
-                    f"{name:<18} {mode:<11} {tag}ranks {rs[0]['ranks']:>3}  wall {wall:7.2f} s (runs "
+                    f"{name:<18} {mode:<16} {tag}ranks {rs[0]['ranks']:>3}  wall {wall:7.2f} s (runs "
                     f"{each})  cpu {cpu:7.2f} s  peak {rss:7.0f} MB  "
                     f"target {targets[mode]:.1f} s  {verdict}  kernel_total_us {rs[0]['total']:.3f}",
                     flush=True,
                 )
             if len(med) == 2:
                 a, b = (med[py] for py in args.python)
-                print(f"{name:<18} {mode:<11} ratio A/B of median wall: {a / b:.2f}x", flush=True)
+                print(f"{name:<18} {mode:<16} ratio A/B of median wall: {a / b:.2f}x", flush=True)
     print(f"load average {os.getloadavg()[0]:.2f} at end")
 
 

@@ -9,9 +9,11 @@
    is flat (81 of 162 points within 1%, the worst 2.6% above), which makes the test trivial.
 2. Trials per minute of ``run_study`` on examples/scenario_basic.toml with 1 and 2 workers:
    once with the defaults (duplicate reuse, lower-bound checks) and once with every trial
-   simulated (no reuse, no bound check), which is the simulator-bound rate.
+   simulated (no reuse, no bound check), which is the simulator-bound rate. ``--rate-routing zipf``
+   runs that part on the same scenario with a skewed routing (its 4 ranks then differ).
 
     python bench/bench_search.py [--shape bs72|basic] [--seeds 0 1 2 3 4] [--rate-trials 40] [--skip-rate]
+                                 [--skip-search] [--rate-routing uniform|zipf]
 """
 
 from __future__ import annotations
@@ -97,8 +99,10 @@ def tpe_run(scenario: Any, seed: int, budget: int, opt: float) -> tuple[int | No
     return hit, best, len(seen)
 
 
-def rate(workers: int, trials: int, defaults: bool) -> tuple[float, float, int, float, float]:
+def rate(workers: int, trials: int, defaults: bool, routing: str | None) -> tuple[float, float, int, float, float]:
     extra: dict[str, Any] = {} if defaults else {"prune": {"lower_bound": "never", "duplicates": False}}
+    if routing is not None:
+        extra["overrides"] = {"workload.routing": routing}
     with tempfile.TemporaryDirectory() as d:
         s = study(BASIC, trials=trials, seed=0, **extra)
         t0 = time.perf_counter()
@@ -129,6 +133,13 @@ def main() -> None:
     ap.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2, 3, 4])
     ap.add_argument("--rate-trials", type=int, default=40)
     ap.add_argument("--skip-rate", action="store_true")
+    ap.add_argument(
+        "--rate-routing",
+        choices=["uniform", "zipf"],
+        default=None,
+        help="routing of the trials-per-minute scenario (default: the file's); zipf makes its 4 ranks "
+        "differ, where a point that cannot win stops at its first rank",
+    )
     ap.add_argument("--skip-search", action="store_true", help="only the trials-per-minute part")
     args = ap.parse_args()
     optuna.logging.set_verbosity(optuna.logging.WARNING)
@@ -138,7 +149,7 @@ def main() -> None:
     if not args.skip_search:
         search_part(scenario, label, args.seeds)
     if not args.skip_rate:
-        rate_part(args.rate_trials)
+        rate_part(args.rate_trials, args.rate_routing)
 
 
 def search_part(scenario: Any, label: str, seeds: list[int]) -> None:
@@ -175,15 +186,16 @@ def search_part(scenario: Any, label: str, seeds: list[int]) -> None:
     print(f"  within 1% of the optimum inside {budget} trials: {ok} of {len(seeds)} seeds")
 
 
-def rate_part(n_trials: int) -> None:
-    print(f"trials per minute on examples/scenario_basic.toml ({n_trials} trials, wall clock incl. setup):")
+def rate_part(n_trials: int, routing: str | None) -> None:
+    how = f", routing {routing}" if routing else ""
+    print(f"trials per minute on examples/scenario_basic.toml{how} ({n_trials} trials, wall clock incl. setup):")
     print(
         f"  {'workers':>7} {'mode':<31} {'loop trials/min':>15} {'incl. setup':>11} {'reused':>6} "
         f"{'wall s/trial':>12} {'CPU s/trial':>11} {'idle-core est./min':>18}"
     )
     for defaults in (True, False):
         for workers in (1, 2):
-            loop, wall, dup, inside, cpu = rate(workers, n_trials, defaults)
+            loop, wall, dup, inside, cpu = rate(workers, n_trials, defaults, routing)
             mode = "defaults (reuse, bound checks)" if defaults else "every trial simulated"
             # on idle cores each worker runs one trial per CPU s/trial (a study's setup and outputs aside)
             est = 60.0 / cpu * workers

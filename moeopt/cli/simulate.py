@@ -1,5 +1,5 @@
 """``moeopt simulate FILE [--set dotted.path=value ...] [--json [PATH]] [--no-check-bounds]``
-``[--assert-conserving]``
+``[--ranks all|slowest] [--assert-conserving]``
 
 Simulate a scenario file and print the summary: time (and with the unpermute tail), the three
 physical bounds with the binding one and the excess over it, utilisation per role, avoidable
@@ -26,7 +26,7 @@ from moeopt.cli.common import (
 )
 from moeopt.megamoe.errors import GuardrailError
 from moeopt.megamoe.scenario import load_scenario
-from moeopt.megamoe.simulate import simulate
+from moeopt.megamoe.simulate import RANK_DETAIL, simulate
 from moeopt.megamoe.summary import format_summary
 from moeopt.trust.conserving import REFUSED, VIOLATED, check_conserving, format_check
 
@@ -45,6 +45,14 @@ def _simulate_arguments(p: argparse.ArgumentParser) -> None:
         help="record a time below the physical bounds in the result instead of failing",
     )
     p.add_argument(
+        "--ranks",
+        choices=RANK_DETAIL,
+        default="all",
+        help="analyse every distinct rank (all), or time and judge every rank, in worker processes "
+        "when there are several large ones, and analyse the slowest one only (slowest: for skewed "
+        "routings with many distinct ranks; the JSON then holds the slowest rank and every rank's time)",
+    )
+    p.add_argument(
         "--assert-conserving",
         action="store_true",
         help="also simulate with every pool late-bound and fail (exit 1) unless work conservation holds",
@@ -54,7 +62,7 @@ def _simulate_arguments(p: argparse.ArgumentParser) -> None:
 def _simulate_run(args: argparse.Namespace) -> int:
     scenario = load_scenario(args.file, parse_sets(args.set))
     try:
-        r = simulate(scenario, check_bounds=not args.no_check_bounds)
+        r = simulate(scenario, check_bounds=not args.no_check_bounds, ranks=args.ranks)
     except GuardrailError as exc:
         out(f"error: {args.file}: guardrail {type(exc).__name__}: {exc}", err=True)
         return 1

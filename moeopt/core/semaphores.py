@@ -216,7 +216,8 @@ class SemaphoreProfile:
         bls = self._bl
         off = self._off
         # (b, k): the first breakpoint after t (k may be the block's length: the next block)
-        b = bisect_right(self._first, t) - 1
+        first = self._first
+        b = nb - 1 if t >= first[-1] else bisect_right(first, t) - 1  # mostly the last block
         if b < 0:
             lvl = self.cap
             b = k = 0
@@ -341,6 +342,52 @@ class SemaphoreProfile:
 
     def _add_inside(self, t: float, delta: int) -> int:
         """``add`` at a time before the last breakpoint."""
+        first = self._first
+        if t >= first[-1]:
+            # inside the last block (most changes in the middle land there): no later block to
+            # move, and its extremes are left stale
+            bt = self._bt[-1]
+            bl = self._bl[-1]
+            k = bisect_right(bt, t) - 1  # >= 0: bt[0] <= t
+            if bt[k] != t:
+                if len(bt) >= 2 * B:  # the block is to be split: the general path
+                    return self._add_inside_general(t, delta)
+                k += 1  # a new breakpoint, at the level in force before it
+                bt.insert(k, t)
+                bl.insert(k, bl[k - 1])
+            n = len(bl)
+            o = self._off[-1]
+            v = bl[k] + delta
+            bl[k] = v
+            top = v
+            if delta < 0:
+                low = v
+                for j in range(k + 1, n):
+                    v = bl[j] + delta
+                    bl[j] = v
+                    if v > top:
+                        top = v
+                    elif v < low:
+                        low = v
+                if low + o < self.low:
+                    self.low = low + o
+            else:
+                for j in range(k + 1, n):
+                    v = bl[j] + delta
+                    bl[j] = v
+                    if v > top:
+                        top = v
+            self._stale = True
+            self._fin += delta
+            free = self._free
+            if free:
+                for a in free:
+                    free[a] = self._scan_free(a)
+            return top + o
+        return self._add_inside_general(t, delta)
+
+    def _add_inside_general(self, t: float, delta: int) -> int:
+        """``add`` at a time before the last breakpoint, in any block."""
         bts = self._bt
         bls = self._bl
         off = self._off

@@ -47,7 +47,9 @@ Every bound here holds for every schedule of the graph, so each is a lower bound
   (``P||Cmax`` rounds).
 
 * **Windows** (:mod:`moeopt.exact.windows`): energetic reasoning, the part of every interval that
-  must fall inside a time window, refuting candidate makespans.
+  must fall inside a time window, refuting candidate makespans: on a thinned grid of windows for
+  every promising set, and with every right end of the windows (a sweep over prefix sums) for the
+  ``SWEEP_SETS`` sets whose bounds lead.
 
 * **Combined** (:mod:`moeopt.exact.heads`): heads and tails raised by the capacity sets along the
   precedences (an event waits for all its ancestors that share a capacity), then the longest
@@ -217,12 +219,16 @@ def static_analysis(
 ) -> StaticAnalysis:
     """Longest path, the best bound of every resource, pool and paired semaphore
     (:func:`capacity_bound`), and the joint bounds of :mod:`moeopt.exact.heads` (sources
-    ``joint:paths`` and ``joint:<set>``, the latter only where they beat the set alone).
+    ``joint:paths`` and ``joint:<set>``, the latter only where they beat the set alone; on graphs
+    too large for every event, ``joint:paths`` is the longest path on the heads and tails raised
+    for the intervals of the leading sets, reported even when nothing was raised, and the
+    ``SWEEP_SETS`` leading sets get the sweep of energetic reasoning on their raised intervals).
 
     ``dur`` / ``preds`` / ``succs`` give durations and λ (real µs, or ticks with ``integral``);
     ``pairings`` maps semaphore index -> pairing for the semaphores that have one.
-    ``deadline`` (a ``time.perf_counter()`` value) cuts the targeted raising short
-    (:func:`moeopt.exact.heads.raised_ends`): the bounds stay sound, possibly weaker.
+    ``deadline`` (a ``time.perf_counter()`` value) cuts the sweep of the leading sets (within
+    ``SWEEP_SHARE`` of the time left) and the targeted raising
+    (:func:`moeopt.exact.heads.raised_ends`) short: the bounds stay sound, possibly weaker.
     """
     from moeopt.exact.heads import adjusted_heads_tails, raised_ends
 
@@ -235,9 +241,13 @@ def static_analysis(
         items = _items(cs, head, tail, dur)
         set_bounds.append((cs, items, capacity_bound(cs, items, integral=integral, windows=False)))
     top = max([out[0].value, *(b.value for _cs, _its, b in set_bounds)])
+    finals = []
     for cs, items, b in set_bounds:
         if b.value >= WINDOW_PROMISING * top:  # windows cost more: only where they may win
             b = capacity_bound(cs, items, integral=integral)
+        finals.append((cs, items, b))
+    finals = _swept(finals, out[0].value, integral=integral, deadline=deadline)
+    for cs, _its, b in finals:
         plain[cs.source] = b.value
         out.append(b)
     adjusted = adjusted_heads_tails(
@@ -256,6 +266,7 @@ def static_analysis(
     top = max(b.value for b in out)
     winners = [(cs, b) for cs, _its, b in set_bounds if b.value >= WINDOW_PROMISING * top]
     if not winners:
+        out.append(Bound("joint:paths", out[0].value, "heads"))  # nothing to raise: the longest path
         return StaticAnalysis(out, list(head), list(tail))
     heads_of = [f for cs, _b in winners for f, _la, _ln, _q in cs.items]
     tails_of = [la for cs, _b in winners for _f, la, _ln, _q in cs.items if la >= 0]
@@ -278,12 +289,65 @@ def static_analysis(
         big_h[j] = v
     for j, v in raised_t.items():
         big_t[j] = v
+    # reported even when it is the longest path: how far the joint class reaches
+    out.append(Bound("joint:paths", max((big_h[i] + big_t[i] for i in range(cg.n)), default=0.0), "heads"))
     if raised_h or raised_t:
-        for cs, b in winners:
-            nb = capacity_bound(cs, _items(cs, big_h, big_t, dur), integral=integral, windows=False)
+        from moeopt.exact.windows import sweep_window_bound
+
+        swept = 0
+        for cs, b in sorted(winners, key=lambda w: -plain[w[0].source]):
+            raised_items = _items(cs, big_h, big_t, dur)
+            nb = capacity_bound(cs, raised_items, integral=integral, windows=False)
+            if swept < SWEEP_SETS:  # the leading sets again, with the raised heads and tails
+                swept += 1
+                start = max(nb.value, plain[cs.source])
+                value, method = sweep_window_bound(
+                    raised_items, cs.capacity, start, integral=integral, deadline=deadline
+                )
+                if method and value > nb.value:
+                    nb = Bound(cs.source, value, method)
             if nb.value > b.value:
                 out.append(Bound(f"joint:{cs.source}", nb.value, nb.method))
     return StaticAnalysis(out, big_h, big_t)
+
+
+SWEEP_SETS = 2
+"""Capacity sets (those with the largest bounds, when they lead) that get energetic reasoning with
+every right end of the windows (:func:`moeopt.exact.windows.sweep_window_bound`)."""
+SWEEP_SHARE = 0.3
+"""Share of the time left before the static analysis's deadline that the sweep of the leading
+sets may take (it stops with the makespans refuted so far: sound, possibly weaker). assumed: on
+the seed-002 kernel graphs it takes about a second, against a 15 s share at a 60 s limit."""
+
+
+def _swept(
+    finals: list[tuple[CapacitySet, list[Item], Bound]],
+    path: float,
+    *,
+    integral: bool,
+    deadline: float | None,
+) -> list[tuple[CapacitySet, list[Item], Bound]]:
+    """``finals`` with the leading capacity sets' bounds raised by the sweep of
+    :func:`moeopt.exact.windows.sweep_window_bound`: the ``SWEEP_SETS`` largest bounds that are
+    at or above every other bound (the longest path ``path`` included) within ``WINDOW_PROMISING``."""
+    import time
+
+    from moeopt.exact.windows import sweep_window_bound
+
+    if deadline is not None:  # leave most of the time to the targeted raising that follows
+        now = time.perf_counter()
+        deadline = now + SWEEP_SHARE * max(0.0, deadline - now)
+    top = max([path, *(b.value for _cs, _its, b in finals)])
+    order = sorted(range(len(finals)), key=lambda k: -finals[k][2].value)
+    out = list(finals)
+    for k in order[:SWEEP_SETS]:
+        cs, items, b = finals[k]
+        if b.value < WINDOW_PROMISING * top:
+            break
+        value, method = sweep_window_bound(items, cs.capacity, b.value, integral=integral, deadline=deadline)
+        if method and value > b.value:
+            out[k] = (cs, items, Bound(cs.source, value, method))
+    return out
 
 
 def _items(

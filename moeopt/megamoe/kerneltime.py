@@ -18,6 +18,10 @@ without the rest:
 
 The time is exactly ``simulate(scenario)["kernel_total_us"]`` (same graphs, same scheduler); the
 tests compare the two on skewed and uniform scenarios.
+
+Built on it: :func:`kernel_time_below` (a search's question, "can this point beat the best?":
+it stops at the first rank whose time reaches the best) and :func:`simulate_slowest`
+(``simulate(..., ranks="slowest")``: every rank timed here, the slowest one analysed).
 """
 
 from __future__ import annotations
@@ -28,7 +32,7 @@ import multiprocessing
 import os
 import threading
 from collections.abc import Iterator, Mapping, Sequence
-from typing import Any, NamedTuple, TypedDict
+from typing import Any, NamedTuple, TypedDict, TypeGuard
 
 import numpy as np
 
@@ -39,9 +43,16 @@ from moeopt.core.scheduler import schedule
 from moeopt.core.validate import validate_schedule
 from moeopt.megamoe.analysis import idle_decomposition, judge_bounds, physical_bounds
 from moeopt.megamoe.build import RankGraph
-from moeopt.megamoe.results import Bounds, IdleDecomposition
+from moeopt.megamoe.config.provenance import recording
+from moeopt.megamoe.results import Bounds, IdleDecomposition, SimulateResult
 from moeopt.megamoe.scenario import Config, Scenario
-from moeopt.megamoe.simulate import _bound_guard, _conservation_guard, rank_groups
+from moeopt.megamoe.simulate import (
+    _bound_guard,
+    _conservation_guard,
+    assemble_result,
+    rank_groups,
+    rank_results,
+)
 from moeopt.megamoe.stealing import restructure_rule
 from moeopt.registry import lookup
 
@@ -79,6 +90,9 @@ class _RankTime(NamedTuple):
     bounds: Bounds
     idle: IdleDecomposition | None
     """``None`` when no pool of the rank is late-bound (nothing for the guardrail to judge)"""
+    constants: frozenset[str] = frozenset()
+    """the model constants the rank's build and judgement read (its share of a result's
+    provenance)"""
 
 
 class _Job(NamedTuple):
@@ -126,13 +140,14 @@ def _rank_time(rep: int) -> _RankTime | _Failed:
     scenario, counts, conservation = _JOB
     cfg = scenario.config
     w = scenario.workload
-    with gc_paused():
+    with gc_paused(), recording() as used:
         try:
             builder = lookup("builder", cfg.builder)()
             rg = builder(cfg, w.tokens, w.topk, w.world, counts, rep, w.shared_expert_num)
         except Exception as exc:  # handed back, raised by the caller
             return ("build", exc)
-        return _judge(rep, rg, cfg, conservation)
+        got = _judge(rep, rg, cfg, conservation)
+    return got._replace(constants=frozenset(used)) if isinstance(got, _RankTime) else got
 
 
 def _judge(rep: int, rg: RankGraph, cfg: Config, conservation: bool) -> _RankTime | _Failed:
@@ -209,6 +224,45 @@ def kernel_time(
     """
     if workers is not None and (isinstance(workers, bool) or not isinstance(workers, int) or workers < 1):
         raise ValueError(f"workers = {workers!r}: not allowed; allowed: an integer >= 1, or None")
+    got = _timed(scenario, workers, check_bounds, check_work_conservation)
+    assert not isinstance(got, Reached)
+    return got[0]
+
+
+class Reached(NamedTuple):
+    """A rank whose time reached the threshold of :func:`kernel_time_below`."""
+
+    rank: int
+    total_us: float
+
+
+def kernel_time_below(
+    scenario: Scenario, threshold_us: float, *, workers: int | None = None
+) -> KernelTime | Reached:
+    """:func:`kernel_time`, unless some rank's time reaches ``threshold_us`` while ranks are
+    left to schedule: then the first such rank found and its time, without scheduling the ranks
+    left (the kernel's time, the slowest rank's, is at least that much). When the rank that
+    reaches it is the last one (a uniform routing's only one), nothing is left to save: the
+    whole answer is returned.
+
+    For a search that only needs to know whether a point can beat the best time found so far:
+    the largest ranks are scheduled first, so on a skewed routing a point that cannot win
+    usually stops after its first rank. A rank's build or guardrail error is raised as by
+    :func:`kernel_time` only when no rank reaches the threshold."""
+    got = _timed(scenario, workers, True, True, threshold_us)
+    return got if isinstance(got, Reached) else got[0]
+
+
+def _timed(
+    scenario: Scenario,
+    workers: int | None,
+    check_bounds: bool,
+    check_work_conservation: bool,
+    stop_at: float | None = None,
+) -> tuple[KernelTime, dict[int, _RankTime], np.ndarray, list[list[int]]] | Reached:
+    """:func:`kernel_time`, and what it found per distinct rank (by representative), the
+    routing counts and the ranks grouped by routing signature; or the first rank found whose
+    time is at least ``stop_at``."""
     cfg = scenario.config
     w = scenario.workload
     policy = make_policy(cfg.scheduling)
@@ -228,23 +282,56 @@ def kernel_time(
         global _JOB
         saved, _JOB = _JOB, job
         try:
-            got = [_rank_time(rep) for rep in reps]
+            for rep in reps:
+                one = _rank_time(rep)
+                got.append(one)
+                if _reached(one, stop_at) and len(got) < len(reps):
+                    return Reached(rep, one.total_us)
         finally:
             _JOB = saved
     else:
-        with _pool(job, n) as pool:
+        with _pool(job, n) as pool:  # (leaving it stops the workers)
             for res in pool.imap(_rank_time_remote, reps, chunksize=1):
-                got.append(res if isinstance(res, _RankTime) else (res[0], _rebuilt(*res[1:])))
-    return _combine(
-        scenario,
-        [g[0] for g in groups],
-        groups,
-        dict(zip(reps, got, strict=True)),
-        n,
-        check_bounds,
-        conservation,
-        policy.name,
-    )
+                one = res if isinstance(res, _RankTime) else (res[0], _rebuilt(*res[1:]))
+                got.append(one)
+                if _reached(one, stop_at) and len(got) < len(reps):
+                    return Reached(reps[len(got) - 1], one.total_us)
+    by_rep = dict(zip(reps, got, strict=True))
+    firsts = [g[0] for g in groups]
+    kt = _combine(scenario, firsts, groups, by_rep, n, check_bounds, conservation, policy.name)
+    # (_combine raised if any rank failed)
+    return kt, {rep: res for rep, res in by_rep.items() if isinstance(res, _RankTime)}, counts, groups
+
+
+def _reached(res: _RankTime | _Failed, stop_at: float | None) -> TypeGuard[_RankTime]:
+    return stop_at is not None and isinstance(res, _RankTime) and res.total_us >= stop_at
+
+
+def simulate_slowest(scenario: Scenario, check_bounds: bool, check_work_conservation: bool) -> SimulateResult:
+    """``simulate(scenario, ranks="slowest")`` (see :func:`moeopt.simulate`): every distinct rank
+    timed and judged by :func:`kernel_time`, then the slowest one's routing signature built,
+    scheduled, validated and analysed here as :func:`moeopt.simulate` does it."""
+    cfg = scenario.config
+    w = scenario.workload
+    policy = make_policy(cfg.scheduling)
+    got = _timed(scenario, None, check_bounds, check_work_conservation)
+    assert not isinstance(got, Reached)
+    kt, times, counts, groups = got
+    group = next(g for g in groups if kt["slowest_rank"] in g)
+    used: set[str] = set()
+    for t in times.values():
+        used |= t.constants
+    with gc_paused(), recording() as here:
+        builder = lookup("builder", cfg.builder)()
+        rg = builder(cfg, w.tokens, w.topk, w.world, counts, group[0], w.shared_expert_num)
+        per_rank = rank_results({group[0]: (rg, group)}, cfg, True)
+    used |= here
+    if per_rank[group[0]]["kernel_total_us"] != kt["kernel_total_us"]:  # one graph, one scheduler
+        raise AssertionError("the slowest rank's time differs between its two schedules")
+    total, dag_end = kt["kernel_total_us"], kt["kernel_dag_end_us"]
+    out = assemble_result(scenario, per_rank, kt["slowest_rank"], total, dag_end, used, policy.name)
+    out["rank_kernel_total_us"] = kt["rank_kernel_total_us"]
+    return out
 
 
 def kernel_time_built(

@@ -440,8 +440,8 @@ class ConstantEntry(_ConstantEntryBase, ConstantEntryDomain):
 
 
 # --------------------------------------------------------------------------- the result
-class SimulateResult(TypedDict):
-    """What :func:`moeopt.simulate` returns; the per-rank parts repeat the slowest rank's."""
+class _SimulateFields(TypedDict):
+    """The fields every :class:`SimulateResult` has."""
 
     kernel_total_us: float
     """execution time: end of the last combine on the slowest rank (µs)"""
@@ -484,6 +484,14 @@ class SimulateResult(TypedDict):
     """every constant used: value, unit, provenance tag and source, calibration domain"""
     simulated_ranks: list[int]
     """representative ranks actually simulated (one per routing signature)"""
+
+
+class SimulateResult(_SimulateFields, total=False):
+    """What :func:`moeopt.simulate` returns; the per-rank parts repeat the slowest rank's."""
+
+    rank_kernel_total_us: dict[int, float]
+    """every rank's time; only with ``simulate(..., ranks="slowest")``, whose ``rank_results``
+    and ``simulated_ranks`` hold the slowest rank's routing signature alone"""
 
 
 __all__ = [

@@ -120,11 +120,36 @@ def build_graphs(scenario: Scenario) -> BuiltGraphs:
     return out
 
 
+RANK_DETAIL = ("all", "slowest")
+"""What ``simulate(..., ranks=...)`` analyses: every distinct rank, or the slowest one."""
+
+
 def simulate(
-    scenario: Scenario, check_bounds: bool = True, check_work_conservation: bool = True, validate: bool = True
+    scenario: Scenario,
+    check_bounds: bool = True,
+    check_work_conservation: bool = True,
+    validate: bool = True,
+    *,
+    ranks: str = "all",
 ) -> SimulateResult:
     """Simulate ``scenario``: a :class:`~moeopt.megamoe.results.SimulateResult` (plain dicts; see
-    the module docstring for the guardrails)."""
+    the module docstring for the guardrails).
+
+    ``ranks="slowest"``: every distinct rank is timed, validated and judged by the guardrails as
+    here, in worker processes when there are several large ones
+    (:func:`moeopt.megamoe.kerneltime.kernel_time`), but only the slowest rank is analysed and
+    kept: ``rank_results`` and ``simulated_ranks`` hold its routing signature alone, and
+    ``rank_kernel_total_us`` every rank's time. Everything else is what ``ranks="all"`` gives,
+    value for value. For skewed routings, where every rank is a graph of its own and the
+    analyses and event tables of all of them cost more time and memory than the answer needs
+    (schedules are always validated in this mode).
+    """
+    if ranks not in RANK_DETAIL:
+        raise ValueError(f"ranks = {ranks!r}: not allowed; allowed: {', '.join(map(repr, RANK_DETAIL))}")
+    if ranks == "slowest":
+        from moeopt.megamoe.kerneltime import simulate_slowest  # it builds on this module
+
+        return simulate_slowest(scenario, check_bounds, check_work_conservation)
     with gc_paused():
         return _simulate(scenario, check_bounds, check_work_conservation, validate, None)
 
@@ -149,7 +174,7 @@ def _simulate(
     policy = make_policy(cfg.scheduling)
     with recording() as used:
         built = build_graphs(scenario) if graphs is None else graphs
-        per_rank = _rank_results(built, cfg, validate)
+        per_rank = rank_results(built, cfg, validate)
     if isinstance(built, BuiltGraphs):
         used |= built.constants_used
     total = max(r["kernel_total_us"] for r in per_rank.values())
@@ -158,11 +183,26 @@ def _simulate(
         _check_bounds(per_rank)
     if check_work_conservation and policy.work_conserving:
         _check_work_conservation(per_rank, policy.name)
+    dag_end = max(r["kernel_dag_end_us"] for r in per_rank.values())
+    return assemble_result(scenario, per_rank, slowest, total, dag_end, used, policy.name)
+
+
+def assemble_result(
+    scenario: Scenario,
+    per_rank: dict[int, RankResult],
+    slowest: int,
+    total: float,
+    dag_end: float,
+    used: set[str],
+    policy: str,
+) -> SimulateResult:
+    """The result dict: the slowest rank's parts at the top, ``per_rank`` as ``rank_results``
+    (``used``: the constants read, ``policy``: the policy's name)."""
     sl = per_rank[slowest]
     implementation, calibration = _implementation_and_domain(scenario)
     return {
         "kernel_total_us": total,
-        "kernel_dag_end_us": max(r["kernel_dag_end_us"] for r in per_rank.values()),
+        "kernel_dag_end_us": dag_end,
         "slowest_rank": slowest,
         "rank_results": per_rank,
         "bounds": sl["bounds"],
@@ -176,7 +216,7 @@ def _simulate(
         "resource_utilization": sl["resource_utilization"],
         "role_utilization": sl["role_utilization"],
         "implementation": implementation,
-        "policy": policy.name,
+        "policy": policy,
         "calibration": calibration,
         "out_of_domain": calibration["out_of_domain"],
         "provenance": _provenance(scenario, used),
@@ -184,7 +224,7 @@ def _simulate(
     }
 
 
-def _rank_results(
+def rank_results(
     built: dict[int, tuple[RankGraph, list[int]]], cfg: Config, validate: bool
 ) -> dict[int, RankResult]:
     """Rank -> its result: each distinct graph scheduled (and validated) once, then analysed; the

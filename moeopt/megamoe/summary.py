@@ -48,7 +48,10 @@ def format_summary(r: SimulateResult) -> str:
         f"implementation  {impl['id']} (profile {impl['profile']}), compile {impl['compile_fingerprint']}, "
         f"policy {r['policy']}",
         f"ranks           {len(ranks)} simulated of {impl['topology']['world']} "
-        f"(identical routing signatures share one)",
+        f"(identical routing signatures share one)"
+        if "rank_kernel_total_us" not in r
+        else f"ranks           all {impl['topology']['world']} timed and judged, the slowest one's "
+        f"routing signature analysed (ranks = 'slowest')",
     ]
     cal = r["calibration"]
     dom = cal["domain"]

@@ -18,7 +18,11 @@ The order is the cheapest-first order a kernel engineer expects of an auto-tuner
 4. :func:`moeopt.simulate` for every shape (and routing seed); a guardrail or any other error
    fails this trial only, with the reason stored. A study whose metrics are kernel times only
    (``kernel_total_us``, ``kernel_dag_end_us``) asks :func:`moeopt.megamoe.kerneltime.kernel_time`
-   instead: the same times and guardrails, without the analyses.
+   instead: the same times and guardrails, without the analyses. When that objective is one
+   shape's kernel time (no routing seeds), the ranks are scheduled largest first and the point
+   is pruned at the first rank whose time alone already reaches the best value (the kernel's
+   time is its slowest rank's): on a skewed routing a point that cannot win stops after a rank
+   or two instead of scheduling every rank.
 """
 
 from __future__ import annotations
@@ -33,7 +37,7 @@ from moeopt.core.gcpause import gc_paused
 from moeopt.errors import MoeoptError
 from moeopt.megamoe.analysis import graph_floors, physical_bounds
 from moeopt.megamoe.errors import GuardrailError, ScenarioError
-from moeopt.megamoe.kerneltime import kernel_time, kernel_time_built
+from moeopt.megamoe.kerneltime import Reached, kernel_time, kernel_time_below, kernel_time_built
 from moeopt.megamoe.scenario import Scenario
 from moeopt.megamoe.simulate import BuiltGraphs, build_graphs, simulate, simulate_built
 from moeopt.search.config import ShapeSpec, StudyConfig
@@ -172,15 +176,30 @@ class Evaluator:
             return True
         return False
 
+    def _stop_at(self, best: float | None) -> float | None:
+        """The kernel time (µs) at which the point's one scenario cannot beat ``best``, when the
+        objective is a kernel time of one shape without routing seeds (a rank's time is a lower
+        bound of the kernel's: :func:`moeopt.megamoe.kerneltime.kernel_time_below` stops at the
+        first rank that reaches it); ``None`` otherwise."""
+        cfg = self.cfg
+        if best is None or not self.lb_applies or not self.time_only or len(cfg.shapes) != 1:
+            return None
+        if cfg.objective.seeds or cfg.objective.metric not in TIME_ONLY_METRICS:
+            return None
+        base = self._base(cfg.objective.metric)  # a one-shape aggregate is v, or v / base
+        return best * base[cfg.shapes[0].name] if base is not None else best
+
+    def _workers(self) -> dict[str, Any]:
+        # several study workers already share the cores: this one schedules its ranks itself
+        # (kernel_time never forks beside a running thread, such as the worker's heartbeat)
+        return {"workers": 1} if self.cfg.workers > 1 else {}
+
     def _run(self, s: Scenario, graphs: Graphs | None) -> Result:
         """One scenario's result: the kernel's time alone when every metric reads only that
         (the same times and guardrails as ``simulate``, without its analyses), else the whole
         ``simulate`` result."""
         if self.time_only:
-            # several study workers already share the cores: this one schedules its ranks itself
-            # (kernel_time never forks beside a running thread, such as the worker's heartbeat)
-            kw: dict[str, Any] = {"workers": 1} if self.cfg.workers > 1 else {}
-            k = kernel_time(s, **kw) if graphs is None else kernel_time_built(s, graphs)
+            k = kernel_time(s, **self._workers()) if graphs is None else kernel_time_built(s, graphs)
             return cast(Result, k)
         return simulate(s) if graphs is None else simulate_built(s, graphs)
 
@@ -224,8 +243,23 @@ class Evaluator:
                     )
             elif best is not None and self.lb_applies:
                 self.lb_skipped += 1
+            stop_at = self._stop_at(best)
             for name, scs in scenarios.items():
-                runs = [self._run(s, graphs.get(id(s))) for s in scs]
+                if stop_at is not None and not graphs:
+                    k = kernel_time_below(scs[0], stop_at, **self._workers())
+                    if isinstance(k, Reached):
+                        assert best is not None
+                        lb = aggregate(cfg, {name: k.total_us}, self._base(cfg.objective.metric))
+                        return Outcome(
+                            "pruned",
+                            "lower_bound",
+                            reason=f"rank {k.rank} alone takes {k.total_us:.3f} µs, so the kernel time "
+                            f"is no less: {lb:.3f} >= best {best:.3f} (the other ranks were not scheduled)",
+                            lower_bound_us=lb,
+                        )
+                    runs = [cast(Result, k)]
+                else:
+                    runs = [self._run(s, graphs.get(id(s))) for s in scs]
                 stat, exact = cfg.objective.statistic, cfg.objective.exact
                 per_shape[name] = {
                     m: statistic(stat, [metric_value(m, r, exact) for r in runs])

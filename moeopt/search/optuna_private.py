@@ -18,15 +18,43 @@ first.
   file's lock. moeopt's lock is an ``flock``, which the kernel frees the moment a worker dies;
   the public locks (``JournalFileOpenLock``, ``JournalFileSymlinkLock``) are lock files that a
   killed worker leaves behind until their grace period has passed.
+* :data:`PROGRESS_OPS`, :data:`CREATE_TRIAL`, :data:`SET_TRIAL_STATE`
+  (``optuna.storages.journal._storage.JournalOperation``): the operation codes of the journal's
+  records (a record is a JSON object with its code under ``op_code``; a trial's state change
+  carries the new state under ``state``; a trial made by ``ask`` has no ``state``). moeopt's
+  journal backend forces a record to the disk only when it settles something
+  (:func:`moeopt.search.storage.settles`).
 """
 
 from __future__ import annotations
 
 import optuna
 from optuna.storages.journal._file import BaseJournalFileLock
+from optuna.storages.journal._storage import JournalOperation
 from optuna.trial import FrozenTrial
 
-__all__ = ["BaseJournalFileLock", "stale_trial_ids", "storage_of", "trial_id"]
+__all__ = [
+    "CREATE_TRIAL",
+    "PROGRESS_OPS",
+    "SET_TRIAL_STATE",
+    "BaseJournalFileLock",
+    "stale_trial_ids",
+    "storage_of",
+    "trial_id",
+]
+
+PROGRESS_OPS = frozenset(
+    int(op)
+    for op in (
+        JournalOperation.SET_TRIAL_PARAM,
+        JournalOperation.SET_TRIAL_INTERMEDIATE_VALUE,
+        JournalOperation.SET_TRIAL_USER_ATTR,
+        JournalOperation.SET_TRIAL_SYSTEM_ATTR,
+    )
+)
+"""Journal records that only note a running trial's progress."""
+CREATE_TRIAL = int(JournalOperation.CREATE_TRIAL)
+SET_TRIAL_STATE = int(JournalOperation.SET_TRIAL_STATE_VALUES)
 
 
 def storage_of(study: optuna.Study) -> optuna.storages.BaseStorage:

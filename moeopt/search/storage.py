@@ -19,6 +19,11 @@ trial whose worker is gone (same host, process dead) is *interrupted*: it is mar
 ``interrupted`` set, and its point is queued again, so a resumed study loses no point and counts
 no point twice. On an RDB storage Optuna's heartbeat finds dead workers on other machines too.
 
+A journal file's records reach the operating system at every append (the other workers read
+them at once, and a killed worker loses none) and are forced to the disk whenever one settles
+something: a trial's end, a queued trial, a change to the study (:func:`settles`). A power cut
+can lose the progress of the trials running at that moment, never a finished trial.
+
 A journal file whose last append a crash cut short is repaired before anything is written to it
 (:func:`check_journal`: the torn record is cut off, a copy of the file kept); one damaged before
 its end is refused with the line named.
@@ -40,9 +45,10 @@ from typing import Any
 
 import optuna
 from optuna.storages.journal import JournalFileBackend
+from optuna.trial import TrialState
 
 from moeopt.search.errors import StudyError
-from moeopt.search.optuna_private import BaseJournalFileLock
+from moeopt.search.optuna_private import CREATE_TRIAL, PROGRESS_OPS, SET_TRIAL_STATE, BaseJournalFileLock
 
 HEARTBEAT_INTERVAL_S = 30
 HEARTBEAT_GRACE_S = 120
@@ -130,9 +136,11 @@ class HeldJournalBackend(JournalFileBackend):
     that the path still names it; if not, one :class:`StudyError` says so and nothing is written.
     """
 
-    def __init__(self, url: str, path: str, lock: BaseJournalFileLock) -> None:
+    def __init__(self, url: str, path: str, lock: FlockLock) -> None:
         super().__init__(path, lock_obj=lock)  # creates the file when it is missing
         self._hold = StudyFileHold(url, path, os.open(path, os.O_RDONLY))
+        self._path = path
+        self._flock = lock
 
     def read_logs(self, log_number_from: int) -> Generator[dict[str, Any], None, None]:
         self._hold.check()
@@ -143,12 +151,43 @@ class HeldJournalBackend(JournalFileBackend):
             raise
 
     def append_logs(self, logs: list[dict[str, Any]]) -> None:
+        """Optuna's append (the same records, under the same lock), forced to the disk only
+        when it settles something (see :func:`settles`): every append reaches the operating
+        system at once, so other workers read it and a killed worker loses nothing; a power cut
+        can lose the progress of the trials running at that moment, never a finished trial,
+        a queued one or a change to the study. (Optuna forces every append to the disk: about
+        nine a trial, a few milliseconds each, a sixth of a small scenario's trial.)"""
         self._hold.check()
+        data = "".join(json.dumps(log, separators=(",", ":")) + "\n" for log in logs).encode("utf-8")
         try:
-            super().append_logs(logs)
+            with self._flock.held(), open(self._path, "ab") as f:
+                f.write(data)
+                f.flush()
+                if settles(logs):
+                    # the file's every earlier record too, whichever worker wrote it
+                    os.fsync(f.fileno())
         except FileNotFoundError:
             self._hold.check()
             raise
+
+
+
+
+def settles(logs: list[dict[str, Any]]) -> bool:
+    """Whether a batch of journal records holds anything a power cut must not lose: anything but
+    a running trial's progress (a trial started by ``ask``, a queued trial taken up, its
+    parameters, values and attributes). Lost progress leaves a trial that never ran or a running
+    trial of a dead worker, which a resumed study marks interrupted and queues again."""
+    for log in logs:
+        op = log.get("op_code")
+        if op in PROGRESS_OPS:  # a parameter, an intermediate value, an attribute
+            continue
+        if op == CREATE_TRIAL and "state" not in log:  # ask(): a new running trial
+            continue
+        if op == SET_TRIAL_STATE and log.get("state") == TrialState.RUNNING:
+            continue
+        return True
+    return False
 
 
 @dataclass(frozen=True)

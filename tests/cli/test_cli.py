@@ -106,6 +106,24 @@ def test_simulate_json_carries_the_result_fields(bs72_file):
     assert doc["rank_results"]["0"]["ranks_sharing_signature"] == list(range(8))
 
 
+def test_simulate_slowest_ranks_only(bs72_file):
+    # a skewed routing: every rank is a graph of its own; --ranks slowest times all of them and
+    # keeps the slowest one's analyses (the same time as the full run)
+    zipf = ["--set", "workload.routing='zipf'"]
+    out = moeopt("simulate", str(bs72_file), *zipf, "--ranks", "slowest", "--json")
+    assert out.returncode == 0, out.stderr
+    doc = json.loads(out.stdout)
+    full = mm.simulate(mm.load_scenario(bs72_file, {"workload.routing": "zipf"}))
+    assert doc["kernel_total_us"] == full["kernel_total_us"]
+    assert list(doc["rank_results"]) == [str(full["slowest_rank"])]
+    assert doc["rank_kernel_total_us"] == {str(r): rr["kernel_total_us"] for r, rr in full["rank_results"].items()}
+    text = moeopt("simulate", str(bs72_file), *zipf, "--ranks", "slowest")
+    assert "all 8 timed and judged, the slowest one's routing signature analysed" in text.stdout
+    bad = moeopt("simulate", str(bs72_file), "--ranks", "fastest")
+    assert bad.returncode == 2
+    assert "invalid choice: 'fastest'" in bad.stderr
+
+
 @pytest.mark.parametrize(
     ("args", "expect"),
     [

@@ -1,16 +1,24 @@
 """Energetic reasoning on windows (:mod:`moeopt.exact.windows`) and heads and tails adjusted by the
 capacities (:mod:`moeopt.exact.heads`): hand cases. Their soundness on random graphs is checked
-against the exhaustive optimum with every other static bound in test_exact_packing.py."""
+against the exhaustive optimum with every other static bound in test_exact_packing.py; the sweep
+over every right end is checked here against energetic reasoning by its definition and against
+the exhaustive optimum."""
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import moeopt as m
 from moeopt.exact import solve_exact
-from moeopt.exact.bounds import Item, energy_bound, static_bounds
+from moeopt.exact.bounds import Item, _items, capacity_sets, energy_bound, static_bounds
 from moeopt.exact.heads import adjusted_heads_tails, raised_ends
-from moeopt.exact.windows import window_bound
+from moeopt.exact.pairing import find_pairing
+from moeopt.exact.windows import sweep_overloaded, sweep_window_bound, window_bound
+from tests.exact.brute import optimum
+from tests.exact.strategies import held_graphs
 
 
 def _window_graph() -> m.EventGraph:
@@ -163,3 +171,114 @@ def test_targeted_raising_stops_at_its_deadline() -> None:
     assert _raised_head_of_j(g, deadline=time.perf_counter() - 1.0) == {}
     late = _raised_head_of_j(g, deadline=time.perf_counter() + 3600.0)
     assert late == {cg.index["j"]: pytest.approx(40.0)}
+
+
+# ---------------------------------------------------------------------- every right end at once
+def test_sweep_finds_the_window_of_the_hand_case() -> None:
+    # the same derivation as above: [5, T − 5] must hold 5 of long and all of short, 7 > T − 10
+    # for every T < 17; on whole ticks T = 16 is refuted, so 17 exactly; nothing above 17
+    items = [Item(0.0, 10.0, 0.0, 1), Item(5.0, 2.0, 5.0, 1)]
+    value, method = sweep_window_bound(items, 1, 12.0)
+    assert method == "window"
+    assert 17.0 - 1e-6 <= value <= 17.0
+    assert sweep_window_bound(items, 1, 12.0, integral=True) == (17.0, "window")
+    assert sweep_window_bound(items, 1, 17.0, integral=True) == (17.0, "")
+    assert sweep_window_bound(items, 1, 17.0) == (17.0, "")
+
+
+def _all_windows_overloaded(its: list[Item], capacity: int, makespan: float) -> bool:
+    """Energetic reasoning by its definition, window by window, over every characteristic window
+    (``t1`` among heads and latest starts, ``t2`` among latest and earliest ends), pure Python."""
+    lct = [makespan - it.after for it in its]
+    if any(it.head + it.length > lc + 1e-9 for it, lc in zip(its, lct, strict=True)):
+        return True
+    t1s = {it.head for it in its} | {lc - it.length for it, lc in zip(its, lct, strict=True)}
+    t2s = set(lct) | {it.head + it.length for it in its}
+    for t1 in t1s:
+        for t2 in t2s:
+            if t2 <= t1:
+                continue
+            work = sum(
+                it.demand
+                * max(0.0, min(it.length, t2 - t1, it.head + it.length - t1, t2 - lc + it.length))
+                for it, lc in zip(its, lct, strict=True)
+            )
+            if work > capacity * (t2 - t1) + 1e-9:
+                return True
+    return False
+
+
+@st.composite
+def _item_sets(draw: st.DrawFn) -> tuple[list[Item], int, float]:
+    half = st.integers(0, 12).map(lambda k: k / 2)
+    n = draw(st.integers(1, 7))
+    its = [
+        Item(draw(half), draw(st.integers(1, 8).map(lambda k: k / 2)), draw(half), draw(st.integers(1, 3)))
+        for _ in range(n)
+    ]
+    return its, draw(st.integers(1, 4)), draw(st.integers(0, 40).map(lambda k: k / 2))
+
+
+@settings(max_examples=300, deadline=None)
+@given(_item_sets())
+def test_sweep_is_energetic_reasoning_over_every_characteristic_window(case: tuple[list[Item], int, float]) -> None:
+    # with every t1 taken (t1_points above their number) the prefix-sum sweep refutes exactly the
+    # makespans that some characteristic window refutes (the definition, window by window); the
+    # half-µs values keep every sum exact in floating point
+    its, capacity, makespan = case
+    arr = [np.array([getattr(it, f) for it in its], dtype=float) for f in ("head", "length", "after", "demand")]
+    got = sweep_overloaded(*arr, float(capacity), makespan, t1_points=1000)
+    assert got == _all_windows_overloaded(its, capacity, makespan)
+
+
+@settings(max_examples=150, deadline=None)
+@given(held_graphs())
+def test_sweep_never_refutes_the_brute_force_optimum(g: m.EventGraph) -> None:
+    # an optimal schedule exists at makespan opt, so no window can be overloaded there, and the
+    # sweep's bound of every capacity set (real µs and whole ticks of 0.5 µs) stays at or below opt
+    opt, _best = optimum(g)
+    cg = g.compiled()
+    pairings = {s: p for s in range(len(cg.sem_names)) if (p := find_pairing(cg, s)) is not None}
+    head, tail = cg.heads(), cg.tails()
+    for cs in capacity_sets(cg, pairings, cg.dur, cg.succs):
+        its = [it for it in _items(cs, head, tail, cg.dur) if it.length > 0 and it.demand > 0]
+        if not its:
+            continue
+        arr = [np.array([getattr(it, f) for it in its], dtype=float) for f in ("head", "length", "after", "demand")]
+        for t1_points in (1, 3, 1000):
+            assert not sweep_overloaded(*arr, float(cs.capacity), opt, t1_points=t1_points), cs.source
+        start = max(energy_bound(its, cs.capacity), 0.5)
+        value, _method = sweep_window_bound(its, cs.capacity, start)
+        assert value <= opt + 1e-9, (cs.source, value, opt)
+        ticks = [Item(2 * it.head, 2 * it.length, 2 * it.after, it.demand) for it in its]
+        tick_value, _m = sweep_window_bound(ticks, cs.capacity, max(1.0, float(int(2 * start))), integral=True)
+        assert tick_value / 2 <= opt + 1e-9, (cs.source, tick_value, opt)
+
+
+def test_the_targeted_form_reports_the_joint_class_even_when_it_adds_nothing(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # the graph of the combined test taken through the targeted form (as if too large for the
+    # full adjustment). The leading set is X (8; Y's 6 is below 95% of it), so only a and b are
+    # raised: a's tail = 3 (itself) + 1 (j) + 2 (c and d one after the other on Y) = 6 against
+    # its longest-path 5, so joint:paths = 0 + 6 = 6; X's energy on the raised tails: 0 + 6 + 3
+    # = 9, the optimum. With no set near the top (the longest path leads alone), joint:paths is
+    # still reported, at the longest path.
+    import moeopt.exact.heads as heads
+
+    monkeypatch.setattr(heads, "adjusted_heads_tails", lambda *_a, **_k: None)
+    cg = _combined_graph().compiled()
+    got = {b.source: b.value for b in static_bounds(cg, {}, cg.dur, cg.preds, cg.succs)}
+    assert got["longest_path"] == pytest.approx(5.0)
+    assert got["joint:paths"] == pytest.approx(6.0)
+    assert got["joint:resource:c0.X"] == pytest.approx(9.0)
+    lone = m.EventGraph()
+    lone.add(m.Event("a", resources=["c0.X"], duration_us=1.0))
+    lone.add(m.Event("b", resources=["c0.X"], duration_us=1.0))
+    lone.add(m.Event("long", duration_us=10.0))
+    cg = lone.compiled()
+    got = {b.source: b.value for b in static_bounds(cg, {}, cg.dur, cg.preds, cg.succs)}
+    # X alone: a and b one after the other, 2; the longest path (long alone) 10 leads, X is far
+    # below 95% of it
+    assert got["resource:c0.X"] == pytest.approx(2.0)
+    assert got["joint:paths"] == pytest.approx(10.0)

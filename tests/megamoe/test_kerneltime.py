@@ -67,6 +67,10 @@ def test_guardrail_error_is_simulates(monkeypatch: pytest.MonkeyPatch) -> None:
         kernel_time(sc, workers=2)
     assert str(got.value) == str(ref.value)
     assert got.value.bounds == ref.value.bounds
+    # simulate(..., ranks="slowest") judges every rank too, not only the slowest one
+    with pytest.raises(BoundViolation) as cut:
+        simulate(sc, ranks="slowest")
+    assert str(cut.value) == str(ref.value)
     off = kernel_time(sc, workers=2, check_bounds=False)
     assert off["kernel_total_us"] == simulate(sc, check_bounds=False)["kernel_total_us"]
 
@@ -115,3 +119,43 @@ def test_workers_with_another_thread_running() -> None:
         t.join()
     assert got["workers"] == 1
     assert got == {**kernel_time(sc, workers=2), "workers": 1}
+
+
+@pytest.mark.parametrize("name", ["bs72.zipf", "pto_m16.zipf", "basic_e8", "pto_m16.zipf.stealing"])
+def test_slowest_only_is_the_full_result_cut_down(name: str) -> None:
+    # simulate(..., ranks="slowest") is simulate(...) with rank_results and simulated_ranks cut
+    # down to the slowest rank's routing signature, plus every rank's time: the reference is
+    # the full pipeline, which analyses every rank in this process
+    from moeopt.cli.common import result_to_jsonable
+
+    sc = _golden(name)
+    full = simulate(sc)
+    cut = simulate(sc, ranks="slowest")
+    rep = next(
+        rr["rank"]
+        for rr in full["rank_results"].values()
+        if full["slowest_rank"] in rr["ranks_sharing_signature"]
+    )
+    assert cut["simulated_ranks"] == [rep]
+    assert sorted(cut["rank_results"]) == sorted(full["rank_results"][rep]["ranks_sharing_signature"])
+    assert cut["rank_kernel_total_us"] == {
+        r: rr["kernel_total_us"] for r, rr in sorted(full["rank_results"].items())
+    }
+    a, b = result_to_jsonable(full), result_to_jsonable(cut)
+    for key in ("rank_results", "representative_of_rank", "simulated_ranks"):
+        a.pop(key)
+        b.pop(key)
+    b.pop("rank_kernel_total_us")
+    assert a == b  # every other field, value for value (provenance, bounds, idle, critical path...)
+    f, c = full["rank_results"][rep], cut["rank_results"][rep]
+    assert c["schedule"].fingerprint() == f["schedule"].fingerprint()
+    assert list(c["events"]) == list(f["events"])
+    assert {k: v for k, v in c.items() if k not in ("schedule", "graph", "events")} == {
+        k: v for k, v in f.items() if k not in ("schedule", "graph", "events")
+    }
+
+
+@pytest.mark.parametrize("bad", ["fastest", "", None, 1])
+def test_bad_rank_detail_named(bad: object) -> None:
+    with pytest.raises(ValueError, match=r"ranks = .*not allowed; allowed: 'all', 'slowest'"):
+        simulate(_golden("bs72.zipf"), ranks=bad)  # type: ignore[arg-type]

@@ -1,0 +1,112 @@
+"""A kernel-time objective on a skewed routing stops at the first rank that reaches the best.
+
+The kernel's time is its slowest rank's, so one rank whose time alone reaches the best value
+found proves the point cannot win. The reference for every time here is ``kernel_time`` (all
+ranks scheduled)."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import pytest
+
+import moeopt.megamoe.kerneltime as kt
+from moeopt.megamoe.kerneltime import Reached, kernel_time, kernel_time_below
+from moeopt.search.config import load_study
+from moeopt.search.evaluate import Evaluator
+from tests.search.conftest import TINY
+
+
+def _study(**extra: Any) -> Any:
+    d = copy.deepcopy(TINY)
+    d["scenario"]["workload"]["routing"] = "zipf"  # every one of the 8 ranks differs
+    d.update(extra)
+    return load_study(d)
+
+
+@pytest.fixture
+def ranks_scheduled(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    seen: list[int] = []
+    real = kt._rank_time
+
+    def counting(rep: int) -> Any:
+        seen.append(rep)
+        return real(rep)
+
+    monkeypatch.setattr(kt, "_rank_time", counting)
+    return seen
+
+
+def test_kernel_time_below_stops_at_the_first_rank_that_reaches(ranks_scheduled: list[int]) -> None:
+    sc = _study().shapes[0].scenario({})
+    full = kernel_time(sc, workers=1)
+    times = full["rank_kernel_total_us"]
+    assert len(set(times.values())) == 8  # skewed: eight distinct ranks
+    # at the kernel time itself: the slowest rank reaches it (maybe after others), never a
+    # rank that does not; if it is the last one scheduled, nothing is saved and the whole
+    # answer comes back
+    del ranks_scheduled[:]
+    got = kernel_time_below(sc, full["kernel_total_us"], workers=1)
+    if isinstance(got, Reached):
+        assert got.total_us == full["kernel_total_us"]
+        assert times[got.rank] == got.total_us
+        assert ranks_scheduled[-1] == got.rank
+        assert len(ranks_scheduled) < 8
+    else:
+        assert got == full
+        assert times[ranks_scheduled[-1]] == full["kernel_total_us"]
+    # below every rank's time: the first rank scheduled (the largest) already reaches it
+    del ranks_scheduled[:]
+    got = kernel_time_below(sc, min(times.values()), workers=1)
+    assert isinstance(got, Reached)
+    assert ranks_scheduled == [got.rank]
+    # above the kernel time: every rank is scheduled and the answer is kernel_time's
+    del ranks_scheduled[:]
+    assert kernel_time_below(sc, full["kernel_total_us"] + 1e-6, workers=1) == full
+    assert len(ranks_scheduled) == 8
+
+
+def test_kernel_time_below_in_worker_processes() -> None:
+    sc = _study().shapes[0].scenario({})
+    full = kernel_time(sc, workers=2)
+    got = kernel_time_below(sc, min(full["rank_kernel_total_us"].values()), workers=2)
+    assert isinstance(got, Reached)
+    assert full["rank_kernel_total_us"][got.rank] == got.total_us
+    assert kernel_time_below(sc, full["kernel_total_us"] + 1e-6, workers=2) == full
+
+
+def test_evaluator_prunes_on_a_rank_and_completes_otherwise(ranks_scheduled: list[int]) -> None:
+    cfg = _study(prune={"lower_bound": "auto"})
+    assert cfg.metrics == ["kernel_total_us"]
+    point = {"kernel.tile_n": 256, "kernel.tile_m": 128, "p1_override": 0, "policy.dispatch_lookahead": 0}
+    ev = Evaluator(cfg)
+    ev.lb_checked = 10**6  # past the probing checks, none pruned: the point is simulated at once
+    value = kernel_time(cfg.shapes[0].scenario(point_overrides(cfg, point)), workers=1)["kernel_total_us"]
+    del ranks_scheduled[:]
+    out = ev.evaluate(point, best=value)  # cannot beat itself
+    assert out.state == "pruned"
+    assert out.kind == "lower_bound"
+    assert out.lower_bound_us is not None
+    assert out.lower_bound_us >= value
+    assert "the other ranks were not scheduled" in (out.reason or "")
+    assert len(ranks_scheduled) < 8
+    out = ev.evaluate(point, best=value + 1.0)
+    assert out.state == "complete"
+    assert out.values == [value]
+
+
+def point_overrides(cfg: Any, point: dict[str, Any]) -> dict[str, Any]:
+    from moeopt.search.space import to_overrides
+
+    return to_overrides(cfg, point)
+
+
+def test_one_distinct_rank_is_never_cut_short() -> None:
+    # a uniform routing: one graph stands for every rank, so reaching the threshold saves nothing
+    # and the trial keeps its exact value (the quick-start study's trials stay complete)
+    d = copy.deepcopy(TINY)
+    sc = load_study(d).shapes[0].scenario({})
+    full = kernel_time(sc, workers=1)
+    assert full["simulated_ranks"] == [0]
+    assert kernel_time_below(sc, full["kernel_total_us"] - 1.0, workers=1) == full
