@@ -539,7 +539,11 @@ def _apply_params(
     p = solver.parameters
     used: dict[str, Any] = {"num_workers": workers}
     p.num_workers = workers
-    merged = {**defaults, **dict(params or {})}
+    # moeopt's own defaults that the installed OR-Tools does not know are left out (a recent
+    # field such as use_new_integer_conflict_resolution on an older CP-SAT); the caller's are
+    # checked below
+    own = {k: v for k, v in defaults.items() if hasattr(p, k) and not callable(getattr(p, k))}
+    merged = {**own, **dict(params or {})}
     for key, value in merged.items():
         if key in RESERVED_PARAMS:
             raise InputError(
