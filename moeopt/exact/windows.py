@@ -102,6 +102,14 @@ def overloaded(
     return bool(np.any((span > 0) & (excess > tol)))
 
 
+def _midpoint(a: float, b: float, integral: bool) -> float | None:
+    """The next makespan to test between ``a`` (refuted) and ``b`` (not), or ``None`` when no
+    makespan is left between them (ticks: one apart; µs: within a relative 1e-9)."""
+    if integral:
+        return None if b - a <= 1 else float((int(a) + int(b)) // 2)
+    return None if b - a <= 1e-9 * max(1.0, b) else 0.5 * (a + b)
+
+
 def _largest_infeasible(
     its: Sequence[Item], capacity: int, lo: float, hi: float, integral: bool
 ) -> float | None:
@@ -115,14 +123,9 @@ def _largest_infeasible(
         return None
     a, b = lo, hi  # a overloaded; b not tested (assumed not)
     for _ in range(BISECTION_STEPS if not integral else 64):
-        if integral:
-            if b - a <= 1:
-                break
-            mid = float((int(a) + int(b)) // 2)
-        else:
-            if b - a <= 1e-9 * max(1.0, b):
-                break
-            mid = 0.5 * (a + b)
+        mid = _midpoint(a, b, integral)
+        if mid is None:
+            break
         if overloaded(est, length, after, demand, capacity, mid):
             a = mid
         else:
@@ -283,14 +286,9 @@ def sweep_window_bound(
     for _ in range(BISECTION_STEPS if not integral else 64):
         if hi is None or late():
             break
-        if integral:
-            if hi - lo <= 1:
-                break
-            mid = float((int(lo) + int(hi)) // 2)
-        else:
-            if hi - lo <= 1e-9 * max(1.0, hi):
-                break
-            mid = 0.5 * (lo + hi)
+        mid = _midpoint(lo, hi, integral)
+        if mid is None:
+            break
         if refuted(mid):
             found, lo = mid, mid
         else:
