@@ -1,5 +1,5 @@
 """``moeopt simulate FILE [--set dotted.path=value ...] [--json [PATH]] [--no-check-bounds]``
-``[--ranks all|slowest] [--assert-conserving]``
+``[--ranks all|slowest] [--quiet] [--assert-conserving]``
 
 Simulate a scenario file and print the summary: time (and with the unpermute tail), the three
 physical bounds with the binding one and the excess over it, utilisation per role, avoidable
@@ -18,15 +18,17 @@ import json
 from moeopt.cli.common import (
     Command,
     add_json_argument,
+    add_quiet_argument,
     add_set_argument,
     out,
     parse_sets,
+    progress_bar,
     result_to_jsonable,
     write_json,
 )
 from moeopt.megamoe.errors import GuardrailError
 from moeopt.megamoe.scenario import load_scenario
-from moeopt.megamoe.simulate import RANK_DETAIL, simulate
+from moeopt.megamoe.simulate import RANK_DETAIL, rank_groups, simulate
 from moeopt.megamoe.summary import format_summary
 from moeopt.trust.conserving import REFUSED, VIOLATED, check_conserving, format_check
 
@@ -52,6 +54,7 @@ def _simulate_arguments(p: argparse.ArgumentParser) -> None:
         "when there are several large ones, and analyse the slowest one only (slowest: for skewed "
         "routings with many distinct ranks; the JSON then holds the slowest rank and every rank's time)",
     )
+    add_quiet_argument(p)
     p.add_argument(
         "--assert-conserving",
         action="store_true",
@@ -61,8 +64,12 @@ def _simulate_arguments(p: argparse.ArgumentParser) -> None:
 
 def _simulate_run(args: argparse.Namespace) -> int:
     scenario = load_scenario(args.file, parse_sets(args.set))
+    # progress only when there is more than one distinct rank (a skewed routing: many graphs)
+    n = len(rank_groups(scenario)[1])
+    total = 3 * n if args.ranks == "all" else n + 1
     try:
-        r = simulate(scenario, check_bounds=not args.no_check_bounds, ranks=args.ranks)
+        with progress_bar(total, "simulate", not args.quiet and n > 1, unit="step") as step:
+            r = simulate(scenario, check_bounds=not args.no_check_bounds, ranks=args.ranks, progress=step)
     except GuardrailError as exc:
         out(f"error: {args.file}: guardrail {type(exc).__name__}: {exc}", err=True)
         return 1

@@ -47,6 +47,8 @@ from moeopt.megamoe.config.provenance import recording
 from moeopt.megamoe.results import Bounds, IdleDecomposition, SimulateResult
 from moeopt.megamoe.scenario import Config, Scenario
 from moeopt.megamoe.simulate import (
+    Progress,
+    Steps,
     _bound_guard,
     _conservation_guard,
     assemble_result,
@@ -259,10 +261,13 @@ def _timed(
     check_bounds: bool,
     check_work_conservation: bool,
     stop_at: float | None = None,
+    progress: Progress | None = None,
+    extra_steps: int = 0,
 ) -> tuple[KernelTime, dict[int, _RankTime], np.ndarray, list[list[int]]] | Reached:
     """:func:`kernel_time`, and what it found per distinct rank (by representative), the
     routing counts and the ranks grouped by routing signature; or the first rank found whose
-    time is at least ``stop_at``."""
+    time is at least ``stop_at``. ``progress``: a step per rank timed, out of their number plus
+    ``extra_steps`` (the caller's own)."""
     cfg = scenario.config
     w = scenario.workload
     policy = make_policy(cfg.scheduling)
@@ -278,6 +283,7 @@ def _timed(
     reps = [groups[k][0] for k in order]
     job = _Job(scenario, counts, conservation)
     got: list[_RankTime | _Failed] = []
+    steps = Steps(progress, len(reps) + extra_steps)
     if n <= 1:
         global _JOB
         saved, _JOB = _JOB, job
@@ -285,6 +291,7 @@ def _timed(
             for rep in reps:
                 one = _rank_time(rep)
                 got.append(one)
+                steps(f"rank {rep} timed")
                 if _reached(one, stop_at) and len(got) < len(reps):
                     return Reached(rep, one.total_us)
         finally:
@@ -294,6 +301,7 @@ def _timed(
             for res in pool.imap(_rank_time_remote, reps, chunksize=1):
                 one = res if isinstance(res, _RankTime) else (res[0], _rebuilt(*res[1:]))
                 got.append(one)
+                steps(f"rank {reps[len(got) - 1]} timed")
                 if _reached(one, stop_at) and len(got) < len(reps):
                     return Reached(reps[len(got) - 1], one.total_us)
     by_rep = dict(zip(reps, got, strict=True))
@@ -307,14 +315,16 @@ def _reached(res: _RankTime | _Failed, stop_at: float | None) -> TypeGuard[_Rank
     return stop_at is not None and isinstance(res, _RankTime) and res.total_us >= stop_at
 
 
-def simulate_slowest(scenario: Scenario, check_bounds: bool, check_work_conservation: bool) -> SimulateResult:
+def simulate_slowest(
+    scenario: Scenario, check_bounds: bool, check_work_conservation: bool, progress: Progress | None = None
+) -> SimulateResult:
     """``simulate(scenario, ranks="slowest")`` (see :func:`moeopt.simulate`): every distinct rank
     timed and judged by :func:`kernel_time`, then the slowest one's routing signature built,
     scheduled, validated and analysed here as :func:`moeopt.simulate` does it."""
     cfg = scenario.config
     w = scenario.workload
     policy = make_policy(cfg.scheduling)
-    got = _timed(scenario, None, check_bounds, check_work_conservation)
+    got = _timed(scenario, None, check_bounds, check_work_conservation, progress=progress, extra_steps=1)
     assert not isinstance(got, Reached)
     kt, times, counts, groups = got
     group = next(g for g in groups if kt["slowest_rank"] in g)
@@ -326,6 +336,8 @@ def simulate_slowest(scenario: Scenario, check_bounds: bool, check_work_conserva
         rg = builder(cfg, w.tokens, w.topk, w.world, counts, group[0], w.shared_expert_num)
         per_rank = rank_results({group[0]: (rg, group)}, cfg, True)
     used |= here
+    if progress is not None:
+        progress(len(times) + 1, len(times) + 1, f"rank {group[0]} analysed")
     if per_rank[group[0]]["kernel_total_us"] != kt["kernel_total_us"]:  # one graph, one scheduler
         raise AssertionError("the slowest rank's time differs between its two schedules")
     total, dag_end = kt["kernel_total_us"], kt["kernel_dag_end_us"]

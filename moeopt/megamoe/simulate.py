@@ -31,7 +31,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
-from collections.abc import Hashable
+from collections.abc import Callable, Hashable
 from typing import cast
 
 import numpy as np
@@ -98,13 +98,30 @@ def rank_groups(scenario: Scenario) -> tuple[np.ndarray, list[list[int]]]:
     return counts, list(groups.values())
 
 
-def build_graphs(scenario: Scenario) -> BuiltGraphs:
+Progress = Callable[[int, int, str], None]
+"""``progress(done, total, what)``: called after each step of a long run (a rank built,
+scheduled, analysed), for a progress bar."""
+
+
+class Steps:
+    """Counts the steps of a run for a :data:`Progress` callback (none: nothing happens)."""
+
+    def __init__(self, progress: Progress | None, total: int) -> None:
+        self.progress, self.total, self.done = progress, total, 0
+
+    def __call__(self, what: str) -> None:
+        if self.progress is not None:
+            self.done += 1
+            self.progress(self.done, self.total, what)
+
+
+def build_graphs(scenario: Scenario, *, progress: Steps | None = None) -> BuiltGraphs:
     """One built graph per distinct routing signature: ``{representative rank: (graph, ranks)}``.
 
     **No guardrail**: these are the graphs only. Scheduling ``rg.graph`` with the generic
     ``moeopt.schedule`` is the explicit opt-out of ``BoundViolation`` and
     ``WorkConservationViolation``; :func:`schedule_rank` (one graph) and :func:`simulate_built`
-    (all of them, with the analyses) schedule them with both."""
+    (all of them, with the analyses) schedule them with both. ``progress``: a step per rank."""
     cfg = scenario.config
     w = scenario.workload
     counts, groups = rank_groups(scenario)
@@ -114,6 +131,8 @@ def build_graphs(scenario: Scenario) -> BuiltGraphs:
         for ranks in groups:
             rep = ranks[0]
             out[rep] = (builder(cfg, w.tokens, w.topk, w.world, counts, rep, w.shared_expert_num), ranks)
+            if progress is not None:
+                progress(f"rank {rep} built")
     out.constants_used = frozenset(used)
     for name in used:  # into the run's own record, if one is being kept
         record(name)
@@ -131,6 +150,7 @@ def simulate(
     validate: bool = True,
     *,
     ranks: str = "all",
+    progress: Progress | None = None,
 ) -> SimulateResult:
     """Simulate ``scenario``: a :class:`~moeopt.megamoe.results.SimulateResult` (plain dicts; see
     the module docstring for the guardrails).
@@ -143,15 +163,19 @@ def simulate(
     value for value. For skewed routings, where every rank is a graph of its own and the
     analyses and event tables of all of them cost more time and memory than the answer needs
     (schedules are always validated in this mode).
+
+    ``progress(done, total, what)`` is called after each rank is built, scheduled and analysed
+    (``ranks="all"``: three steps per distinct rank; ``"slowest"``: one per distinct rank, and
+    one for the slowest rank's analyses).
     """
     if ranks not in RANK_DETAIL:
         raise ValueError(f"ranks = {ranks!r}: not allowed; allowed: {', '.join(map(repr, RANK_DETAIL))}")
     if ranks == "slowest":
         from moeopt.megamoe.kerneltime import simulate_slowest  # it builds on this module
 
-        return simulate_slowest(scenario, check_bounds, check_work_conservation)
+        return simulate_slowest(scenario, check_bounds, check_work_conservation, progress)
     with gc_paused():
-        return _simulate(scenario, check_bounds, check_work_conservation, validate, None)
+        return _simulate(scenario, check_bounds, check_work_conservation, validate, None, progress)
 
 
 def simulate_built(scenario: Scenario, graphs: BuiltGraphs, check_bounds: bool = True) -> SimulateResult:
@@ -167,14 +191,19 @@ def _simulate(
     check_work_conservation: bool,
     validate: bool,
     graphs: dict[int, tuple[RankGraph, list[int]]] | None,
+    progress: Progress | None = None,
 ) -> SimulateResult:
     """Schedule every distinct rank graph, analyse each schedule, apply the guardrails, and
     assemble the result from the slowest rank's parts."""
     cfg = scenario.config
     policy = make_policy(cfg.scheduling)
+    steps = None
+    if progress is not None:
+        n = len(rank_groups(scenario)[1]) if graphs is None else len(graphs)
+        steps = Steps(progress, 3 * n if graphs is None else 2 * n)
     with recording() as used:
-        built = build_graphs(scenario) if graphs is None else graphs
-        per_rank = rank_results(built, cfg, validate)
+        built = build_graphs(scenario, progress=steps) if graphs is None else graphs
+        per_rank = rank_results(built, cfg, validate, steps)
     if isinstance(built, BuiltGraphs):
         used |= built.constants_used
     total = max(r["kernel_total_us"] for r in per_rank.values())
@@ -225,10 +254,11 @@ def assemble_result(
 
 
 def rank_results(
-    built: dict[int, tuple[RankGraph, list[int]]], cfg: Config, validate: bool
+    built: dict[int, tuple[RankGraph, list[int]]], cfg: Config, validate: bool, progress: Steps | None = None
 ) -> dict[int, RankResult]:
     """Rank -> its result: each distinct graph scheduled (and validated) once, then analysed; the
-    ranks sharing a routing signature share the dict."""
+    ranks sharing a routing signature share the dict (``progress``: a step per rank scheduled
+    and per rank analysed)."""
     scheduled: list[tuple[RankGraph, Schedule, list[int], str]] = []
     for _rep, (rg, ranks) in sorted(built.items()):
         # the builder already left out every semaphore whose capacity covers its demand; the
@@ -246,6 +276,8 @@ def rank_results(
             # where it ran (the schedule is an ordinary valid schedule of that graph)
             rg = dataclasses.replace(rg, graph=repinned_graph(rg.graph, s.repinned))
         scheduled.append((rg, s, ranks, _last_combine(rg, s)))
+        if progress is not None:
+            progress(f"rank {rg.rank} scheduled")
     total = max(s.end_us[last] for _rg, s, _ranks, last in scheduled)
     per_rank: dict[int, RankResult] = {}
     for rg, s, ranks, last in scheduled:
@@ -256,6 +288,8 @@ def rank_results(
         res = _rank_result(rg, s, cfg, last, ranks, dag_end)
         for r in ranks:
             per_rank[r] = res
+        if progress is not None:
+            progress(f"rank {rg.rank} analysed")
     return per_rank
 
 

@@ -124,6 +124,22 @@ def test_simulate_slowest_ranks_only(bs72_file):
     assert "invalid choice: 'fastest'" in bad.stderr
 
 
+def test_simulate_reports_progress_on_many_ranks_only(bs72_file):
+    # bs72 with zipf routing: 8 distinct ranks, each built, scheduled and analysed (24 steps);
+    # progress goes to standard error as lines (not a terminal), never with --quiet, and not
+    # for a uniform routing (one graph stands for every rank: nothing to follow)
+    zipf = ["--set", "workload.routing='zipf'"]
+    out = moeopt("simulate", str(bs72_file), *zipf)
+    assert out.returncode == 0, out.stderr
+    lines = [ln for ln in out.stderr.splitlines() if ln.startswith("simulate: ")]
+    assert lines[0] == "simulate: 0/24 steps"
+    assert any("rank 7 analysed" in ln for ln in lines)
+    cut = moeopt("simulate", str(bs72_file), *zipf, "--ranks", "slowest")
+    assert "/9 steps" in cut.stderr  # 8 ranks timed, the slowest analysed
+    assert moeopt("simulate", str(bs72_file), *zipf, "--quiet").stderr == ""
+    assert moeopt("simulate", str(bs72_file)).stderr == ""
+
+
 @pytest.mark.parametrize(
     ("args", "expect"),
     [

@@ -159,3 +159,18 @@ def test_slowest_only_is_the_full_result_cut_down(name: str) -> None:
 def test_bad_rank_detail_named(bad: object) -> None:
     with pytest.raises(ValueError, match=r"ranks = .*not allowed; allowed: 'all', 'slowest'"):
         simulate(_golden("bs72.zipf"), ranks=bad)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(("ranks", "per_rank", "extra"), [("all", 3, 0), ("slowest", 1, 1)])
+def test_progress_counts_every_step(ranks: str, per_rank: int, extra: int) -> None:
+    # all: each distinct rank built, scheduled and analysed; slowest: each timed, then the
+    # slowest one analysed. Steps come in order, one by one, up to the announced total
+    sc = _golden("bs72.zipf")
+    calls: list[tuple[int, int, str]] = []
+    r = simulate(sc, ranks=ranks, progress=lambda d, t, w: calls.append((d, t, w)))
+    n = len(set(r.get("rank_kernel_total_us", r["rank_results"])))  # 8 distinct ranks
+    assert n == 8
+    total = per_rank * n + extra
+    assert [d for d, _t, _w in calls] == list(range(1, total + 1))
+    assert {t for _d, t, _w in calls} == {total}
+    assert calls[-1][2] == f"rank {r['slowest_rank'] if ranks == 'slowest' else max(r['simulated_ranks'])} analysed"
