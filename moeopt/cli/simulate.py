@@ -28,7 +28,7 @@ from moeopt.cli.common import (
 )
 from moeopt.megamoe.errors import GuardrailError
 from moeopt.megamoe.scenario import load_scenario
-from moeopt.megamoe.simulate import RANK_DETAIL, rank_groups, simulate
+from moeopt.megamoe.simulate import RANK_DETAIL, progress_total, rank_groups, simulate
 from moeopt.megamoe.summary import format_summary
 from moeopt.trust.conserving import REFUSED, VIOLATED, check_conserving, format_check
 
@@ -66,7 +66,7 @@ def _simulate_run(args: argparse.Namespace) -> int:
     scenario = load_scenario(args.file, parse_sets(args.set))
     # progress only when there is more than one distinct rank (a skewed routing: many graphs)
     n = len(rank_groups(scenario)[1])
-    total = 3 * n if args.ranks == "all" else n + 1
+    total = progress_total(args.ranks, n)
     try:
         with progress_bar(total, "simulate", not args.quiet and n > 1, unit="step") as step:
             r = simulate(scenario, check_bounds=not args.no_check_bounds, ranks=args.ranks, progress=step)

@@ -52,6 +52,7 @@ from moeopt.megamoe.simulate import (
     _bound_guard,
     _conservation_guard,
     assemble_result,
+    progress_total,
     rank_groups,
     rank_results,
 )
@@ -261,13 +262,11 @@ def _timed(
     check_bounds: bool,
     check_work_conservation: bool,
     stop_at: float | None = None,
-    progress: Progress | None = None,
-    extra_steps: int = 0,
+    steps: Steps | None = None,
 ) -> tuple[KernelTime, dict[int, _RankTime], np.ndarray, list[list[int]]] | Reached:
     """:func:`kernel_time`, and what it found per distinct rank (by representative), the
     routing counts and the ranks grouped by routing signature; or the first rank found whose
-    time is at least ``stop_at``. ``progress``: a step per rank timed, out of their number plus
-    ``extra_steps`` (the caller's own)."""
+    time is at least ``stop_at``. ``steps``: a step per rank timed."""
     cfg = scenario.config
     w = scenario.workload
     policy = make_policy(cfg.scheduling)
@@ -283,7 +282,6 @@ def _timed(
     reps = [groups[k][0] for k in order]
     job = _Job(scenario, counts, conservation)
     got: list[_RankTime | _Failed] = []
-    steps = Steps(progress, len(reps) + extra_steps)
     if n <= 1:
         global _JOB
         saved, _JOB = _JOB, job
@@ -291,7 +289,8 @@ def _timed(
             for rep in reps:
                 one = _rank_time(rep)
                 got.append(one)
-                steps(f"rank {rep} timed")
+                if steps is not None:
+                    steps(f"rank {rep} timed")
                 if _reached(one, stop_at) and len(got) < len(reps):
                     return Reached(rep, one.total_us)
         finally:
@@ -301,7 +300,8 @@ def _timed(
             for res in pool.imap(_rank_time_remote, reps, chunksize=1):
                 one = res if isinstance(res, _RankTime) else (res[0], _rebuilt(*res[1:]))
                 got.append(one)
-                steps(f"rank {reps[len(got) - 1]} timed")
+                if steps is not None:
+                    steps(f"rank {reps[len(got) - 1]} timed")
                 if _reached(one, stop_at) and len(got) < len(reps):
                     return Reached(reps[len(got) - 1], one.total_us)
     by_rep = dict(zip(reps, got, strict=True))
@@ -324,7 +324,8 @@ def simulate_slowest(
     cfg = scenario.config
     w = scenario.workload
     policy = make_policy(cfg.scheduling)
-    got = _timed(scenario, None, check_bounds, check_work_conservation, progress=progress, extra_steps=1)
+    steps = Steps(progress, progress_total("slowest", len(rank_groups(scenario)[1]))) if progress else None
+    got = _timed(scenario, None, check_bounds, check_work_conservation, steps=steps)
     assert not isinstance(got, Reached)
     kt, times, counts, groups = got
     group = next(g for g in groups if kt["slowest_rank"] in g)
@@ -336,8 +337,8 @@ def simulate_slowest(
         rg = builder(cfg, w.tokens, w.topk, w.world, counts, group[0], w.shared_expert_num)
         per_rank = rank_results({group[0]: (rg, group)}, cfg, True)
     used |= here
-    if progress is not None:
-        progress(len(times) + 1, len(times) + 1, f"rank {group[0]} analysed")
+    if steps is not None:
+        steps(f"rank {group[0]} analysed")
     if per_rank[group[0]]["kernel_total_us"] != kt["kernel_total_us"]:  # one graph, one scheduler
         raise AssertionError("the slowest rank's time differs between its two schedules")
     total, dag_end = kt["kernel_total_us"], kt["kernel_dag_end_us"]

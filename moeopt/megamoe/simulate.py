@@ -103,6 +103,12 @@ Progress = Callable[[int, int, str], None]
 scheduled, analysed), for a progress bar."""
 
 
+def progress_total(ranks: str, distinct: int) -> int:
+    """The steps :func:`simulate` reports for ``distinct`` distinct ranks: each built, scheduled
+    and analysed (``ranks="all"``), or each timed and then the slowest analysed (``"slowest"``)."""
+    return 3 * distinct if ranks == "all" else distinct + 1
+
+
 class Steps:
     """Counts the steps of a run for a :data:`Progress` callback (none: nothing happens)."""
 
@@ -197,10 +203,8 @@ def _simulate(
     assemble the result from the slowest rank's parts."""
     cfg = scenario.config
     policy = make_policy(cfg.scheduling)
-    steps = None
-    if progress is not None:
-        n = len(rank_groups(scenario)[1]) if graphs is None else len(graphs)
-        steps = Steps(progress, 3 * n if graphs is None else 2 * n)
+    # (only simulate reports progress, and it passes no graphs)
+    steps = Steps(progress, progress_total("all", len(rank_groups(scenario)[1]))) if progress else None
     with recording() as used:
         built = build_graphs(scenario, progress=steps) if graphs is None else graphs
         per_rank = rank_results(built, cfg, validate, steps)
