@@ -67,7 +67,7 @@ KNOB_DOCS: dict[str, str] = {
     "kernel.l1_stages": "L1 buffers per tile load pipeline (2 = double buffering)",
     "kernel.quant": "quantisation mode of the GMMs (cube rate and bytes per element)",
     "kernel.topo_urma": "communication topology: false = peer write, true = URMA batched GET/PUT with the "
-    "AIV1 program-order chain",
+    "AIV1 program-order chain (megamoe-a8w8; the PTO profiles' kernel has no URMA path and refuses true)",
     "kernel.swizzle_n": "N-columns per swizzle group (B-panel reuse across adjacent tiles)",
     "kernel.swiglu_segments": "how activation over GM is cut: the kernel's rule, per expert, or one segment",
     "kernel.front_reorder": "front reorder as one closed form (single) or the PTO kernel's three paths, "

@@ -44,7 +44,7 @@ from moeopt.megamoe.config.profiles import (
 )
 from moeopt.megamoe.knobs import Knob, knob_catalogue
 from moeopt.megamoe.scenario import EDGES, LINK_FIELDS, Scenario, effective_table
-from moeopt.megamoe.scenario.resolve import REQUIRED_URMA
+from moeopt.megamoe.scenario.resolve import PEER_WRITE_ONLY, REQUIRED_URMA
 from moeopt.megamoe.scenario.schema import WORKLOAD_DEFAULTS
 from moeopt.megamoe.simulate import simulate
 
@@ -320,14 +320,21 @@ def _more_tokens(s: Scenario) -> tuple[str, dict[str, Any]]:
 
 
 def _urma_flip(s: Scenario) -> tuple[str, dict[str, Any]]:
-    """The other communication topology. URMA needs its three rates; where the profile has none
-    (pto-a2a3: the kernel has no URMA path), the shape takes megamoe-a8w8's, so that the URMA
-    knobs can still be shown to act (the constants it supplies are still tried on it)."""
+    """The other communication topology. A PTO profile's kernel has no URMA path (refused
+    there), so on one the shape is the megamoe-a8w8 kernel with URMA: the URMA knobs are shown
+    to act on the kernel that has them, and the detail names it. URMA needs its three rates;
+    where the profile has none, the shape takes megamoe-a8w8's (the constants it supplies are
+    still tried on it)."""
     cfg = s.config
     flip = not cfg.topo_urma
     name = f"kernel.topo_urma = {str(flip).lower()}"
     if not flip:
         return name, {"kernel.topo_urma": False}
+    if s.profile in PEER_WRITE_ONLY:
+        return (
+            f"{name} (profile megamoe-a8w8: {s.profile} has no URMA path)",
+            {"profile": "megamoe-a8w8", "kernel.topo_urma": True},
+        )
     missing = [n for n in REQUIRED_URMA if n not in cfg.constants]
     if not missing:
         return name, {"kernel.topo_urma": True}

@@ -102,14 +102,27 @@ def test_missing_constants_are_named_not_zeroed():
         mm.Scenario(
             workload=mm.Workload(tokens=8, topk=2, world=2, local_experts=2), h=512, hidden_dim=512, aic_num=4
         )
-    with pytest.raises(mm.ScenarioError, match=r"no value for urma_get_bytes_per_us.*no URMA path"):
-        mm.Scenario(
-            workload=mm.Workload(tokens=8, topk=2, world=2, local_experts=2),
-            h=512,
-            hidden_dim=512,
-            profile="pto-a2a3",
-            kernel=mm.Kernel(topo_urma=True),
-        )
+
+
+@pytest.mark.parametrize("profile", ["pto-a2a3", "pto-a2a3-v1"])
+def test_urma_transport_is_refused_on_the_peer_write_kernel(profile: str) -> None:
+    """The PTO kernel moves tokens by peer writes only: ``topo_urma = true`` is refused with the
+    field, the value and what is allowed, even when [calibration] supplies every URMA rate (which
+    would otherwise build the other kernel's GET/PUT transport and call it the PTO kernel's time)."""
+    rates = {"urma_get_bytes_per_us": 2250.0, "urma_put_bytes_per_us": 2250.0, "urma_op_us": 1.0}
+    for calibration in ({}, rates):
+        with pytest.raises(
+            mm.ScenarioError,
+            match=rf"kernel.topo_urma = true: not allowed with profile '{profile}'.*allowed: false",
+        ):
+            mm.Scenario(
+                workload=mm.Workload(tokens=8, topk=2, world=2, local_experts=2),
+                h=512,
+                hidden_dim=512,
+                profile=profile,
+                kernel=mm.Kernel(topo_urma=True),
+                calibration=calibration,
+            )
 
 
 def test_tiles_that_do_not_fit_l1_are_rejected(bs72):

@@ -136,7 +136,7 @@ def test_every_probe_shape_is_accepted_by_the_examples(bs72: mm.Scenario) -> Non
     example each one must resolve (the staged barriers drop the look-ahead basic sets, the PTO
     profile takes its own tile where the scenario sets another, the split groups leave the
     activation's cores to GMM1 when the hand-off is on-chip, URMA on the PTO profile takes
-    megamoe-a8w8's rates)."""
+    megamoe-a8w8's rates, and on a PTO profile, which has no URMA path, is the megamoe-a8w8 kernel)."""
     basic = mm.load_scenario(EXAMPLES / "scenario_basic.toml")
     seed002 = mm.load_scenario(EXAMPLES / "seed002_typical.toml")
     for s in (bs72, basic, seed002):
@@ -149,6 +149,10 @@ def test_every_probe_shape_is_accepted_by_the_examples(bs72: mm.Scenario) -> Non
     assert names["barriers staged, GM links, no look-ahead"]["policy.dispatch_lookahead"] == 0
     pto = names["profile pto-a2a3 (its tile 128 x 256 x 512)"]
     assert (pto["kernel.tile_m"], pto["kernel.tile_n"]) == (128, 256)
+    # seed002_typical is a PTO scenario (peer writes): its URMA probe switches kernel, never
+    # builds URMA transport under the PTO kernel's name
+    urma = [o for n, o in au.probe_shapes(seed002) if n.startswith("kernel.topo_urma = true")]
+    assert urma == [{"profile": "megamoe-a8w8", "kernel.topo_urma": True}]
 
 
 def test_the_many_rows_probe_has_four_m_blocks_per_expert(bs72: mm.Scenario) -> None:

@@ -92,6 +92,7 @@ def resolve(s: Scenario) -> Config:
     raw = effective_table(s)
     kern, pol, opt = raw["kernel"], raw["policy"], raw["options"]
     aic = _core_count_rule(raw)
+    _transport_rule(s, kern)
     consts = _constant_rules(s, kern["topo_urma"])
     _tile_rules(kern, consts)
     _buffer_rules(s, raw, consts, aic)
@@ -119,6 +120,24 @@ def _core_count_rule(raw: Table) -> int:
     return int(raw["aic_num"])
 
 
+PEER_WRITE_ONLY = ("pto-a2a3", "pto-a2a3-v1")
+"""Profiles whose kernel moves tokens by peer writes only: the PTO MegaMoE kernel
+(``kernels/manual/a2a3/dispatch_mega_combine/``, both versions, ../shared/hardware.md) has no
+URMA transport, so the URMA path of the megamoe-a8w8 kernel cannot stand for it."""
+
+
+def _transport_rule(s: Scenario, kern: Table) -> None:
+    """``kernel.topo_urma = true`` only on a kernel that has a URMA path. With the URMA rates
+    given under [calibration] a PTO profile would otherwise build the other kernel's batched
+    GET/PUT transport and report it as the PTO kernel's time."""
+    if kern["topo_urma"] and s.profile in PEER_WRITE_ONLY:
+        raise ScenarioError(
+            f"kernel.topo_urma = true: not allowed with profile {s.profile!r}, whose kernel moves tokens "
+            "by peer writes only (it has no URMA path to model); allowed: false, or profile "
+            "'megamoe-a8w8' (the kernel with the URMA batched GET/PUT transport)"
+        )
+
+
 def _constant_rules(s: Scenario, topo_urma: bool) -> dict[str, Const]:
     """The profile's constants with the scenario's ``[calibration]`` on top (tagged ``assumed``);
     every constant the model reads must have a value (the URMA rates only with ``topo_urma``)."""
@@ -135,9 +154,8 @@ def _constant_rules(s: Scenario, topo_urma: bool) -> dict[str, Const]:
             if s.profile
             else "without a profile there is no value for"
         )
-        extra = " (the PTO A2/A3 kernel has no URMA path)" if s.profile == "pto-a2a3" and topo_urma else ""
         raise ScenarioError(
-            f"{why} {', '.join(missing)}{extra}; set them under [calibration] "
+            f"{why} {', '.join(missing)}; set them under [calibration] "
             f"(e.g. calibration.{missing[0]} = <{CONSTANTS[missing[0]][0]}>) or pick a profile: "
             f"{', '.join(PROFILES)}"
         )
