@@ -356,11 +356,41 @@ def kernel_time_built(
 ) -> KernelTime:
     """:func:`kernel_time` on graphs already built by ``build_graphs(scenario)`` (the search
     builds them for the lower bound and reuses them here), in this process."""
+    got = _built_times(scenario, graphs, check_bounds, check_work_conservation, None)
+    assert not isinstance(got, Reached)
+    return got
+
+
+def kernel_time_built_below(
+    scenario: Scenario, graphs: Mapping[int, tuple[RankGraph, list[int]]], threshold_us: float
+) -> KernelTime | Reached:
+    """:func:`kernel_time_below` on graphs already built by ``build_graphs(scenario)``: the
+    largest graphs are scheduled first, and the first rank whose time reaches ``threshold_us``
+    while ranks are left to schedule is returned instead of the kernel's time."""
+    return _built_times(scenario, graphs, True, True, threshold_us)
+
+
+def _built_times(
+    scenario: Scenario,
+    graphs: Mapping[int, tuple[RankGraph, list[int]]],
+    check_bounds: bool,
+    check_work_conservation: bool,
+    stop_at: float | None,
+) -> KernelTime | Reached:
     cfg = scenario.config
     policy = make_policy(cfg.scheduling)
     conservation = check_work_conservation and policy.work_conserving
+    # the largest graphs first, as _timed orders its ranks (by rows there, by events here)
+    order = list(graphs)
+    if stop_at is not None:
+        order.sort(key=lambda rep: -len(graphs[rep][0].graph))
+    got: dict[int, _RankTime | _Failed] = {}
     with gc_paused():
-        got = {rep: _judge(rep, rg, cfg, conservation) for rep, (rg, _ranks) in graphs.items()}
+        for rep in order:
+            one = got[rep] = _judge(rep, graphs[rep][0], cfg, conservation)
+            if _reached(one, stop_at) and len(got) < len(order):
+                return Reached(rep, one.total_us)
+    got = {rep: got[rep] for rep in graphs}  # in build order again, as _combine reports errors
     groups = [ranks for _rep, (_rg, ranks) in graphs.items()]
     return _combine(scenario, list(graphs), groups, got, 1, check_bounds, conservation, policy.name)
 

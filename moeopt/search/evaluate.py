@@ -37,7 +37,13 @@ from moeopt.core.gcpause import gc_paused
 from moeopt.errors import MoeoptError
 from moeopt.megamoe.analysis import graph_floors, physical_bounds
 from moeopt.megamoe.errors import GuardrailError, ScenarioError
-from moeopt.megamoe.kerneltime import Reached, kernel_time, kernel_time_below, kernel_time_built
+from moeopt.megamoe.kerneltime import (
+    Reached,
+    kernel_time,
+    kernel_time_below,
+    kernel_time_built,
+    kernel_time_built_below,
+)
 from moeopt.megamoe.scenario import Scenario
 from moeopt.megamoe.simulate import BuiltGraphs, build_graphs, simulate, simulate_built
 from moeopt.search.config import ShapeSpec, StudyConfig
@@ -245,8 +251,12 @@ class Evaluator:
                 self.lb_skipped += 1
             stop_at = self._stop_at(best)
             for name, scs in scenarios.items():
-                if stop_at is not None and not graphs:
-                    k = kernel_time_below(scs[0], stop_at, **self._workers())
+                if stop_at is not None:
+                    k = (
+                        kernel_time_built_below(scs[0], graphs[id(scs[0])], stop_at)
+                        if graphs
+                        else kernel_time_below(scs[0], stop_at, **self._workers())
+                    )
                     if isinstance(k, Reached):
                         assert best is not None
                         lb = aggregate(cfg, {name: k.total_us}, self._base(cfg.objective.metric))

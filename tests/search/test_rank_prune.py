@@ -12,7 +12,8 @@ from typing import Any
 import pytest
 
 import moeopt.megamoe.kerneltime as kt
-from moeopt.megamoe.kerneltime import Reached, kernel_time, kernel_time_below
+from moeopt.megamoe.kerneltime import Reached, kernel_time, kernel_time_below, kernel_time_built_below
+from moeopt.megamoe.simulate import build_graphs
 from moeopt.search.config import load_study
 from moeopt.search.evaluate import Evaluator
 from tests.search.conftest import TINY
@@ -110,3 +111,55 @@ def test_one_distinct_rank_is_never_cut_short() -> None:
     full = kernel_time(sc, workers=1)
     assert full["simulated_ranks"] == [0]
     assert kernel_time_below(sc, full["kernel_total_us"] - 1.0, workers=1) == full
+
+
+@pytest.fixture
+def ranks_judged(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    seen: list[int] = []
+    real = kt._judge
+
+    def counting(rep: int, *args: Any) -> Any:
+        seen.append(rep)
+        return real(rep, *args)
+
+    monkeypatch.setattr(kt, "_judge", counting)
+    return seen
+
+
+def test_built_graphs_stop_at_the_first_rank_that_reaches(ranks_judged: list[int]) -> None:
+    """The search's path after a lower-bound check (the graphs are built already) stops as
+    kernel_time_below does: the largest graph first, and only while ranks are left."""
+    sc = _study().shapes[0].scenario({})
+    graphs = build_graphs(sc)
+    full = kernel_time(sc, workers=1)
+    times = full["rank_kernel_total_us"]
+    del ranks_judged[:]
+    got = kernel_time_built_below(sc, graphs, min(times.values()))
+    assert isinstance(got, Reached)
+    largest = max(graphs, key=lambda rep: len(graphs[rep][0].graph))
+    assert ranks_judged == [largest] == [got.rank]
+    assert got.total_us == times[largest]
+    del ranks_judged[:]
+    assert kernel_time_built_below(sc, graphs, full["kernel_total_us"] + 1e-6) == {**full, "workers": 1}
+    assert sorted(ranks_judged) == sorted(graphs)
+
+
+def test_evaluator_stops_early_after_a_lower_bound_check(ranks_judged: list[int]) -> None:
+    # while the bound check probes (its first checks), the graphs it built are scheduled
+    # largest first and a point that cannot win stops at its first rank too
+    cfg = _study(prune={"lower_bound": "auto"})
+    point = {"kernel.tile_n": 256, "kernel.tile_m": 128, "p1_override": 0, "policy.dispatch_lookahead": 0}
+    value = kernel_time(cfg.shapes[0].scenario(point_overrides(cfg, point)), workers=1)["kernel_total_us"]
+    ev = Evaluator(cfg)
+    del ranks_judged[:]
+    out = ev.evaluate(point, best=value)
+    assert ev.lb_checked == 1
+    assert ev.lb_pruned == 0
+    assert out.state == "pruned"
+    assert out.kind == "lower_bound"
+    assert "the other ranks were not scheduled" in (out.reason or "")
+    assert len(ranks_judged) < 8
+    out = ev.evaluate(point, best=value + 1.0)
+    assert ev.lb_checked == 2
+    assert out.state == "complete"
+    assert out.values == [value]
