@@ -128,6 +128,11 @@ unproven at 2 s, 1 worker, it reaches 2-5 below the optimum (CP-SAT's own bound:
 0.4-1.0 CPU s alone; it proves none of them (not even CP-SAT given ``optimum − 1`` as a bound
 proves them in 2 s), so it only tightens the reported bound. assumed: half, the core search
 keeps the rest."""
+DESTRUCTIVE_MIN_S = 1.0
+"""The destructive bound runs only when its share of the bound phase is at least this long.
+Measured: it needs 0.4-1.0 CPU s on the nine hard j30 instances; at a 2 s limit (0.1 s of its
+share) it made one or two tests and took the time the core search needed: the reported bounds of
+those nine fell by 1-5 (paired runs of bench_psplib.py, load 6 on 2 cores)."""
 DELAYS_BUDGET = 2_000_000
 """Work allowed for the pairwise energy distances (events² × intervals)."""
 
@@ -325,7 +330,8 @@ def solve_exact(
     destructive: Bound | None = None
     if bound_phase and code in (cp_model.FEASIBLE, cp_model.UNKNOWN) and left >= MIN_SOLVE_S:
         # part of the bound phase: the destructive bound (module constant), from CP-SAT's bound
-        destructive = _destructive(inst, grid, cp_bound, best, DESTRUCTIVE_SHARE * left)
+        if DESTRUCTIVE_SHARE * left >= DESTRUCTIVE_MIN_S:
+            destructive = _destructive(inst, grid, cp_bound, best, DESTRUCTIVE_SHARE * left)
         if destructive is not None:
             model.cp.add(model.makespan >= grid.down(destructive.value))
         left = budget - (time.perf_counter() - t_solve)
