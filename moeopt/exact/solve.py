@@ -124,10 +124,10 @@ DESTRUCTIVE_SHARE = 0.5
 has not solved) given first to the destructive bound of :mod:`moeopt.exact.destructive`
 (propagation and the preemptive LP, searched upward from CP-SAT's bound), whose result then
 bounds the makespan of the core-based search. On the nine PSPLIB j30 instances CP-SAT leaves
-unproven at 2 s, 1 worker, it reaches 2-5 below the optimum (CP-SAT's own bound: 4-12 below) in
-0.4-1.0 CPU s alone; it proves none of them (not even CP-SAT given ``optimum − 1`` as a bound
-proves them in 2 s), so it only tightens the reported bound. assumed: half, the core search
-keeps the rest."""
+unproven at 2 s, 1 worker, it reaches 2-10 below the optimum (CP-SAT's own bound: 4-12 below)
+in 0.4-1.0 CPU s alone; it proves none of them (CP-SAT given ``optimum − 1`` as its makespan
+lower bound proved 1 of the 9 in 2 s: the refutation of ``optimum − 1`` is the hard part), so
+it only tightens the reported bound. assumed: half; the core search keeps the rest."""
 DESTRUCTIVE_MIN_S = 1.0
 """The destructive bound runs only when its share of the bound phase is at least this long.
 Measured: it needs 0.4-1.0 CPU s on the nine hard j30 instances; at a 2 s limit (0.1 s of its
