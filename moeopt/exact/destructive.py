@@ -473,9 +473,17 @@ def check_makespan(
     if got is None:
         return True
     es, ls, cut = got
-    on_time = deadline is None or time.perf_counter() <= deadline
-    if lp and on_time and lp_refutes(prob, es, ls, makespan):
-        return True
+
+    def late() -> bool:
+        return deadline is not None and time.perf_counter() > deadline
+
+    if lp:
+        if late():
+            return None
+        if lp_refutes(prob, es, ls, makespan, deadline):
+            return True
+        if late():  # the LP may have given up for the deadline
+            return None
     return None if cut else False
 
 
@@ -552,6 +560,11 @@ def destructive_bound(
 LP_MAX_COLUMNS = 20_000
 """The LP test is skipped (nothing refuted) when the feasible subsets exceed this many columns.
 assumed: GLOP solves a j30-sized LP of that many columns in well under a second."""
+LP_MAX_NODES = 400_000
+"""The LP test is also skipped when listing the maximal subsets takes more than this many steps
+of the enumeration (the steps, not only the subsets found, grow exponentially with the events
+available in one piece: a random 290-event graph spent 147 s in it for one test of a 1.5 s
+share). assumed: about a second of Python."""
 LP_TOL = 1e-6
 """Margin of the Farkas certificate (unit-time) below which the LP refutes nothing."""
 
@@ -571,10 +584,18 @@ def _compatible(prob: Problem) -> np.ndarray:
 
 
 def _maximal_subsets(
-    avail: list[int], ok: np.ndarray, prob: Problem, limit: int
+    avail: list[int],
+    ok: np.ndarray,
+    prob: Problem,
+    limit: int,
+    steps: list[int] | None = None,
+    deadline: float | None = None,
 ) -> list[tuple[int, ...]] | None:
     """Every maximal subset of ``avail`` that may run at once (pairwise compatible, within every
-    set's capacity); ``None`` when there are more than ``limit``."""
+    set's capacity); ``None`` when there are more than ``limit``, when the enumeration takes more
+    than ``steps[0]`` steps (decremented in place, so that a caller's budget is shared by its
+    calls) or when ``deadline`` (``time.perf_counter()``) passes."""
+    budget = steps if steps is not None else [LP_MAX_NODES]
     m = len(avail)
     sets = [(s.capacity, dict(zip(s.ev.tolist(), s.q.tolist()))) for s in prob.sets if len(s.ev)]
     need = [tuple(d.get(j, 0) for _c, d in sets) for j in avail]
@@ -587,6 +608,11 @@ def _maximal_subsets(
 
     def rec(cand: int, common: int, chosen: int, load: tuple[int, ...]) -> bool:
         # cand: members still to decide on (compatible with every chosen one and fitting)
+        budget[0] -= 1
+        if budget[0] < 0 or (
+            deadline is not None and not budget[0] & 4095 and time.perf_counter() > deadline
+        ):
+            return False  # out of steps or time: the caller gives up the LP test
         if not cand:
             rest = common & ~chosen
             while rest:
@@ -616,9 +642,13 @@ def _maximal_subsets(
     return out
 
 
-def lp_refutes(prob: Problem, es: np.ndarray, ls: np.ndarray, makespan: int) -> bool:
+def lp_refutes(
+    prob: Problem, es: np.ndarray, ls: np.ndarray, makespan: int, deadline: float | None = None
+) -> bool:
     """Whether the preemptive relaxation with start windows ``[es, ls]`` (valid for every
-    schedule of makespan ``≤ makespan``) has no solution, proven by a Farkas certificate."""
+    schedule of makespan ``≤ makespan``) has no solution, proven by a Farkas certificate.
+    ``False`` (nothing refuted) also when the columns are too many (:data:`LP_MAX_COLUMNS`,
+    :data:`LP_MAX_NODES`) or ``deadline`` passes while they are listed, or GLOP is stopped by it."""
     from ortools.linear_solver import pywraplp
 
     dur = prob.dur
@@ -633,13 +663,14 @@ def lp_refutes(prob: Problem, es: np.ndarray, ls: np.ndarray, makespan: int) -> 
     columns: list[tuple[int, tuple[int, ...]]] = []
     lengths = []
     seen: dict[tuple[int, ...], list[tuple[int, ...]]] = {}
+    steps = [LP_MAX_NODES]
     for k in range(len(pts) - 1):
         a, b = pts[k], pts[k + 1]
         lengths.append(b - a)
         avail = tuple(i for i in acts if es[i] <= a and b <= lct[i])
         subs = seen.get(avail)
         if subs is None:
-            got = _maximal_subsets(list(avail), ok, prob, LP_MAX_COLUMNS - len(columns))
+            got = _maximal_subsets(list(avail), ok, prob, LP_MAX_COLUMNS - len(columns), steps, deadline)
             if got is None:
                 return False
             subs = seen[avail] = got
@@ -692,6 +723,11 @@ def lp_refutes(prob: Problem, es: np.ndarray, ls: np.ndarray, makespan: int) -> 
     for v in short.values():
         obj.SetCoefficient(v, 1.0)
     obj.SetMinimization()
+    if deadline is not None:
+        left_ms = int(1000 * (deadline - time.perf_counter()))
+        if left_ms <= 0:
+            return False
+        solver.SetTimeLimit(left_ms)
     if solver.Solve() != pywraplp.Solver.OPTIMAL or solver.Objective().Value() <= LP_TOL:
         return False
     # Farkas certificate (module docstring, "LP"): multipliers w >= 0 of the rows from the duals,

@@ -83,6 +83,22 @@ def test_the_lp_refutes_what_propagation_cannot() -> None:
     assert got.complete
 
 
+def test_the_lp_gives_up_sound_when_its_columns_cost_too_much(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Listing the maximal subsets is exponential in the events of one piece: past its step
+    budget or its deadline the LP test refutes nothing (weaker, never unsound). On the triangle
+    the one piece [0, 5] has the three jobs; its enumeration takes 7 steps (the root, a chosen,
+    then b and c rejected with a, then a left out: b chosen, c rejected, then b left out: c)."""
+    g = _triangle()
+    prob = build(_instance(g, TimeGrid(1.0, True), 6))
+    es, ls, _cut = shaved_windows(prob, 5, shave=False)  # type: ignore[misc]
+    assert lp_refutes(prob, es, ls, 5)
+    monkeypatch.setattr(destructive_mod, "LP_MAX_NODES", 2)
+    assert not lp_refutes(prob, es, ls, 5)
+    monkeypatch.undo()
+    assert not lp_refutes(prob, es, ls, 5, deadline=0.0)  # a deadline already passed
+    assert check_makespan(prob, 5, deadline=0.0) is None  # ... and the test says it was cut
+
+
 def test_propagation_refutes_a_job_that_cannot_fit_before_another() -> None:
     # long (10) and short (2) share a unit resource; short sits between a 5-µs lead and a 5-µs
     # trail. Energy and longest path give 12; for a makespan of at most 16 short must start in
