@@ -400,6 +400,7 @@ def describe_method(method: str) -> str:
         "fit": "energy on the largest total demand that fits",
         "path": "longest path",
         "heads": "heads and tails raised by the capacities",
+        "lp": "makespans refuted by propagation and a preemptive LP (destructive)",
     }.get(method, method)
 
 

@@ -119,6 +119,20 @@ below the optimum on average (e.g. j3029_6: 68 -> 79, optimum 92); a larger shar
 but costs the proofs that come late (at 30%, 4 of 470 were lost under load), at 10% none was
 lost in paired runs. Skipped when the caller chooses the search (``params`` with one of
 ``BOUND_PHASE_PARAMS``)."""
+DESTRUCTIVE_SHARE = 0.5
+"""Share of the bound phase's time (graphs of at most ``BOUND_PHASE_EVENTS`` events that CP-SAT
+has not solved) given first to the destructive bound of :mod:`moeopt.exact.destructive`
+(propagation and the preemptive LP, searched upward from CP-SAT's bound), whose result then
+bounds the makespan of the core-based search. On the nine PSPLIB j30 instances CP-SAT leaves
+unproven at 2 s, 1 worker, it reaches 2-10 below the optimum (CP-SAT's own bound: 4-12 below)
+in 0.4-1.0 CPU s alone; it proves none of them (CP-SAT given ``optimum − 1`` as its makespan
+lower bound proved 1 of the 9 in 2 s: the refutation of ``optimum − 1`` is the hard part), so
+it only tightens the reported bound. assumed: half; the core search keeps the rest."""
+DESTRUCTIVE_MIN_S = 1.0
+"""The destructive bound runs only when its share of the bound phase is at least this long.
+Measured: it needs 0.4-1.0 CPU s on the nine hard j30 instances; at a 2 s limit (0.1 s of its
+share) it made one or two tests and took the time the core search needed: the reported bounds of
+those nine fell by 1-5 (paired runs of bench_psplib.py, load 6 on 2 cores)."""
 DELAYS_BUDGET = 2_000_000
 """Work allowed for the pairwise energy distances (events² × intervals)."""
 
@@ -313,6 +327,14 @@ def solve_exact(
     take(solver, code)
     cp_bound = solver.best_objective_bound
     left = budget - (time.perf_counter() - t_solve)
+    destructive: Bound | None = None
+    if bound_phase and code in (cp_model.FEASIBLE, cp_model.UNKNOWN) and left >= MIN_SOLVE_S:
+        # part of the bound phase: the destructive bound (module constant), from CP-SAT's bound
+        if DESTRUCTIVE_SHARE * left >= DESTRUCTIVE_MIN_S:
+            destructive = _destructive(inst, grid, cp_bound, best, DESTRUCTIVE_SHARE * left)
+        if destructive is not None:
+            model.cp.add(model.makespan >= grid.down(destructive.value))
+        left = budget - (time.perf_counter() - t_solve)
     if bound_phase and code in (cp_model.FEASIBLE, cp_model.UNKNOWN) and left >= MIN_SOLVE_S:
         # the rest of the time: core-based search from below for the bound (module constant)
         core = cp_model.CpSolver()
@@ -334,6 +356,8 @@ def solve_exact(
 
     # bounds
     bounds: list[Bound] = list(real_bounds)
+    if destructive is not None:
+        bounds.append(destructive)
     message = ""
     if code == cp_model.INFEASIBLE:
         bounds.append(Bound("cpsat", grid.to_us(horizon + 1)))
@@ -381,6 +405,28 @@ def solve_exact(
 
 
 # ---------------------------------------------------------------------- helpers
+def _destructive(
+    inst: Any, grid: TimeGrid, cp_bound: float, best: Schedule | None, seconds: float
+) -> Bound | None:
+    """The destructive bound (:mod:`moeopt.exact.destructive`) above the larger of the static
+    tick bound and CP-SAT's bound, below the best schedule, within ``seconds``; ``None`` when it
+    does not apply or raises nothing. Sound: every makespan it refutes has no schedule of the
+    tick model (a relaxation, :mod:`moeopt.exact.model`), so the tick bound times ``tick_us`` is
+    at most the real optimum."""
+    from moeopt.exact.destructive import applies, destructive_bound
+
+    if best is None or seconds <= 0 or not applies(inst):
+        return None
+    lower = inst.lower
+    if math.isfinite(cp_bound):
+        lower = max(lower, math.floor(cp_bound + 1e-6))
+    upper = grid.down(best.makespan_us)
+    got = destructive_bound(inst, lower, upper, deadline=time.perf_counter() + seconds)
+    if got.bound <= lower:
+        return None
+    return Bound("destructive", grid.to_us(got.bound), "lp")
+
+
 def _proven_by_static(
     hint: Schedule,
     bounds: list[Bound],

@@ -52,6 +52,9 @@ def test_bound_phase_lifts_the_bound_of_a_hard_psplib_instance(monkeypatch: pyte
     opt = m.load_psplib_optima(Path(DATA or "") / "j30_opt.csv")["j3013_2"]
     assert opt == 62
     params = {"max_deterministic_time": 0.3}
+    # the core-based search alone (the destructive bound, which takes part of the phase first,
+    # has its own test in test_exact_destructive.py)
+    monkeypatch.setattr(solve_mod, "DESTRUCTIVE_SHARE", 0.0)
     with_phase = solve_exact(g, 60.0, 1, params=params)
     # a caller who names the search (here CP-SAT's default one) gets one phase, theirs
     theirs = solve_exact(g, 60.0, 1, params={**params, "search_branching": "AUTOMATIC_SEARCH"})
