@@ -28,8 +28,7 @@ from psplib_set import add_data_argument, open_set
 import moeopt as m
 from moeopt.core.scheduler import schedule as greedy_schedule
 from moeopt.exact.destructive import destructive_bound
-from moeopt.exact.model import SemModel, tick_instance
-from moeopt.exact.pairing import Pairing, demands, find_pairing
+from moeopt.exact.model import semaphore_models, tick_instance
 from moeopt.exact.solve import DELAYS_BUDGET
 from moeopt.exact.ticks import choose_grid
 
@@ -70,15 +69,7 @@ def main() -> int:
         name = path.stem
         g = m.load_psplib(path)
         cg = g.compiled()
-        pairings: dict[int, Pairing] = {}
-        sem_model: list[SemModel] = []
-        for s in range(len(cg.sem_names)):
-            p = find_pairing(cg, s)
-            if p is None:
-                sem_model.append("reservoir")
-                continue
-            pairings[s] = p
-            sem_model.append("dropped" if sum(demands(cg, s)[0].values()) <= cg.sem_cap[s] else "holding")
+        pairings, sem_model = semaphore_models(cg)
         hint = greedy_schedule(g)
         grid = choose_grid(list(cg.dur), hint.makespan_us, None)
         upper = grid.down(hint.makespan_us)

@@ -34,8 +34,7 @@ from ortools.sat.python import cp_model
 from psplib_set import add_data_argument, open_set
 
 import moeopt as m
-from moeopt.exact.model import ExactModel, SemModel, tick_instance
-from moeopt.exact.pairing import Pairing, demands, find_pairing
+from moeopt.exact.model import ExactModel, semaphore_models, tick_instance
 from moeopt.exact.solve import DEFAULT_PARAMS, DELAYS_BUDGET
 from moeopt.exact.ticks import choose_grid
 
@@ -44,15 +43,7 @@ def decision_model(graph: m.EventGraph, limit: int) -> ExactModel:
     """The model of ``solve_exact`` (exact mode, automatic semaphores) with the makespan at most
     ``limit`` ticks and no objective."""
     cg = graph.compiled()
-    pairings: dict[int, Pairing] = {}
-    sem_model: list[SemModel] = []
-    for s in range(len(cg.sem_names)):
-        pairing = find_pairing(cg, s)
-        if pairing is None:
-            sem_model.append("reservoir")
-            continue
-        pairings[s] = pairing
-        sem_model.append("dropped" if sum(demands(cg, s)[0].values()) <= cg.sem_cap[s] else "holding")
+    pairings, sem_model = semaphore_models(cg)
     lams = [lam for p in cg.preds for _i, lam in p]
     grid = choose_grid(list(cg.dur) + lams, float(limit), None)
     if not grid.exact or grid.tick_us != 1.0:

@@ -51,7 +51,7 @@ from ortools.sat.python import cp_model
 from moeopt.core.compiled import CompiledGraph
 from moeopt.core.schedule import Schedule
 from moeopt.exact.bounds import Edges, best_bound, static_analysis
-from moeopt.exact.pairing import Pairing
+from moeopt.exact.pairing import Pairing, demands, find_pairing
 from moeopt.exact.symmetry import SiteClass, canonical_permutation
 from moeopt.exact.ticks import TimeGrid
 
@@ -87,6 +87,23 @@ class TickInstance:
     delays: list[tuple[int, int, int]] = field(default_factory=list)
     cliques: list[list[int]] = field(default_factory=list)
     site_classes: list[SiteClass] = field(default_factory=list)
+
+
+def semaphore_models(cg: CompiledGraph, auto: bool = True) -> tuple[dict[int, Pairing], list[SemModel]]:
+    """How each semaphore enters the model: with a pairing (``auto`` and the pairing theorem
+    applies, :func:`moeopt.exact.pairing.find_pairing`) it is ``"dropped"`` when every unit ever
+    acquired fits its capacity at once, else ``"holding"`` (cumulative of holding intervals);
+    without one, ``"reservoir"``. Returns the pairings by semaphore index and the models."""
+    pairings: dict[int, Pairing] = {}
+    models: list[SemModel] = []
+    for s in range(len(cg.sem_names)):
+        pairing = find_pairing(cg, s) if auto else None
+        if pairing is None:
+            models.append("reservoir")
+            continue
+        pairings[s] = pairing
+        models.append("dropped" if sum(demands(cg, s)[0].values()) <= cg.sem_cap[s] else "holding")
+    return pairings, models
 
 
 def tick_instance(

@@ -28,8 +28,7 @@ from moeopt.core.scheduler import schedule as greedy_schedule
 from moeopt.core.validate import validate_schedule
 from moeopt.errors import InputError, ScheduleError, SchedulingError, did_you_mean
 from moeopt.exact.bounds import Bound, best_bound, static_bounds
-from moeopt.exact.model import ExactModel, Mode, SemModel, tick_instance
-from moeopt.exact.pairing import Pairing, demands, find_pairing
+from moeopt.exact.model import ExactModel, Mode, SemModel, semaphore_models, tick_instance
 from moeopt.exact.replay import ReplayError, replay
 from moeopt.exact.result import ExactResult, SolveStatus, same_time
 from moeopt.exact.symmetry import site_classes
@@ -218,16 +217,7 @@ def solve_exact(
     for h in hints:
         _check_hint(graph, h)
     # semaphores: pairing theorem where it applies
-    pairings: dict[int, Pairing] = {}
-    sem_model: list[SemModel] = []
-    for s in range(len(cg.sem_names)):
-        pairing = find_pairing(cg, s) if semaphores == "auto" else None
-        acquired = sum(demands(cg, s)[0].values())
-        if pairing is not None:
-            pairings[s] = pairing
-            sem_model.append("dropped" if acquired <= cg.sem_cap[s] else "holding")
-        else:
-            sem_model.append("reservoir")
+    pairings, sem_model = semaphore_models(cg, semaphores == "auto")
 
     real_bounds = static_bounds(
         cg, pairings, cg.dur, cg.preds, cg.succs, deadline=time.perf_counter() + STATIC_SHARE * time_limit_s

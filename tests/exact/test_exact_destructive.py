@@ -21,8 +21,7 @@ from moeopt.exact.destructive import (
     lp_refutes,
     shaved_windows,
 )
-from moeopt.exact.model import SemModel, TickInstance, tick_instance
-from moeopt.exact.pairing import Pairing, demands, find_pairing
+from moeopt.exact.model import TickInstance, semaphore_models, tick_instance
 from moeopt.exact.ticks import TimeGrid
 from tests.exact.brute import optimum
 from tests.exact.strategies import held_graphs
@@ -33,15 +32,7 @@ DATA = os.environ.get("MOEOPT_PSPLIB_DIR")
 def _instance(g: m.EventGraph, grid: TimeGrid, horizon: int) -> TickInstance:
     """The tick instance ``solve_exact`` builds (exact mode, automatic semaphores)."""
     cg = g.compiled()
-    pairings: dict[int, Pairing] = {}
-    sem_model: list[SemModel] = []
-    for s in range(len(cg.sem_names)):
-        p = find_pairing(cg, s)
-        if p is None:
-            sem_model.append("reservoir")
-            continue
-        pairings[s] = p
-        sem_model.append("dropped" if sum(demands(cg, s)[0].values()) <= cg.sem_cap[s] else "holding")
+    pairings, sem_model = semaphore_models(cg)
     return tick_instance(cg, grid, "exact", horizon, pairings, sem_model, 2_000_000)
 
 
