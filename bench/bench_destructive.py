@@ -23,7 +23,7 @@ import statistics
 import sys
 import time
 
-from psplib_set import add_data_argument, open_set
+from psplib_set import add_data_argument, add_selection_arguments, instance_paths, open_set
 
 import moeopt as m
 from moeopt.core.scheduler import schedule as greedy_schedule
@@ -36,8 +36,7 @@ from moeopt.exact.ticks import choose_grid
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     add_data_argument(ap)
-    ap.add_argument("--only", default="", help="comma-separated instance names (default: all)")
-    ap.add_argument("--limit", type=int, default=0, help="only the first N instances (0: all)")
+    add_selection_arguments(ap)
     ap.add_argument("--deadline", type=float, default=0.0, help="wall seconds per instance (0: none)")
     ap.add_argument("--no-lp", action="store_true", help="propagation only (no LP test)")
     ap.add_argument("--shave", action="store_true", help="shave the windows before the LP test")
@@ -46,12 +45,10 @@ def main() -> int:
     if got is None:
         return 2
     data, opt = got
-    paths = sorted((data / "j30").glob("*.sm"))
-    if args.only:
-        wanted = {x.strip() for x in args.only.split(",") if x.strip()}
-        paths = [p for p in paths if p.stem in wanted]
-    if args.limit > 0:
-        paths = paths[: args.limit]
+    chosen = instance_paths(data, args.only, args.limit)
+    if chosen is None:
+        return 2
+    paths = chosen
     print(
         f"destructive bound on {len(paths)} PSPLIB j30 instances: LP {'off' if args.no_lp else 'on'}, "
         f"shaving {'on' if args.shave else 'off'}, deadline {args.deadline or 'none'}"

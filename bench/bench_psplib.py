@@ -24,7 +24,7 @@ import sys
 import time
 from pathlib import Path
 
-from psplib_set import add_data_argument, open_set
+from psplib_set import add_data_argument, add_selection_arguments, instance_paths, open_set
 
 import moeopt as m
 from moeopt.core.policies import BUILTIN_POLICIES
@@ -42,30 +42,17 @@ def main() -> int:
     ap.add_argument("--time-limit", type=float, default=2.0, help="CP-SAT seconds per instance")
     ap.add_argument("--workers", type=int, default=1)
     ap.add_argument("--mode", default="exact", choices=("exact", "relaxed"))
-    ap.add_argument("--limit", type=int, default=0, help="only the first N instances (0: all)")
-    ap.add_argument(
-        "--only", default="", help="comma-separated instance names (e.g. j3013_1,j3029_3); default: all"
-    )
+    add_selection_arguments(ap)
     ap.add_argument("--json", help="write per-instance results to this file")
     args = ap.parse_args()
     got = open_set(args.data)
     if got is None:
         return 2
     data, opt = got
-    paths = sorted((data / "j30").glob("*.sm"))
-    if args.only:
-        wanted = [x.strip() for x in args.only.split(",") if x.strip()]
-        known = {p.stem: p for p in paths}
-        unknown = [x for x in wanted if x not in known]
-        if unknown:
-            print(
-                f"--only: no instance {', '.join(unknown)} in {data / 'j30'} (names like j3013_1)",
-                file=sys.stderr,
-            )
-            return 2
-        paths = [known[x] for x in wanted]
-    if args.limit > 0:
-        paths = paths[: args.limit]
+    chosen = instance_paths(data, args.only, args.limit)
+    if chosen is None:
+        return 2
+    paths = chosen
     n = len(paths)
     print(
         f"PSPLIB j30: {n} instances; CP-SAT {args.time_limit:g} s per instance, "

@@ -25,3 +25,25 @@ def open_set(data: str | None) -> tuple[Path, dict[str, int]] | None:
         print(f"no PSPLIB j30 set in {folder}: it needs j30/*.sm and j30_opt.csv", file=sys.stderr)
         return None
     return folder, m.load_psplib_optima(folder / "j30_opt.csv")
+
+
+def add_selection_arguments(ap: argparse.ArgumentParser) -> None:
+    ap.add_argument(
+        "--only", default="", help="comma-separated instance names (e.g. j3013_1,j3029_3); default: all"
+    )
+    ap.add_argument("--limit", type=int, default=0, help="only the first N instances (0: all)")
+
+
+def instance_paths(data: Path, only: str, limit: int = 0) -> list[Path] | None:
+    """The ``.sm`` files chosen by ``--only`` (in the order named) or all of them, then the first
+    ``limit`` (0: all); ``None`` (after saying which) when a named instance is not in the set."""
+    paths = sorted((data / "j30").glob("*.sm"))
+    if only:
+        wanted = [x.strip() for x in only.split(",") if x.strip()]
+        known = {p.stem: p for p in paths}
+        unknown = [x for x in wanted if x not in known]
+        if unknown:
+            print(f"--only: no instance {', '.join(unknown)} in {data / 'j30'} (names like j3013_1)", file=sys.stderr)
+            return None
+        paths = [known[x] for x in wanted]
+    return paths[:limit] if limit > 0 else paths
