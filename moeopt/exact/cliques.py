@@ -16,7 +16,7 @@ precedences) work across them. On the hardest PSPLIB j30 instances a handful of 
 cliques made CP-SAT's optimality proofs several times faster.
 
 Only graphs of at most ``MAX_EVENTS`` events get cliques, and only the ``MAX_CLIQUES`` largest
-maximal cliques of at least 3 events are kept (more only slowed the solver down).
+maximal cliques of at least 3 events are kept (more slowed the solver down, see the constant).
 """
 
 from __future__ import annotations
@@ -31,7 +31,15 @@ from moeopt.exact.bounds import capacity_sets
 from moeopt.exact.pairing import Pairing
 
 MAX_EVENTS = 300
-MAX_CLIQUES = 10
+MAX_CLIQUES = 3
+"""The largest cliques kept. PSPLIB j30, 1 worker, the refutation of ``makespan <= OPT - 1``
+(bench_psplib_proof.py --question proof --dtime 3) on the nine instances still open at 10: each
+one refuted was refuted faster with 3 (deterministic time 0.36 -> 0.30 j3013_1, 0.37 -> 0.17
+j3013_7, 0.58 -> 0.37 j3029_4, 1.76 -> 1.17 j3029_8; 6/9 refuted either way, 16.2 -> 14.9 units
+and 37 -> 33 CPU s in all); 1, 2, 5 and 7 were between, 25 slower everywhere (18.6 units).
+The whole optimisation hinted with the greedy on the 40 slowest instances proved 33 within 0.5
+units instead of 31. bench_psplib.py, 2 s, 1 worker, alternating at load 0.7-1.0: 471 -> 473
+proven (j3013_1, j3013_7), CP-SAT p95 0.166 -> 0.136 s."""
 MAX_ENUMERATED = 5000
 """Maximal cliques looked at before choosing the largest (the enumeration can be exponential)."""
 

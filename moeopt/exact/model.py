@@ -50,7 +50,7 @@ from ortools.sat.python import cp_model
 
 from moeopt.core.compiled import CompiledGraph
 from moeopt.core.schedule import Schedule
-from moeopt.exact.bounds import Edges, best_bound, static_analysis
+from moeopt.exact.bounds import Edges, StaticAnalysis, best_bound, static_analysis
 from moeopt.exact.pairing import Pairing, demands, find_pairing
 from moeopt.exact.symmetry import SiteClass, canonical_permutation
 from moeopt.exact.ticks import TimeGrid
@@ -115,23 +115,21 @@ def tick_instance(
     sem_model: list[SemModel],
     delays_budget: int,
     deadline: float | None = None,
+    static: StaticAnalysis | None = None,
 ) -> TickInstance:
     """Round the graph onto ``grid`` (durations and λ down) and precompute the static tick bounds
-    (``deadline``: see :func:`moeopt.exact.bounds.static_analysis`)."""
+    (``deadline``: see :func:`moeopt.exact.bounds.static_analysis`; ``static``: that analysis
+    when the caller has it already, from :func:`tick_analysis` on the same grid)."""
     from moeopt.exact.bounds import energy_delays
     from moeopt.exact.cliques import disjunctive_cliques
 
-    dur = [grid.down(d) for d in cg.dur]
+    dur, preds, succs = _tick_data(cg, grid)
     releases_reservoir = [
         any(sem_model[s] == "reservoir" for s, _r in cg.rel[i]) for i in range(cg.n)
     ]
     flexible = [releases_reservoir[i] and not grid.is_whole(cg.dur[i]) for i in range(cg.n)]
-    preds = [tuple((p, grid.down(lam)) for p, lam in cg.preds[i]) for i in range(cg.n)]
-    succs = [tuple((j, grid.down(lam)) for j, lam in cg.succs[i]) for i in range(cg.n)]
-    fdur: Sequence[float] = dur
-    fpreds: Edges = preds
-    fsuccs: Edges = succs
-    static = static_analysis(cg, pairings, fdur, fpreds, fsuccs, integral=True, deadline=deadline)
+    if static is None:
+        static = tick_analysis(cg, grid, pairings, deadline)
     head_f, tail_f = static.head, static.tail
     lower = int(best_bound(static.bounds).value)
     delays = energy_delays(cg, pairings, dur, preds, succs, budget=delays_budget)
@@ -152,6 +150,30 @@ def tick_instance(
         delays=delays,
         cliques=disjunctive_cliques(cg, pairings, dur, succs),
     )
+
+
+def _tick_data(
+    cg: CompiledGraph, grid: TimeGrid
+) -> tuple[list[int], list[tuple[tuple[int, int], ...]], list[tuple[tuple[int, int], ...]]]:
+    """Durations, predecessors and successors with their λ, rounded down onto ``grid``."""
+    dur = [grid.down(d) for d in cg.dur]
+    preds = [tuple((p, grid.down(lam)) for p, lam in cg.preds[i]) for i in range(cg.n)]
+    succs = [tuple((j, grid.down(lam)) for j, lam in cg.succs[i]) for i in range(cg.n)]
+    return dur, preds, succs
+
+
+def tick_analysis(
+    cg: CompiledGraph, grid: TimeGrid, pairings: dict[int, Pairing], deadline: float | None = None
+) -> StaticAnalysis:
+    """:func:`moeopt.exact.bounds.static_analysis` of the graph rounded onto ``grid`` (bounds,
+    heads and tails in ticks). By the theorem above every one of its bounds, times ``tick_us``,
+    is a lower bound on the real optimum; on an exact grid it is the real analysis in other
+    units (energy terms rounded up to whole ticks)."""
+    dur, preds, succs = _tick_data(cg, grid)
+    fdur: Sequence[float] = dur
+    fpreds: Edges = preds
+    fsuccs: Edges = succs
+    return static_analysis(cg, pairings, fdur, fpreds, fsuccs, integral=True, deadline=deadline)
 
 
 @dataclass(slots=True)

@@ -3,11 +3,12 @@
 Steps: validate the graph and the hint (without a hint, the greedy with the default policy
 provides one); pair the semaphores (:mod:`moeopt.exact.pairing`); compute the static bounds on
 the real durations (:mod:`moeopt.exact.bounds`); choose the tick grid and round down
-(:mod:`moeopt.exact.ticks`); build the model (:mod:`moeopt.exact.model`), hint it, solve it
-within what is left of the time limit (on small graphs not solved by then, the last
-``BOUND_PHASE_SHARE`` of it searches from below for the bound); replay the solver's schedule
-with the real durations (:mod:`moeopt.exact.replay`) and validate it; report the best valid
-schedule and the largest bound.
+(:mod:`moeopt.exact.ticks`; when the grid rounds nothing and the hint is not improved, the
+static analysis runs once, on ticks, and gives the real bounds too); build the model
+(:mod:`moeopt.exact.model`), hint it, solve it within what is left of the time limit (on small
+graphs not solved by then, the last ``BOUND_PHASE_SHARE`` of it searches from below for the
+bound); replay the solver's schedule with the real durations (:mod:`moeopt.exact.replay`) and
+validate it; report the best valid schedule and the largest bound.
 
 ``time_limit_s`` bounds the whole call: model building, the greedy hint when none is given, the
 solve, and a reserve for the replay and validation are all taken from it.
@@ -22,13 +23,14 @@ from typing import Any
 
 from ortools.sat.python import cp_model
 
+from moeopt.core.compiled import CompiledGraph
 from moeopt.core.events import EventGraph
 from moeopt.core.schedule import Schedule
 from moeopt.core.scheduler import schedule as greedy_schedule
 from moeopt.core.validate import validate_schedule
 from moeopt.errors import InputError, ScheduleError, SchedulingError, did_you_mean
-from moeopt.exact.bounds import Bound, best_bound, static_bounds
-from moeopt.exact.model import ExactModel, Mode, SemModel, semaphore_models, tick_instance
+from moeopt.exact.bounds import Bound, StaticAnalysis, best_bound, static_bounds
+from moeopt.exact.model import ExactModel, Mode, SemModel, semaphore_models, tick_analysis, tick_instance
 from moeopt.exact.replay import ReplayError, replay
 from moeopt.exact.result import ExactResult, SolveStatus, same_time
 from moeopt.exact.symmetry import site_classes
@@ -97,11 +99,11 @@ hint within a minute; the passes do)."""
 
 STATIC_SHARE = 0.25
 """Share of ``time_limit_s`` that each static analysis (on the real durations, then on the tick
-grid) may spend raising heads and tails (:func:`moeopt.exact.heads.raised_ends`) before it stops
-with what it has (sound, possibly weaker bounds). assumed: half the limit for both; on the
-seed-002 kernel graphs of 2-6k events both took 9-21 s in all before they were sped up (7-14 s
-after), so a 60 s limit cuts none of them, while a 5 s limit (the quick-start study's gap check)
-no longer runs 4x over."""
+grid; only the latter on a grid that rounds nothing) may spend raising heads and tails
+(:func:`moeopt.exact.heads.raised_ends`) before it stops with what it has (sound, possibly
+weaker bounds). assumed: half the limit for both; on the seed-002 kernel graphs of 2-6k events
+both took 9-21 s in all before they were sped up (7-14 s after), so a 60 s limit cuts none of
+them, while a 5 s limit (the quick-start study's gap check) no longer runs 4x over."""
 
 MIN_SOLVE_S = 0.05
 
@@ -219,17 +221,34 @@ def solve_exact(
     # semaphores: pairing theorem where it applies
     pairings, sem_model = semaphore_models(cg, semaphores == "auto")
 
-    real_bounds = static_bounds(
-        cg, pairings, cg.dur, cg.preds, cg.succs, deadline=time.perf_counter() + STATIC_SHARE * time_limit_s
-    )
-    real_bounds += [Bound(name, value) for name, value in limits.items()]
+    starts = [x for x in (hint, *hints) if x is not None]
+    improving = bool(starts) and improve_share > 0
+    # On a grid that rounds nothing the static analysis on ticks is the one on real durations in
+    # other units (energy rounded up to whole ticks, so never weaker but where a fractional bound
+    # was kept): run it once, on ticks, and report its bounds in µs (sound by the theorem of
+    # moeopt.exact.model). PSPLIB j30 (exact grid): the best static bound is equal or higher on
+    # 479/480 (j301_2: 43 for 43.49999997, proven by CP-SAT anyway), and solve_exact's time
+    # outside CP-SAT fell 0.13-0.16 -> 0.07 s per instance on the 40 hardest. The grid is known
+    # this early when the hint, which sets the horizon, will not be improved.
+    tick_static: StaticAnalysis | None = None
+    real_static: list[Bound] | None = None
+    if hint is not None and not improving:
+        early = _grid(cg, hint, tick_us)
+        if early.exact:
+            tick_static = tick_analysis(
+                cg, early, pairings, deadline=time.perf_counter() + STATIC_SHARE * time_limit_s
+            )
+            real_static = [Bound(b.source, early.to_us(b.value), b.method) for b in tick_static.bounds]
+    if real_static is None:
+        deadline = time.perf_counter() + STATIC_SHARE * time_limit_s
+        real_static = static_bounds(cg, pairings, cg.dur, cg.preds, cg.succs, deadline=deadline)
+    real_bounds = real_static + [Bound(name, value) for name, value in limits.items()]
     if hint is not None:
         _check_limits_below(limits, hint)
     # better starting schedule: forward-backward passes, until the time share is spent or a
     # static bound (or a caller's limit) is reached
-    starts = [x for x in (hint, *hints) if x is not None]
     hint_source = "hint"
-    if starts and improve_share > 0:
+    if improving:
         from moeopt.exact.improve import Improver
 
         target = best_bound(real_bounds).value
@@ -238,12 +257,11 @@ def solve_exact(
             _check_limits_below(limits, better)
             hint = better
             hint_source = "improved"
-    lams = [lam for p in cg.preds for _i, lam in p]
     if hint is not None:
         horizon_us = hint.makespan_us
     else:
         horizon_us = sum(cg.dur) + sum(max((lam for _p, lam in p), default=0.0) for p in cg.preds)
-    grid = choose_grid(list(cg.dur) + lams, horizon_us, tick_us)
+    grid = _grid(cg, hint, tick_us)
     horizon = grid.down(horizon_us) if hint is not None else math.ceil(horizon_us / grid.tick_us)
 
     if skip_proven and hint is not None:
@@ -257,6 +275,7 @@ def solve_exact(
     inst = tick_instance(
         cg, grid, model_mode, horizon, pairings, sem_model, DELAYS_BUDGET,
         deadline=time.perf_counter() + STATIC_SHARE * time_limit_s,
+        static=tick_static,  # computed on this same grid (same durations and horizon) when set
     )
     if model_mode == "exact" and symmetry_breaking:
         inst.site_classes = site_classes(cg)
@@ -454,6 +473,16 @@ def _proven_by_static(
         message=f"the hint reaches the {won.source} bound: proven optimal without CP-SAT",
         bound_methods={b.source: b.method for b in bounds if b.method},
     )
+
+
+def _grid(cg: CompiledGraph, hint: Schedule | None, tick_us: float | None) -> TimeGrid:
+    """The tick grid of ``cg`` for a horizon set by ``hint`` (or the serial sum without one)."""
+    lams = [lam for p in cg.preds for _i, lam in p]
+    if hint is not None:
+        horizon_us = hint.makespan_us
+    else:
+        horizon_us = sum(cg.dur) + sum(max((lam for _p, lam in p), default=0.0) for p in cg.preds)
+    return choose_grid(list(cg.dur) + lams, horizon_us, tick_us)
 
 
 def _check_limits_below(limits: Mapping[str, float], schedule: Schedule) -> None:

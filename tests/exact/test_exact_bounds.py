@@ -1,7 +1,9 @@
 """Static bounds (longest path, energy), energy distances and the tick grid, with hand derivations.
 
 The random test checks soundness: on small random graphs every static bound and every energy
-distance holds in CP-SAT's proven optimal schedule, and no bound exceeds any greedy makespan.
+distance holds in CP-SAT's proven optimal schedule, and no bound exceeds any greedy makespan;
+on a grid that rounds nothing, the bounds solve_exact reports are its one analysis on ticks and
+never exceed the exhaustive optimum.
 """
 
 from __future__ import annotations
@@ -15,8 +17,11 @@ from moeopt.exact import SolveStatus, solve_exact
 from moeopt.exact import cliques as cliques_mod
 from moeopt.exact.bounds import Item, energy_bound, energy_delays, static_bounds
 from moeopt.exact.cliques import disjunctive_cliques
+from moeopt.exact.model import tick_analysis
 from moeopt.exact.pairing import find_pairing
 from moeopt.exact.ticks import TimeGrid, choose_grid
+from tests.exact.brute import optimum
+from tests.exact.strategies import held_graphs
 
 
 # ---------------------------------------------------------------------- energy
@@ -187,3 +192,23 @@ def test_cliques_never_cut_an_optimal_schedule(g: m.EventGraph) -> None:
     assert with_cliques.status is SolveStatus.OPTIMAL
     assert without.status is SolveStatus.OPTIMAL
     assert with_cliques.best_us == pytest.approx(without.best_us)
+
+
+# ---------------------------------------------------------------------- one static analysis
+@settings(max_examples=60, deadline=None)
+@given(held_graphs(max_events=5))
+def test_static_bounds_on_an_exact_grid_come_from_the_tick_analysis(g: m.EventGraph) -> None:
+    # Durations and λ are multiples of 0.5 µs, so the grid rounds nothing: solve_exact runs the
+    # static analysis once, on ticks, and reports its bounds in µs. Each is a lower bound: never
+    # above the exhaustive optimum.
+    opt, _best = optimum(g)
+    x = solve_exact(g, 10.0, 1)
+    assert not x.durations_rounded
+    cg = g.compiled()
+    pairings = {s: p for s in range(len(cg.sem_names)) if (p := find_pairing(cg, s)) is not None}
+    grid = TimeGrid(x.tick_us, True)
+    want = {b.source: grid.to_us(b.value) for b in tick_analysis(cg, grid, pairings).bounds}
+    got = {k: v for k, v in x.bounds_us.items() if k != "cpsat"}
+    assert got == pytest.approx(want)
+    for source, value in got.items():
+        assert value <= opt + 1e-9, source
