@@ -390,6 +390,11 @@ def _thin(points: np.ndarray, items: int) -> np.ndarray:
     return points[np.linspace(0, len(points) - 1, k).round().astype(int)]
 
 
+def _past(deadline: float | None) -> bool:
+    """Whether ``deadline`` (a ``time.perf_counter()`` value; ``None``: none) has passed."""
+    return deadline is not None and time.perf_counter() > deadline
+
+
 def shaved_windows(
     prob: Problem,
     makespan: int,
@@ -422,7 +427,7 @@ def shaved_windows(
         for i in order:
             for side in (0, 1):
                 while es[i] < ls[i]:
-                    if deadline is not None and time.perf_counter() > deadline:
+                    if _past(deadline):
                         return es, ls, True
                     e2, l2 = es.copy(), ls.copy()
                     if side == 0:
@@ -473,16 +478,12 @@ def check_makespan(
     if got is None:
         return True
     es, ls, cut = got
-
-    def late() -> bool:
-        return deadline is not None and time.perf_counter() > deadline
-
     if lp:
-        if late():
+        if _past(deadline):
             return None
         if lp_refutes(prob, es, ls, makespan, deadline):
             return True
-        if late():  # the LP may have given up for the deadline
+        if _past(deadline):  # the LP may have given up for the deadline
             return None
     return None if cut else False
 
@@ -509,9 +510,6 @@ def destructive_bound(
     refuted: list[int] = []
     tests = 0
 
-    def late() -> bool:
-        return deadline is not None and time.perf_counter() > deadline
-
     def test(t: int) -> bool | None:
         nonlocal tests
         tests += 1
@@ -525,7 +523,7 @@ def destructive_bound(
     step = 1
     complete = True
     while best + step < upper:
-        if late():
+        if _past(deadline):
             complete = False
             break
         t = best + step
@@ -541,7 +539,7 @@ def destructive_bound(
     if complete and hi is None and best + 1 < upper:
         hi = upper
     while complete and hi is not None and hi - best > 1:
-        if late():
+        if _past(deadline):
             complete = False
             break
         t = (best + hi) // 2
@@ -610,7 +608,7 @@ def _maximal_subsets(
         # cand: members still to decide on (compatible with every chosen one and fitting)
         budget[0] -= 1
         if budget[0] < 0 or (
-            deadline is not None and not budget[0] & 4095 and time.perf_counter() > deadline
+            not budget[0] & 4095 and _past(deadline)
         ):
             return False  # out of steps or time: the caller gives up the LP test
         if not cand:

@@ -30,7 +30,15 @@ from moeopt.core.scheduler import schedule as greedy_schedule
 from moeopt.core.validate import validate_schedule
 from moeopt.errors import InputError, ScheduleError, SchedulingError, did_you_mean
 from moeopt.exact.bounds import Bound, StaticAnalysis, best_bound, static_bounds
-from moeopt.exact.model import ExactModel, Mode, SemModel, semaphore_models, tick_analysis, tick_instance
+from moeopt.exact.model import (
+    ExactModel,
+    Mode,
+    SemModel,
+    TickInstance,
+    semaphore_models,
+    tick_analysis,
+    tick_instance,
+)
 from moeopt.exact.replay import ReplayError, replay
 from moeopt.exact.result import ExactResult, SolveStatus, same_time
 from moeopt.exact.symmetry import site_classes
@@ -257,10 +265,7 @@ def solve_exact(
             _check_limits_below(limits, better)
             hint = better
             hint_source = "improved"
-    if hint is not None:
-        horizon_us = hint.makespan_us
-    else:
-        horizon_us = sum(cg.dur) + sum(max((lam for _p, lam in p), default=0.0) for p in cg.preds)
+    horizon_us = _horizon_us(cg, hint)
     grid = _grid(cg, hint, tick_us)
     horizon = grid.down(horizon_us) if hint is not None else math.ceil(horizon_us / grid.tick_us)
 
@@ -357,10 +362,9 @@ def solve_exact(
         used["optimize_with_core"] = True  # in the bound phase only
         if code2 in (cp_model.OPTIMAL, cp_model.FEASIBLE):
             code, cpsat_status = code2, core.status_name(code2)
-        if math.isfinite(core.best_objective_bound):
-            cp_bound = max(cp_bound, core.best_objective_bound) if math.isfinite(cp_bound) else (
-                core.best_objective_bound
-            )  # two bounds of the same tick model: the larger holds
+        core_bound = core.best_objective_bound
+        if math.isfinite(core_bound):  # two bounds of one tick model: the larger holds
+            cp_bound = max(cp_bound, core_bound) if math.isfinite(cp_bound) else core_bound
     solve_s = time.perf_counter() - t_solve
 
     # bounds
@@ -415,7 +419,7 @@ def solve_exact(
 
 # ---------------------------------------------------------------------- helpers
 def _destructive(
-    inst: Any, grid: TimeGrid, cp_bound: float, best: Schedule | None, seconds: float
+    inst: TickInstance, grid: TimeGrid, cp_bound: float, best: Schedule | None, seconds: float
 ) -> Bound | None:
     """The destructive bound (:mod:`moeopt.exact.destructive`) above the larger of the static
     tick bound and CP-SAT's bound, below the best schedule, within ``seconds``; ``None`` when it
@@ -475,14 +479,18 @@ def _proven_by_static(
     )
 
 
-def _grid(cg: CompiledGraph, hint: Schedule | None, tick_us: float | None) -> TimeGrid:
-    """The tick grid of ``cg`` for a horizon set by ``hint`` (or the serial sum without one)."""
-    lams = [lam for p in cg.preds for _i, lam in p]
+def _horizon_us(cg: CompiledGraph, hint: Schedule | None) -> float:
+    """The makespan no optimal schedule exceeds: the hint's, or without one every event in
+    series, each after its longest λ."""
     if hint is not None:
-        horizon_us = hint.makespan_us
-    else:
-        horizon_us = sum(cg.dur) + sum(max((lam for _p, lam in p), default=0.0) for p in cg.preds)
-    return choose_grid(list(cg.dur) + lams, horizon_us, tick_us)
+        return hint.makespan_us
+    return sum(cg.dur) + sum(max((lam for _p, lam in p), default=0.0) for p in cg.preds)
+
+
+def _grid(cg: CompiledGraph, hint: Schedule | None, tick_us: float | None) -> TimeGrid:
+    """The tick grid of ``cg`` for the horizon of :func:`_horizon_us`."""
+    lams = [lam for p in cg.preds for _i, lam in p]
+    return choose_grid(list(cg.dur) + lams, _horizon_us(cg, hint), tick_us)
 
 
 def _check_limits_below(limits: Mapping[str, float], schedule: Schedule) -> None:

@@ -390,7 +390,6 @@ def _built_times(
             one = got[rep] = _judge(rep, graphs[rep][0], cfg, conservation)
             if _reached(one, stop_at) and len(got) < len(order):
                 return Reached(rep, one.total_us)
-    got = {rep: got[rep] for rep in graphs}  # in build order again, as _combine reports errors
     groups = [ranks for _rep, (_rg, ranks) in graphs.items()]
     return _combine(scenario, list(graphs), groups, got, 1, check_bounds, conservation, policy.name)
 

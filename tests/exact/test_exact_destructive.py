@@ -77,13 +77,17 @@ def test_the_lp_refutes_what_propagation_cannot() -> None:
 def test_the_lp_gives_up_sound_when_its_columns_cost_too_much(monkeypatch: pytest.MonkeyPatch) -> None:
     """Listing the maximal subsets is exponential in the events of one piece: past its step
     budget or its deadline the LP test refutes nothing (weaker, never unsound). On the triangle
-    the one piece [0, 5] has the three jobs; its enumeration takes 7 steps (the root, a chosen,
-    then b and c rejected with a, then a left out: b chosen, c rejected, then b left out: c)."""
+    the one piece [0, 5] has the three pairwise-incompatible jobs, and its enumeration takes 7
+    steps: the root; {a} (b and c do not fit with a: maximal); a left out; {b}; b left out; {c};
+    c left out (nothing chosen, not maximal)."""
     g = _triangle()
     prob = build(_instance(g, TimeGrid(1.0, True), 6))
+    ok = destructive_mod._compatible(prob)
+    assert destructive_mod._maximal_subsets([0, 1, 2], ok, prob, 100, [7]) == [(0,), (1,), (2,)]
+    assert destructive_mod._maximal_subsets([0, 1, 2], ok, prob, 100, [6]) is None
     es, ls, _cut = shaved_windows(prob, 5, shave=False)  # type: ignore[misc]
     assert lp_refutes(prob, es, ls, 5)
-    monkeypatch.setattr(destructive_mod, "LP_MAX_NODES", 2)
+    monkeypatch.setattr(destructive_mod, "LP_MAX_NODES", 6)
     assert not lp_refutes(prob, es, ls, 5)
     monkeypatch.undo()
     assert not lp_refutes(prob, es, ls, 5, deadline=0.0)  # a deadline already passed
