@@ -35,9 +35,9 @@ from moeopt.errors import ScheduleError
 ABS_TOL_US = 1e-6
 REL_TOL = 1e-9
 # from this many events on the array check (:func:`_passes`) runs first. Measured (CPU ms, array
-# check / event-by-event check): MegaMoE bs72 373 events 0.98 / 0.92, pto M=16 1.9k events
-# 3.1 / 5.1, scenario_basic 5.6k events 9.1 / 14.1; moeopt.synthetic.layered_graph 1.1k events
-# 2.4 / 2.0 (its late-bound events take the per-event binding check in both)
+# check / event-by-event check): MegaMoE bs72 373 events 1.03 / 0.91, pto M=16 1.9k events
+# 3.2 / 4.7, scenario_basic 5.6k events 9.9 / 15.6; moeopt.synthetic.layered_graph 1.1k events
+# 1.9 / 2.0 (late-bound 1.9 / 2.3), 20k events 37 / 51 (late-bound 47 / 69)
 VECTOR_MIN_EVENTS = 1000
 
 _by_time = itemgetter(0)
@@ -368,8 +368,10 @@ def _passes(graph: EventGraph, schedule: Schedule, durations_exact: bool) -> boo
     does:
 
     * time origin, durations, precedence with λ: elementwise, per event and per edge;
-    * bindings: an event with one resource bound to exactly that resource keeps it; every other
-      event goes through the same per-event check (:func:`_bound_ok`);
+    * bindings: an event with one resource bound to exactly that resource, or with one placeholder
+      bound to one member of its pool, keeps it, and one with none bound to none occupies nothing
+      (the reference's first two cases); every other event goes through the same per-event check
+      (:func:`_bound_ok`);
     * exclusive resources: the spans of positive length sorted by (resource, start, event,
       position), a stable order equal to the per-resource sort by start of the reference (which
       keeps the events' order among equal starts), and each span against the next;
@@ -428,25 +430,33 @@ def _passes(graph: EventGraph, schedule: Schedule, durations_exact: bool) -> boo
     for name, rs in moved.items():
         wanted[index[name]] = rs
     got: list[Sequence[str]] = list(res.values()) if list(res) == names else [res.get(x, ()) for x in names]
-    simple = np.fromiter(map(eq, got, wanted), bool, n)
-    simple &= np.fromiter(map(len, wanted), np.intp, n) == 1
+    # "simple": one resource bound to one, either the very one or, for a placeholder, a member of
+    # its pool (the reference's one-resource case; (placeholder, member) pairs listed per pool)
+    one_w = np.fromiter(map(len, wanted), np.intp, n)
+    one_g = np.fromiter(map(len, got), np.intp, n)
+    empty = (one_w == 0) & (one_g == 0)  # occupies nothing
+    one = (one_w == 1) & (one_g == 1)
+    simple = one & np.fromiter(map(eq, got, wanted), bool, n)
+    pools = graph.pools
+    placed = np.flatnonzero(one & ~simple).tolist()
+    if placed and pools:
+        members = {(f"{role}:*", r) for role, rs in pools.items() for r in rs}
+        pairs = zip(map(_first, map(wanted.__getitem__, placed)), map(_first, map(got.__getitem__, placed)))
+        simple[np.array(placed, np.intp)] = np.fromiter(map(members.__contains__, pairs), bool, len(placed))
     # the spans on resources as (event, position in its binding, resource name), and each
     # colocated event's site: the simple events first, then the others one by one
     simple_ev = span_ev = np.flatnonzero(simple)
     span_res: list[str] = list(map(_first, compress(got, simple)))
-    others = np.flatnonzero(~simple).tolist()
+    others = np.flatnonzero(~(simple | empty)).tolist()
     site_set: dict[int, set[str]] = {}  # the sites of the other colocated events
     cw = list(map(_coloc_of, evs))
     if others:
-        pools = graph.pools
         pool_sets = {role: frozenset(members) for role, members in pools.items()}
         extra_ev: list[int] = []
         for i in others:
             g_i, w_i = got[i], wanted[i]
             if not _bound_ok(names[i], g_i, w_i, pool_sets, pools, v):
                 return False
-            if not (g_i or w_i):
-                continue
             extra_ev.extend([i] * len(g_i))
             span_res.extend(g_i)
             site_set[i] = _sites(g_i)
