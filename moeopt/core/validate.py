@@ -372,9 +372,10 @@ def _passes(graph: EventGraph, schedule: Schedule, durations_exact: bool) -> boo
       bound to one member of its pool, keeps it, and one with none bound to none occupies nothing
       (the reference's first two cases); every other event goes through the same per-event check
       (:func:`_bound_ok`);
-    * exclusive resources: the spans of positive length sorted by (resource, start, event,
-      position), a stable order equal to the per-resource sort by start of the reference (which
-      keeps the events' order among equal starts), and each span against the next;
+    * exclusive resources: the spans of positive length sorted by (resource, start) and each
+      span against the next, as the reference does per resource; two spans starting together on
+      one resource (an overlap, unless one lasts less than the tolerance) return ``False``, as
+      the order the reference's stable sort keeps between them could decide its verdict;
     * colocation: each event's site (one site, or a marker for none / several) compared per pair;
     * semaphores: the changes sorted by (semaphore, time) and summed; the level after each run of
       equal times is checked. The reference applies the changes within the time tolerance of an
