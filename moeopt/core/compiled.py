@@ -14,6 +14,8 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from itertools import compress, repeat
+from operator import attrgetter, is_not, not_
 from types import MappingProxyType
 
 import networkx as nx
@@ -79,6 +81,10 @@ class CompiledGraph:
     def heads(self) -> list[float]:
         """Earliest start of each event from precedence alone (longest path from the sources)."""
         return longest_paths(self.topo, self.dur, self.preds, self.succs)[0]
+
+
+_coloc_of = attrgetter("colocate_with")
+_duration = attrgetter("duration_us")
 
 
 def reachable(adj: Sequence[Sequence[tuple[int, float]]], start: int) -> set[int]:
@@ -159,6 +165,8 @@ def _double_bound(
     of one pool and their fixed resources. The greedy scheduler binds each placeholder on its own
     and cannot keep such bindings apart, so it refuses these graphs (the validator's exact matching
     still judges a schedule of one). One line per event; empty when there is none."""
+    if not any(placeholders):
+        return ()
     seen: dict[tuple[tuple[int, ...], tuple[int, ...]], int | None] = {}
     out: list[str] = []
     for i, phs in enumerate(placeholders):
@@ -184,6 +192,27 @@ def _double_bound(
                 "with no member in common and none of its fixed resources"
             )
     return tuple(out)
+
+
+def _linked_groups(n: int, ia: Sequence[int], ib: Sequence[int]) -> list[list[int]]:
+    """The connected components of the links ``ia[k] -- ib[k]`` among ``n`` events with more
+    than one member, each in index order, in order of their first member (union-find)."""
+    parent = list(range(n))
+
+    def find(x: int) -> int:
+        while parent[x] != x:
+            parent[x] = parent[parent[x]]
+            x = parent[x]
+        return x
+
+    for a, b in zip(ia, ib):
+        ra, rb = find(a), find(b)
+        if ra != rb:
+            parent[max(ra, rb)] = min(ra, rb)
+    members_by_root: dict[int, list[int]] = {}
+    for i in sorted({*ia, *ib}):
+        members_by_root.setdefault(find(i), []).append(i)
+    return [members for _root, members in sorted(members_by_root.items())]
 
 
 def compile_graph(g: EventGraph) -> CompiledGraph:
@@ -252,9 +281,15 @@ def compile_graph(g: EventGraph) -> CompiledGraph:
     for i, ev in enumerate(events):
         d = ev.deps
         try:
-            if len(d) == 1:  # the common case, without a comprehension
-                for pn, lam in d.items():
-                    pl = ((index[pn], lam),)
+            # one or two predecessors, the common cases: unpacked, without a comprehension (a
+            # function call each in this Python)
+            nd = len(d)
+            if nd == 1:
+                ((pn, lam),) = d.items()
+                pl = ((index[pn], lam),)
+            elif nd == 2:
+                (pn, lam), (pn2, lam2) = d.items()
+                pl = ((index[pn], lam), (index[pn2], lam2))
             else:
                 pl = tuple([(index[pn], lam) for pn, lam in d.items()])
         except KeyError:
@@ -333,9 +368,7 @@ def compile_graph(g: EventGraph) -> CompiledGraph:
 
     # --- colocation groups
     partner: dict[str, str] = {}
-    for ev in events:
-        if ev.colocate_with is None:
-            continue
+    for ev in compress(events, map(is_not, map(_coloc_of, events), repeat(None))):
         if ev.colocate_with not in index:
             problems.append(f"event {ev.name!r} is colocated with missing event {ev.colocate_with!r}")
             continue
@@ -343,43 +376,36 @@ def compile_graph(g: EventGraph) -> CompiledGraph:
     group = [-1] * len(events)
     group_sites: list[tuple[int, ...] | None] = []
     if partner:
-        # union-find; groups numbered in order of their first-added member
-        parent = list(range(len(events)))
-
-        def find(x: int) -> int:
-            while parent[x] != x:
-                parent[x] = parent[parent[x]]
-                x = parent[x]
-            return x
-
-        for a, b in partner.items():
-            ra, rb = find(index[a]), find(index[b])
-            if ra != rb:
-                lo, hi = min(ra, rb), max(ra, rb)
-                parent[hi] = lo
-        members_by_root: dict[int, list[int]] = {}
-        linked = {index[a] for a in partner} | {index[b] for b in partner.values()}
-        for i in sorted(linked):
-            members_by_root.setdefault(find(i), []).append(i)
-        for gid, (_root, members) in enumerate(sorted(members_by_root.items())):
+        # each group's members in index order, the groups in order of their first-added member
+        ia = list(map(index.__getitem__, partner))
+        ib = list(map(index.__getitem__, partner.values()))
+        groups: Sequence[Sequence[int]]
+        if len(set(ib)) == len(ib) and set(ib).isdisjoint(ia):
+            # the common case: each event is linked to a partner that nothing else links to and
+            # that links to nothing, so every group is one pair (what union-find finds then)
+            groups = sorted(zip(map(min, ia, ib), map(max, ia, ib)))
+        else:
+            groups = _linked_groups(len(events), ia, ib)
+        pool_sites = [{res_site[m] for m in members} for members in pool_members]
+        for gid, members in enumerate(groups):
             allowed: set[int] | None = None
             fixed_sites: set[int] = set()
-            member_names = [names[i] for i in members]
             for i in members:
                 group[i] = gid
-                if not fixed[i] and not placeholders[i]:
+                fixed_i, phs = fixed[i], placeholders[i]
+                if not fixed_i and not phs:
                     problems.append(
                         f"event {names[i]!r} takes part in colocation but occupies no resource, "
                         f"so it has no site"
                     )
-                fixed_sites.update(res_site[r] for r in fixed[i])
-                for p in placeholders[i]:
-                    sites = {res_site[m] for m in pool_members[p]}
-                    allowed = sites if allowed is None else allowed & sites
+                for r_i in fixed_i:
+                    fixed_sites.add(res_site[r_i])
+                for pool in phs:  # (allowed is replaced, never changed in place)
+                    allowed = pool_sites[pool] if allowed is None else allowed & pool_sites[pool]
             if len(fixed_sites) > 1:
                 problems.append(
-                    f"colocated events {member_names} have fixed resources on different sites "
-                    f"{sorted(site_names[s] for s in fixed_sites)}"
+                    f"colocated events {[names[i] for i in members]} have fixed resources on different "
+                    f"sites {sorted(site_names[s] for s in fixed_sites)}"
                 )
                 group_sites.append(None)
                 continue
@@ -387,24 +413,25 @@ def compile_graph(g: EventGraph) -> CompiledGraph:
                 allowed = fixed_sites if allowed is None else allowed & fixed_sites
             if allowed is not None and not allowed:
                 problems.append(
-                    f"colocated events {member_names} have no site on which all their resources exist "
-                    f"(check the pools behind their placeholders)"
+                    f"colocated events {[names[i] for i in members]} have no site on which all their "
+                    f"resources exist (check the pools behind their placeholders)"
                 )
             group_sites.append(None if allowed is None else tuple(sorted(allowed)))
     # events outside any group with several placeholders bind each placeholder independently.
 
     # --- successors and a topological order
-    succs = [tuple(s) for s in succ_lists]
+    succs = list(map(tuple, succ_lists))
     indeg = list(map(len, preds))
-    queue = deque([i for i in range(n) if indeg[i] == 0])
+    queue = deque(compress(range(n), map(not_, indeg)))  # the sources, in index order
     topo: list[int] = []
     popleft, put, visit = queue.popleft, queue.append, topo.append
     while queue:
         i = popleft()
         visit(i)
         for j, _ in succs[i]:
-            indeg[j] -= 1
-            if indeg[j] == 0:
+            k = indeg[j] - 1
+            indeg[j] = k
+            if not k:
                 put(j)
     if len(topo) < n:
         done = set(topo)
@@ -428,7 +455,7 @@ def compile_graph(g: EventGraph) -> CompiledGraph:
     return CompiledGraph(
         names=tuple(names),
         index=MappingProxyType(index),
-        dur=tuple([e.duration_us for e in events]),
+        dur=tuple(map(_duration, events)),
         preds=tuple(preds),
         succs=tuple(succs),
         topo=tuple(topo),
