@@ -26,7 +26,9 @@ from __future__ import annotations
 
 import heapq
 import math
+import operator
 from collections.abc import Iterator, Mapping, Sequence
+from itertools import compress
 from typing import Any, TypeVar
 
 from moeopt.core.compiled import CompiledGraph
@@ -78,11 +80,9 @@ def _bound_names(cg: CompiledGraph, bound: list[tuple[int, ...]]) -> dict[str, t
     """``event -> bound resource names``, built eagerly: validation and every analysis read all
     of them, and the common one-resource tuples are shared."""
     res_names = cg.res_names
-    single = [(r,) for r in res_names]
-    return {
-        name: single[b[0]] if len(b) == 1 else tuple(res_names[r] for r in b)
-        for name, b in zip(cg.names, bound)
-    }
+    # one names tuple per distinct binding, shared by every event bound alike
+    names_of = {b: tuple([res_names[r] for r in b]) for b in set(bound)}
+    return dict(zip(cg.names, map(names_of.__getitem__, bound)))
 
 
 class _LazyByEvent(Mapping[str, _V]):
@@ -274,6 +274,23 @@ def _run_keyed(
     profiles = state.profiles
     ready = state.ready
     free = state.free
+    # what the inlined evaluate and commit below read (see there)
+    placeholders = cg.placeholders
+    fixed_of = state.fixed
+    single = state.single
+    group_of = cg.group
+    group_site = state.group_site
+    res_site = cg.res_site
+    start_of = state.start
+    end_of = state.end
+    order_append = state.order.append
+    bound = state.bound
+    waits = state.waits
+    rpred = state.ready_pred
+    sem_ops = state.sem_ops
+    sem_cap = cg.sem_cap
+    succs = cg.succs
+    indeg = state.indeg
     heap: list[tuple[float, float, float, int]] = []
     push = heapq.heappush
     pop = heapq.heappop
@@ -599,9 +616,8 @@ def _run_keyed(
                 version[owner] += 1
                 lower_bound(owner)
 
-    for i in range(n):
-        if state.indeg[i] == 0:
-            lower_bound(i)
+    for i in compress(range(n), map(operator.not_, indeg)):  # the events without predecessors
+        lower_bound(i)
     ctl: RestructureControl | None = None
     if hook is not None:
 
@@ -624,6 +640,7 @@ def _run_keyed(
     # the others go back with their ready time as key (a lower bound whatever is committed).
     width = (pol.candidates or 0) if pol.wants_view else 0
     cands: list[tuple[int, float, float, tuple[int, ...], int, int]] = []
+    new: Sequence[int] = ()
     eligible: set[int] = set()
     view: SchedulerView | None = None
     if width:
@@ -674,7 +691,29 @@ def _run_keyed(
             if g >= 0:
                 in_gate[i] = -1
                 gate_live[g] -= 1
-            s, tb, chosen, rb, sb, blk, movers = evaluate(i)
+            if placeholders[i]:
+                s, tb, chosen, rb, sb, blk, movers = evaluate(i)
+            else:
+                # evaluate(i) inlined for an event without placeholders (most events of the
+                # MegaMoE graphs): SchedulerState.evaluate takes exactly these steps then (its
+                # placeholder branch is skipped: nothing chosen, and semaphores moving the start
+                # leave no binding to redo)
+                s = ready[i]
+                rb = -1
+                blk = None
+                for r in fixed_of[i]:
+                    f = free[r]
+                    if f > s:
+                        s = f
+                        rb = r
+                        blk = single[r]
+                tb = s
+                sb = -1
+                chosen = ()
+                movers = ()
+                acq = acq3[i]
+                if acq:
+                    s, sb, movers = admit_all(acq, s, dur[i])
             if s > lower:
                 # s is never below the lower bound; above it, i waits again
                 if g >= 0 and gate_sem[g]:
@@ -712,19 +751,60 @@ def _run_keyed(
         if width:
             i, s, tb, chosen, rb, sb = decide()
             g = -1
-        new = commit(i, s, tb, chosen, rb, sb)
+            new = commit(i, s, tb, chosen, rb, sb)
+            eligible.update(new)
+            state.step_evals.clear()  # the view's evaluations of this step are stale now
+        elif chosen:
+            new = commit(i, s, tb, chosen, rb, sb)
+        else:
+            # commit(i, ...) inlined for an event that binds no pool member: SchedulerState.commit
+            # takes exactly these steps then, in this order (its binding is its fixed resources,
+            # and a colocated group's site is that of the first of them); the
+            # events that become eligible are keyed at once, as lower_bound below would (their
+            # keys do not depend on anything done between: a newly eligible event was never
+            # evaluated, so no release can wake it, and it sits in no gate)
+            end = s + dur[i]
+            done[i] = True
+            start_of[i] = s
+            end_of[i] = end
+            order_append(i)
+            fixed = fixed_of[i]
+            for r in fixed:
+                free[r] = end
+            bound[i] = fixed
+            grp = group_of[i]
+            if grp >= 0 and group_site[grp] < 0:
+                group_site[grp] = res_site[fixed[0]]
+            waits[i] = (rpred[i], rb, tb, sb)
+            holds, takes, gives = sem_ops[i]
+            for p, a, back in holds:
+                p.hold(s, end, a, back)
+            for p, a in takes:
+                p.add(s, -a)
+            for sem, r in gives:
+                if profiles[sem].add(end, r) > sem_cap[sem]:
+                    state.capacity_error(i, sem, r)
+            new = ()
+            for j, lam in succs[i]:
+                v = end + lam
+                if v > ready[j]:  # the first committed predecessor always (ready starts at -1)
+                    ready[j] = v
+                    rpred[j] = i
+                d = indeg[j] - 1
+                indeg[j] = d
+                if not d:
+                    key = (before[j], ready[j], after[j], j)
+                    cur_key[j] = key
+                    push(heap, key)
         committed += 1
         version[i] += 1
         if g >= 0:
             push_rep(g)
         for sem in gains[i]:
             if delayed[sem] or starved[sem] or sg_of_sem[sem]:
-                on_release(sem, state.end[i])
+                on_release(sem, end_of[i])
         for j in new:
             lower_bound(j)
-        if width:
-            eligible.update(new)
-            state.step_evals.clear()  # the view's evaluations of this step are stale now
         if ctl is not None:
             hook.after_commit(i, ctl)  # type: ignore[union-attr]
     if committed < n:

@@ -22,6 +22,15 @@ in the middle rewrites the part of one block from ``t`` on and adds to the offse
 lowest level of each later block: O(B + blocks) instead of O(breakpoints). The per-block
 highest and lowest levels also let the searches (the next breakpoint with enough free units,
 the last one with too few) skip whole blocks of a long busy stretch.
+
+Flat first: a profile starts as one flat pair of lists (times, levels), the cheapest form while
+every change lands near the end and every search stays short, which is what the greedy
+scheduler does on pinned work (on scenario_basic every change lands within 7 breakpoints of the
+end). The first operation that would walk more than ``_FLAT`` breakpoints (a change that far
+before the end, a search that long) turns it into blocks for good, in one O(breakpoints) pass,
+and repeats itself on them: a flat operation costs O(``_FLAT``), so the conversion keeps every
+bound above. Both forms answer every question identically (they hold the same breakpoints
+and levels; the tests check both against a brute force).
 """
 
 from __future__ import annotations
@@ -44,14 +53,26 @@ _G = 32
 """Blocks a search skips at once (one C-level ``max`` / ``min``) after stepping over a few
 one by one."""
 
+_FLAT = 128
+"""The longest walk a flat profile makes (breakpoints stepped over by one change or one
+search) before it turns into blocks. assumed: 2 * B, so that a flat step never costs more than
+the block a blocked change rewrites; on scenario_basic and the PTO M = 2048 case no walk comes
+near it (changes land within 7 breakpoints of the end), while critical_path_first on late-bound
+tiles changes profiles thousands of breakpoints before their end and converts early."""
+
 
 class SemaphoreProfile:
     __slots__ = (
-        "_bl", "_bt", "_end", "_fin", "_first", "_free", "_hi", "_lo", "_off", "_stale", "cap", "low"
+        "_bl", "_bt", "_end", "_fin", "_first", "_free", "_hi", "_l", "_lo", "_off", "_stale", "_t", "cap",
+        "low",
     )
 
     def __init__(self, cap: int) -> None:
         self.cap = cap
+        # the flat form (see the module docstring): every breakpoint time, ascending, and the
+        # level in force from it until the next; both None once the profile is in blocks
+        self._t: list[float] | None = []
+        self._l: list[int] | None = []
         # block b: breakpoint times _bt[b] (ascending; every time of block b is before every
         # time of block b+1), raw levels _bl[b] (the level in force from _bt[b][k] until the
         # next breakpoint is _bl[b][k] + _off[b]), the block's highest and lowest level
@@ -82,6 +103,10 @@ class SemaphoreProfile:
     # ------------------------------------------------------------------ reading
 
     def level_at(self, t: float) -> int:
+        times = self._t
+        if times is not None:
+            k = bisect_right(times, t) - 1
+            return self.cap if k < 0 else self._l[k]  # type: ignore[index]
         b = bisect_right(self._first, t) - 1
         if b < 0:
             return self.cap
@@ -95,6 +120,8 @@ class SemaphoreProfile:
     def curve(self) -> tuple[list[float], list[int]]:
         """``(times, levels)``: every breakpoint in time order and the level in force from it
         until the next (fresh lists)."""
+        if self._t is not None:
+            return list(self._t), list(self._l)  # type: ignore[arg-type]
         times = list(chain.from_iterable(self._bt))
         levels: list[int] = []
         for bl, o in zip(self._bl, self._off):
@@ -110,6 +137,39 @@ class SemaphoreProfile:
             self._free[a] = got = self._scan_free(a)
         return got
 
+    def _scan_free(self, a: int) -> float:
+        """``free_from(a)`` found afresh, in either form."""
+        if self._t is None:
+            return self._scan_free_blocks(a)
+        # flat: walk back from the end over at most _FLAT breakpoints, then in blocks
+        levels = self._l
+        assert levels is not None
+        j = len(levels) - 1
+        stop = j - _FLAT if j >= _FLAT else -2
+        while j >= 0 and levels[j] >= a:
+            j -= 1
+            if j == stop:
+                self._to_blocks()
+                return self._scan_free_blocks(a)
+        if j < 0:
+            return -INF
+        return self._t[j + 1] if j + 1 < len(levels) else INF
+
+    def _to_blocks(self) -> None:
+        """Turn the flat form into blocks of ``B`` breakpoints (offsets 0), for good."""
+        times, levels = self._t, self._l
+        assert times is not None
+        assert levels is not None
+        self._t = self._l = None
+        size = B
+        self._bt = [times[k : k + size] for k in range(0, len(times), size)]
+        self._bl = bl = [levels[k : k + size] for k in range(0, len(levels), size)]
+        self._off = [0] * len(bl)
+        self._hi = [max(x) for x in bl]
+        self._lo = [min(x) for x in bl]
+        self._first = [x[0] for x in self._bt]
+        self._stale = False
+
     def _fresh(self) -> None:
         """Bring the last block's highest and lowest level up to date."""
         self._stale = False
@@ -118,7 +178,7 @@ class SemaphoreProfile:
         self._hi[-1] = max(last) + o
         self._lo[-1] = min(last) + o
 
-    def _scan_free(self, a: int) -> float:
+    def _scan_free_blocks(self, a: int) -> float:
         """``free_from(a)`` by a search back from the end over the blocks' lowest levels."""
         if self._stale:
             self._fresh()
@@ -211,6 +271,60 @@ class SemaphoreProfile:
                 if f == INF:
                     return INF
                 t = f
+        times = self._t
+        if times is None:
+            return self._admit_blocks(t, take, head, dur)
+        # flat: the same walk as _admit_blocks over one list, bounded by _FLAT steps (past
+        # it, the profile turns into blocks and the blocked walk answers from the same t)
+        levels = self._l
+        assert levels is not None
+        n = len(times)
+        k = bisect_right(times, t)  # the first breakpoint after t
+        stop = k + _FLAT
+        if stop > n:
+            stop = n
+        t0 = t
+        if (levels[k - 1] if k else self.cap) < head:
+            while k < stop and levels[k] < head:
+                k += 1
+            if k == stop:
+                if stop == n:
+                    return INF
+                self._to_blocks()
+                return self._admit_blocks(t0, take, head, dur)
+            t = times[k]
+            k += 1
+        if dur <= 0:
+            return t
+        end = t + dur
+        # Each try at t checks the breakpoints k.. inside the hold, up to ke (the first at or after
+        # its end). First in one go: the walk below returns t when no level in [k, ke) is below
+        # take and it reaches ke (ke before the walk's bound, or the bound is the end), which is
+        # what bisect and min tell at C speed over a window of many breakpoints
+        while k < stop:
+            if times[k] >= end:
+                return t  # past the hold: every later level is at least ``after`` (see above)
+            if levels[k] < take:
+                # too few units inside the hold: start again at the next breakpoint with enough
+                k += 1
+                while k < stop and levels[k] < head:
+                    k += 1
+                if k == stop:
+                    if stop == n:
+                        return INF
+                    self._to_blocks()
+                    return self._admit_blocks(t0, take, head, dur)
+                t = times[k]
+                end = t + dur
+            k += 1
+        if stop == n:
+            return t  # no breakpoint left inside the hold
+        self._to_blocks()
+        return self._admit_blocks(t0, take, head, dur)
+
+    def _admit_blocks(self, t: float, take: int, head: int, dur: float) -> float:
+        """``admit`` on the blocked form, from ``t`` on (the caller has applied the shortcuts
+        before the walk: enough units always, past the end, the time enough units stay free)."""
         bts = self._bt
         nb = len(bts)
         bls = self._bl
@@ -282,6 +396,175 @@ class SemaphoreProfile:
     def add(self, t: float, delta: int) -> int:
         """Apply ``delta`` units at time ``t`` and every later time; return the highest level
         from ``t`` on (for the capacity check of releases)."""
+        times = self._t
+        if times is None:
+            return self._add_blocks(t, delta)
+        levels = self._l
+        assert levels is not None
+        free = self._free
+        if t > self._end:  # the common case: a change after every breakpoint
+            self._end = t
+            v = self._fin = self._fin + delta
+            if v < self.low:
+                self.low = v
+            times.append(t)
+            levels.append(v)
+            if free:
+                for a, f in free.items():
+                    if v < a:
+                        free[a] = INF
+                    elif f == INF:  # the breakpoint before this one was the last one below a
+                        free[a] = t
+            return v
+        if t == self._end:  # the next most common: a change at the latest breakpoint
+            v = self._fin = self._fin + delta
+            if v < self.low:
+                self.low = v
+            levels[-1] = v
+            if free:
+                for a, f in free.items():
+                    if v < a:
+                        free[a] = INF
+                    elif f == INF:  # it was the last one below a: find the one before
+                        free[a] = self._scan_free(a)
+            return v
+        n = len(times)
+        k = bisect_right(times, t)
+        if n - k >= _FLAT:
+            self._to_blocks()
+            return self._add_blocks(t, delta)
+        if k and times[k - 1] == t:
+            k -= 1
+        else:  # a new breakpoint, at the level in force before it
+            times.insert(k, t)
+            levels.insert(k, levels[k - 1] if k else self.cap)
+            n += 1
+        v = levels[k] + delta
+        levels[k] = v
+        top = low = v
+        for j in range(k + 1, n):
+            v = levels[j] + delta
+            levels[j] = v
+            if v > top:
+                top = v
+            elif v < low:
+                low = v
+        if low < self.low:
+            self.low = low
+        self._fin += delta
+        if free:
+            # only the levels from t on moved. Down: the last level below a is the last one in
+            # that part if there is one there, else where it was (before t, unchanged). Up, or
+            # no change with a new breakpoint: unchanged when every level from the old answer on
+            # was already at least a and the answer is not after t (the part from t on only
+            # rose, and a new breakpoint at t copies a level at or after the answer); otherwise
+            # searched afresh
+            for a, f in free.items():
+                if delta < 0:
+                    j = n - 1
+                    while j >= k and levels[j] >= a:
+                        j -= 1
+                    if j >= k:
+                        free[a] = times[j + 1] if j + 1 < n else INF
+                elif f > t:
+                    free[a] = self._scan_free(a)
+        return top
+
+    def hold(self, s: float, e: float, take: int, back: int) -> None:
+        """``add(s, -take)`` then ``add(e, back)`` (``s <= e``, ``back >= 0``): an event that
+        takes units at its start and gives some back at its end. The caller skips the capacity
+        check: it uses this only where ``back <= take``, and then no level from ``e`` on rises
+        (every level stays at most the capacity).
+
+        Flat and without thresholds, and starting after the last breakpoint or within ``_FLAT``
+        breakpoints of the end, it is done in one pass that leaves the same breakpoints, levels,
+        final level and end as the two ``add`` calls; every other case makes the two calls. The
+        lower bound ``low`` then counts the levels the hold leaves (the two calls also count the
+        levels from ``e`` on as the first one left them, ``take`` lower for a moment): still a
+        lower bound of every level, and admission answers the same with any lower bound (it is
+        only its shortcut when every level is high enough)."""
+        times = self._t
+        if times is None or self._free:
+            self.add(s, -take)
+            self.add(e, back)
+            return
+        levels: list[int] = self._l  # type: ignore[assignment]
+        last = self._end
+        if s > last:
+            # add(s, -take) appends (s, fin - take); add(e, back) appends (e, that + back), or
+            # at e == s changes that breakpoint
+            v = self._fin - take
+            if v < self.low:
+                self.low = v
+            times.append(s)
+            levels.append(v)
+            v += back
+            if e > s:
+                times.append(e)
+                levels.append(v)
+            else:
+                levels[-1] = v
+            self._end = e
+            self._fin = v
+            return
+        n = len(times)
+        if s == last:
+            k = n - 1
+        else:
+            k = bisect_right(times, s)
+            if n - k >= _FLAT:
+                self.add(s, -take)
+                self.add(e, back)
+                return
+            if k and times[k - 1] == s:
+                k -= 1
+            else:  # a new breakpoint, at the level in force before it
+                times.insert(k, s)
+                levels.insert(k, levels[k - 1] if k else self.cap)
+                n += 1
+        low = self.low
+        if e > last:
+            # every level from s on drops by take, then (e, the final level + back) is appended
+            for j in range(k, n):
+                v = levels[j] - take
+                levels[j] = v
+                if v < low:
+                    low = v
+            self.low = low
+            v = self._fin - take + back
+            times.append(e)
+            levels.append(v)
+            self._end = e
+            self._fin = v
+            return
+        # both inside: e is a breakpoint (inserted at the level in force before it, which add(e,
+        # back) would give it too once lowered and raised again); the levels from s until e drop
+        # by take, those from e on by take - back (not at all for a hold giving back all it took,
+        # the common case)
+        k2 = bisect_right(times, e, k)  # > k: times[k] == s <= e
+        if times[k2 - 1] == e:
+            k2 -= 1
+        else:
+            times.insert(k2, e)
+            levels.insert(k2, levels[k2 - 1])
+            n += 1
+        for j in range(k, k2):
+            v = levels[j] - take
+            levels[j] = v
+            if v < low:
+                low = v
+        if back != take:
+            d = back - take
+            for j in range(k2, n):
+                v = levels[j] + d
+                levels[j] = v
+                if v < low:
+                    low = v
+            self._fin += d
+        self.low = low
+
+    def _add_blocks(self, t: float, delta: int) -> int:
+        """``add`` on the blocked form."""
         free = self._free
         if t > self._end:  # the common case: a change after every breakpoint
             self._end = t
@@ -336,7 +619,7 @@ class SemaphoreProfile:
                     if v < a:
                         free[a] = INF
                     elif f == INF:  # it was the last one below a: find the one before
-                        free[a] = self._scan_free(a)
+                        free[a] = self._scan_free_blocks(a)
             return v
         return self._add_inside(t, delta)
 
@@ -382,7 +665,7 @@ class SemaphoreProfile:
             free = self._free
             if free:
                 for a in free:
-                    free[a] = self._scan_free(a)
+                    free[a] = self._scan_free_blocks(a)
             return top + o
         return self._add_inside_general(t, delta)
 
@@ -496,7 +779,7 @@ class SemaphoreProfile:
             # levels from ``t`` on moved by ``delta``: find each threshold's last low point
             # again, from the end back (at worst into the unchanged part before ``t``)
             for a in free:
-                free[a] = self._scan_free(a)
+                free[a] = self._scan_free_blocks(a)
         return top
 
     def __repr__(self) -> str:

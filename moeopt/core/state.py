@@ -43,6 +43,13 @@ placeholder's members) whose free time set ``t_base`` (``None``: none did); ``mo
 acquire triples ``(semaphore, take, give back)`` whose semaphores moved the start (only their
 releases can make it earlier)."""
 
+SemOps = tuple[
+    tuple[tuple[SemaphoreProfile, int, int], ...],
+    tuple[tuple[SemaphoreProfile, int], ...],
+    tuple[tuple[int, int], ...],
+]
+"""An event's semaphore changes for commit, ``holds, takes, gives`` (see ``SchedulerState.sem_ops``)."""
+
 WaitRecord = tuple[int, int, float, int]
 """Why a committed event started when it did, read by unpacking:
 ``ready_pred, rb, t_base, sb = state.waits[i]`` (the predecessor that set its ready time, the
@@ -64,7 +71,9 @@ class SchedulerState:
         # each event's fixed resources: the graph's, until a restructure hook re-pins one
         # (moeopt.core.restructure)
         self.fixed: list[tuple[int, ...]] = list(cg.fixed)
-        self.ready = [0.0] * n
+        # -1 until a predecessor is committed (every end + λ is >= 0, so the first one always
+        # sets it: commit needs no separate test for "no predecessor yet"); 0 without any
+        self.ready = [-1.0 if p else 0.0 for p in cg.preds]
         self.ready_pred = [-1] * n
         self.indeg = list(map(len, cg.preds))
         self.done = [False] * n
@@ -77,36 +86,45 @@ class SchedulerState:
         self.waits: list[WaitRecord] = [(-1, -1, 0.0, -1)] * n
         self.order: list[int] = []
         self.profiles = [SemaphoreProfile(c) for c in cg.sem_cap]
-        # acquire triples (semaphore, take, give back by the same event)
-        self.acq3: list[tuple[tuple[int, int, int], ...]] = []
-        acq3 = self.acq3
-        # few distinct pairs, and events with equal maps share the compiled tuples (see
-        # compile_graph): keyed by identity, which the compiled graph keeps alive
+        # Per distinct (acquires, releases) pair (few of them, and events with equal maps share
+        # the compiled tuples, see compile_graph: keyed by identity, which the compiled graph
+        # keeps alive), in the order each first appears; then per event by one C-level lookup:
+        # * acq3: acquire triples (semaphore, take, give back by the same event);
+        # * gains: the semaphores whose units it gives back beyond what it took itself: only
+        #   those releases can raise a semaphore's free units anywhere (an event that gives back
+        #   at most what it took lowers the profile over [start, end) and leaves it lower or equal
+        #   after), so only they can bring a waiting event's start forward;
+        # * sig: the number of its acquire tuple among the distinct ones (``n_sigs`` of them,
+        #   numbered in order of first appearance): the scheduler's semaphore gates are per
+        #   signature;
+        # * sem_ops: its semaphore changes for commit: ``holds``, (profile, take, give back)
+        #   where the event gives back at most what it took of that semaphore (one
+        #   SemaphoreProfile.hold call, which needs no capacity check: see there); then the other
+        #   acquires, (profile, take), and the other releases, (semaphore, units), with the
+        #   capacity check.
+        profiles = self.profiles
+        keys = list(zip(map(id, cg.acq), map(id, cg.rel)))
+        pairs = dict(zip(keys, zip(cg.acq, cg.rel)))  # each key at its first appearance
         seen: dict[tuple[int, int], tuple[tuple[int, int, int], ...]] = {}
-        # per event, the semaphores whose units it gives back beyond what it took itself: only
-        # those releases can raise a semaphore's free units anywhere (an event that gives back at
-        # most what it took lowers the profile over [start, end) and leaves it lower or equal
-        # after), so only they can bring a waiting event's start forward
-        self.gains: list[tuple[int, ...]] = []
-        gains = self.gains
         seen_gain: dict[tuple[int, int], tuple[int, ...]] = {}
-        # per event, the number of its acquire tuple among the distinct ones (``n_sigs`` of
-        # them): the scheduler's semaphore gates are per signature
-        self.sig: list[int] = []
-        sig = self.sig
         seen_sig: dict[tuple[int, int], int] = {}
-        for acq, rel in zip(cg.acq, cg.rel):
-            key = (id(acq), id(rel))
-            got = seen.get(key)
-            if got is None:
-                own = dict(rel)
-                got = seen[key] = tuple([(s, a, own.get(s, 0)) for s, a in acq])
-                took = dict(acq)
-                seen_gain[key] = tuple([s for s, r in rel if r > took.get(s, 0)])
-                seen_sig[key] = len(seen_sig)
-            acq3.append(got)
-            gains.append(seen_gain[key])
-            sig.append(seen_sig[key])
+        seen_ops: dict[tuple[int, int], SemOps] = {}
+        for key, (acq, rel) in pairs.items():
+            own = dict(rel)
+            seen[key] = tuple([(s, a, own.get(s, 0)) for s, a in acq])
+            took = dict(acq)
+            seen_gain[key] = tuple([s for s, r in rel if r > took.get(s, 0)])
+            seen_sig[key] = len(seen_sig)
+            held = {s for s, a in acq if 0 <= own.get(s, -1) <= a}
+            seen_ops[key] = (
+                tuple([(profiles[s], a, own[s]) for s, a in acq if s in held]),
+                tuple([(profiles[s], a) for s, a in acq if s not in held]),
+                tuple([(s, r) for s, r in rel if s not in held]),
+            )
+        self.acq3: list[tuple[tuple[int, int, int], ...]] = list(map(seen.__getitem__, keys))
+        self.gains: list[tuple[int, ...]] = list(map(seen_gain.__getitem__, keys))
+        self.sig: list[int] = list(map(seen_sig.__getitem__, keys))
+        self.sem_ops: list[SemOps] = list(map(seen_ops.__getitem__, keys))
         self.n_sigs = len(seen_sig)
         # colocation: the site of each group, -1 while undecided
         self.group_site = [
@@ -173,8 +191,55 @@ class SchedulerState:
             sb = -1
             if len(acq) == 1:
                 s, a, back = acq[0]
-                t2 = profiles[s].admit(t, a, back, d)
+                p = profiles[s]
+                if p.low >= a:
+                    return (t, -1, ())  # admit's own first test, without the call
+                t2 = p.admit(t, a, back, d)
                 return (t2, s, acq) if t2 > t else (t, -1, ())
+            for s, a, _back in acq:
+                if profiles[s].low < a:
+                    break
+            else:
+                # every semaphore admits at once (admit's first test: never fewer than the units
+                # taken free), so the cycle below would return t, -1, no mover
+                return (t, -1, ())
+            if len(acq) == 2:
+                # the cycle below for two semaphores, unrolled (the common case: a slot and a
+                # bandwidth): x, y, x, ... until both have admitted the same start in turn (or
+                # none can); movers in the order they first moved it; admit's first test inline
+                x, y = acq
+                sx, ax, bx = x
+                sy, ay, by = y
+                px = profiles[sx]
+                py = profiles[sy]
+                order: tuple[tuple[int, int, int], ...] = ()
+                ok = 0
+                while t < INF:
+                    t2 = t if px.low >= ax else px.admit(t, ax, bx, d)
+                    if t2 > t:
+                        t = t2
+                        sb = sx
+                        ok = 1
+                        if x not in order:
+                            order += (x,)
+                        if t == INF:
+                            break
+                    else:
+                        ok += 1
+                        if ok == 2:
+                            break
+                    t2 = t if py.low >= ay else py.admit(t, ay, by, d)
+                    if t2 > t:
+                        t = t2
+                        sb = sy
+                        ok = 1
+                        if y not in order:
+                            order += (y,)
+                    else:
+                        ok += 1
+                        if ok == 2:
+                            break
+                return (t, sb, order)
             movers: list[tuple[int, int, int]] = []
             # cycle through the semaphores until each has admitted the same start in turn
             m = len(acq)
@@ -305,9 +370,9 @@ class SchedulerState:
         rpred = self.ready_pred
         waits = self.waits
         profiles = self.profiles
-        acq3 = self.acq3
-        rel_of = cg.rel
+        sem_ops = self.sem_ops
         sem_cap = cg.sem_cap
+        capacity_error = self.capacity_error
         succs = cg.succs
         indeg = self.indeg
 
@@ -328,29 +393,45 @@ class SchedulerState:
             if g >= 0 and group_site[g] < 0:
                 group_site[g] = res_site[rs[0]]
             waits[i] = (rpred[i], rb, tb, sb)
-            for s, a, _back in acq3[i]:
-                profiles[s].add(start, -a)
-            for s, r in rel_of[i]:
-                hi = profiles[s].add(end, r)
-                if hi > sem_cap[s]:
-                    raise SchedulingError(
-                        f"event {cg.names[i]!r} releases {r} unit(s) of semaphore {cg.sem_names[s]!r} at "
-                        f"t={end:g} µs, lifting its free units to {hi} above the capacity "
-                        f"{sem_cap[s]}: the units were not acquired by an event scheduled before it. "
-                        f"Make the releasing event depend on the event that acquires the units."
-                    )
+            holds, takes, gives = sem_ops[i]
+            # a hold's two changes and the other acquires, then the other releases: each
+            # semaphore sees its changes in the order of before (acquires first), and only
+            # releases beyond what the event took can fail the capacity check
+            for p, a, back in holds:
+                p.hold(start, end, a, back)
+            for p, a in takes:
+                p.add(start, -a)
+            for s, r in gives:
+                if profiles[s].add(end, r) > sem_cap[s]:
+                    capacity_error(i, s, r)
             new: list[int] = []
             for j, lam in succs[i]:
                 v = end + lam
-                if v > readyl[j] or rpred[j] < 0:
+                if v > readyl[j]:  # the first committed predecessor always (ready starts at -1)
                     readyl[j] = v
                     rpred[j] = i
-                indeg[j] -= 1
-                if indeg[j] == 0:
+                d = indeg[j] - 1
+                indeg[j] = d
+                if not d:
                     new.append(j)
             return new
 
         return commit
+
+    def capacity_error(self, i: int, s: int, r: int) -> None:
+        """Raise the error of event ``i``'s release of ``r`` units of semaphore ``s``, which
+        lifted its free units above the capacity (the profile has the release applied)."""
+        cg = self.cg
+        end = self.end[i]
+        p = self.profiles[s]
+        times, levels = p.curve()
+        hi = max(v for t, v in zip(times, levels) if t >= end)
+        raise SchedulingError(
+            f"event {cg.names[i]!r} releases {r} unit(s) of semaphore {cg.sem_names[s]!r} at "
+            f"t={end:g} µs, lifting its free units to {hi} above the capacity "
+            f"{cg.sem_cap[s]}: the units were not acquired by an event scheduled before it. "
+            f"Make the releasing event depend on the event that acquires the units."
+        )
 
     def blocked_report(self, blocked: list[int]) -> str:
         cg = self.cg

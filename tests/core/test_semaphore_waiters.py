@@ -3,7 +3,7 @@ that walk every breakpoint and rank every eligible event at every step.
 
 Two fast paths are checked here:
 
-* :class:`~moeopt.core.semaphores.SemaphoreProfile` keeps its breakpoints in blocks, each with
+* :class:`~moeopt.core.semaphores.SemaphoreProfile` keeps its breakpoints flat, then in blocks, each with
   an offset on its levels and its highest and lowest level, so that a change in the middle moves
   later blocks as a whole and admission skips long busy stretches; its answers (admission, the
   level curve, the final level, the time from which enough units stay free, the highest level
@@ -96,16 +96,23 @@ def test_profile_answers_as_a_walk_over_every_breakpoint(ops, appends_first, que
         max_size=12,
     ),
     tiny=st.sampled_from([1, 2, 3]),
+    flat=st.sampled_from([1, 2, 5, 10_000]),
 )
 # a change before every breakpoint, on a first block whose levels are all below the capacity:
 # the new first breakpoint starts at the capacity's level (3 - 1 = 2 free from t=2, above the
 # block's old highest level 1)
-@example(ops=[(5, -2), (2, -1)], appends_first=False, queries=[(0, 2, 2, 0.5)], tiny=1)
-def test_profile_with_tiny_blocks_splits_offsets_and_skips_correctly(ops, appends_first, queries, tiny) -> None:
+@example(ops=[(5, -2), (2, -1)], appends_first=False, queries=[(0, 2, 2, 0.5)], tiny=1, flat=1)
+def test_profile_with_tiny_blocks_splits_offsets_and_skips_correctly(ops, appends_first, queries, tiny, flat) -> None:
     # with 1-3 breakpoints per block (split beyond 2-6) and groups of 2 blocks, profiles of a few
     # dozen breakpoints span many blocks: changes in the middle split blocks and move the
-    # offsets of every later one, and the searches step over single blocks and groups of blocks
-    with mock.patch.object(semaphores, "B", tiny), mock.patch.object(semaphores, "_G", 2):
+    # offsets of every later one, and the searches step over single blocks and groups of blocks.
+    # A flat profile turns into blocks after walks of 1, 2 or 5 breakpoints: at any point of the
+    # sequence (a change, a threshold search, an admission), or never (10 000)
+    with (
+        mock.patch.object(semaphores, "B", tiny),
+        mock.patch.object(semaphores, "_G", 2),
+        mock.patch.object(semaphores, "_FLAT", flat),
+    ):
         _check_profile(ops, appends_first, queries)
 
 
@@ -140,6 +147,10 @@ def _check_profile(
     # starts in the right place, so they are checked themselves too. The last block's highest and
     # lowest level may be left stale by changes inside it (every search refreshes them first):
     # they are checked after that refresh, the others as they are
+    if p._t is not None:  # still flat: one list of times, one of levels
+        assert p._l is not None
+        assert len(p._t) == len(p._l)
+        assert p._bt == []
     if p._stale:
         p._fresh()
     for bt, bl, o, hi, lo, first in zip(p._bt, p._bl, p._off, p._hi, p._lo, p._first, strict=True):
@@ -210,7 +221,11 @@ def contention_graphs(draw: st.DrawFn) -> EventGraph:
 @settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(g=contention_graphs(), tiny_blocks=st.booleans())
 def test_semaphore_waiters_are_scheduled_as_the_naive_scheduler_does(g: EventGraph, tiny_blocks: bool) -> None:
-    with mock.patch.object(semaphores, "B", 2 if tiny_blocks else B):
+    # tiny blocks: profiles also leave the flat form after a walk of 2 breakpoints
+    with (
+        mock.patch.object(semaphores, "B", 2 if tiny_blocks else B),
+        mock.patch.object(semaphores, "_FLAT", 2 if tiny_blocks else semaphores._FLAT),
+    ):
         _check_against_naive(g)
 
 
@@ -227,3 +242,87 @@ def _check_against_naive(g: EventGraph) -> None:
             assert s.start_us[name] == start, (policy, name)
             assert s.end_us[name] == end, (policy, name)
             assert s.resources[name] == bound, (policy, name)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    ops=st.lists(
+        st.tuples(
+            st.integers(0, 40),
+            st.sampled_from([0, 0, 1, 3, 7]),
+            st.integers(1, 3),
+            st.integers(0, 3),
+            st.booleans(),
+        ),
+        min_size=1,
+        max_size=60,
+    ),
+    flat=st.sampled_from([1, 3, 10_000]),
+    threshold=st.booleans(),
+)
+def test_hold_changes_the_profile_as_its_two_adds(ops, flat, threshold) -> None:
+    # SemaphoreProfile.hold(s, e, take, back) (back <= take) in one pass must leave the curve, the
+    # final level and the admissions of add(s, -take) then add(e, back); its lower bound ``low``
+    # may be higher (it skips the instant levels between the two adds) but stays a lower bound.
+    # Plain adds in between (a release of units taken elsewhere: ``extra``) and an asked threshold
+    # (``free_from``) take the general path at times
+    cap = 6
+    with mock.patch.object(semaphores, "_FLAT", flat):
+        p = SemaphoreProfile(cap)
+        ref = SemaphoreProfile(cap)
+        for s, dur, take, back, extra in ops:
+            back = min(back, take)
+            if p.low - take < 0 or ref.low - take < 0:
+                continue  # keep every level at least 0: the scheduler never goes below
+            p.hold(float(s), float(s + dur), take, back)
+            ref.add(float(s), -take)
+            ref.add(float(s + dur), back)
+            if extra and ref.final_level() < cap:
+                p.add(float(s + dur + 1), 1)
+                ref.add(float(s + dur + 1), 1)
+            if threshold:
+                assert p.free_from(2) == ref.free_from(2)
+            assert p.curve() == ref.curve()
+            assert p.final_level() == ref.final_level()
+            assert ref.low <= p.low <= min(ref.curve()[1], default=cap)
+        for t in range(-1, 45):
+            for take in (1, 2, 3):
+                for back in range(take + 1):
+                    for dur in (0.0, 0.5, 4.0):
+                        assert p.admit(float(t), take, back, dur) == ref.admit(float(t), take, back, dur)
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(ops=change_ops, appends_first=st.booleans(), thresholds=st.lists(st.integers(1, 3), max_size=3))
+# a rise at the last breakpoint below a threshold: 1 free at 0 and 2 from 1 (free_from(2) == 1),
+# then one more from 0 on leaves none below 2 (free_from(2) == -inf), found again only by a search
+@example(ops=[(0, -2), (1, 1), (0, 1)], appends_first=False, thresholds=[2])
+def test_flat_and_blocked_profiles_answer_alike(ops, appends_first, thresholds) -> None:
+    # the flat form (never converted here) against the blocked form (converted while empty),
+    # checked against a brute force above: after the same changes, the same curve, thresholds and
+    # admission for every start on a half-unit grid, every need, give-back and a few durations
+    # (breakpoints falling exactly at the end of a hold among them)
+    if appends_first:
+        ops = sorted(ops)
+    with mock.patch.object(semaphores, "_FLAT", 10**9):
+        flat = SemaphoreProfile(3)
+        blocked = SemaphoreProfile(3)
+        blocked._to_blocks()
+        for t, d in ops:
+            for a in thresholds:  # thresholds asked before changes are then kept up to date
+                assert flat.free_from(a) == blocked.free_from(a)
+            assert flat.add(float(t), d) == blocked.add(float(t), d)
+        assert flat._t is not None
+        assert blocked._t is None
+        assert flat.curve() == blocked.curve()
+        assert flat.final_level() == blocked.final_level()
+        for a in (1, 2, 3):
+            assert flat.free_from(a) == blocked.free_from(a)
+        last = int(max(t for t, _d in ops))
+        for k in range(-2, 2 * last + 4):
+            t = k / 2
+            assert flat.level_at(t) == blocked.level_at(t)
+            for take in (1, 2, 3, 4):
+                for back in range(take + 1):
+                    for dur in (0.0, 0.5, 1.0, 2.0, 3.0, 17.0):
+                        assert flat.admit(t, take, back, dur) == blocked.admit(t, take, back, dur), (t, take, back, dur)
