@@ -43,6 +43,10 @@ from moeopt.megamoe.analysis.table import EPS, Table
 from moeopt.megamoe.build import RankGraph
 from moeopt.megamoe.results import IdleDecomposition, IdleSample, RoleIdle, StageIdle
 
+VECTOR_SWEEPS = True
+"""Whether the sweeps with no ready event tied to a member run as numpy arrays
+(:func:`_free_stretches`); False runs the point-by-point sweeps they are tested against."""
+
 CORE_ROLES = ("AIC", "AIV0", "AIV1")
 """The roles whose idle is counted in the rank's core-µs totals (a graph from another adapter
 may name other roles: they get a ledger of their own, outside the totals)."""
@@ -107,11 +111,14 @@ def idle_decomposition(
         # in pool order, not set order: the sums below must not depend on the hash seed
         merged = {r: merged_of(r) for r in pool.members}
         n_mem = len(set(pool.members))
-        pts = _ready_points(pool, tab, ready, spans, index, _all_busy(merged))
-        if pts:
-            _forced, avoid, found = _sweep(pts, merged, n_mem, span, pool.key, max_samples)
-        else:
+        waits = _ready_points(pool, tab, ready, spans, index, _all_busy(merged))
+        found: list[IdleSample]
+        if not waits:
             avoid, found = 0.0, []  # no event of the pool ever waited
+        elif VECTOR_SWEEPS and not any(bound for _a, _b, bound in waits):
+            avoid, found = _free_sweep(waits, merged, set(merged), n_mem, span, pool.key, max_samples)
+        else:
+            _forced, avoid, found = _sweep(_points(waits), merged, n_mem, span, pool.key, max_samples)
         by_key[pool.key] = {
             "avoidable_core_us": avoid,
             "late_bound": pool.late,
@@ -207,9 +214,10 @@ def _ready_points(
     spans: _SpanCache,
     index: Mapping[str, int],
     all_busy: tuple[list[float], list[float]],
-) -> list[_Point]:
-    """The sweep points of the spans where the pool's events were ready but not started (empty
-    when none of them ever waited).
+) -> list[tuple[float, float, str]]:
+    """The spans ``(from, to, member)`` where the pool's events were ready but not started (empty
+    when none of them ever waited); ``member``: the member the event is bound to, ``""`` when any
+    idle member could run it.
 
     An event whose whole wait ``[ready, start)`` lies in one interval of ``all_busy`` (every
     member of the pool busy) is left out, without computing its ready spans: with no idle
@@ -220,7 +228,7 @@ def _ready_points(
     members = set(pool.members)
     starts = tab.start
     busy_from, busy_to = all_busy
-    pts: list[_Point] = []
+    out: list[tuple[float, float, str]] = []
     for i in pool.events:
         st, r = starts[i], ready[i]
         if st <= r + EPS:
@@ -229,9 +237,16 @@ def _ready_points(
         if k >= 0 and busy_to[k] >= st:
             continue  # waited while every member was busy: nothing avoidable (see above)
         bound = _bound_member(pool, i, tab, ready, index, members)
-        for a, b in spans.of(i):
-            pts.append((a, 1, bound, 1))
-            pts.append((b, 1, bound, -1))
+        out.extend((a, b, bound) for a, b in spans.of(i))
+    return out
+
+
+def _points(waits: list[tuple[float, float, str]]) -> list[_Point]:
+    """The ready points of :func:`_sweep` of the spans of :func:`_ready_points`."""
+    pts: list[_Point] = []
+    for a, b, bound in waits:
+        pts.append((a, 1, bound, 1))
+        pts.append((b, 1, bound, -1))
     return pts
 
 
@@ -240,23 +255,119 @@ def _all_busy(merged: dict[str, list[Interval]]) -> tuple[list[float], list[floa
     sorted lists (``to`` is ``inf`` for an interval still open at the end), by the state
     :func:`_sweep` holds between two points: every point at one time applied together."""
     n = len(merged)
-    pts = sorted((t, d) for iv in merged.values() for a, b in iv for t, d in ((a, 1), (b, -1)))
-    froms: list[float] = []
-    tos: list[float] = []
-    busy = 0
-    k = 0
-    while k < len(pts):
-        t = pts[k][0]
-        while k < len(pts) and pts[k][0] == t:
-            busy += pts[k][1]
-            k += 1
-        if busy == n and len(froms) == len(tos):
-            froms.append(t)
-        elif busy < n and len(froms) > len(tos):
-            tos.append(t)
+    iv = _intervals(merged)
+    if not len(iv):
+        return [], []
+    _t, level = _level(iv)
+    # a member's merged intervals are disjoint, so at most n are busy: "every member busy" is
+    # level == n, and the intervals open where it becomes so and close where it stops
+    full = level == n
+    before = np.concatenate(([False], full[:-1]))
+    froms: list[float] = _t[full & ~before].tolist()
+    tos: list[float] = _t[~full & before].tolist()
     if len(froms) > len(tos):
         tos.append(math.inf)
     return froms, tos
+
+
+def _intervals(merged: dict[str, list[Interval]]) -> np.ndarray:
+    """Every member's merged busy intervals as one ``(k, 2)`` array (members in dict order)."""
+    return np.array([x for iv in merged.values() for x in iv], dtype=float).reshape(-1, 2)
+
+
+def _grouped(t: np.ndarray, *deltas: np.ndarray) -> tuple[np.ndarray, list[np.ndarray]]:
+    """The distinct values of ``t`` in increasing order and, for each of ``deltas`` (one delta per
+    entry of ``t``), its running sum after every change at or before each of them: the integer
+    state a sweep holds between two distinct times when it applies all points at one time
+    together (the sums are of integers, so exact in any order)."""
+    order = np.argsort(t, kind="stable")
+    ts = t[order]
+    last = np.flatnonzero(np.append(ts[1:] != ts[:-1], True)) if len(ts) else np.zeros(0, dtype=np.intp)
+    return ts[last], [np.cumsum(d[order])[last] for d in deltas]
+
+
+def _level(iv: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct start / end times of the intervals ``iv`` and how many are open after each."""
+    k = len(iv)
+    t, (level,) = _grouped(
+        np.concatenate((iv[:, 0], iv[:, 1])), np.concatenate((np.ones(k, np.int64), -np.ones(k, np.int64)))
+    )
+    return t, level
+
+
+def _free_stretches(
+    waits: Sequence[tuple[float, float]],
+    merged: dict[str, list[Interval]],
+    counted: set[str] | frozenset[str],
+    n: int,
+    span: float,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """``(from, to, avoidable, idle, ready)`` of the stretches of a sweep with avoidable idle,
+    in time order, when no ready event is tied to a member: the numpy form of the stretches
+    :func:`_sweep` (and :func:`_role_sweep` with one class) walks point by point.
+
+    Why it is the same: between two consecutive distinct point times the sweeps hold integer
+    state, the number of busy members among ``counted`` (each member's merged intervals are
+    disjoint, so that is the running sum of +1 / -1 at their starts / ends) and the number of
+    ready events (the running sum of the waits' +1 / -1), which :func:`_grouped` gives exactly.
+    The sweeps account a stretch ``[prev, t)`` at each distinct point time ``t < span`` with
+    ``t > prev``, where ``prev`` is the previous such time (0.0 at first), with the state before
+    ``t``; with no tied event its avoidable members are ``min(ready, idle)`` (``_matched`` of one
+    class), ``idle = n - busy``. Every member of ``merged`` contributes its times even when not
+    counted, as in the sweeps: the stretches, and so the floating-point products summed, are the
+    same ones."""
+    iv = _intervals(merged)
+    w = np.array(waits, dtype=float).reshape(-1, 2)
+    k, m = len(iv), len(w)
+    mine = np.repeat(
+        np.array([r in counted for r in merged], dtype=np.int64), [len(v) for v in merged.values()]
+    )
+    zeros = np.zeros(k, np.int64)
+    t, (busy, ready) = _grouped(
+        np.concatenate((iv[:, 0], iv[:, 1], w[:, 0], w[:, 1])),
+        np.concatenate((mine, -mine, np.zeros(2 * m, np.int64))),
+        np.concatenate((zeros, zeros, np.ones(m, np.int64), -np.ones(m, np.int64))),
+    )
+    cut = int(np.searchsorted(t, span, side="left"))  # the points before span
+    t = t[:cut]
+    busy_before = np.concatenate(([0], busy[: cut - 1])) if cut else busy[:0]
+    ready_before = np.concatenate(([0], ready[: cut - 1])) if cut else ready[:0]
+    prev = np.concatenate(([0.0], t[:-1]))
+    prev = np.where(prev > 0.0, prev, 0.0)  # prev only moves forward, from 0.0
+    idle = np.maximum(0, n - busy_before)
+    av = np.minimum(ready_before, idle)
+    keep = (t > prev) & (av > 0)  # a stretch with av == 0 adds exactly 0.0
+    return prev[keep], t[keep], av[keep], idle[keep], ready_before[keep]
+
+
+def _free_sweep(
+    waits: list[tuple[float, float, str]],
+    merged: dict[str, list[Interval]],
+    counted: set[str],
+    n_mem: int,
+    span: float,
+    key: str,
+    max_samples: int,
+) -> tuple[float, list[IdleSample]]:
+    """``(avoidable, samples)`` of :func:`_sweep` for a pool none of whose ready events is bound to
+    a member, from :func:`_free_stretches`; the products are summed in time order, one by one,
+    as the sweep sums them."""
+    prev, t, av, idle, ready = _free_stretches([(a, b) for a, b, _m in waits], merged, counted, n_mem, span)
+    avoid = 0.0
+    for x in (av * (t - prev)).tolist():
+        avoid += x
+    samples: list[IdleSample] = []
+    for j in np.flatnonzero(t - prev > EPS)[:max_samples].tolist():
+        samples.append(
+            {
+                "stage": key,
+                "from_us": float(prev[j]),
+                "to_us": float(t[j]),
+                "idle_members": int(idle[j]),
+                "ready": int(ready[j]),
+            }
+        )
+    return avoid, samples
 
 
 def _sweep(
@@ -346,7 +457,7 @@ def _role_ledger(
         merged = {r: merged_of(r) for r in members}
         busy = sum(min(b, span) - a for iv in merged.values() for a, b in iv if a < span)
         classes: list[frozenset[str]] = []
-        pts: list[_RolePoint] = []
+        waits: list[tuple[float, float, str, int]] = []
         windows = _idle_windows(merged, span)
         w_starts = [a for a, _b in windows]
         for pool in pools:
@@ -369,11 +480,25 @@ def _role_ledger(
                     if own not in classes:
                         classes.append(own)
                     cls = classes.index(own)
-                for a, b in spans.of(i):
-                    pts.append((a, 1, bound, cls if not bound else -1, 1))
-                    pts.append((b, 1, bound, cls if not bound else -1, -1))
+                c = cls if not bound else -1
+                waits.extend((a, b, bound, c) for a, b in spans.of(i))
         idle = len(members) * span - busy
-        avoid = _role_sweep(pts, merged, members, classes, span) if pts else 0.0
+        if not waits:
+            avoid = 0.0
+        elif VECTOR_SWEEPS and len(classes) == 1 and not any(bound for _a, _b, bound, _c in waits):
+            # one class of free ready events: _matched is min(waiting, idle members of the class)
+            prev, t, av, _idle, _ready = _free_stretches(
+                [(a, b) for a, b, _m, _c in waits], merged, classes[0], len(classes[0]), span
+            )
+            avoid = 0.0
+            for x in (av * (t - prev)).tolist():  # in time order, one by one, as _role_sweep sums
+                avoid += x
+        else:
+            pts: list[_RolePoint] = []
+            for a, b, bound, c in waits:
+                pts.append((a, 1, bound, c, 1))
+                pts.append((b, 1, bound, c, -1))
+            avoid = _role_sweep(pts, merged, members, classes, span)
         out[role] = {
             "members": len(members),
             "span_us": span,
@@ -387,25 +512,24 @@ def _role_ledger(
 def _idle_windows(merged: dict[str, list[Interval]], span: float) -> list[Interval]:
     """The maximal intervals of ``[0, span)`` in which at least one member is idle."""
     n = len(merged)
-    pts: list[tuple[float, int]] = []
-    for iv in merged.values():
-        for a, b in iv:
-            pts.append((a, 1))
-            pts.append((b, -1))
-    pts.sort()
+    iv = _intervals(merged)
     out: list[Interval] = []
-    busy = 0
     start: float | None = 0.0
-    for t, d in pts:
-        if t >= span:
-            break
-        busy += d
-        if busy == n and start is not None:
-            if t > start + EPS:
-                out.append((start, t))
-            start = None
-        elif busy < n and start is None:
-            start = t
+    if len(iv):
+        t, level = _level(iv)
+        cut = int(np.searchsorted(t, span, side="left"))
+        # the windows change only where every member becomes busy or stops being so (at a time
+        # where some end and others start, the ends come first: the level dips below n and
+        # comes back at that one time, which opens and closes no window, as here)
+        full = level[:cut] == n
+        change = np.flatnonzero(full != np.concatenate(([False], full[:-1])))
+        for at, now_full in zip(t[change].tolist(), full[change].tolist()):
+            if now_full:
+                if start is not None and at > start + EPS:
+                    out.append((start, at))
+                start = None
+            else:
+                start = at
     if start is not None and span > start + EPS:
         out.append((start, span))
     return out
