@@ -143,15 +143,17 @@ def graph_floors(rg: RankGraph) -> GraphFloors:
     members: dict[str, int] = {}
     for role in role_of:
         members[role] = members.get(role, 0) + 1
-    for i in range(cg.n):
-        if not needed[i]:
+    pool_role = [role_of[m[0]] if m else "" for m in cg.pool_members]
+    # (in graph order, as each running sum has always been made)
+    for need, d, fixed, places in zip(needed, cg.dur, cg.fixed, cg.placeholders):
+        if not need:
             continue
-        d = cg.dur[i]
-        for r in cg.fixed[i]:
+        for r in fixed:
             pinned[r] = pinned.get(r, 0.0) + d
-            by_role[role_of[r]] = by_role.get(role_of[r], 0.0) + d
-        for p in cg.placeholders[i]:
-            role = role_of[cg.pool_members[p][0]]
+            role = role_of[r]
+            by_role[role] = by_role.get(role, 0.0) + d
+        for p in places:
+            role = pool_role[p]
             by_role[role] = by_role.get(role, 0.0) + d
     pipe: dict[str, float] = {}
     for role, work in by_role.items():
@@ -185,18 +187,20 @@ def longest_path_us(rg: RankGraph) -> float:
     pinned resource are resource constraints, so they are left out (else the floor would absorb
     the queueing); the time is measured to the last combine, so the chain ends there too."""
     cg = rg.graph.compiled()
-    heads = [0.0] * cg.n
+    # each event's head + duration, kept instead of its head: ``heads[p] + dur[p] + lam`` is
+    # ``(heads[p] + dur[p]) + lam``, so every sum is the same float as when added per edge
+    tails = [0.0] * cg.n
     dur = cg.dur
     preds = rg.data_preds()
     for i in cg.topo:
         best = 0.0
         for p, lam in preds[i]:
-            v = heads[p] + dur[p] + lam
+            v = tails[p] + lam
             if v > best:
                 best = v
-        heads[i] = best
+        tails[i] = best + dur[i]
     ends = rg.combine_events or [n for n in cg.names if n != rg.tail_event]
-    return max((heads[cg.index[n]] + cg.dur[cg.index[n]] for n in ends), default=0.0)
+    return max((tails[cg.index[n]] for n in ends), default=0.0)
 
 
 def judge_floors(f: GraphFloors, time_us: float) -> Floors:

@@ -39,13 +39,14 @@ from dataclasses import dataclass
 import numpy as np
 
 from moeopt.core.schedule import Schedule
-from moeopt.megamoe.analysis.table import EPS, Table
+from moeopt.megamoe.analysis.table import EPS, Table, events_on
 from moeopt.megamoe.build import RankGraph
 from moeopt.megamoe.results import IdleDecomposition, IdleSample, RoleIdle, StageIdle
 
 VECTOR_SWEEPS = True
 """Whether the sweeps with no ready event tied to a member run as numpy arrays
-(:func:`_free_stretches`); False runs the point-by-point sweeps they are tested against."""
+(:func:`_free_stretches`) and the common ready spans are found together
+(:meth:`_SpanCache.prime`); False runs the point-by-point code they are tested against."""
 
 CORE_ROLES = ("AIC", "AIV0", "AIV1")
 """The roles whose idle is counted in the rank's core-µs totals (a graph from another adapter
@@ -74,7 +75,12 @@ class _Pool:
 
 
 def idle_decomposition(
-    rg: RankGraph, s: Schedule, span: float, max_samples: int = 5, table: Table | None = None
+    rg: RankGraph,
+    s: Schedule,
+    span: float,
+    max_samples: int = 5,
+    table: Table | None = None,
+    on: Mapping[str, list[int]] | None = None,
 ) -> IdleDecomposition:
     """The idle ledger per role and the avoidable idle per stage pool (see the module docstring).
 
@@ -91,12 +97,13 @@ def idle_decomposition(
     guardrail does not judge them, as it does not judge any statically pinned pool.
     """
     tab = table or Table.of(rg, s)
-    busy_iv, by_stage = _busy_intervals(rg, tab)
+    busy_iv, by_stage = _busy_intervals(rg, tab, events_on(tab) if on is None else on)
     levels = _SemaphoreLevels(rg, tab)  # built on first use: often no event ever waits
     index = rg.graph.compiled().index  # event name -> position in graph order (the table's order)
     ready = _data_ready(rg, tab)
     spans = _SpanCache(tab, levels, ready)
     merged_busy: dict[str, list[Interval]] = {}
+    member_sets: dict[tuple[str, ...], _Merged] = {}
 
     def merged_of(r: str) -> list[Interval]:
         got = merged_busy.get(r)
@@ -104,14 +111,24 @@ def idle_decomposition(
             got = merged_busy[r] = _merge(busy_iv.get(r, []))
         return got
 
+    def merged_for(members: Sequence[str]) -> _Merged:
+        # one dict (and one array of its intervals) per member list: pools and roles share them
+        key = tuple(members)
+        got = member_sets.get(key)
+        if got is None:
+            got = member_sets[key] = _Merged((r, merged_of(r)) for r in key)
+        return got
+
     by_key: dict[str, StageIdle] = {}
     samples: list[IdleSample] = []
     pools = _pools(rg, tab, by_stage)
     for pool in pools:
         # in pool order, not set order: the sums below must not depend on the hash seed
-        merged = {r: merged_of(r) for r in pool.members}
+        merged = merged_for(pool.members)
         n_mem = len(set(pool.members))
-        waits = _ready_points(pool, tab, ready, spans, index, _all_busy(merged))
+        if merged.all_busy is None:  # pools on the same members share it
+            merged.all_busy = _all_busy(merged)
+        waits = _ready_points(pool, tab, ready, spans, index, merged.all_busy)
         found: list[IdleSample]
         if not waits:
             avoid, found = 0.0, []  # no event of the pool ever waited
@@ -125,7 +142,7 @@ def idle_decomposition(
             "work_conservation_exempt": _exemption(rg, pool.stage, pool.late),
         }
         samples.extend(found)
-    by_role = _role_ledger(rg, tab, pools, merged_of, spans, ready, index, span)
+    by_role = _role_ledger(rg, tab, pools, merged_for, spans, ready, index, span)
     return {
         "forced_core_us": sum(d["forced_core_us"] for role, d in by_role.items() if role in CORE_ROLES),
         "avoidable_core_us": sum(d["avoidable_core_us"] for role, d in by_role.items() if role in CORE_ROLES),
@@ -135,20 +152,17 @@ def idle_decomposition(
     }
 
 
-def _busy_intervals(rg: RankGraph, tab: Table) -> tuple[dict[str, list[Interval]], dict[str, list[int]]]:
-    """Every resource's busy intervals, and the indices of each stage's events (stages with
-    members only)."""
-    by_stage: dict[str, list[int]] = defaultdict(list)
-    busy_iv: dict[str, list[Interval]] = defaultdict(list)
+def _busy_intervals(
+    rg: RankGraph, tab: Table, on: Mapping[str, list[int]]
+) -> tuple[dict[str, list[Interval]], dict[str, list[int]]]:
+    """Every resource's busy intervals (its events' in graph order), and the indices of each
+    stage's events that hold a resource (stages with members only, in order of first event)."""
     start, end = tab.start, tab.end
+    busy_iv = {r: [(start[i], end[i]) for i in ids] for r, ids in on.items()}
+    by_stage: dict[str, list[int]] = defaultdict(list)
     stage_members_of = rg.stage_members
     for i, (rs, st) in enumerate(zip(tab.res, tab.stage)):
-        if not rs:
-            continue
-        span_i = (start[i], end[i])
-        for r in rs:
-            busy_iv[r].append(span_i)
-        if st in stage_members_of:  # a stage name, so a string
+        if rs and st in stage_members_of:  # a stage name, so a string
             by_stage[st].append(i)
     return busy_iv, by_stage
 
@@ -183,12 +197,87 @@ class _SpanCache:
     def __init__(self, tab: Table, levels: _SemaphoreLevels, ready: list[float]) -> None:
         self._tab, self._levels, self._ready = tab, levels, ready
         self._got: dict[int, list[tuple[float, float]]] = {}
+        self.start = np.array(tab.start, dtype=float)
+        self.ready = np.array(ready, dtype=float)
+        self._waited: dict[str, np.ndarray] = {}
+
+    def waited(self, pool: _Pool) -> np.ndarray:
+        """The pool's events (indices, in pool order) that did not start as soon as they were
+        ready (``start > ready + EPS``: the others never wait, see :func:`_ready_spans`)."""
+        got = self._waited.get(pool.key)
+        if got is None:
+            idx = np.array(pool.events, dtype=np.intp)
+            got = self._waited[pool.key] = idx[self.start[idx] > self.ready[idx] + EPS]
+        return got
 
     def of(self, i: int) -> list[tuple[float, float]]:
         got = self._got.get(i)
         if got is None:
             got = self._got[i] = _ready_spans(i, self._tab, self._levels, self._ready[i])
         return got
+
+    def prime(self, idxs: Sequence[int]) -> None:
+        """Work out together, on numpy arrays, the spans of the events ``idxs`` (each waited:
+        start > ready + EPS) in the two common cases, and record them: no semaphore could have
+        held the event back during its wait (``[(ready, start)]``), or one held it back over the
+        whole wait (``[]``); the others are left to :meth:`of`, one by one.
+
+        Why it is the same as :func:`_ready_spans` (which makes one query ``levels.below(sem, n,
+        r, st)`` per acquire ``n``, and per ``take - back > 0``): it returns ``[(r, st)]`` exactly
+        when no query finds a span, and :meth:`_SemaphoreLevels.find` makes the same two binary
+        searches as ``below``. It returns ``[]`` when some cut ``(a, b)`` has ``a <= r + EPS`` and
+        ``b >= st``: every cut sorted before it starts no later, so none opens a span (each start
+        is <= r + EPS <= cur + EPS), and this one moves ``cur`` to >= ``st``. An acquire's first
+        cut is ``(max(first span's start, r) - d, its end clipped to st)`` (its end reaches
+        ``st`` only if it is the last span); a ``take - back`` cut is ``(r - 1, last span's end
+        clipped to st - d)``. The same float operations as there are made here. Events sharing
+        their acquire and release maps make the same queries, so they are asked together."""
+        if not VECTOR_SWEEPS:
+            return  # (the reference: every event one by one)
+        got, tab, ready = self._got, self._tab, self._ready
+        events, start, end = tab.events, tab.start, tab.end
+        groups: dict[tuple[int, int], list[int]] = {}
+        for i in idxs:
+            if i not in got:
+                ev = events[i]
+                groups.setdefault((id(ev.acquires), id(ev.releases)), []).append(i)
+        for same in groups.values():
+            if len(same) < _PRIME_MIN:
+                continue  # a few events: one by one is cheaper
+            ev = events[same[0]]
+            lo = np.array([ready[i] for i in same])
+            hi = np.array([start[i] for i in same])
+            d = np.array([end[i] for i in same]) - hi
+            clear = hi > lo + EPS
+            blocked = np.zeros(len(same), dtype=bool)
+            for sem, take in ev.acquires.items():
+                k, k2, sp_from, sp_to = self._levels.find(sem, take, lo, hi)
+                hit = k2 > k
+                if hit.any():
+                    clear &= ~hit
+                    first = np.minimum(k, len(sp_from) - 1)
+                    cut_from = np.maximum(sp_from[first], lo) - d
+                    blocked |= hit & (cut_from <= lo + EPS) & (sp_to[first] >= hi)
+                keep = take - ev.releases.get(sem, 0)
+                if keep > 0:
+                    k, k2, sp_from, sp_to = self._levels.find(sem, keep, lo, hi)
+                    hit = k2 > k
+                    if hit.any():
+                        clear &= ~hit
+                        cut_to = np.minimum(sp_to[np.maximum(k2 - 1, 0)], hi) - d
+                        blocked |= hit & (cut_to >= hi)
+            blocked &= hi > lo + EPS
+            for j in np.flatnonzero(clear).tolist():
+                i = same[j]
+                got[i] = [(ready[i], start[i])]
+            for j in np.flatnonzero(blocked).tolist():
+                got[same[j]] = []
+
+
+_PRIME_MIN = 8
+"""Events sharing acquire / release maps below which :meth:`_SpanCache.prime` leaves them to
+one-by-one :func:`_ready_spans` (assumed: numpy's per-call overhead is a few µs, about what one
+event's spans cost in Python; the answer is the same either way)."""
 
 
 def _bound_member(
@@ -226,19 +315,20 @@ def _ready_points(
     interval's own ends are busy points, which stay), each adding 0 — the sums and samples are
     the same to the bit."""
     members = set(pool.members)
-    starts = tab.start
+    idx = spans.waited(pool)  # the events that started as soon as they were ready never waited
     busy_from, busy_to = all_busy
-    out: list[tuple[float, float, str]] = []
-    for i in pool.events:
-        st, r = starts[i], ready[i]
-        if st <= r + EPS:
-            continue  # started as soon as it was ready: never waiting (see _ready_spans)
-        k = bisect_right(busy_from, r) - 1
-        if k >= 0 and busy_to[k] >= st:
-            continue  # waited while every member was busy: nothing avoidable (see above)
-        bound = _bound_member(pool, i, tab, ready, index, members)
-        out.extend((a, b, bound) for a, b in spans.of(i))
-    return out
+    if busy_from and len(idx):
+        # the same test as bisect_right(busy_from, ready) - 1 = k >= 0 and busy_to[k] >= start:
+        # waited while every member was busy, nothing avoidable (see above)
+        k = np.searchsorted(np.array(busy_from, dtype=float), spans.ready[idx], side="right") - 1
+        inside = (k >= 0) & (np.array(busy_to, dtype=float)[np.maximum(k, 0)] >= spans.start[idx])
+        idx = idx[~inside]
+    ids: list[int] = idx.tolist()
+    spans.prime(ids)
+    of = spans.of
+    if not pool.late:  # (_bound_member: "" for every event of a pool that is not late-bound)
+        return [(a, b, "") for i in ids for a, b in of(i)]
+    return [(a, b, _bound_member(pool, i, tab, ready, index, members)) for i in ids for a, b in of(i)]
 
 
 def _points(waits: list[tuple[float, float, str]]) -> list[_Point]:
@@ -272,7 +362,18 @@ def _all_busy(merged: dict[str, list[Interval]]) -> tuple[list[float], list[floa
 
 def _intervals(merged: dict[str, list[Interval]]) -> np.ndarray:
     """Every member's merged busy intervals as one ``(k, 2)`` array (members in dict order)."""
+    if isinstance(merged, _Merged):
+        if merged.array is None:
+            merged.array = np.array([x for iv in merged.values() for x in iv], dtype=float).reshape(-1, 2)
+        return merged.array
     return np.array([x for iv in merged.values() for x in iv], dtype=float).reshape(-1, 2)
+
+
+class _Merged(dict[str, list[Interval]]):
+    """Members -> merged busy intervals, and (once asked) all of them as one array."""
+
+    array: np.ndarray | None = None
+    all_busy: tuple[list[float], list[float]] | None = None
 
 
 def _grouped(t: np.ndarray, *deltas: np.ndarray) -> tuple[np.ndarray, list[np.ndarray]]:
@@ -435,7 +536,7 @@ def _role_ledger(
     rg: RankGraph,
     tab: Table,
     pools: list[_Pool],
-    merged_of: Callable[[str], list[Interval]],
+    merged_for: Callable[[Sequence[str]], dict[str, list[Interval]]],
     spans: _SpanCache,
     ready: list[float],
     index: Mapping[str, int],
@@ -454,51 +555,57 @@ def _role_ledger(
     for role in sorted(role_members):
         members = role_members[role]
         mset = set(members)
-        merged = {r: merged_of(r) for r in members}
-        busy = sum(min(b, span) - a for iv in merged.values() for a, b in iv if a < span)
+        merged = merged_for(members)
+        iv = _intervals(merged)
+        before = iv[:, 0] < span
+        # the same terms min(b, span) - a, in the same order (members, then their intervals),
+        # summed by the same builtin sum as a generator over the lists would be
+        busy = sum((np.minimum(iv[before, 1], span) - iv[before, 0]).tolist())
         classes: list[frozenset[str]] = []
-        waits: list[tuple[float, float, str, int]] = []
+        rows: list[tuple[int, str, int]] = []  # (event, bound member, class) of each waiting event
         windows = _idle_windows(merged, span)
-        w_starts = [a for a, _b in windows]
+        w_starts = np.array([a for a, _b in windows], dtype=float)
+        w_ends = np.array([b for _a, b in windows], dtype=float)
         for pool in pools:
             own = frozenset(m for m in pool.members if m in mset)
             if not own:
                 continue
             cls = -1
-            for i in pool.events:
-                if tab.start[i] <= ready[i] + EPS or mset.isdisjoint(tab.res[i]):
-                    continue
-                # a wait during which every member was busy cannot make idle avoidable: skip
-                # the (costly) ready spans of such events
-                # (windows are disjoint and sorted: the last one starting before the event's start
-                # ends latest)
-                k = bisect_left(w_starts, tab.start[i])
-                if k == 0 or windows[k - 1][1] <= ready[i]:
+            idx = spans.waited(pool)  # start > ready + EPS
+            if not windows or not len(idx):
+                continue
+            # a wait during which every member was busy cannot make idle avoidable: skip the
+            # (costly) ready spans of such events; the windows are disjoint and sorted, so the
+            # last one starting before the event's start ends latest (k = bisect_left(w_starts,
+            # start) == 0 or windows[k - 1] ends at or before ready: skipped)
+            k = np.searchsorted(w_starts, spans.start[idx], side="left")
+            idx = idx[(k > 0) & (w_ends[np.maximum(k - 1, 0)] > spans.ready[idx])]
+            for i in idx.tolist():
+                if mset.isdisjoint(tab.res[i]):
                     continue
                 bound = _bound_member(pool, i, tab, ready, index, mset)
                 if not bound and cls < 0:
                     if own not in classes:
                         classes.append(own)
                     cls = classes.index(own)
-                c = cls if not bound else -1
-                waits.extend((a, b, bound, c) for a, b in spans.of(i))
+                rows.append((i, bound, cls if not bound else -1))
+        spans.prime([i for i, _b, _c in rows])
         idle = len(members) * span - busy
-        if not waits:
-            avoid = 0.0
-        elif VECTOR_SWEEPS and len(classes) == 1 and not any(bound for _a, _b, bound, _c in waits):
+        if VECTOR_SWEEPS and len(classes) == 1 and not any(bound for _i, bound, _c in rows):
             # one class of free ready events: _matched is min(waiting, idle members of the class)
-            prev, t, av, _idle, _ready = _free_stretches(
-                [(a, b) for a, b, _m, _c in waits], merged, classes[0], len(classes[0]), span
-            )
+            waits = [ab for i, _b, _c in rows for ab in spans.of(i)]
             avoid = 0.0
-            for x in (av * (t - prev)).tolist():  # in time order, one by one, as _role_sweep sums
-                avoid += x
+            if waits:
+                prev, t, av, _idle, _ready = _free_stretches(waits, merged, classes[0], len(classes[0]), span)
+                for x in (av * (t - prev)).tolist():  # in time order, one by one, as _role_sweep sums
+                    avoid += x
         else:
             pts: list[_RolePoint] = []
-            for a, b, bound, c in waits:
-                pts.append((a, 1, bound, c, 1))
-                pts.append((b, 1, bound, c, -1))
-            avoid = _role_sweep(pts, merged, members, classes, span)
+            for i, bound, c in rows:
+                for a, b in spans.of(i):
+                    pts.append((a, 1, bound, c, 1))
+                    pts.append((b, 1, bound, c, -1))
+            avoid = _role_sweep(pts, merged, members, classes, span) if pts else 0.0
         out[role] = {
             "members": len(members),
             "span_us": span,
@@ -637,6 +744,7 @@ class _SemaphoreLevels:
         self.cap: dict[str, int] = {}
         self._cache: dict[tuple[str, int], tuple[list[tuple[float, float]], list[float], list[float]]] = {}
         self._np: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+        self._np_spans: dict[tuple[str, int], tuple[np.ndarray, np.ndarray]] = {}
         self.times: dict[str, Sequence[float]] = {}
         self.levels: dict[str, Sequence[int]] = {}
         self._changes: dict[str, list[tuple[float, int]]] = {}
@@ -710,6 +818,23 @@ class _SemaphoreLevels:
         if b > hi:
             out[-1] = (a, hi)
         return out
+
+    def find(
+        self, sem: str, need: int, lo: np.ndarray, hi: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """:meth:`below` for many queries at once: per query ``q``, the first span ending after
+        ``lo[q]`` (``k``) and the first starting at or after ``hi[q]`` (``k2``, not below ``k``),
+        by the same binary searches (``below`` is ``spans[k:k2]`` clipped, empty when ``k2 <=
+        k``), and the spans' starts and ends."""
+        key = (sem, need)
+        arrs = self._np_spans.get(key)
+        if arrs is None:
+            _spans, starts, ends = self._spans(sem, need)
+            arrs = self._np_spans[key] = (np.array(starts, dtype=float), np.array(ends, dtype=float))
+        sp_from, sp_to = arrs
+        k = np.searchsorted(sp_to, lo, side="right")
+        k2 = np.maximum(k, np.searchsorted(sp_from, hi, side="left"))
+        return k, k2, sp_from, sp_to
 
     def _spans(self, sem: str, need: int) -> tuple[list[tuple[float, float]], list[float], list[float]]:
         key = (sem, need)
@@ -800,10 +925,18 @@ def _ready_spans(i: int, tab: Table, levels: _SemaphoreLevels, r: float) -> list
 
 
 def _merge(iv: list[tuple[float, float]]) -> list[tuple[float, float]]:
+    """``iv`` sorted, with intervals that overlap or lie within EPS of each other joined."""
     out: list[tuple[float, float]] = []
-    for a, b in sorted(iv):
-        if out and a <= out[-1][1] + EPS:
-            out[-1] = (out[-1][0], max(out[-1][1], b))
+    if not iv:
+        return out
+    it = iter(sorted(iv))
+    lo, hi = next(it)
+    for a, b in it:
+        if a <= hi + EPS:
+            if b > hi:  # max(hi, b), the earlier value on ties
+                hi = b
         else:
-            out.append((a, b))
+            out.append((lo, hi))
+            lo, hi = a, b
+    out.append((lo, hi))
     return out
