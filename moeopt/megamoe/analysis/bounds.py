@@ -136,7 +136,7 @@ def graph_floors(rg: RankGraph) -> GraphFloors:
     role, the work its members must do before the last combine."""
     cg = rg.graph.compiled()
     ends = [cg.index[n] for n in (rg.combine_events or [n for n in cg.names if n != rg.tail_event])]
-    needed = _ancestors_or_self(cg.preds, ends, cg.n)
+    needed = _ancestors_or_self(cg.preds, ends, cg.n, cg.topo)
     pinned: dict[int, float] = {}
     by_role: dict[str, float] = {}
     role_of = [name.rsplit(".", 1)[-1] for name in cg.res_names]
@@ -168,17 +168,18 @@ def graph_floors(rg: RankGraph) -> GraphFloors:
     }
 
 
-def _ancestors_or_self(preds: Sequence[tuple[tuple[int, float], ...]], ends: list[int], n: int) -> list[bool]:
+def _ancestors_or_self(
+    preds: Sequence[tuple[tuple[int, float], ...]], ends: list[int], n: int, topo: Sequence[int]
+) -> list[bool]:
+    """Whether each event is one of ``ends`` or an ancestor of one: marked from the ends back,
+    in reverse topological order (an event is reached only after all its successors)."""
     needed = [False] * n
-    stack = list(ends)
     for i in ends:
         needed[i] = True
-    while stack:
-        i = stack.pop()
-        for p, _lam in preds[i]:
-            if not needed[p]:
+    for i in reversed(topo):
+        if needed[i]:
+            for p, _lam in preds[i]:
                 needed[p] = True
-                stack.append(p)
     return needed
 
 

@@ -24,15 +24,15 @@ def busy_times(
     already made."""
     t = table or Table.of(rg, s)
     stage_busy: dict[str, float] = defaultdict(float)
-    start, end, stage = t.start, t.end, t.stage
-    for i, rs in enumerate(t.res):
+    dur = [e - s for s, e in zip(t.start, t.end)]
+    for rs, st, d in zip(t.res, t.stage, dur):
         if rs:
-            stage_busy[str(stage[i])] += (end[i] - start[i]) * len(rs)
+            stage_busy[str(st)] += d * len(rs)
     res_busy: dict[str, float] = {}
     for r, ids in (events_on(t) if on is None else on).items():
         total = 0.0  # each resource's sum in graph order, as one running sum per resource made it
         for i in ids:
-            total += end[i] - start[i]
+            total += dur[i]
         res_busy[r] = total
     all_res = sorted(set(rg.graph.resources()))
     rb = {r: res_busy.get(r, 0.0) for r in all_res}

@@ -873,6 +873,12 @@ def _data_ready(rg: RankGraph, tab: Table) -> list[float]:
     for i, preds in enumerate(rg.data_preds()):
         if not preds:
             continue
+        if len(preds) == 1:  # the common case, without the loop (the same comparison with 0.0)
+            ((p, lam),) = preds
+            v = end[p] + lam
+            if v > 0.0:
+                ready[i] = v
+            continue
         best = 0.0
         for p, lam in preds:
             v = end[p] + lam
