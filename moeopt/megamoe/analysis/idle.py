@@ -218,9 +218,10 @@ class _SpanCache:
 
     def prime(self, idxs: Sequence[int]) -> None:
         """Work out together, on numpy arrays, the spans of the events ``idxs`` (each waited:
-        start > ready + EPS) in the two common cases, and record them: no semaphore could have
-        held the event back during its wait (``[(ready, start)]``), or one held it back over the
-        whole wait (``[]``); the others are left to :meth:`of`, one by one.
+        start > ready + EPS) in the common cases, and record them: no semaphore could have held
+        the event back during its wait (``[(ready, start)]``), one held it back over the whole
+        wait (``[]``), or the event makes one query and it finds one span (that span's cut, by
+        the same :func:`_uncut`); the others are left to :meth:`of`, one by one.
 
         Why it is the same as :func:`_ready_spans` (which makes one query ``levels.below(sem, n,
         r, st)`` per acquire ``n``, and per ``take - back > 0``): it returns ``[(r, st)]`` exactly
@@ -250,8 +251,11 @@ class _SpanCache:
             d = np.array([end[i] for i in same]) - hi
             clear = hi > lo + EPS
             blocked = np.zeros(len(same), dtype=bool)
+            single: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None = None
             for sem, take in ev.acquires.items():
                 k, k2, sp_from, sp_to = self._levels.find(sem, take, lo, hi)
+                if len(ev.acquires) == 1 and take - ev.releases.get(sem, 0) <= 0:
+                    single = (k, k2, sp_from, sp_to)  # this query alone decides
                 hit = k2 > k
                 if hit.any():
                     clear &= ~hit
@@ -272,6 +276,18 @@ class _SpanCache:
                 got[i] = [(ready[i], start[i])]
             for j in np.flatnonzero(blocked).tolist():
                 got[same[j]] = []
+            if single is not None:
+                # one query, one span (clipped to [r, st) as below() clips it): _ready_spans's
+                # only cut is (span start - d, span end), and _uncut gives the rest of the wait
+                k, k2, sp_from, sp_to = single
+                one = np.flatnonzero((k2 - k == 1) & (hi > lo + EPS) & ~blocked)
+                if len(one):
+                    kk, lo1, hi1 = k[one], lo[one], hi[one]
+                    cut_from = (np.where(sp_from[kk] < lo1, lo1, sp_from[kk]) - d[one]).tolist()
+                    cut_to = np.where(sp_to[kk] > hi1, hi1, sp_to[kk]).tolist()
+                    for j, a, b in zip(one.tolist(), cut_from, cut_to):
+                        i = same[j]
+                        got[i] = _uncut(ready[i], start[i], [(a, b)])
 
 
 _PRIME_MIN = 8
@@ -914,7 +930,12 @@ def _ready_spans(i: int, tab: Table, levels: _SemaphoreLevels, r: float) -> list
                 cuts.append([(r - 1.0, spans[-1][1] - d)])
     if not cuts:
         return [(r, st)]
-    cut = cuts[0] if len(cuts) == 1 else sorted(x for c in cuts for x in c)
+    return _uncut(r, st, cuts[0] if len(cuts) == 1 else sorted(x for c in cuts for x in c))
+
+
+def _uncut(r: float, st: float, cut: Sequence[tuple[float, float]]) -> list[tuple[float, float]]:
+    """The spans of ``[r, st)`` left by the sorted open-ended exclusions ``cut`` (see
+    :func:`_ready_spans`)."""
     out: list[tuple[float, float]] = []
     cur = r
     for a, b in cut:
