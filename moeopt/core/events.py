@@ -256,8 +256,10 @@ class Event:
         s_name(ev, name)
         s_res(ev, tuple(resources))
         s_deps(ev, MappingProxyType(deps) if deps else _NO_DEPS)
-        s_acq(ev, _shared_amounts(acquires))
-        s_rel(ev, _shared_amounts(releases))
+        # a non-empty read-only map is kept as it is (what _shared_amounts does with it, without
+        # the call: the builders pass shared read-only maps for most events)
+        s_acq(ev, acquires if type(acquires) is MappingProxyType and acquires else _shared_amounts(acquires))
+        s_rel(ev, releases if type(releases) is MappingProxyType and releases else _shared_amounts(releases))
         s_coloc(ev, colocate_with)
         s_dur(ev, duration_us)
         s_labels(ev, MappingProxyType(labels) if labels else _NO_LABELS)

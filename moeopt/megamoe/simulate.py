@@ -53,6 +53,7 @@ from moeopt.megamoe.analysis import (
     judge_floors,
     physical_bounds,
 )
+from moeopt.megamoe.analysis.table import events_on
 from moeopt.megamoe.build import RankGraph
 from moeopt.megamoe.config.budgets import BUDGET_CONSTANTS, PROFILE_BUDGETS
 from moeopt.megamoe.config.implementation import IMPL, implementation_constants_used
@@ -311,6 +312,7 @@ def _rank_result(
     stands for, ``dag_end``: its end after the cross-rank barrier and the tail."""
     g = rg.graph
     t = Table.of(rg, s)
+    on = events_on(t)  # each resource's events, for three of the analyses
     total = s.end_us[last]
     return {
         "rank": rg.rank,
@@ -321,8 +323,8 @@ def _rank_result(
         "events": EventRows(t),
         "bounds": judge_bounds(physical_bounds(rg, cfg), total),
         "floors": judge_floors(graph_floors(rg), total),
-        "idle_decomposition": idle_decomposition(rg, s, total, table=t),
-        "critical_path": critical_path(rg, s, last, table=t),
+        "idle_decomposition": idle_decomposition(rg, s, total, table=t, on=on),
+        "critical_path": critical_path(rg, s, last, table=t, on=on),
         "traffic_bytes": dict(rg.traffic_bytes),
         "contract": {
             "group_sizes": list(rg.contract.group_sizes),
@@ -335,7 +337,7 @@ def _rank_result(
         "n_events": len(g),
         "schedule": s,
         "graph": g,
-        **busy_times(rg, s, s.makespan_us, table=t),
+        **busy_times(rg, s, s.makespan_us, table=t, on=on),
         "ranks_sharing_signature": ranks,
         "kernel_dag_end_us": dag_end,
     }

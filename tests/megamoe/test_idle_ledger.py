@@ -209,3 +209,38 @@ def test_the_all_busy_shortcut_leaves_out_events(bs72):
     fast, full, n_fast, n_full = _idle_without_the_all_busy_shortcut(bs72)
     assert fast == full
     assert n_fast < n_full
+
+
+def _idle_both_ways(s: mm.Scenario) -> tuple[dict, dict]:
+    """The idle decomposition of every rank of ``s`` with the numpy sweeps and with the
+    point-by-point sweeps (``idle.VECTOR_SWEEPS`` off)."""
+    from unittest import mock
+
+    from moeopt.megamoe.analysis import idle
+
+    def run() -> dict:
+        r = mm.simulate(s, check_bounds=False, check_work_conservation=False)
+        return {k: v["idle_decomposition"] for k, v in r["rank_results"].items()}
+
+    fast = run()
+    with mock.patch.object(idle, "VECTOR_SWEEPS", False):
+        slow = run()
+    return fast, slow
+
+
+@LEDGER
+@given(small_scenarios())
+def test_numpy_sweeps_equal_the_point_by_point_sweeps(s):
+    """The sweeps with no tied ready event run on numpy arrays; the avoidable idle (every float
+    to the bit: == on the dicts) and the samples are those of the point-by-point sweeps."""
+    try:
+        fast, slow = _idle_both_ways(s)
+    except mm.NotModelledError:
+        return
+    assert fast == slow
+
+
+def test_numpy_sweeps_equal_on_bs72(bs72):
+    fast, slow = _idle_both_ways(bs72)
+    assert fast == slow
+    assert any(d["avoidable_core_us"] > 0 for r in fast.values() for d in r["by_stage"].values())

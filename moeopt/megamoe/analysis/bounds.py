@@ -136,22 +136,24 @@ def graph_floors(rg: RankGraph) -> GraphFloors:
     role, the work its members must do before the last combine."""
     cg = rg.graph.compiled()
     ends = [cg.index[n] for n in (rg.combine_events or [n for n in cg.names if n != rg.tail_event])]
-    needed = _ancestors_or_self(cg.preds, ends, cg.n)
+    needed = _ancestors_or_self(cg.preds, ends, cg.n, cg.topo)
     pinned: dict[int, float] = {}
     by_role: dict[str, float] = {}
     role_of = [name.rsplit(".", 1)[-1] for name in cg.res_names]
     members: dict[str, int] = {}
     for role in role_of:
         members[role] = members.get(role, 0) + 1
-    for i in range(cg.n):
-        if not needed[i]:
+    pool_role = [role_of[m[0]] if m else "" for m in cg.pool_members]
+    # (in graph order, as each running sum has always been made)
+    for need, d, fixed, places in zip(needed, cg.dur, cg.fixed, cg.placeholders):
+        if not need:
             continue
-        d = cg.dur[i]
-        for r in cg.fixed[i]:
+        for r in fixed:
             pinned[r] = pinned.get(r, 0.0) + d
-            by_role[role_of[r]] = by_role.get(role_of[r], 0.0) + d
-        for p in cg.placeholders[i]:
-            role = role_of[cg.pool_members[p][0]]
+            role = role_of[r]
+            by_role[role] = by_role.get(role, 0.0) + d
+        for p in places:
+            role = pool_role[p]
             by_role[role] = by_role.get(role, 0.0) + d
     pipe: dict[str, float] = {}
     for role, work in by_role.items():
@@ -166,17 +168,18 @@ def graph_floors(rg: RankGraph) -> GraphFloors:
     }
 
 
-def _ancestors_or_self(preds: Sequence[tuple[tuple[int, float], ...]], ends: list[int], n: int) -> list[bool]:
+def _ancestors_or_self(
+    preds: Sequence[tuple[tuple[int, float], ...]], ends: list[int], n: int, topo: Sequence[int]
+) -> list[bool]:
+    """Whether each event is one of ``ends`` or an ancestor of one: marked from the ends back,
+    in reverse topological order (an event is reached only after all its successors)."""
     needed = [False] * n
-    stack = list(ends)
     for i in ends:
         needed[i] = True
-    while stack:
-        i = stack.pop()
-        for p, _lam in preds[i]:
-            if not needed[p]:
+    for i in reversed(topo):
+        if needed[i]:
+            for p, _lam in preds[i]:
                 needed[p] = True
-                stack.append(p)
     return needed
 
 
@@ -185,18 +188,20 @@ def longest_path_us(rg: RankGraph) -> float:
     pinned resource are resource constraints, so they are left out (else the floor would absorb
     the queueing); the time is measured to the last combine, so the chain ends there too."""
     cg = rg.graph.compiled()
-    heads = [0.0] * cg.n
+    # each event's head + duration, kept instead of its head: ``heads[p] + dur[p] + lam`` is
+    # ``(heads[p] + dur[p]) + lam``, so every sum is the same float as when added per edge
+    tails = [0.0] * cg.n
     dur = cg.dur
     preds = rg.data_preds()
     for i in cg.topo:
         best = 0.0
         for p, lam in preds[i]:
-            v = heads[p] + dur[p] + lam
+            v = tails[p] + lam
             if v > best:
                 best = v
-        heads[i] = best
+        tails[i] = best + dur[i]
     ends = rg.combine_events or [n for n in cg.names if n != rg.tail_event]
-    return max((heads[cg.index[n]] + cg.dur[cg.index[n]] for n in ends), default=0.0)
+    return max((tails[cg.index[n]] for n in ends), default=0.0)
 
 
 def judge_floors(f: GraphFloors, time_us: float) -> Floors:

@@ -3,28 +3,37 @@
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Mapping
 
 from moeopt.core.schedule import Schedule
-from moeopt.megamoe.analysis.table import Table
+from moeopt.megamoe.analysis.table import Table, events_on
 from moeopt.megamoe.build import RankGraph
 from moeopt.megamoe.results import BusyTimes
 
 
-def busy_times(rg: RankGraph, s: Schedule, span: float, table: Table | None = None) -> BusyTimes:
+def busy_times(
+    rg: RankGraph,
+    s: Schedule,
+    span: float,
+    table: Table | None = None,
+    on: Mapping[str, list[int]] | None = None,
+) -> BusyTimes:
     """Busy µs per resource and per stage (an event on several resources counts on each), idle
     µs within ``span`` and busy / ``span`` per resource and per role (the part after the dot of
-    ``c3.AIV0``)."""
+    ``c3.AIV0``). ``on``: :func:`~moeopt.megamoe.analysis.table.events_on` of the table, if
+    already made."""
     t = table or Table.of(rg, s)
-    res_busy: dict[str, float] = defaultdict(float)
     stage_busy: dict[str, float] = defaultdict(float)
-    start, end, stage = t.start, t.end, t.stage
-    for i, rs in enumerate(t.res):
-        if not rs:
-            continue
-        d = end[i] - start[i]
-        for r in rs:
-            res_busy[r] += d
-        stage_busy[str(stage[i])] += d * len(rs)
+    dur = [e - s for s, e in zip(t.start, t.end)]
+    for rs, st, d in zip(t.res, t.stage, dur):
+        if rs:
+            stage_busy[str(st)] += d * len(rs)
+    res_busy: dict[str, float] = {}
+    for r, ids in (events_on(t) if on is None else on).items():
+        total = 0.0  # each resource's sum in graph order, as one running sum per resource made it
+        for i in ids:
+            total += dur[i]
+        res_busy[r] = total
     all_res = sorted(set(rg.graph.resources()))
     rb = {r: res_busy.get(r, 0.0) for r in all_res}
     idle = {r: max(0.0, span - v) for r, v in rb.items()}

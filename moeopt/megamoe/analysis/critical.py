@@ -9,10 +9,10 @@ first step to the last.
 from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
-from collections import defaultdict
+from collections.abc import Mapping
 
 from moeopt.core.schedule import Schedule, Wait, WaitKind
-from moeopt.megamoe.analysis.table import EPS, Table
+from moeopt.megamoe.analysis.table import EPS, Table, events_on
 from moeopt.megamoe.build import RankGraph
 from moeopt.megamoe.results import CriticalStep, CriticalStepWait, Why
 
@@ -26,34 +26,55 @@ WHY: dict[WaitKind, Why] = {
 
 
 class _Ends:
-    """Who ended on each resource and who released each semaphore, and when: indexed on the
-    first step that waited for a resource or a semaphore (a path of dependencies alone needs
-    neither). Each list is sorted by end time (graph order on ties), so that a step finds the
-    last end before its start by bisection instead of a scan of the resource's whole history."""
+    """Who ended on each resource and who released each semaphore, and when: built on the first
+    step that waited for a resource (that resource's alone, from the table's events per
+    resource) or for a semaphore (every semaphore's releasers, in one pass); a path of
+    dependencies alone needs neither. Each list is sorted by end time (graph order on ties), so
+    that a step finds the last end before its start by bisection instead of a scan of the
+    resource's whole history."""
 
-    def __init__(self, t: Table) -> None:
+    def __init__(self, t: Table, on: Mapping[str, list[int]] | None = None) -> None:
         self._t = t
-        self._indexed = False
-        self.on: dict[str, _Ended] = {}
-        self.releasers: dict[str, _Ended] = {}
+        self._events_on = on
+        self._on: dict[str, _Ended] = {}
+        self._releasers: dict[str, _Ended] = {}
+        self._by_map: dict[int, tuple[Mapping[str, int], list[int]]] | None = None
 
-    def index(self) -> _Ends:
-        if not self._indexed:
-            self._indexed = True
+    def on(self, r: str) -> _Ended:
+        """The events that ran on resource ``r``."""
+        got = self._on.get(r)
+        if got is None:
             t = self._t
-            on: dict[str, list[tuple[float, int]]] = defaultdict(list)
-            rel: dict[str, list[tuple[float, int]]] = defaultdict(list)
             end = t.end
-            for i, ev in enumerate(t.events):
-                item = (end[i], i)
-                for r in t.res[i]:
-                    on[r].append(item)
-                for sem in ev.releases:
-                    rel[sem].append(item)
-            names = t.names
-            self.on = {r: _Ended(items, names) for r, items in on.items()}
-            self.releasers = {s: _Ended(items, names) for s, items in rel.items()}
-        return self
+            if self._events_on is None:
+                self._events_on = events_on(t)
+            ids = self._events_on.get(r)
+            got = self._on[r] = _Ended([(end[i], i) for i in ids], t.names) if ids else _NO_ENDS
+        return got
+
+    def releasers(self, sem: str) -> _Ended:
+        """The events that released semaphore ``sem``: those whose release map names it (events
+        share release maps by the thousand, so the events are grouped by map once and each map
+        asked once per semaphore; the items are sorted by (end, index), so the order they are
+        gathered in does not matter)."""
+        got = self._releasers.get(sem)
+        if got is None:
+            t = self._t
+            if self._by_map is None:
+                by_map: dict[int, tuple[Mapping[str, int], list[int]]] = {}
+                for i, ev in enumerate(t.events):
+                    m = ev.releases
+                    if m:
+                        entry = by_map.get(id(m))
+                        if entry is None:
+                            by_map[id(m)] = (m, [i])
+                        else:
+                            entry[1].append(i)
+                self._by_map = by_map
+            end = t.end
+            items = [(end[i], i) for m, ids in self._by_map.values() if sem in m for i in ids]
+            got = self._releasers[sem] = _Ended(items, t.names) if items else _NO_ENDS
+        return got
 
 
 class _Ended:
@@ -85,11 +106,17 @@ _NO_ENDS = _Ended([], [])
 
 
 def critical_path(
-    rg: RankGraph, s: Schedule, last: str, limit: int = 10000, table: Table | None = None
+    rg: RankGraph,
+    s: Schedule,
+    last: str,
+    limit: int = 10000,
+    table: Table | None = None,
+    on: Mapping[str, list[int]] | None = None,
 ) -> list[CriticalStep]:
-    """Walk back from ``last``: each step names the event, its stage and why it started when it did."""
+    """Walk back from ``last``: each step names the event, its stage and why it started when it
+    did (``on``: :func:`~moeopt.megamoe.analysis.table.events_on` of the table, if made)."""
     t = table or Table.of(rg, s)
-    ends = _Ends(t)
+    ends = _Ends(t, on)
     path: list[CriticalStep] = []
     cur: str | None = last
     seen = set()
@@ -135,10 +162,10 @@ def _what_set_start(
     extra: CriticalStepWait = {}
     nxt: str | None = None
     if kind == "semaphore" and w.semaphore is not None:
-        nxt = ends.index().releasers.get(w.semaphore, _NO_ENDS).last_before(s.start_us[cur], cur)
+        nxt = ends.releasers(w.semaphore).last_before(s.start_us[cur], cur)
         extra["semaphore"] = w.semaphore
     elif kind == "resource" and w.resource is not None:
-        nxt = ends.index().on.get(w.resource, _NO_ENDS).last_before(w.ready_us + w.resource_wait_us, cur)
+        nxt = ends.on(w.resource).last_before(w.ready_us + w.resource_wait_us, cur)
         extra["resource"] = w.resource
     if nxt is None:
         nxt = w.pred

@@ -39,9 +39,14 @@ from dataclasses import dataclass
 import numpy as np
 
 from moeopt.core.schedule import Schedule
-from moeopt.megamoe.analysis.table import EPS, Table
+from moeopt.megamoe.analysis.table import EPS, Table, events_on
 from moeopt.megamoe.build import RankGraph
 from moeopt.megamoe.results import IdleDecomposition, IdleSample, RoleIdle, StageIdle
+
+VECTOR_SWEEPS = True
+"""Whether the sweeps with no ready event tied to a member run as numpy arrays
+(:func:`_free_stretches`) and the common ready spans are found together
+(:meth:`_SpanCache.prime`); False runs the point-by-point code they are tested against."""
 
 CORE_ROLES = ("AIC", "AIV0", "AIV1")
 """The roles whose idle is counted in the rank's core-µs totals (a graph from another adapter
@@ -70,7 +75,12 @@ class _Pool:
 
 
 def idle_decomposition(
-    rg: RankGraph, s: Schedule, span: float, max_samples: int = 5, table: Table | None = None
+    rg: RankGraph,
+    s: Schedule,
+    span: float,
+    max_samples: int = 5,
+    table: Table | None = None,
+    on: Mapping[str, list[int]] | None = None,
 ) -> IdleDecomposition:
     """The idle ledger per role and the avoidable idle per stage pool (see the module docstring).
 
@@ -87,12 +97,13 @@ def idle_decomposition(
     guardrail does not judge them, as it does not judge any statically pinned pool.
     """
     tab = table or Table.of(rg, s)
-    busy_iv, by_stage = _busy_intervals(rg, tab)
+    busy_iv, by_stage = _busy_intervals(rg, tab, events_on(tab) if on is None else on)
     levels = _SemaphoreLevels(rg, tab)  # built on first use: often no event ever waits
     index = rg.graph.compiled().index  # event name -> position in graph order (the table's order)
     ready = _data_ready(rg, tab)
     spans = _SpanCache(tab, levels, ready)
     merged_busy: dict[str, list[Interval]] = {}
+    member_sets: dict[tuple[str, ...], _Merged] = {}
 
     def merged_of(r: str) -> list[Interval]:
         got = merged_busy.get(r)
@@ -100,25 +111,38 @@ def idle_decomposition(
             got = merged_busy[r] = _merge(busy_iv.get(r, []))
         return got
 
+    def merged_for(members: Sequence[str]) -> _Merged:
+        # one dict (and one array of its intervals) per member list: pools and roles share them
+        key = tuple(members)
+        got = member_sets.get(key)
+        if got is None:
+            got = member_sets[key] = _Merged((r, merged_of(r)) for r in key)
+        return got
+
     by_key: dict[str, StageIdle] = {}
     samples: list[IdleSample] = []
     pools = _pools(rg, tab, by_stage)
     for pool in pools:
         # in pool order, not set order: the sums below must not depend on the hash seed
-        merged = {r: merged_of(r) for r in pool.members}
+        merged = merged_for(pool.members)
         n_mem = len(set(pool.members))
-        pts = _ready_points(pool, tab, ready, spans, index, _all_busy(merged))
-        if pts:
-            _forced, avoid, found = _sweep(pts, merged, n_mem, span, pool.key, max_samples)
-        else:
+        if merged.all_busy is None:  # pools on the same members share it
+            merged.all_busy = _all_busy(merged)
+        waits = _ready_points(pool, tab, ready, spans, index, merged.all_busy)
+        found: list[IdleSample]
+        if not waits:
             avoid, found = 0.0, []  # no event of the pool ever waited
+        elif VECTOR_SWEEPS and not any(bound for _a, _b, bound in waits):
+            avoid, found = _free_sweep(waits, merged, set(merged), n_mem, span, pool.key, max_samples)
+        else:
+            _forced, avoid, found = _sweep(_points(waits), merged, n_mem, span, pool.key, max_samples)
         by_key[pool.key] = {
             "avoidable_core_us": avoid,
             "late_bound": pool.late,
             "work_conservation_exempt": _exemption(rg, pool.stage, pool.late),
         }
         samples.extend(found)
-    by_role = _role_ledger(rg, tab, pools, merged_of, spans, ready, index, span)
+    by_role = _role_ledger(rg, tab, pools, merged_for, spans, ready, index, span)
     return {
         "forced_core_us": sum(d["forced_core_us"] for role, d in by_role.items() if role in CORE_ROLES),
         "avoidable_core_us": sum(d["avoidable_core_us"] for role, d in by_role.items() if role in CORE_ROLES),
@@ -128,20 +152,17 @@ def idle_decomposition(
     }
 
 
-def _busy_intervals(rg: RankGraph, tab: Table) -> tuple[dict[str, list[Interval]], dict[str, list[int]]]:
-    """Every resource's busy intervals, and the indices of each stage's events (stages with
-    members only)."""
-    by_stage: dict[str, list[int]] = defaultdict(list)
-    busy_iv: dict[str, list[Interval]] = defaultdict(list)
+def _busy_intervals(
+    rg: RankGraph, tab: Table, on: Mapping[str, list[int]]
+) -> tuple[dict[str, list[Interval]], dict[str, list[int]]]:
+    """Every resource's busy intervals (its events' in graph order), and the indices of each
+    stage's events that hold a resource (stages with members only, in order of first event)."""
     start, end = tab.start, tab.end
+    busy_iv = {r: [(start[i], end[i]) for i in ids] for r, ids in on.items()}
+    by_stage: dict[str, list[int]] = defaultdict(list)
     stage_members_of = rg.stage_members
     for i, (rs, st) in enumerate(zip(tab.res, tab.stage)):
-        if not rs:
-            continue
-        span_i = (start[i], end[i])
-        for r in rs:
-            busy_iv[r].append(span_i)
-        if st in stage_members_of:  # a stage name, so a string
+        if rs and st in stage_members_of:  # a stage name, so a string
             by_stage[st].append(i)
     return busy_iv, by_stage
 
@@ -176,12 +197,103 @@ class _SpanCache:
     def __init__(self, tab: Table, levels: _SemaphoreLevels, ready: list[float]) -> None:
         self._tab, self._levels, self._ready = tab, levels, ready
         self._got: dict[int, list[tuple[float, float]]] = {}
+        self.start = np.array(tab.start, dtype=float)
+        self.ready = np.array(ready, dtype=float)
+        self._waited: dict[str, np.ndarray] = {}
+
+    def waited(self, pool: _Pool) -> np.ndarray:
+        """The pool's events (indices, in pool order) that did not start as soon as they were
+        ready (``start > ready + EPS``: the others never wait, see :func:`_ready_spans`)."""
+        got = self._waited.get(pool.key)
+        if got is None:
+            idx = np.array(pool.events, dtype=np.intp)
+            got = self._waited[pool.key] = idx[self.start[idx] > self.ready[idx] + EPS]
+        return got
 
     def of(self, i: int) -> list[tuple[float, float]]:
         got = self._got.get(i)
         if got is None:
             got = self._got[i] = _ready_spans(i, self._tab, self._levels, self._ready[i])
         return got
+
+    def prime(self, idxs: Sequence[int]) -> None:
+        """Work out together, on numpy arrays, the spans of the events ``idxs`` (each waited:
+        start > ready + EPS) in the common cases, and record them: no semaphore could have held
+        the event back during its wait (``[(ready, start)]``), one held it back over the whole
+        wait (``[]``), or the event makes one query and it finds one span (that span's cut, by
+        the same :func:`_uncut`); the others are left to :meth:`of`, one by one.
+
+        Why it is the same as :func:`_ready_spans` (which makes one query ``levels.below(sem, n,
+        r, st)`` per acquire ``n``, and per ``take - back > 0``): it returns ``[(r, st)]`` exactly
+        when no query finds a span, and :meth:`_SemaphoreLevels.find` makes the same two binary
+        searches as ``below``. It returns ``[]`` when some cut ``(a, b)`` has ``a <= r + EPS`` and
+        ``b >= st``: every cut sorted before it starts no later, so none opens a span (each start
+        is <= r + EPS <= cur + EPS), and this one moves ``cur`` to >= ``st``. An acquire's first
+        cut is ``(max(first span's start, r) - d, its end clipped to st)`` (its end reaches
+        ``st`` only if it is the last span); a ``take - back`` cut is ``(r - 1, last span's end
+        clipped to st - d)``. The same float operations as there are made here. Events sharing
+        their acquire and release maps make the same queries, so they are asked together."""
+        if not VECTOR_SWEEPS:
+            return  # (the reference: every event one by one)
+        got, tab, ready = self._got, self._tab, self._ready
+        events, start, end = tab.events, tab.start, tab.end
+        groups: dict[tuple[int, int], list[int]] = {}
+        for i in idxs:
+            if i not in got:
+                ev = events[i]
+                groups.setdefault((id(ev.acquires), id(ev.releases)), []).append(i)
+        for same in groups.values():
+            if len(same) < _PRIME_MIN:
+                continue  # a few events: one by one is cheaper
+            ev = events[same[0]]
+            lo = np.array([ready[i] for i in same])
+            hi = np.array([start[i] for i in same])
+            d = np.array([end[i] for i in same]) - hi
+            clear = hi > lo + EPS
+            blocked = np.zeros(len(same), dtype=bool)
+            single: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None = None
+            for sem, take in ev.acquires.items():
+                k, k2, sp_from, sp_to = self._levels.find(sem, take, lo, hi)
+                if len(ev.acquires) == 1 and take - ev.releases.get(sem, 0) <= 0:
+                    single = (k, k2, sp_from, sp_to)  # this query alone decides
+                hit = k2 > k
+                if hit.any():
+                    clear &= ~hit
+                    first = np.minimum(k, len(sp_from) - 1)
+                    cut_from = np.maximum(sp_from[first], lo) - d
+                    blocked |= hit & (cut_from <= lo + EPS) & (sp_to[first] >= hi)
+                keep = take - ev.releases.get(sem, 0)
+                if keep > 0:
+                    k, k2, sp_from, sp_to = self._levels.find(sem, keep, lo, hi)
+                    hit = k2 > k
+                    if hit.any():
+                        clear &= ~hit
+                        cut_to = np.minimum(sp_to[np.maximum(k2 - 1, 0)], hi) - d
+                        blocked |= hit & (cut_to >= hi)
+            blocked &= hi > lo + EPS
+            for j in np.flatnonzero(clear).tolist():
+                i = same[j]
+                got[i] = [(ready[i], start[i])]
+            for j in np.flatnonzero(blocked).tolist():
+                got[same[j]] = []
+            if single is not None:
+                # one query, one span (clipped to [r, st) as below() clips it): _ready_spans's
+                # only cut is (span start - d, span end), and _uncut gives the rest of the wait
+                k, k2, sp_from, sp_to = single
+                one = np.flatnonzero((k2 - k == 1) & (hi > lo + EPS) & ~blocked)
+                if len(one):
+                    kk, lo1, hi1 = k[one], lo[one], hi[one]
+                    cut_from = (np.where(sp_from[kk] < lo1, lo1, sp_from[kk]) - d[one]).tolist()
+                    cut_to = np.where(sp_to[kk] > hi1, hi1, sp_to[kk]).tolist()
+                    for j, a, b in zip(one.tolist(), cut_from, cut_to):
+                        i = same[j]
+                        got[i] = _uncut(ready[i], start[i], [(a, b)])
+
+
+_PRIME_MIN = 8
+"""Events sharing acquire / release maps below which :meth:`_SpanCache.prime` leaves them to
+one-by-one :func:`_ready_spans` (assumed: numpy's per-call overhead is a few µs, about what one
+event's spans cost in Python; the answer is the same either way)."""
 
 
 def _bound_member(
@@ -207,9 +319,10 @@ def _ready_points(
     spans: _SpanCache,
     index: Mapping[str, int],
     all_busy: tuple[list[float], list[float]],
-) -> list[_Point]:
-    """The sweep points of the spans where the pool's events were ready but not started (empty
-    when none of them ever waited).
+) -> list[tuple[float, float, str]]:
+    """The spans ``(from, to, member)`` where the pool's events were ready but not started (empty
+    when none of them ever waited); ``member``: the member the event is bound to, ``""`` when any
+    idle member could run it.
 
     An event whose whole wait ``[ready, start)`` lies in one interval of ``all_busy`` (every
     member of the pool busy) is left out, without computing its ready spans: with no idle
@@ -218,20 +331,28 @@ def _ready_points(
     interval's own ends are busy points, which stay), each adding 0 — the sums and samples are
     the same to the bit."""
     members = set(pool.members)
-    starts = tab.start
+    idx = spans.waited(pool)  # the events that started as soon as they were ready never waited
     busy_from, busy_to = all_busy
+    if busy_from and len(idx):
+        # the same test as bisect_right(busy_from, ready) - 1 = k >= 0 and busy_to[k] >= start:
+        # waited while every member was busy, nothing avoidable (see above)
+        k = np.searchsorted(np.array(busy_from, dtype=float), spans.ready[idx], side="right") - 1
+        inside = (k >= 0) & (np.array(busy_to, dtype=float)[np.maximum(k, 0)] >= spans.start[idx])
+        idx = idx[~inside]
+    ids: list[int] = idx.tolist()
+    spans.prime(ids)
+    of = spans.of
+    if not pool.late:  # (_bound_member: "" for every event of a pool that is not late-bound)
+        return [(a, b, "") for i in ids for a, b in of(i)]
+    return [(a, b, _bound_member(pool, i, tab, ready, index, members)) for i in ids for a, b in of(i)]
+
+
+def _points(waits: list[tuple[float, float, str]]) -> list[_Point]:
+    """The ready points of :func:`_sweep` of the spans of :func:`_ready_points`."""
     pts: list[_Point] = []
-    for i in pool.events:
-        st, r = starts[i], ready[i]
-        if st <= r + EPS:
-            continue  # started as soon as it was ready: never waiting (see _ready_spans)
-        k = bisect_right(busy_from, r) - 1
-        if k >= 0 and busy_to[k] >= st:
-            continue  # waited while every member was busy: nothing avoidable (see above)
-        bound = _bound_member(pool, i, tab, ready, index, members)
-        for a, b in spans.of(i):
-            pts.append((a, 1, bound, 1))
-            pts.append((b, 1, bound, -1))
+    for a, b, bound in waits:
+        pts.append((a, 1, bound, 1))
+        pts.append((b, 1, bound, -1))
     return pts
 
 
@@ -240,23 +361,130 @@ def _all_busy(merged: dict[str, list[Interval]]) -> tuple[list[float], list[floa
     sorted lists (``to`` is ``inf`` for an interval still open at the end), by the state
     :func:`_sweep` holds between two points: every point at one time applied together."""
     n = len(merged)
-    pts = sorted((t, d) for iv in merged.values() for a, b in iv for t, d in ((a, 1), (b, -1)))
-    froms: list[float] = []
-    tos: list[float] = []
-    busy = 0
-    k = 0
-    while k < len(pts):
-        t = pts[k][0]
-        while k < len(pts) and pts[k][0] == t:
-            busy += pts[k][1]
-            k += 1
-        if busy == n and len(froms) == len(tos):
-            froms.append(t)
-        elif busy < n and len(froms) > len(tos):
-            tos.append(t)
+    iv = _intervals(merged)
+    if not len(iv):
+        return [], []
+    _t, level = _level(iv)
+    # a member's merged intervals are disjoint, so at most n are busy: "every member busy" is
+    # level == n, and the intervals open where it becomes so and close where it stops
+    full = level == n
+    before = np.concatenate(([False], full[:-1]))
+    froms: list[float] = _t[full & ~before].tolist()
+    tos: list[float] = _t[~full & before].tolist()
     if len(froms) > len(tos):
         tos.append(math.inf)
     return froms, tos
+
+
+def _intervals(merged: dict[str, list[Interval]]) -> np.ndarray:
+    """Every member's merged busy intervals as one ``(k, 2)`` array (members in dict order)."""
+    if isinstance(merged, _Merged):
+        if merged.array is None:
+            merged.array = np.array([x for iv in merged.values() for x in iv], dtype=float).reshape(-1, 2)
+        return merged.array
+    return np.array([x for iv in merged.values() for x in iv], dtype=float).reshape(-1, 2)
+
+
+class _Merged(dict[str, list[Interval]]):
+    """Members -> merged busy intervals, and (once asked) all of them as one array."""
+
+    array: np.ndarray | None = None
+    all_busy: tuple[list[float], list[float]] | None = None
+
+
+def _grouped(t: np.ndarray, *deltas: np.ndarray) -> tuple[np.ndarray, list[np.ndarray]]:
+    """The distinct values of ``t`` in increasing order and, for each of ``deltas`` (one delta per
+    entry of ``t``), its running sum after every change at or before each of them: the integer
+    state a sweep holds between two distinct times when it applies all points at one time
+    together (the sums are of integers, so exact in any order)."""
+    order = np.argsort(t, kind="stable")
+    ts = t[order]
+    last = np.flatnonzero(np.append(ts[1:] != ts[:-1], True)) if len(ts) else np.zeros(0, dtype=np.intp)
+    return ts[last], [np.cumsum(d[order])[last] for d in deltas]
+
+
+def _level(iv: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct start / end times of the intervals ``iv`` and how many are open after each."""
+    k = len(iv)
+    t, (level,) = _grouped(
+        np.concatenate((iv[:, 0], iv[:, 1])), np.concatenate((np.ones(k, np.int64), -np.ones(k, np.int64)))
+    )
+    return t, level
+
+
+def _free_stretches(
+    waits: Sequence[tuple[float, float]],
+    merged: dict[str, list[Interval]],
+    counted: set[str] | frozenset[str],
+    n: int,
+    span: float,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """``(from, to, avoidable, idle, ready)`` of the stretches of a sweep with avoidable idle,
+    in time order, when no ready event is tied to a member: the numpy form of the stretches
+    :func:`_sweep` (and :func:`_role_sweep` with one class) walks point by point.
+
+    Why it is the same: between two consecutive distinct point times the sweeps hold integer
+    state, the number of busy members among ``counted`` (each member's merged intervals are
+    disjoint, so that is the running sum of +1 / -1 at their starts / ends) and the number of
+    ready events (the running sum of the waits' +1 / -1), which :func:`_grouped` gives exactly.
+    The sweeps account a stretch ``[prev, t)`` at each distinct point time ``t < span`` with
+    ``t > prev``, where ``prev`` is the previous such time (0.0 at first), with the state before
+    ``t``; with no tied event its avoidable members are ``min(ready, idle)`` (``_matched`` of one
+    class), ``idle = n - busy``. Every member of ``merged`` contributes its times even when not
+    counted, as in the sweeps: the stretches, and so the floating-point products summed, are the
+    same ones."""
+    iv = _intervals(merged)
+    w = np.array(waits, dtype=float).reshape(-1, 2)
+    k, m = len(iv), len(w)
+    mine = np.repeat(
+        np.array([r in counted for r in merged], dtype=np.int64), [len(v) for v in merged.values()]
+    )
+    zeros = np.zeros(k, np.int64)
+    t, (busy, ready) = _grouped(
+        np.concatenate((iv[:, 0], iv[:, 1], w[:, 0], w[:, 1])),
+        np.concatenate((mine, -mine, np.zeros(2 * m, np.int64))),
+        np.concatenate((zeros, zeros, np.ones(m, np.int64), -np.ones(m, np.int64))),
+    )
+    cut = int(np.searchsorted(t, span, side="left"))  # the points before span
+    t = t[:cut]
+    busy_before = np.concatenate(([0], busy[: cut - 1])) if cut else busy[:0]
+    ready_before = np.concatenate(([0], ready[: cut - 1])) if cut else ready[:0]
+    prev = np.concatenate(([0.0], t[:-1]))
+    prev = np.where(prev > 0.0, prev, 0.0)  # prev only moves forward, from 0.0
+    idle = np.maximum(0, n - busy_before)
+    av = np.minimum(ready_before, idle)
+    keep = (t > prev) & (av > 0)  # a stretch with av == 0 adds exactly 0.0
+    return prev[keep], t[keep], av[keep], idle[keep], ready_before[keep]
+
+
+def _free_sweep(
+    waits: list[tuple[float, float, str]],
+    merged: dict[str, list[Interval]],
+    counted: set[str],
+    n_mem: int,
+    span: float,
+    key: str,
+    max_samples: int,
+) -> tuple[float, list[IdleSample]]:
+    """``(avoidable, samples)`` of :func:`_sweep` for a pool none of whose ready events is bound to
+    a member, from :func:`_free_stretches`; the products are summed in time order, one by one,
+    as the sweep sums them."""
+    prev, t, av, idle, ready = _free_stretches([(a, b) for a, b, _m in waits], merged, counted, n_mem, span)
+    avoid = 0.0
+    for x in (av * (t - prev)).tolist():
+        avoid += x
+    samples: list[IdleSample] = []
+    for j in np.flatnonzero(t - prev > EPS)[:max_samples].tolist():
+        samples.append(
+            {
+                "stage": key,
+                "from_us": float(prev[j]),
+                "to_us": float(t[j]),
+                "idle_members": int(idle[j]),
+                "ready": int(ready[j]),
+            }
+        )
+    return avoid, samples
 
 
 def _sweep(
@@ -324,7 +552,7 @@ def _role_ledger(
     rg: RankGraph,
     tab: Table,
     pools: list[_Pool],
-    merged_of: Callable[[str], list[Interval]],
+    merged_for: Callable[[Sequence[str]], dict[str, list[Interval]]],
     spans: _SpanCache,
     ready: list[float],
     index: Mapping[str, int],
@@ -343,37 +571,57 @@ def _role_ledger(
     for role in sorted(role_members):
         members = role_members[role]
         mset = set(members)
-        merged = {r: merged_of(r) for r in members}
-        busy = sum(min(b, span) - a for iv in merged.values() for a, b in iv if a < span)
+        merged = merged_for(members)
+        iv = _intervals(merged)
+        before = iv[:, 0] < span
+        # the same terms min(b, span) - a, in the same order (members, then their intervals),
+        # summed by the same builtin sum as a generator over the lists would be
+        busy = sum((np.minimum(iv[before, 1], span) - iv[before, 0]).tolist())
         classes: list[frozenset[str]] = []
-        pts: list[_RolePoint] = []
+        rows: list[tuple[int, str, int]] = []  # (event, bound member, class) of each waiting event
         windows = _idle_windows(merged, span)
-        w_starts = [a for a, _b in windows]
+        w_starts = np.array([a for a, _b in windows], dtype=float)
+        w_ends = np.array([b for _a, b in windows], dtype=float)
         for pool in pools:
             own = frozenset(m for m in pool.members if m in mset)
             if not own:
                 continue
             cls = -1
-            for i in pool.events:
-                if tab.start[i] <= ready[i] + EPS or mset.isdisjoint(tab.res[i]):
-                    continue
-                # a wait during which every member was busy cannot make idle avoidable: skip
-                # the (costly) ready spans of such events
-                # (windows are disjoint and sorted: the last one starting before the event's start
-                # ends latest)
-                k = bisect_left(w_starts, tab.start[i])
-                if k == 0 or windows[k - 1][1] <= ready[i]:
+            idx = spans.waited(pool)  # start > ready + EPS
+            if not windows or not len(idx):
+                continue
+            # a wait during which every member was busy cannot make idle avoidable: skip the
+            # (costly) ready spans of such events; the windows are disjoint and sorted, so the
+            # last one starting before the event's start ends latest (k = bisect_left(w_starts,
+            # start) == 0 or windows[k - 1] ends at or before ready: skipped)
+            k = np.searchsorted(w_starts, spans.start[idx], side="left")
+            idx = idx[(k > 0) & (w_ends[np.maximum(k - 1, 0)] > spans.ready[idx])]
+            for i in idx.tolist():
+                if mset.isdisjoint(tab.res[i]):
                     continue
                 bound = _bound_member(pool, i, tab, ready, index, mset)
                 if not bound and cls < 0:
                     if own not in classes:
                         classes.append(own)
                     cls = classes.index(own)
-                for a, b in spans.of(i):
-                    pts.append((a, 1, bound, cls if not bound else -1, 1))
-                    pts.append((b, 1, bound, cls if not bound else -1, -1))
+                rows.append((i, bound, cls if not bound else -1))
+        spans.prime([i for i, _b, _c in rows])
         idle = len(members) * span - busy
-        avoid = _role_sweep(pts, merged, members, classes, span) if pts else 0.0
+        if VECTOR_SWEEPS and len(classes) == 1 and not any(bound for _i, bound, _c in rows):
+            # one class of free ready events: _matched is min(waiting, idle members of the class)
+            waits = [ab for i, _b, _c in rows for ab in spans.of(i)]
+            avoid = 0.0
+            if waits:
+                prev, t, av, _idle, _ready = _free_stretches(waits, merged, classes[0], len(classes[0]), span)
+                for x in (av * (t - prev)).tolist():  # in time order, one by one, as _role_sweep sums
+                    avoid += x
+        else:
+            pts: list[_RolePoint] = []
+            for i, bound, c in rows:
+                for a, b in spans.of(i):
+                    pts.append((a, 1, bound, c, 1))
+                    pts.append((b, 1, bound, c, -1))
+            avoid = _role_sweep(pts, merged, members, classes, span) if pts else 0.0
         out[role] = {
             "members": len(members),
             "span_us": span,
@@ -387,25 +635,24 @@ def _role_ledger(
 def _idle_windows(merged: dict[str, list[Interval]], span: float) -> list[Interval]:
     """The maximal intervals of ``[0, span)`` in which at least one member is idle."""
     n = len(merged)
-    pts: list[tuple[float, int]] = []
-    for iv in merged.values():
-        for a, b in iv:
-            pts.append((a, 1))
-            pts.append((b, -1))
-    pts.sort()
+    iv = _intervals(merged)
     out: list[Interval] = []
-    busy = 0
     start: float | None = 0.0
-    for t, d in pts:
-        if t >= span:
-            break
-        busy += d
-        if busy == n and start is not None:
-            if t > start + EPS:
-                out.append((start, t))
-            start = None
-        elif busy < n and start is None:
-            start = t
+    if len(iv):
+        t, level = _level(iv)
+        cut = int(np.searchsorted(t, span, side="left"))
+        # the windows change only where every member becomes busy or stops being so (at a time
+        # where some end and others start, the ends come first: the level dips below n and
+        # comes back at that one time, which opens and closes no window, as here)
+        full = level[:cut] == n
+        change = np.flatnonzero(full != np.concatenate(([False], full[:-1])))
+        for at, now_full in zip(t[change].tolist(), full[change].tolist()):
+            if now_full:
+                if start is not None and at > start + EPS:
+                    out.append((start, at))
+                start = None
+            else:
+                start = at
     if start is not None and span > start + EPS:
         out.append((start, span))
     return out
@@ -513,6 +760,7 @@ class _SemaphoreLevels:
         self.cap: dict[str, int] = {}
         self._cache: dict[tuple[str, int], tuple[list[tuple[float, float]], list[float], list[float]]] = {}
         self._np: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+        self._np_spans: dict[tuple[str, int], tuple[np.ndarray, np.ndarray]] = {}
         self.times: dict[str, Sequence[float]] = {}
         self.levels: dict[str, Sequence[int]] = {}
         self._changes: dict[str, list[tuple[float, int]]] = {}
@@ -587,6 +835,23 @@ class _SemaphoreLevels:
             out[-1] = (a, hi)
         return out
 
+    def find(
+        self, sem: str, need: int, lo: np.ndarray, hi: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """:meth:`below` for many queries at once: per query ``q``, the first span ending after
+        ``lo[q]`` (``k``) and the first starting at or after ``hi[q]`` (``k2``, not below ``k``),
+        by the same binary searches (``below`` is ``spans[k:k2]`` clipped, empty when ``k2 <=
+        k``), and the spans' starts and ends."""
+        key = (sem, need)
+        arrs = self._np_spans.get(key)
+        if arrs is None:
+            _spans, starts, ends = self._spans(sem, need)
+            arrs = self._np_spans[key] = (np.array(starts, dtype=float), np.array(ends, dtype=float))
+        sp_from, sp_to = arrs
+        k = np.searchsorted(sp_to, lo, side="right")
+        k2 = np.maximum(k, np.searchsorted(sp_from, hi, side="left"))
+        return k, k2, sp_from, sp_to
+
     def _spans(self, sem: str, need: int) -> tuple[list[tuple[float, float]], list[float], list[float]]:
         key = (sem, need)
         got = self._cache.get(key)
@@ -624,6 +889,12 @@ def _data_ready(rg: RankGraph, tab: Table) -> list[float]:
     for i, preds in enumerate(rg.data_preds()):
         if not preds:
             continue
+        if len(preds) == 1:  # the common case, without the loop (the same comparison with 0.0)
+            ((p, lam),) = preds
+            v = end[p] + lam
+            if v > 0.0:
+                ready[i] = v
+            continue
         best = 0.0
         for p, lam in preds:
             v = end[p] + lam
@@ -659,7 +930,12 @@ def _ready_spans(i: int, tab: Table, levels: _SemaphoreLevels, r: float) -> list
                 cuts.append([(r - 1.0, spans[-1][1] - d)])
     if not cuts:
         return [(r, st)]
-    cut = cuts[0] if len(cuts) == 1 else sorted(x for c in cuts for x in c)
+    return _uncut(r, st, cuts[0] if len(cuts) == 1 else sorted(x for c in cuts for x in c))
+
+
+def _uncut(r: float, st: float, cut: Sequence[tuple[float, float]]) -> list[tuple[float, float]]:
+    """The spans of ``[r, st)`` left by the sorted open-ended exclusions ``cut`` (see
+    :func:`_ready_spans`)."""
     out: list[tuple[float, float]] = []
     cur = r
     for a, b in cut:
@@ -676,10 +952,18 @@ def _ready_spans(i: int, tab: Table, levels: _SemaphoreLevels, r: float) -> list
 
 
 def _merge(iv: list[tuple[float, float]]) -> list[tuple[float, float]]:
+    """``iv`` sorted, with intervals that overlap or lie within EPS of each other joined."""
     out: list[tuple[float, float]] = []
-    for a, b in sorted(iv):
-        if out and a <= out[-1][1] + EPS:
-            out[-1] = (out[-1][0], max(out[-1][1], b))
+    if not iv:
+        return out
+    it = iter(sorted(iv))
+    lo, hi = next(it)
+    for a, b in it:
+        if a <= hi + EPS:
+            if b > hi:  # max(hi, b), the earlier value on ties
+                hi = b
         else:
-            out.append((a, b))
+            out.append((lo, hi))
+            lo, hi = a, b
+    out.append((lo, hi))
     return out

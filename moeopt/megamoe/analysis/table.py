@@ -65,6 +65,22 @@ class Table:
         return [wt[n] for n in self.names]
 
 
+def events_on(t: Table) -> dict[str, list[int]]:
+    """Per resource, the events that ran on it (indices in graph order; resources in the order of
+    their first event): read by the busy times, the idle ledger and the critical path, built
+    once per rank by :func:`moeopt.megamoe.simulate` and handed to each (not kept on the
+    table: the table is part of the result, whose contents must not change)."""
+    on: dict[str, list[int]] = {}
+    for i, rs in enumerate(t.res):
+        for r in rs:
+            got = on.get(r)
+            if got is None:
+                on[r] = [i]
+            else:
+                got.append(i)
+    return on
+
+
 class EventRows(Sequence[EventRow]):
     """``rank_results[r]["events"]``: one row per event (start, end, core, what it waited for).
 

@@ -15,7 +15,7 @@ from types import MappingProxyType
 from typing import TypeVar
 
 from moeopt.megamoe.build.context import BuildContext
-from moeopt.megamoe.build.emitter import Emitter
+from moeopt.megamoe.build.emitter import Emitter, Units
 from moeopt.megamoe.build.handoff import ActivationOut, Gmm1Out, GmmTiles
 from moeopt.megamoe.build.plan import ExpertPlan, RankPlan
 from moeopt.megamoe.scenario import Config
@@ -56,6 +56,12 @@ def tile_activation(ctx: BuildContext, em: Emitter, tiles: GmmTiles) -> Activati
     by_mgroup: dict[tuple[int, int], list[str]] = {}
     by_chunk: dict[tuple[int, int, int], list[str]] = {}
     memo: dict[tuple[int, int], tuple[float, int, int]] = {}
+    # per (core, HBM units, AIV): the event's resources and hold maps (each asked once)
+    placed: dict[tuple[int, int, int], tuple[Sequence[str], Units, Units]] = {}
+    emit, traffic, rank = em.emit, em.traffic, ctx.rank
+    # running totals accumulated here, in order, and stored back (nothing else adds to them
+    # while this loop runs: em.units(count=False), hold_maps, pool and emit count nothing)
+    hbm_total, ub_gm_total = traffic["hbm"], traffic["ub_to_gm"]
     for (w, e, t), mm, core in zip(tiles.items, tiles.events, tiles.cores, strict=True):
         got = memo.get((t.rows, t.cols))
         if got is None:
@@ -63,15 +69,21 @@ def tile_activation(ctx: BuildContext, em: Emitter, tiles: GmmTiles) -> Activati
             dur = activation_us(ctx, t.rows * t.cols * 2)
             got = memo[(t.rows, t.cols)] = (dur, out_bytes, em.units("hbm", out_bytes, dur, count=False))
         dur, out_bytes, units = got
-        em.count("hbm", out_bytes)
-        em.count("ub_to_gm", out_bytes)
-        acq, rel = em.hold_maps((("hbm", units),), give="onchip_act" if late_aic else f"c{core}.onchip_act")
-        resources: Sequence[str]
-        if pooled:
-            resources = (em.pool("AIV-activation", layout.members["activation"]),)
-        else:
-            resources = layout.core_res(core, role if role != "AIV" else aiv_subs[t.nb % cfg.aiv_per_core])[1]
-        name = em.emit(
+        hbm_total += out_bytes
+        ub_gm_total += out_bytes
+        sub = t.nb % cfg.aiv_per_core
+        where = placed.get((core, units, sub))
+        if where is None:
+            give = "onchip_act" if late_aic else f"c{core}.onchip_act"
+            acq, rel = em.hold_maps((("hbm", units),), give=give)
+            resources: Sequence[str]
+            if pooled:
+                resources = (em.pool("AIV-activation", layout.members["activation"]),)
+            else:
+                resources = layout.core_res(core, role if role != "AIV" else aiv_subs[sub])[1]
+            where = placed[(core, units, sub)] = (resources, acq, rel)
+        resources, acq, rel = where
+        name = emit(
             mm.replace(".mm", ".act"),
             "activation",
             resources,
@@ -79,7 +91,7 @@ def tile_activation(ctx: BuildContext, em: Emitter, tiles: GmmTiles) -> Activati
             acq,
             rel,
             dur,
-            {"stage": "activation", "rank": ctx.rank, "expert": e, "wave": w},
+            {"stage": "activation", "rank": rank, "expert": e, "wave": w},
             colocate_with=mm,
         )
         by_mgroup.setdefault((e, t.mb), []).append(name)
@@ -88,6 +100,7 @@ def tile_activation(ctx: BuildContext, em: Emitter, tiles: GmmTiles) -> Activati
             lo, hi = c * inter // chunks, (c + 1) * inter // chunks
             if c0 < hi and c1 > lo:
                 by_chunk.setdefault((e, t.mb, c), []).append(name)
+    traffic["hbm"], traffic["ub_to_gm"] = hbm_total, ub_gm_total
     return ActivationOut(_frozen(by_mgroup), _frozen(by_chunk), colocated=True)
 
 
