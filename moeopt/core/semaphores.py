@@ -155,6 +155,19 @@ class SemaphoreProfile:
             return -INF
         return self._t[j + 1] if j + 1 < len(levels) else INF
 
+    def _thresholds_at_end(self, v: int, t: float, appended: bool) -> None:
+        """Bring the thresholds of ``free_from`` up to date after a change at the last
+        breakpoint ``t`` left the final level ``v``, in either form. ``appended``: ``t`` is a
+        new breakpoint (the one before it was the last one below a threshold whose answer was
+        ``INF``); otherwise the change was at the existing last breakpoint (which was then that
+        last one, so the one before it is searched for)."""
+        free = self._free
+        for a, f in free.items():
+            if v < a:
+                free[a] = INF
+            elif f == INF:
+                free[a] = t if appended else self._scan_free(a)
+
     def _to_blocks(self) -> None:
         """Turn the flat form into blocks of ``B`` breakpoints (offsets 0), for good."""
         times, levels = self._t, self._l
@@ -297,10 +310,9 @@ class SemaphoreProfile:
         if dur <= 0:
             return t
         end = t + dur
-        # Each try at t checks the breakpoints k.. inside the hold, up to ke (the first at or after
-        # its end). First in one go: the walk below returns t when no level in [k, ke) is below
-        # take and it reaches ke (ke before the walk's bound, or the bound is the end), which is
-        # what bisect and min tell at C speed over a window of many breakpoints
+        # each try at t checks the breakpoints from k on that lie inside the hold [t, end): each
+        # must leave ``take`` units free; at the first that does not, the next try starts at the
+        # next breakpoint with ``head`` free
         while k < stop:
             if times[k] >= end:
                 return t  # past the hold: every later level is at least ``after`` (see above)
@@ -410,11 +422,7 @@ class SemaphoreProfile:
             times.append(t)
             levels.append(v)
             if free:
-                for a, f in free.items():
-                    if v < a:
-                        free[a] = INF
-                    elif f == INF:  # the breakpoint before this one was the last one below a
-                        free[a] = t
+                self._thresholds_at_end(v, t, True)
             return v
         if t == self._end:  # the next most common: a change at the latest breakpoint
             v = self._fin = self._fin + delta
@@ -422,11 +430,7 @@ class SemaphoreProfile:
                 self.low = v
             levels[-1] = v
             if free:
-                for a, f in free.items():
-                    if v < a:
-                        free[a] = INF
-                    elif f == INF:  # it was the last one below a: find the one before
-                        free[a] = self._scan_free(a)
+                self._thresholds_at_end(v, t, False)
             return v
         n = len(times)
         k = bisect_right(times, t)
@@ -591,11 +595,7 @@ class SemaphoreProfile:
                 self._lo.append(v)
                 self._first.append(t)
             if free:
-                for a, f in free.items():
-                    if v < a:
-                        free[a] = INF
-                    elif f == INF:  # the breakpoint before this one was the last one below a
-                        free[a] = t
+                self._thresholds_at_end(v, t, True)
             return v
         if t == self._end:  # the next most common: a change at the latest breakpoint
             v = self._fin = self._fin + delta
@@ -615,11 +615,7 @@ class SemaphoreProfile:
                 if v - delta == self._hi[-1]:  # it may have been the block's highest
                     self._stale = True
             if free:
-                for a, f in free.items():
-                    if v < a:
-                        free[a] = INF
-                    elif f == INF:  # it was the last one below a: find the one before
-                        free[a] = self._scan_free_blocks(a)
+                self._thresholds_at_end(v, t, False)
             return v
         return self._add_inside(t, delta)
 

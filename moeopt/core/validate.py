@@ -441,8 +441,9 @@ def _passes(graph: EventGraph, schedule: Schedule, durations_exact: bool) -> boo
     pools = graph.pools
     placed = np.flatnonzero(one & ~simple).tolist()
     if placed and pools:
-        members = {(f"{role}:*", r) for role, rs in pools.items() for r in rs}
-        pairs = zip(map(_first, map(wanted.__getitem__, placed)), map(_first, map(got.__getitem__, placed)))
+        members = {(role, r) for role, rs in pools.items() for r in rs}
+        roles = map(placeholder_role, map(_first, map(wanted.__getitem__, placed)))  # None: fixed
+        pairs = zip(roles, map(_first, map(got.__getitem__, placed)))
         simple[np.array(placed, np.intp)] = np.fromiter(map(members.__contains__, pairs), bool, len(placed))
     # the spans on resources as (event, position in its binding, resource name), and each
     # colocated event's site: the simple events first, then the others one by one
