@@ -18,11 +18,16 @@ The order is the cheapest-first order a kernel engineer expects of an auto-tuner
 4. :func:`moeopt.simulate` for every shape (and routing seed); a guardrail or any other error
    fails this trial only, with the reason stored. A study whose metrics are kernel times only
    (``kernel_total_us``, ``kernel_dag_end_us``) asks :func:`moeopt.megamoe.kerneltime.kernel_time`
-   instead: the same times and guardrails, without the analyses. When that objective is one
-   shape's kernel time (no routing seeds), the ranks are scheduled largest first and the point
-   is pruned at the first rank whose time alone already reaches the best value (the kernel's
-   time is its slowest rank's): on a skewed routing a point that cannot win stops after a rank
-   or two instead of scheduling every rank.
+   instead: the same times and guardrails, without the analyses. Such a point stops as soon as
+   what is known proves it cannot win (:meth:`Evaluator.evaluate`): the shapes and routing
+   seeds are timed in order, each with a *threshold*, the least time of that scenario at which
+   the aggregate of its time with the others' known values (exact times of the scenarios done,
+   lower bounds of the rest: their bound check's, else 0) reaches the best value. Its ranks are
+   scheduled largest first, and it stops at the first rank whose time alone reaches the
+   threshold (the kernel's time is its slowest rank's); after each scenario the aggregate of
+   the known values is checked against the best. On a skewed routing a point that cannot win
+   stops after a rank or two; in a study of several shapes, after the shapes that already
+   decide it.
 """
 
 from __future__ import annotations
@@ -38,6 +43,7 @@ from moeopt.errors import MoeoptError
 from moeopt.megamoe.analysis import graph_floors, physical_bounds
 from moeopt.megamoe.errors import GuardrailError, ScenarioError
 from moeopt.megamoe.kerneltime import (
+    KernelTime,
     Reached,
     kernel_time,
     kernel_time_below,
@@ -182,18 +188,64 @@ class Evaluator:
             return True
         return False
 
-    def _stop_at(self, best: float | None) -> float | None:
-        """The kernel time (µs) at which the point's one scenario cannot beat ``best``, when the
-        objective is a kernel time of one shape without routing seeds (a rank's time is a lower
-        bound of the kernel's: :func:`moeopt.megamoe.kerneltime.kernel_time_below` stops at the
-        first rank that reaches it); ``None`` otherwise."""
+    def _stops_early(self, best: float | None) -> bool:
+        """Whether the point's scenarios are timed with thresholds (see the module docstring):
+        a minimised kernel-time objective whose metrics need no analysis. A rank's time is a
+        lower bound of its scenario's ``kernel_total_us``, which is at most its
+        ``kernel_dag_end_us``, so a rank's time bounds either objective from below."""
         cfg = self.cfg
-        if best is None or not self.lb_applies or not self.time_only or len(cfg.shapes) != 1:
-            return None
-        if cfg.objective.seeds or cfg.objective.metric not in TIME_ONLY_METRICS:
-            return None
-        base = self._base(cfg.objective.metric)  # a one-shape aggregate is v, or v / base
-        return best * base[cfg.shapes[0].name] if base is not None else best
+        return (
+            best is not None
+            and self.lb_applies
+            and self.time_only
+            and cfg.objective.metric in TIME_ONLY_METRICS
+        )
+
+    def _known_aggregate(self, known: Mapping[str, Sequence[float]]) -> float:
+        """The objective's aggregate of ``known`` (per shape, one value per scenario): a lower
+        bound of the point's objective when each value is a lower bound of its scenario's
+        (every statistic and aggregate used is non-decreasing in each value)."""
+        cfg = self.cfg
+        per = {name: statistic(cfg.objective.statistic, vals) for name, vals in known.items()}
+        return aggregate(cfg, per, self._base(cfg.objective.metric))
+
+    def _threshold(self, known: dict[str, list[float]], name: str, k: int, best: float) -> float | None:
+        """A time ``t`` of scenario ``k`` of shape ``name`` such that every time ``v >= t`` of it
+        makes the point's objective at least ``best`` (the other scenarios at their ``known``
+        values); ``None`` when no time of it alone does.
+
+        Found by bisection on the aggregate itself, so that the check is the one the pruning
+        makes: the aggregate is non-decreasing in the value, so any ``t`` at which it reaches
+        ``best`` is sound, and the bisection narrows it to the least such float (the best value
+        itself for a one-shape study without seeds)."""
+        vals = known[name]
+        saved = vals[k]
+
+        def reaches(v: float) -> bool:
+            vals[k] = v
+            return self._known_aggregate(known) >= best
+
+        try:
+            lo = saved
+            if reaches(lo):
+                return lo
+            hi = max(2.0 * lo, best, 1.0)
+            for _ in range(64):
+                if reaches(hi):
+                    break
+                lo, hi = hi, 2.0 * hi
+            else:
+                return None
+            while True:
+                mid = lo + (hi - lo) / 2.0
+                if not lo < mid < hi:
+                    return hi
+                if reaches(mid):
+                    hi = mid
+                else:
+                    lo = mid
+        finally:
+            vals[k] = saved
 
     def _workers(self) -> dict[str, Any]:
         # several study workers already share the cores: this one schedules its ranks itself
@@ -208,6 +260,26 @@ class Evaluator:
             k = kernel_time(s, **self._workers()) if graphs is None else kernel_time_built(s, graphs)
             return cast(Result, k)
         return simulate(s) if graphs is None else simulate_built(s, graphs)
+
+    def _below(self, s: Scenario, graphs: Graphs | None, threshold_us: float) -> KernelTime | Reached:
+        """The kernel's time of ``s``, or the first rank found whose time reaches
+        ``threshold_us`` while ranks are left (on graphs already built, when there are)."""
+        if graphs is not None:
+            return kernel_time_built_below(s, graphs, threshold_us)
+        return kernel_time_below(s, threshold_us, **self._workers())
+
+    def _reached_reason(self, name: str, k: int, got: Reached, lb: float, best: float, todo: int) -> str:
+        cfg = self.cfg
+        where = ""
+        if len(cfg.shapes) > 1:
+            where = f"shape {name}: "
+        if cfg.objective.seeds:
+            where += f"routing seed {cfg.objective.seeds[k]}: "
+        rest = f"; {todo} more scenario(s) not simulated" if todo else ""
+        return (
+            f"{where}rank {got.rank} alone takes {got.total_us:.3f} µs, so the kernel time is no less: "
+            f"{lb:.3f} >= best {best:.3f} (the other ranks were not scheduled{rest})"
+        )
 
     def evaluate(self, point: Mapping[str, Any], best: float | None) -> Outcome:
         cfg = self.cfg
@@ -225,19 +297,18 @@ class Evaluator:
 
         lb: float | None = None
         per_shape: dict[str, dict[str, float]] = {}
+        # per shape, per scenario: a lower bound of its objective value (0 until one is known;
+        # its exact value once it is timed), for the early stop
+        known = {name: [0.0] * len(scs) for name, scs in scenarios.items()}
         try:
             graphs: dict[int, Graphs] = {}  # built for the bound, reused by the simulation
             if best is not None and self._want_lb():
                 for scs in scenarios.values():
                     for s in scs:
                         graphs[id(s)] = built(s)
-                per = {
-                    name: statistic(
-                        cfg.objective.statistic, [lower_bound_us(s, graphs[id(s)]) for s in scs]
-                    )
-                    for name, scs in scenarios.items()
-                }
-                lb = aggregate(cfg, per, self._base(cfg.objective.metric))
+                for name, scs in scenarios.items():
+                    known[name] = [lower_bound_us(s, graphs[id(s)]) for s in scs]
+                lb = self._known_aggregate(known)
                 self.lb_checked += 1
                 if lb >= best:
                     self.lb_pruned += 1
@@ -249,28 +320,44 @@ class Evaluator:
                     )
             elif best is not None and self.lb_applies:
                 self.lb_skipped += 1
-            stop_at = self._stop_at(best)
+            early = self._stops_early(best)
+            todo = sum(map(len, scenarios.values()))
+            stat, exact = cfg.objective.statistic, cfg.objective.exact
             for name, scs in scenarios.items():
-                if stop_at is not None:
-                    k = (
-                        kernel_time_built_below(scs[0], graphs[id(scs[0])], stop_at)
-                        if graphs
-                        else kernel_time_below(scs[0], stop_at, **self._workers())
-                    )
-                    if isinstance(k, Reached):
-                        assert best is not None
-                        lb = aggregate(cfg, {name: k.total_us}, self._base(cfg.objective.metric))
-                        return Outcome(
-                            "pruned",
-                            "lower_bound",
-                            reason=f"rank {k.rank} alone takes {k.total_us:.3f} µs, so the kernel time "
-                            f"is no less: {lb:.3f} >= best {best:.3f} (the other ranks were not scheduled)",
-                            lower_bound_us=lb,
-                        )
-                    runs = [cast(Result, k)]
-                else:
-                    runs = [self._run(s, graphs.get(id(s))) for s in scs]
-                stat, exact = cfg.objective.statistic, cfg.objective.exact
+                runs: list[Result] = []
+                for k, s in enumerate(scs):
+                    todo -= 1
+                    if not early:
+                        runs.append(self._run(s, graphs.get(id(s))))
+                        continue
+                    assert best is not None
+                    t = self._threshold(known, name, k, best)
+                    got = None if t is None else self._below(s, graphs.get(id(s)), t)
+                    if isinstance(got, Reached):
+                        # the scenario's time is at least this rank's
+                        known[name][k] = max(known[name][k], got.total_us)
+                        lb = self._known_aggregate(known)
+                        if lb >= best:
+                            return Outcome(
+                                "pruned",
+                                "lower_bound",
+                                reason=self._reached_reason(name, k, got, lb, best, todo),
+                                lower_bound_us=lb,
+                            )
+                        got = None  # (a threshold a rounding put a hair too low: time it all)
+                    run = self._run(s, graphs.get(id(s))) if got is None else cast(Result, got)
+                    runs.append(run)
+                    known[name][k] = metric_value(cfg.objective.metric, run, exact)
+                    if todo:
+                        lb = self._known_aggregate(known)
+                        if lb >= best:
+                            return Outcome(
+                                "pruned",
+                                "lower_bound",
+                                reason=f"the scenarios timed so far give {lb:.3f} >= best {best:.3f} with "
+                                f"the others at their lower bounds ({todo} scenario(s) not simulated)",
+                                lower_bound_us=lb,
+                            )
                 per_shape[name] = {
                     m: statistic(stat, [metric_value(m, r, exact) for r in runs])
                     for m in dict.fromkeys(cfg.metrics)

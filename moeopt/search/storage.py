@@ -117,11 +117,15 @@ class StudyFileHold:
                 "until its workers have finished)"
             )
 
-    def close(self) -> None:
+    def close(self, _close: Any = os.close) -> None:
+        # (os.close is bound at definition: when this runs from __del__ at interpreter exit,
+        # the module's globals may already be gone)
         fd, self.fd = self.fd, -1
         if fd >= 0:
-            with contextlib.suppress(OSError):
-                os.close(fd)
+            try:  # noqa: SIM105 - contextlib may be gone at exit too
+                _close(fd)
+            except OSError:
+                pass
 
     def __del__(self) -> None:
         self.close()
