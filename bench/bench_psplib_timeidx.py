@@ -1,5 +1,5 @@
-"""Experiments for refuting ``makespan <= OPT - 1`` faster on the hard PSPLIB j30 instances
-(issue 18): other formulations and searches of the decision questions of
+"""Experiments for refuting ``makespan <= OPT - 1`` faster on the hard PSPLIB j30 instances:
+other formulations and searches of the decision questions of
 ``bench_psplib_proof.py``, and the optimisation ``solve_exact`` runs first.
 
 For each named instance with proven optimum ``OPT`` and each variant, CP-SAT (1 worker) is asked
