@@ -23,6 +23,7 @@ constructor); acquire / release maps that thousands of events share are one read
 from __future__ import annotations
 
 import math
+from bisect import bisect_right
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from types import MappingProxyType
@@ -295,25 +296,70 @@ class Emitter:
         return graph, sorted(dropped)
 
     def _early_order(self, specs: list[Event], early: Sequence[str]) -> list[Event]:
-        """``specs`` with the events of the ``early`` stages, and the flags they wait for, each
-        just after the last event it depends on (see :meth:`assemble`)."""
+        """``specs`` (the events in emission order) with the events of the ``early`` stages, and
+        the flags they wait for, each just after the last event it depends on (see
+        :meth:`assemble`).
+
+        The rule as a sort (``tests/megamoe/test_build_emitter.py`` keeps it as the reference):
+        an event that stays has the key ``(i,)``, its emission position; a moved event the key of
+        its anchor, the dependency with the largest key among those emitted before it (a late
+        dependency emitted after it, a staged barrier, does not anchor it), followed by
+        ``(seq,)``, its number among the moved events (``(-1, seq)`` without an anchor); the
+        order is by key. Keys are never equal, and a key sorts just after its prefix and before
+        any larger key of the prefix's length, so that order is a walk of the anchor tree: the
+        moved events without an anchor (each followed by what is anchored to it, and so on),
+        then every event that stays, each followed by the moved events anchored to it, in
+        ``seq`` order, each followed by its own. Keys are kept only to pick anchors: the order
+        itself is built from the tree, without sorting every event."""
         moved = {name for st in early for name in self._by_stage.get(st, ())}
         if not moved:
             return specs
         events = self._events
-        moved |= {d for name in moved for d in events[name].deps if d in self._flags}
-        key: dict[str, tuple[int, ...]] = {}
+        flags = self._flags
+        moved |= {d for name in moved for d in events[name].deps if d in flags}
+        position = dict(zip(events, range(len(specs))))
+        late = self._late
+        key: dict[str, tuple[int, ...]] = {}  # moved event -> its key
+        anchored: dict[str | None, list[Event]] = {}  # anchor (None: none) -> its moved events
         seq = 0
-        for i, sp in enumerate(specs):
+        for i in sorted(map(position.__getitem__, moved)):
+            sp = specs[i]
             name = sp.name
-            if name in moved:
-                # a late dependency emitted after the event (a staged barrier) does not anchor it
-                deps = [d for d in (*sp.deps, *self._late.get(name, ())) if d in key]
-                seq += 1
-                key[name] = max((key[d] for d in deps), default=(-1,)) + (seq,)
-            else:
-                key[name] = (i,)
-        return sorted(specs, key=lambda sp: key[sp.name])
+            best: tuple[int, ...] = (-1,)
+            anchor: str | None = None
+            for d in (*sp.deps, *late.get(name, ())):
+                j = position.get(d)
+                if j is None or j >= i:  # not emitted, or emitted after this event
+                    continue
+                k = key[d] if d in key else (j,)
+                if k > best:
+                    best, anchor = k, d
+            seq += 1
+            key[name] = best + (seq,)
+            anchored.setdefault(anchor, []).append(sp)
+
+        out: list[Event] = []
+
+        def walk(roots: list[Event]) -> None:  # each root, then what is anchored to it, depth first
+            stack = roots[::-1]
+            while stack:
+                sp = stack.pop()
+                out.append(sp)
+                below = anchored.get(sp.name)
+                if below:
+                    stack += below[::-1]
+
+        walk(anchored.get(None, []))
+        moved_at = sorted(map(position.__getitem__, moved))
+        staying = [sp for sp, m in zip(specs, map(moved.__contains__, events)) if not m]
+        done = 0  # events of ``staying`` already in ``out``
+        for i in sorted(position[a] for a in anchored if a is not None and a not in moved):
+            upto = i - bisect_right(moved_at, i) + 1  # ``staying``'s events up to and with specs[i]
+            out += staying[done:upto]
+            done = upto
+            walk(anchored[specs[i].name])
+        out += staying[done:]
+        return out
 
     def _with_late_deps(self, old: Event) -> Event:
         deps = dict(old.deps)
