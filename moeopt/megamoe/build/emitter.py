@@ -96,6 +96,9 @@ class Emitter:
         expert group's SYNCALL, a joined group's done flag) are added. ``stage`` records the
         event as one of the stage's (``None``: a flag, in no stage).
         """
+        events = self._events
+        if name in events:
+            raise AssertionError(f"builder emitted event {name!r} twice")
         if chain_on is not None:
             last = self._last
             for r in chain_on:
@@ -105,19 +108,16 @@ class Emitter:
                     self.chain_edges.add((prev, name))
         if sync_deps:
             deps.update(sync_deps)
-        events = self._events
-        n = len(events)
         events[name] = _event(name, resources, deps, acquires, releases, colocate_with, duration_us, labels)
-        if len(events) == n:
-            raise AssertionError(f"builder emitted event {name!r} twice")
         if chain_on is not None:
             for r in chain_on:
                 last[r] = name
         if stage is not None:
-            names = self._by_stage.get(stage)
-            if names is None:
-                names = self._by_stage[stage] = []
-            names.append(name)
+            by_stage = self._by_stage
+            if stage in by_stage:
+                by_stage[stage].append(name)
+            else:
+                by_stage[stage] = [name]
         return name
 
     def flag(self, name: str, deps: Iterable[str]) -> str:
