@@ -26,6 +26,8 @@ import math
 from bisect import bisect_right
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
+from itertools import compress
+from operator import attrgetter, not_, or_
 from types import MappingProxyType
 from typing import Any
 
@@ -37,6 +39,10 @@ _event = Event.trusted
 """Events are made with :meth:`Event.trusted`: their names, resources, λ and units come from this
 package's own code. Those with late dependencies (:meth:`Emitter.add_deps`) or naming a dropped
 semaphore are made again when the graph is assembled."""
+
+_name_of = attrgetter("name")
+_acq_of = attrgetter("acquires")
+_rel_of = attrgetter("releases")
 
 TRAFFIC_CHANNELS = ("gm_to_l1", "hbm", "remote_in", "remote_out", "gm_to_ub", "ub_to_gm")
 
@@ -265,11 +271,13 @@ class Emitter:
         specs = list(self._events.values())
         if early:
             specs = self._early_order(specs, early)
-        if self._late:
-            specs = [self._with_late_deps(sp) if sp.name in self._late else sp for sp in specs]
+        late = self._late
+        if late:  # (the events named in it found by C-level passes, then remade one by one)
+            for i in compress(range(len(specs)), map(late.__contains__, map(_name_of, specs))):
+                specs[i] = self._with_late_deps(specs[i])
         # events with equal acquire / release maps share one mapping object (see Event.trusted):
         # the demand and the dropped-semaphore test are worked out once per distinct map
-        acqs = [sp.acquires for sp in specs]
+        acqs = list(map(_acq_of, specs))
         acq_maps = dict(zip(map(id, acqs), acqs))
         demand: dict[str, int] = dict.fromkeys(self._sems, 0)
         for key, uses in Counter(map(id, acqs)).items():
@@ -279,19 +287,18 @@ class Emitter:
         dropped = set(self._sems) - set(sems)
         graph = EventGraph(semaphores=sems, pools=self._pools)
         events = specs
-        rels = [sp.releases for sp in specs]
+        rels = list(map(_rel_of, specs))
         touched = {key for key, m in acq_maps.items() if not dropped.isdisjoint(m)}
         touched.update(id(m) for m in dict(zip(map(id, rels), rels)).values() if not dropped.isdisjoint(m))
         if touched:
-            events = []
-            for sp in specs:
-                acq, rel = sp.acquires, sp.releases
-                if id(acq) not in touched and id(rel) not in touched:
-                    events.append(sp)
-                    continue
-                acq = {k: v for k, v in acq.items() if k not in dropped}
-                rel = {k: v for k, v in rel.items() if k not in dropped}
-                events.append(_remade(sp, sp.deps, acq, rel))
+            # the events with a touched map (found by C-level passes) remade without the dropped
+            # semaphores, each in its place
+            hit = map(or_, map(touched.__contains__, map(id, acqs)), map(touched.__contains__, map(id, rels)))
+            for i in compress(range(len(specs)), hit):
+                sp = specs[i]
+                acq = {k: v for k, v in sp.acquires.items() if k not in dropped}
+                rel = {k: v for k, v in sp.releases.items() if k not in dropped}
+                specs[i] = _remade(sp, sp.deps, acq, rel)
         graph.add_all(events)
         return graph, sorted(dropped)
 
@@ -351,7 +358,7 @@ class Emitter:
 
         walk(anchored.get(None, []))
         moved_at = sorted(map(position.__getitem__, moved))
-        staying = [sp for sp, m in zip(specs, map(moved.__contains__, events)) if not m]
+        staying = list(compress(specs, map(not_, map(moved.__contains__, events))))
         done = 0  # events of ``staying`` already in ``out``
         for i in sorted(position[a] for a in anchored if a is not None and a not in moved):
             upto = i - bisect_right(moved_at, i) + 1  # ``staying``'s events up to and with specs[i]
