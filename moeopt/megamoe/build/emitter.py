@@ -26,7 +26,7 @@ import math
 from bisect import bisect_right
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
-from itertools import compress
+from itertools import compress, repeat
 from operator import attrgetter, not_, or_
 from types import MappingProxyType
 from typing import Any
@@ -334,7 +334,17 @@ class Emitter:
             name = sp.name
             best: tuple[int, ...] = (-1,)
             anchor: str | None = None
-            for d in (*sp.deps, *late.get(name, ())):
+            deps = sp.deps
+            if deps and name not in late and moved.isdisjoint(deps):
+                # (a flag waiting for a stage's tiles: hundreds of dependencies) when none of them
+                # moves, each key is (j,): the anchor is the one emitted last, if before this event
+                j = max(map(position.get, deps, repeat(i)))
+                if j < i:
+                    seq += 1
+                    key[name] = (j, seq)
+                    anchored.setdefault(specs[j].name, []).append(sp)
+                    continue
+            for d in (*deps, *late.get(name, ())):
                 j = position.get(d)
                 if j is None or j >= i:  # not emitted, or emitted after this event
                     continue
