@@ -286,7 +286,6 @@ class Emitter:
         sems = {name: cap for name, cap in self._sems.items() if cap < demand[name]}
         dropped = set(self._sems) - set(sems)
         graph = EventGraph(semaphores=sems, pools=self._pools)
-        events = specs
         rels = list(map(_rel_of, specs))
         touched = {key for key, m in acq_maps.items() if not dropped.isdisjoint(m)}
         touched.update(id(m) for m in dict(zip(map(id, rels), rels)).values() if not dropped.isdisjoint(m))
@@ -299,7 +298,7 @@ class Emitter:
                 acq = {k: v for k, v in sp.acquires.items() if k not in dropped}
                 rel = {k: v for k, v in sp.releases.items() if k not in dropped}
                 specs[i] = _remade(sp, sp.deps, acq, rel)
-        graph.add_all(events)
+        graph.add_all(specs)
         return graph, sorted(dropped)
 
     def _early_order(self, specs: list[Event], early: Sequence[str]) -> list[Event]:
@@ -307,7 +306,7 @@ class Emitter:
         the flags they wait for, each just after the last event it depends on (see
         :meth:`assemble`).
 
-        The rule as a sort (``tests/megamoe/test_build_emitter.py`` keeps it as the reference):
+        The rule as a sort (``tests/megamoe/test_emitter_order.py`` keeps it as the reference):
         an event that stays has the key ``(i,)``, its emission position; a moved event the key of
         its anchor, the dependency with the largest key among those emitted before it (a late
         dependency emitted after it, a staged barrier, does not anchor it), followed by
