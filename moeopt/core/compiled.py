@@ -11,7 +11,8 @@ worked out here, so the scheduler can never run into a group that has no legal s
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections import deque
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from itertools import compress, repeat
 from operator import attrgetter, is_not, not_
@@ -132,8 +133,8 @@ def _sem_pairs(
     name: str,
     what: str,
     amounts: Mapping[str, int],
-    sem_id: Mapping[str, int],
-    sems: Mapping[str, int],
+    sem_id: dict[str, int],
+    sems: dict[str, int],
     problems: list[str],
 ) -> tuple[tuple[int, int], ...]:
     """``(semaphore index, units)`` of one event's acquires or releases when some semaphore is
@@ -214,39 +215,36 @@ def _linked_groups(n: int, ia: Sequence[int], ib: Sequence[int]) -> list[list[in
     return [members for _root, members in sorted(members_by_root.items())]
 
 
-_Pairs = tuple[tuple[int, int], ...]
-_Scan = tuple[
-    list[tuple[tuple[int, float], ...]],  # preds
-    list[tuple[tuple[int, float], ...]],  # succs
-    list[_Pairs],  # acq
-    list[_Pairs],  # rel
-    list[tuple[int, ...]],  # fixed
-    list[tuple[int, ...]],  # placeholders
-    list[_Pairs],  # the distinct acquire pair tuples
-    list[_Pairs],  # the distinct release pair tuples
-]
-_deps_of = attrgetter("deps")
-_res_of = attrgetter("resources")
-_acq_of = attrgetter("acquires")
-_rel_of = attrgetter("releases")
+def compile_graph(g: EventGraph) -> CompiledGraph:
+    """Validate ``g`` and build its :class:`CompiledGraph`; raise :class:`GraphError` on any problem."""
+    events = list(g.events.values())
+    names = list(g.events)  # the keys are the events' names, in the same order
+    index = dict(zip(names, range(len(names))))
+    sems = dict(g.semaphores)
+    pools = dict(g.pools)
+    problems: list[str] = []
 
+    # --- one pass over the events: dependencies (missing ones reported), semaphore uses,
+    # resources and pool placeholders
+    res_names: list[str] = []
+    res_index: dict[str, int] = {}
 
-def _scan_events(
-    events: Sequence[Event],
-    index: Mapping[str, int],
-    rid: Callable[[str], int],
-    one_res: list[tuple[int]],
-    res_index: dict[str, int],
-    pool_id: Mapping[str, int],
-    pool_names: list[str],
-    sem_id: Mapping[str, int],
-    sems: Mapping[str, int],
-    problems: list[str],
-) -> _Scan:
-    """The per-event arrays, event by event: dependencies (missing ones reported), semaphore
-    uses (undeclared ones reported), resources and pool placeholders (undeclared pools
-    reported). The general path: :func:`_scan_columns` gives the same arrays for a graph without
-    these problems."""
+    one_res: list[tuple[int]] = []
+
+    def rid(name: str) -> int:
+        i = res_index.get(name)
+        if i is None:
+            i = len(res_names)
+            res_index[name] = i
+            res_names.append(name)
+            one_res.append((i,))
+        return i
+
+    pool_names = list(pools)
+    pool_id = {p: k for k, p in enumerate(pool_names)}
+    pool_members = [tuple(rid(m) for m in pools[p]) for p in pool_names]
+    sem_names = list(sems)
+    sem_id = {s: k for k, s in enumerate(sem_names)}
     n = len(events)
     preds: list[tuple[tuple[int, float], ...]] = []
     succ_lists: list[list[tuple[int, float]]] = [[] for _ in range(n)]
@@ -341,143 +339,11 @@ def _scan_events(
                 ph.append(pool_id[role])
         fixed.append(tuple(fx))
         placeholders.append(tuple(ph))
-    succs = list(map(tuple, succ_lists))
-    acq_kinds, rel_kinds = [*acq_of.values(), *odd_acq], [*rel_of.values(), *odd_rel]
-    return preds, succs, acq, rel, fixed, placeholders, acq_kinds, rel_kinds
-
-
-def _scan_columns(
-    events: Sequence[Event],
-    index: Mapping[str, int],
-    rid: Callable[[str], int],
-    one_res: list[tuple[int]],
-    res_index: dict[str, int],
-    pool_id: Mapping[str, int],
-    sem_id: Mapping[str, int],
-) -> _Scan | None:
-    """:func:`_scan_events` for a graph without problems, or ``None`` when some event has one
-    (a missing dependency, an undeclared semaphore or pool): the general scan reports them.
-
-    Dependencies are turned into index pairs event by event as there; resources and acquire /
-    release maps instead once per distinct object (builders share them between events by the
-    thousand), in order of first appearance, and handed to every event that has the object by
-    C-level lookups. Why that equals the general scan: new resources get their indices in the
-    same order (the first event naming one comes first either way); a single fixed resource
-    gives the equal tuple ``(r,)``; a map gives one tuple per distinct map object, ``()`` when
-    empty, the sharing the general scan's memo gives (the scheduler keys its per-map work on the
-    tuples' identity). Pinned to the general scan by ``tests/core/test_compiled_scan.py``."""
-    n = len(events)
-    preds: list[tuple[tuple[int, float], ...]] = []
-    succ_lists: list[list[tuple[int, float]]] = [[] for _ in range(n)]
-    add = preds.append
-    pl: tuple[tuple[int, float], ...]
-    try:
-        for i, d in enumerate(map(_deps_of, events)):
-            nd = len(d)
-            if nd == 1:
-                ((pn, lam),) = d.items()
-                p = index[pn]
-                add(((p, lam),))
-                succ_lists[p].append((i, lam))
-                continue
-            if nd == 2:
-                (pn, lam), (pn2, lam2) = d.items()
-                p, p2 = index[pn], index[pn2]
-                add(((p, lam), (p2, lam2)))
-                succ_lists[p].append((i, lam))
-                succ_lists[p2].append((i, lam2))
-                continue
-            pl = tuple([(index[pn], lam) for pn, lam in d.items()])
-            add(pl)
-            for p, lam in pl:
-                succ_lists[p].append((i, lam))
-    except KeyError:
-        return None
-    res_list = list(map(_res_of, events))
-    fx_of: dict[int, tuple[int, ...]] = {}
-    ph_of: dict[int, tuple[int, ...]] = {}
-    for key, rs in dict(zip(map(id, res_list), res_list)).items():
-        fx: list[int] = []
-        ph: list[int] = []
-        for r in rs:
-            j = res_index.get(r)
-            if j is not None:
-                fx.append(j)
-                continue
-            role = placeholder_role(r)
-            if role is None:
-                fx.append(rid(r))
-            elif role not in pool_id:
-                return None
-            else:
-                ph.append(pool_id[role])
-        fx_of[key] = one_res[fx[0]] if len(rs) == 1 and fx else tuple(fx)
-        ph_of[key] = tuple(ph)
-    res_ids = list(map(id, res_list))
-    columns: list[list[_Pairs]] = []
-    kinds: list[list[_Pairs]] = []
-    for maps in (list(map(_acq_of, events)), list(map(_rel_of, events))):
-        pairs_of: dict[int, _Pairs] = {}
-        for key, amounts in dict(zip(map(id, maps), maps)).items():
-            try:
-                pairs_of[key] = tuple([(sem_id[sm], u) for sm, u in amounts.items()])
-            except KeyError:
-                return None
-        columns.append(list(map(pairs_of.__getitem__, map(id, maps))))
-        kinds.append([pairs for pairs in pairs_of.values() if pairs])
-    return (
-        preds,
-        list(map(tuple, succ_lists)),
-        columns[0],
-        columns[1],
-        list(map(fx_of.__getitem__, res_ids)),
-        list(map(ph_of.__getitem__, res_ids)),
-        kinds[0],
-        kinds[1],
-    )
-
-
-def compile_graph(g: EventGraph) -> CompiledGraph:
-    """Validate ``g`` and build its :class:`CompiledGraph`; raise :class:`GraphError` on any problem."""
-    events = list(g.events.values())
-    names = list(g.events)  # the keys are the events' names, in the same order
-    index = dict(zip(names, range(len(names))))
-    sems = dict(g.semaphores)
-    pools = dict(g.pools)
-    problems: list[str] = []
-
-    # --- one pass over the events: dependencies (missing ones reported), semaphore uses,
-    # resources and pool placeholders
-    res_names: list[str] = []
-    res_index: dict[str, int] = {}
-
-    one_res: list[tuple[int]] = []
-
-    def rid(name: str) -> int:
-        i = res_index.get(name)
-        if i is None:
-            i = len(res_names)
-            res_index[name] = i
-            res_names.append(name)
-            one_res.append((i,))
-        return i
-
-    pool_names = list(pools)
-    pool_id = {p: k for k, p in enumerate(pool_names)}
-    pool_members = [tuple(rid(m) for m in pools[p]) for p in pool_names]
-    sem_names = list(sems)
-    sem_id = {s: k for k, s in enumerate(sem_names)}
-    n = len(events)
-    scan = _scan_columns(events, index, rid, one_res, res_index, pool_id, sem_id)
-    if scan is None:  # some event has a problem: the general scan reports each one
-        scan = _scan_events(
-            events, index, rid, one_res, res_index, pool_id, pool_names, sem_id, sems, problems
-        )
-    preds, succs, acq, rel, fixed, placeholders, acq_kinds, rel_kinds = scan
     sem_cap = [sems[sm] for sm in sem_names]
     # the distinct pair tuples stand for all the events that share them
+    acq_kinds = [*acq_of.values(), *odd_acq]
     acquired = {k for pairs in acq_kinds for k, _u in pairs}
-    released = {k for pairs in rel_kinds for k, _u in pairs}
+    released = {k for pairs in [*rel_of.values(), *odd_rel] for k, _u in pairs}
     if any(u > sem_cap[k] for pairs in acq_kinds for k, u in pairs):
         for i, k, u in [(i, k, u) for i, pairs in enumerate(acq) for k, u in pairs if u > sem_cap[k]]:
             problems.append(
@@ -553,12 +419,15 @@ def compile_graph(g: EventGraph) -> CompiledGraph:
             group_sites.append(None if allowed is None else tuple(sorted(allowed)))
     # events outside any group with several placeholders bind each placeholder independently.
 
-    # --- a topological order (Kahn's, first in first out: the list is its own queue, a for
-    # loop over a list also visits what is appended to it meanwhile)
+    # --- successors and a topological order
+    succs = list(map(tuple, succ_lists))
     indeg = list(map(len, preds))
-    topo = list(compress(range(n), map(not_, indeg)))  # the sources, in index order
-    put = topo.append
-    for i in topo:
+    queue = deque(compress(range(n), map(not_, indeg)))  # the sources, in index order
+    topo: list[int] = []
+    popleft, put, visit = queue.popleft, queue.append, topo.append
+    while queue:
+        i = popleft()
+        visit(i)
         for j, _ in succs[i]:
             k = indeg[j] - 1
             indeg[j] = k
