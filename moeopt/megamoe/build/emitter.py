@@ -26,7 +26,7 @@ import math
 from bisect import bisect_right
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
-from itertools import compress, repeat
+from itertools import compress
 from operator import attrgetter, not_, or_
 from types import MappingProxyType
 from typing import Any
@@ -337,11 +337,11 @@ class Emitter:
             if deps and name not in late and moved.isdisjoint(deps):
                 # (a flag waiting for a stage's tiles: hundreds of dependencies) when none of them
                 # moves, each key is (j,): the anchor is the one emitted last, if before this event
-                j = max(map(position.get, deps, repeat(i)))
-                if j < i:
+                last: int = max(map(position.__getitem__, deps)) if position.keys() >= deps.keys() else i
+                if last < i:
                     seq += 1
-                    key[name] = (j, seq)
-                    anchored.setdefault(specs[j].name, []).append(sp)
+                    key[name] = (last, seq)
+                    anchored.setdefault(specs[last].name, []).append(sp)
                     continue
             for d in (*deps, *late.get(name, ())):
                 j = position.get(d)
