@@ -213,6 +213,18 @@ def tile_combine(
     for _w, e, t in gmm2.tiles.items:
         per_expert[e] = per_expert.get(e, 0) + min(t.rows, len(subs))
     members = len(layout.members["combine"])
+    # what RowWrites.event does per event, with each expert's concurrency, each (expert, rows)'s
+    # rows by source and each write-back's cost looked up once, and the traffic totals summed
+    # here in the same order and stored back (nothing else adds to them while this loop runs:
+    # RowWrites.cost counts nothing, pool and emit neither)
+    together = {e: concurrency(n, members) for e, n in per_expert.items()}
+    rows_of: dict[tuple[int, int, int], RowsBySrc] = {}
+    cost_of: dict[tuple[int, int, int, int, str | None], tuple[float, int, float, float, Units, Units]] = {}
+    suffix = [f".comb{i}" for i in range(len(subs))]
+    readback = not onchip
+    program_order = ctx.sync.program_order
+    emit, traffic, rank = em.emit, em.traffic, ctx.rank
+    hbm_total, remote_total, gm_ub_total = traffic["hbm"], traffic["remote_out"], traffic["gm_to_ub"]
     for (w, e, t), mm, core in zip(gmm2.tiles.items, gmm2.tiles.events, gmm2.tiles.cores, strict=True):
         ex = plan.experts[e]
         if ex.shared:
@@ -242,22 +254,34 @@ def tile_combine(
             release = None
             if onchip and i == len(subs) - 1:
                 release = "onchip_comb" if g2_late else f"c{core}.onchip_comb"
+            key = (e, m0, m1, t.cols, release)
+            got = cost_of.get(key)
+            if got is None:
+                rows = rows_of.get(key[:3])
+                if rows is None:
+                    rows = rows_of[key[:3]] = writes.src_rows_in(ex, m0, m1)
+                got = cost_of[key] = writes.cost(rows, t.cols, readback, release, together[e])
+            dur, rb_bytes, hbm_bytes, rem, acq, rel = got
+            hbm_total += hbm_bytes
+            if rem:
+                remote_total += rem
+            gm_ub_total += rb_bytes
             experts.append(e)
             names.append(
-                writes.event(
-                    mm.replace(".mm", f".comb{i}"),
+                emit(
+                    mm.replace(".mm", suffix[i]),
+                    "combine",
                     resources,
-                    pinned,
                     {mm: lam},
-                    writes.src_rows_in(ex, m0, m1),
-                    t.cols,
-                    not onchip,
-                    {"stage": "combine", "rank": ctx.rank, "expert": e, "wave": w},
-                    concurrency(per_expert[e], members),
-                    colocate=colocate,
-                    release=release,
+                    acq,
+                    rel,
+                    dur,
+                    {"stage": "combine", "rank": rank, "expert": e, "wave": w},
+                    colocate,
+                    pinned if program_order else None,
                 )
             )
+    traffic["hbm"], traffic["remote_out"], traffic["gm_to_ub"] = hbm_total, remote_total, gm_ub_total
     return CombineOut(tuple(names), colocated=onchip, experts=tuple(experts))
 
 

@@ -23,8 +23,11 @@ constructor); acquire / release maps that thousands of events share are one read
 from __future__ import annotations
 
 import math
+from bisect import bisect_right
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
+from itertools import compress
+from operator import attrgetter, not_, or_
 from types import MappingProxyType
 from typing import Any
 
@@ -36,6 +39,10 @@ _event = Event.trusted
 """Events are made with :meth:`Event.trusted`: their names, resources, λ and units come from this
 package's own code. Those with late dependencies (:meth:`Emitter.add_deps`) or naming a dropped
 semaphore are made again when the graph is assembled."""
+
+_name_of = attrgetter("name")
+_acq_of = attrgetter("acquires")
+_rel_of = attrgetter("releases")
 
 TRAFFIC_CHANNELS = ("gm_to_l1", "hbm", "remote_in", "remote_out", "gm_to_ub", "ub_to_gm")
 
@@ -95,6 +102,9 @@ class Emitter:
         expert group's SYNCALL, a joined group's done flag) are added. ``stage`` records the
         event as one of the stage's (``None``: a flag, in no stage).
         """
+        events = self._events
+        if name in events:
+            raise AssertionError(f"builder emitted event {name!r} twice")
         if chain_on is not None:
             last = self._last
             for r in chain_on:
@@ -104,19 +114,16 @@ class Emitter:
                     self.chain_edges.add((prev, name))
         if sync_deps:
             deps.update(sync_deps)
-        events = self._events
-        n = len(events)
         events[name] = _event(name, resources, deps, acquires, releases, colocate_with, duration_us, labels)
-        if len(events) == n:
-            raise AssertionError(f"builder emitted event {name!r} twice")
         if chain_on is not None:
             for r in chain_on:
                 last[r] = name
         if stage is not None:
-            names = self._by_stage.get(stage)
-            if names is None:
-                names = self._by_stage[stage] = []
-            names.append(name)
+            by_stage = self._by_stage
+            if stage in by_stage:
+                by_stage[stage].append(name)
+            else:
+                by_stage[stage] = [name]
         return name
 
     def flag(self, name: str, deps: Iterable[str]) -> str:
@@ -264,11 +271,13 @@ class Emitter:
         specs = list(self._events.values())
         if early:
             specs = self._early_order(specs, early)
-        if self._late:
-            specs = [self._with_late_deps(sp) if sp.name in self._late else sp for sp in specs]
+        late = self._late
+        if late:  # (the events named in it found by C-level passes, then remade one by one)
+            for i in compress(range(len(specs)), map(late.__contains__, map(_name_of, specs))):
+                specs[i] = self._with_late_deps(specs[i])
         # events with equal acquire / release maps share one mapping object (see Event.trusted):
         # the demand and the dropped-semaphore test are worked out once per distinct map
-        acqs = [sp.acquires for sp in specs]
+        acqs = list(map(_acq_of, specs))
         acq_maps = dict(zip(map(id, acqs), acqs))
         demand: dict[str, int] = dict.fromkeys(self._sems, 0)
         for key, uses in Counter(map(id, acqs)).items():
@@ -277,43 +286,96 @@ class Emitter:
         sems = {name: cap for name, cap in self._sems.items() if cap < demand[name]}
         dropped = set(self._sems) - set(sems)
         graph = EventGraph(semaphores=sems, pools=self._pools)
-        events = specs
-        rels = [sp.releases for sp in specs]
+        rels = list(map(_rel_of, specs))
         touched = {key for key, m in acq_maps.items() if not dropped.isdisjoint(m)}
         touched.update(id(m) for m in dict(zip(map(id, rels), rels)).values() if not dropped.isdisjoint(m))
         if touched:
-            events = []
-            for sp in specs:
-                acq, rel = sp.acquires, sp.releases
-                if id(acq) not in touched and id(rel) not in touched:
-                    events.append(sp)
-                    continue
-                acq = {k: v for k, v in acq.items() if k not in dropped}
-                rel = {k: v for k, v in rel.items() if k not in dropped}
-                events.append(_remade(sp, sp.deps, acq, rel))
-        graph.add_all(events)
+            # the events with a touched map (found by C-level passes) remade without the dropped
+            # semaphores, each in its place
+            hit = map(or_, map(touched.__contains__, map(id, acqs)), map(touched.__contains__, map(id, rels)))
+            for i in compress(range(len(specs)), hit):
+                sp = specs[i]
+                acq = {k: v for k, v in sp.acquires.items() if k not in dropped}
+                rel = {k: v for k, v in sp.releases.items() if k not in dropped}
+                specs[i] = _remade(sp, sp.deps, acq, rel)
+        graph.add_all(specs)
         return graph, sorted(dropped)
 
     def _early_order(self, specs: list[Event], early: Sequence[str]) -> list[Event]:
-        """``specs`` with the events of the ``early`` stages, and the flags they wait for, each
-        just after the last event it depends on (see :meth:`assemble`)."""
+        """``specs`` (the events in emission order) with the events of the ``early`` stages, and
+        the flags they wait for, each just after the last event it depends on (see
+        :meth:`assemble`).
+
+        The rule as a sort (``tests/megamoe/test_emitter_order.py`` keeps it as the reference):
+        an event that stays has the key ``(i,)``, its emission position; a moved event the key of
+        its anchor, the dependency with the largest key among those emitted before it (a late
+        dependency emitted after it, a staged barrier, does not anchor it), followed by
+        ``(seq,)``, its number among the moved events (``(-1, seq)`` without an anchor); the
+        order is by key. Keys are never equal, and a key sorts just after its prefix and before
+        any larger key of the prefix's length, so that order is a walk of the anchor tree: the
+        moved events without an anchor (each followed by what is anchored to it, and so on),
+        then every event that stays, each followed by the moved events anchored to it, in
+        ``seq`` order, each followed by its own. Keys are kept only to pick anchors: the order
+        itself is built from the tree, without sorting every event."""
         moved = {name for st in early for name in self._by_stage.get(st, ())}
         if not moved:
             return specs
         events = self._events
-        moved |= {d for name in moved for d in events[name].deps if d in self._flags}
-        key: dict[str, tuple[int, ...]] = {}
+        flags = self._flags
+        moved |= {d for name in moved for d in events[name].deps if d in flags}
+        position = dict(zip(events, range(len(specs))))
+        late = self._late
+        key: dict[str, tuple[int, ...]] = {}  # moved event -> its key
+        anchored: dict[str | None, list[Event]] = {}  # anchor (None: none) -> its moved events
         seq = 0
-        for i, sp in enumerate(specs):
+        for i in sorted(map(position.__getitem__, moved)):
+            sp = specs[i]
             name = sp.name
-            if name in moved:
-                # a late dependency emitted after the event (a staged barrier) does not anchor it
-                deps = [d for d in (*sp.deps, *self._late.get(name, ())) if d in key]
-                seq += 1
-                key[name] = max((key[d] for d in deps), default=(-1,)) + (seq,)
-            else:
-                key[name] = (i,)
-        return sorted(specs, key=lambda sp: key[sp.name])
+            best: tuple[int, ...] = (-1,)
+            anchor: str | None = None
+            deps = sp.deps
+            if deps and name not in late and moved.isdisjoint(deps):
+                # (a flag waiting for a stage's tiles: hundreds of dependencies) when none of them
+                # moves, each key is (j,): the anchor is the one emitted last, if before this event
+                last: int = max(map(position.__getitem__, deps)) if position.keys() >= deps.keys() else i
+                if last < i:
+                    seq += 1
+                    key[name] = (last, seq)
+                    anchored.setdefault(specs[last].name, []).append(sp)
+                    continue
+            for d in (*deps, *late.get(name, ())):
+                j = position.get(d)
+                if j is None or j >= i:  # not emitted, or emitted after this event
+                    continue
+                k = key[d] if d in key else (j,)
+                if k > best:
+                    best, anchor = k, d
+            seq += 1
+            key[name] = best + (seq,)
+            anchored.setdefault(anchor, []).append(sp)
+
+        out: list[Event] = []
+
+        def walk(roots: list[Event]) -> None:  # each root, then what is anchored to it, depth first
+            stack = roots[::-1]
+            while stack:
+                sp = stack.pop()
+                out.append(sp)
+                below = anchored.get(sp.name)
+                if below:
+                    stack += below[::-1]
+
+        walk(anchored.get(None, []))
+        moved_at = sorted(map(position.__getitem__, moved))
+        staying = list(compress(specs, map(not_, map(moved.__contains__, events))))
+        done = 0  # events of ``staying`` already in ``out``
+        for i in sorted(position[a] for a in anchored if a is not None and a not in moved):
+            upto = i - bisect_right(moved_at, i) + 1  # ``staying``'s events up to and with specs[i]
+            out += staying[done:upto]
+            done = upto
+            walk(anchored[specs[i].name])
+        out += staying[done:]
+        return out
 
     def _with_late_deps(self, old: Event) -> Event:
         deps = dict(old.deps)

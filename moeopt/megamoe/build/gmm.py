@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from types import MappingProxyType
-from typing import NamedTuple
+from typing import NamedTuple, TypeVar
 
 from moeopt.megamoe.build.context import BuildContext
 from moeopt.megamoe.build.emitter import Emitter, Units
@@ -267,11 +267,17 @@ def _runs(
     ctx: BuildContext, stage: str, experts: Sequence[ExpertPlan], order: Sequence[Item]
 ) -> list[tuple[list[int], list[list[Item]]]]:
     """``order``'s expert groups (a wave's tiles of one expert, in order), gathered into runs on
-    the same cores."""
-    return [
-        (cores, [[it for _st, it in g] for g in grps])
-        for cores, grps in _runs_of(ctx, experts, [(stage, it) for it in order])
-    ]
+    the same cores (:func:`_runs_of` of the items tagged with ``stage``, without the tags)."""
+    groups: list[list[Item]] = []
+    grp: list[Item] = []
+    cur: tuple[int, int] | None = None
+    for item in order:
+        if item[:2] != cur:  # a new (wave, expert)
+            cur = item[:2]
+            grp = []
+            groups.append(grp)
+        grp.append(item)
+    return _gather(ctx, experts, [(stage, grp[0][1]) for grp in groups], groups)
 
 
 def _runs_of(
@@ -280,14 +286,27 @@ def _runs_of(
     """:func:`_runs` of tiles tagged with their stage (an orchestration that interleaves the GMM
     stages assigns them in one run): a group is a stage's wave's tiles of one expert."""
     groups: list[list[tuple[str, Item]]] = []
-    for st, item in tagged:
-        w, e, _t = item
-        if not groups or groups[-1][0][0] != st or groups[-1][0][1][1] != e or groups[-1][0][1][0] != w:
-            groups.append([])
-        groups[-1].append((st, item))
-    runs: list[tuple[list[int], list[list[tuple[str, Item]]]]] = []
-    for grp in groups:
-        st, (_w, e, _t) = grp[0]
+    grp: list[tuple[str, Item]] = []
+    cur: tuple[str, int, int] | None = None
+    for x in tagged:
+        st, (w, e, _t) = x
+        if (st, w, e) != cur:
+            cur = (st, w, e)
+            grp = []
+            groups.append(grp)
+        grp.append(x)
+    return _gather(ctx, experts, [(grp[0][0], grp[0][1][1]) for grp in groups], groups)
+
+
+_G = TypeVar("_G")
+
+
+def _gather(
+    ctx: BuildContext, experts: Sequence[ExpertPlan], heads: Sequence[tuple[str, int]], groups: list[_G]
+) -> list[tuple[list[int], list[_G]]]:
+    """The groups (each with its (stage, expert)) gathered into runs on the same cores."""
+    runs: list[tuple[list[int], list[_G]]] = []
+    for (st, e), grp in zip(heads, groups, strict=True):
         own, joined = ctx.layout.gmm_cores(st, experts[e])
         cores = own + joined
         if runs and runs[-1][0] == cores:
