@@ -371,6 +371,22 @@ def _run_keyed(
     cls_pend: list[list[tuple[float, float, int, int]]] = []  # (floor, after, event, version)
     cls_beta: list[float] = []
     cls_rep: list[int] = []  # the member whose cur_key is the class's key (-1: none)
+    # the class semaphore's change count when ``beta`` was last found as an admission (-1: it
+    # was lowered since): while it is unchanged, H(beta) = beta (an admitted time is its own
+    # admission) and push_cls needs no admission
+    cls_stamp: list[int] = []
+    # As with signatures (``lone``), the first waiter of a class waits on its own (its own key,
+    # its own registrations: no class work for the many classes that never gather two); a
+    # second waiter arriving while it still waits so brings it into the class, where its key
+    # (its own evaluation) is the class's key of one member
+    cls_lone: list[int] = []
+    cls_lone_ver: list[int] = []
+    # Classes are per ``before`` rank: under a policy that ranks most events apart before the
+    # start (critical_path_first: one rank per event) every class would hold one event, so
+    # they are used only when few distinct ``before`` values exist. assumed: 64 (stage-like
+    # ranks have a handful of values; critical-path ranks about one per event)
+    use_cls = before is after or len(set(before)) <= 64
+    ev_cls = [-1] * n  # the class each event last entered (a cache of the cls_index lookup)
     floor_of = [0.0] * n
     n_sem = len(cg.sem_names)
     delayed: list[list[tuple[float, int, int]]] = [[] for _ in range(n_sem)]
@@ -427,10 +443,7 @@ def _run_keyed(
     # releases call on_release (see gains), so a delayed waiter registers with those alone (a
     # bandwidth semaphore that every event holds and gives back is never one: on the pinned
     # graphs its ~280k registrations were never read)
-    gainful = [False] * n_sem
-    for gs in set(gains):
-        for sem in gs:
-            gainful[sem] = True
+    gainful = state.gainful
 
     def register(owner: int, ver: int, acq: tuple[tuple[int, int, int], ...], start: float) -> None:
         if start == INF:
@@ -491,24 +504,33 @@ def _run_keyed(
     def push_cls(g: int, reset: bool = False) -> None:
         """Key class gate ``g`` afresh (see gate_cls above); ``reset``: a release on its
         semaphore may have brought starts forward, so ``beta`` restarts from the least floor."""
+        if not gate_live[g]:
+            cls_rep[g] = -1  # no member left (their entries are retired)
+            return
         ripe = gate_heap[g]
         pend = cls_pend[g]
         trip = gate_acq[g][0]
         sem, take, back = trip
         p = profiles[sem]
         d = gate_dur[g]
+        stamp = -1
         if reset:
             fl = [floor_of[j] for _b, _a, j, ver in ripe if version[j] == ver and not done[j]]
             fl += [f for f, _a, j, ver in pend if version[j] == ver and not done[j]]
             beta = min(fl) if fl else INF
         else:
             beta = cls_beta[g]
+            if cls_stamp[g] == p.changes:
+                stamp = -2  # beta is H(beta): no admission on the first pass below
         old = cls_rep[g]
         while True:
-            lb = beta if p.low >= take else p.admit(beta, take, back, d)
+            # (stamp -2: beta is H(beta) already; p.low >= take: admit's own first test)
+            lb = beta if stamp == -2 or p.low >= take else p.admit(beta, take, back, d)
+            stamp = p.changes
             if lb == INF:
                 # S never admits the class with what is committed: it waits for a release
                 cls_beta[g] = beta
+                cls_stamp[g] = -1
                 cls_rep[g] = -1
                 if old >= 0 and in_gate[old] == g:
                     cur_key[old] = None
@@ -538,6 +560,7 @@ def _run_keyed(
                 return
             beta = pend[0][0]  # every member is pending: the least floor bounds them all
         cls_beta[g] = lb
+        cls_stamp[g] = stamp
         b, a, j, _ver = ripe[0]
         if old != j:
             if old >= 0 and in_gate[old] == g:
@@ -556,17 +579,23 @@ def _run_keyed(
     ) -> None:
         """Event ``j`` (version ``vj``), whose evaluation gave start ``s`` moved last by
         semaphore ``sb``, waits in its class gate (see gate_cls above)."""
-        trip = movers[0]
-        if trip[0] != sb:
-            for trip in movers:
-                if trip[0] == sb:
-                    break
         b = before[j]
-        d = dur[j]
-        ck = (trip, d, b)
-        g = cls_index.get(ck)
-        if g is None:
-            g = cls_index[ck] = len(gate_members)
+        g = ev_cls[j]
+        if g < 0 or gate_acq[g][0][0] != sb:
+            # not the class it entered last (its duration and rank are its own: only the
+            # semaphore that moved it last can differ)
+            trip = movers[0]
+            if trip[0] != sb:
+                for trip in movers:
+                    if trip[0] == sb:
+                        break
+            d = dur[j]
+            ck = (trip, d, b)
+            g = cls_index.get(ck, -1)
+            if g >= 0:
+                ev_cls[j] = g
+        if g < 0:
+            g = cls_index[ck] = ev_cls[j] = len(gate_members)
             gate_members.append(())
             gate_acq.append((trip,))
             gate_dur.append(d)
@@ -581,27 +610,47 @@ def _run_keyed(
             cls_pend.append([])
             cls_beta.append(s)
             cls_rep.append(-1)
-        in_gate[j] = g
+            cls_lone.append(-1)
+            cls_lone_ver.append(0)
+            cls_stamp.append(-1)
         floor_of[j] = s
         a = after[j]
         if not gate_live[g]:
-            # alone (every older entry is retired): its own evaluation is the class's key,
-            # and its own registrations cover the class (lb is its floor)
+            w = cls_lone[g]
+            if not (
+                w >= 0
+                and w != j
+                and version[w] == cls_lone_ver[g]
+                and not done[w]
+                and in_gate[w] < 0
+                and cur_key[w] is not None
+            ):
+                # the only waiter of its class: it waits on its own
+                cls_lone[g] = j
+                cls_lone_ver[g] = vj
+                key = (b, s, a, j)
+                cur_key[j] = key
+                push(heap, key)
+                return
+            # w waits on its own: it becomes the class's one member (every older entry is
+            # retired), its key (its own evaluation) the class's key, and its own registrations
+            # cover the class (that key is its floor)
+            cls_lone[g] = -1
+            in_gate[w] = g
             gate_live[g] = 1
             ripe = gate_heap[g]
             ripe.clear()
             cls_pend[g].clear()
-            ripe.append((b, a, j, vj))
-            cls_beta[g] = s
-            cls_rep[g] = j
-            key = (b, s, a, j)
-            cur_key[j] = key
-            push(heap, key)
-            return
+            ripe.append((b, after[w], w, version[w]))
+            cls_beta[g] = floor_of[w]
+            cls_stamp[g] = -1
+            cls_rep[g] = w
+        in_gate[j] = g
         gate_live[g] += 1
         cur_key[j] = None
         if s < cls_beta[g]:
             cls_beta[g] = s
+            cls_stamp[g] = -1
         push(cls_pend[g], (s, a, j, vj))
         push_cls(g)
 
@@ -689,8 +738,9 @@ def _run_keyed(
             lone_ver[k] = vj
         if sb >= 0:
             register(j, vj, movers, s)
-            enter_cls(j, vj, s, sb, movers)
-            return
+            if use_cls:
+                enter_cls(j, vj, s, sb, movers)
+                return
         key = (before[j], s, after[j], j)
         cur_key[j] = key
         push(heap, key)
@@ -725,6 +775,9 @@ def _run_keyed(
             cls_pend.append([])
             cls_beta.append(INF)
             cls_rep.append(-1)
+            cls_lone.append(-1)
+            cls_lone_ver.append(0)
+            cls_stamp.append(-1)
         elif dur[j] < gate_dur[g]:
             # the shortest member's admission bounds every member's (a semaphore gate reads
             # the shortest of its members still waiting from gate_durs instead)

@@ -126,6 +126,12 @@ class SchedulerState:
         self.sig: list[int] = list(map(seen_sig.__getitem__, keys))
         self.sem_ops: list[SemOps] = list(map(seen_ops.__getitem__, keys))
         self.n_sigs = len(seen_sig)
+        # gainful[s]: some event gives back units of semaphore s beyond what it took itself
+        # (its ``gains`` holds s): only such releases can bring a waiting start forward
+        self.gainful = [False] * len(cg.sem_cap)
+        for gs in seen_gain.values():
+            for sem in gs:
+                self.gainful[sem] = True
         # colocation: the site of each group, -1 while undecided
         self.group_site = [
             sites[0] if sites is not None and len(sites) == 1 else -1 for sites in cg.group_sites
