@@ -339,6 +339,55 @@ def _run_keyed(
     lone_ver = [0] * state.n_sigs
     sem_gate = [-1] * state.n_sigs  # the gate of each signature (-1: none yet)
     sem_by_dur = [False] * n  # as ``by_dur``, for semaphore gates
+    # Class gates: the other events that semaphores alone delay (they would wait on their own:
+    # no other waiter of their acquire signature, or their own t_base set them apart) wait in
+    # one gate per *class*: the acquire triple (semaphore, take, give back) of the semaphore
+    # that moved their start last, their duration and their ``before`` rank; their other
+    # acquires (a slot per core, ...) may differ. Tiles on a rolling cursor: each core's load
+    # has a signature of its own (its slot), but the loads of one expert share their bandwidth
+    # units and duration, so they share a class. Without it, every commit on the bandwidth
+    # semaphore made the key of every load waiting for the same free units stale, and each was
+    # evaluated again (13 evaluations per load on the pinned 100k graph).
+    #
+    # Each member ``m`` keeps its *floor* ``f_m``, the start its last evaluation gave: a lower
+    # bound of its start while it waits (commits only remove units and move free times later;
+    # a release that could bring its start forward wakes it, since it is registered with the
+    # semaphores that moved it, as an event waiting alone is). Every member must be admitted
+    # by the class's semaphore ``S`` with the class's take, give back and duration, so with
+    # ``H(t)`` the admission of that triple on ``S`` from ``t`` (monotone in ``t``) and ``beta``
+    # a lower bound of every member's start, every member starts at or after ``lb = H(beta)``,
+    # which becomes the next ``beta``. The members split into *ripe* (floor <= the ``lb`` they
+    # were compared with) in a heap by rank ``(before, after, event)`` and *pending* (floor
+    # above it) in a heap by floor. The class's heap key is ``(before, lb, after_r, r)`` with
+    # ``r`` the best-ranked ripe member: a lower bound of every member's key (ripe ones: ``lb``
+    # and the rank; pending ones start after ``lb``; ``before`` is the class's). When the key
+    # pops, the class is re-keyed first (one admission on ``S``: after a commit on ``S`` it
+    # usually moves, and no member is evaluated); only an unmoved key evaluates ``r``, whose
+    # start is then ``lb`` (it is the true minimum) or later (it goes back with that floor,
+    # pending: progress). A release on ``S`` that lands before ``lb`` wakes the class (it is
+    # registered on ``S`` at ``lb``): ``beta`` restarts from the least floor.
+    gate_cls: list[bool] = []
+    cls_index: dict[Any, int] = {}
+    cls_pend: list[list[tuple[float, float, int, int]]] = []  # (floor, after, event, version)
+    cls_beta: list[float] = []
+    cls_rep: list[int] = []  # the member whose cur_key is the class's key (-1: none)
+    # the class semaphore's change count when ``beta`` was last found as an admission (-1: it
+    # was lowered since): while it is unchanged, H(beta) = beta (an admitted time is its own
+    # admission) and push_cls needs no admission
+    cls_stamp: list[int] = []
+    # As with signatures (``lone``), the first waiter of a class waits on its own (its own key,
+    # its own registrations: no class work for the many classes that never gather two); a
+    # second waiter arriving while it still waits so brings it into the class, where its key
+    # (its own evaluation) is the class's key of one member
+    cls_lone: list[int] = []
+    cls_lone_ver: list[int] = []
+    # Classes are per ``before`` rank: under a policy that ranks most events apart before the
+    # start (critical_path_first: one rank per event) every class would hold one event, so
+    # they are used only when few distinct ``before`` values exist. assumed: 64 (stage-like
+    # ranks have a handful of values; critical-path ranks about one per event)
+    use_cls = before is after or len(set(before)) <= 64
+    ev_cls = [-1] * n  # the class each event last entered (a cache of the cls_index lookup)
+    floor_of = [0.0] * n
     n_sem = len(cg.sem_names)
     delayed: list[list[tuple[float, int, int]]] = [[] for _ in range(n_sem)]
     # starved gates: per semaphore, the units they keep for ever -> (gate waiter id, version)
@@ -390,6 +439,12 @@ def _run_keyed(
             return
         sg_tok[gid] = -abs(sg_tok[gid]) - 1  # dormant
 
+    # semaphores that some event gives back units of beyond what it took itself: only their
+    # releases call on_release (see gains), so a delayed waiter registers with those alone (a
+    # bandwidth semaphore that every event holds and gives back is never one: on the pinned
+    # graphs its ~280k registrations were never read)
+    gainful = state.gainful
+
     def register(owner: int, ver: int, acq: tuple[tuple[int, int, int], ...], start: float) -> None:
         if start == INF:
             # a waiter keeps ``take - back`` units for ever, so it cannot start while fewer are
@@ -411,7 +466,8 @@ def _run_keyed(
                 sg_new[gid].append((before[owner], after[owner], owner, ver))
         else:
             for sem, _take, _b in acq:
-                push(delayed[sem], (-start, owner, ver))
+                if gainful[sem]:
+                    push(delayed[sem], (-start, owner, ver))
 
     def wake_token(tok: tuple[float, float, float, int, int, int]) -> None:
         gid, tv = tok[4], tok[5]
@@ -445,7 +501,163 @@ def _run_keyed(
                 continue
             return v
 
+    def push_cls(g: int, reset: bool = False) -> None:
+        """Key class gate ``g`` afresh (see gate_cls above); ``reset``: a release on its
+        semaphore may have brought starts forward, so ``beta`` restarts from the least floor."""
+        if not gate_live[g]:
+            cls_rep[g] = -1  # no member left (their entries are retired)
+            return
+        ripe = gate_heap[g]
+        pend = cls_pend[g]
+        trip = gate_acq[g][0]
+        sem, take, back = trip
+        p = profiles[sem]
+        d = gate_dur[g]
+        stamp = -1
+        if reset:
+            fl = [floor_of[j] for _b, _a, j, ver in ripe if version[j] == ver and not done[j]]
+            fl += [f for f, _a, j, ver in pend if version[j] == ver and not done[j]]
+            beta = min(fl) if fl else INF
+        else:
+            beta = cls_beta[g]
+            if cls_stamp[g] == p.changes:
+                stamp = -2  # beta is H(beta): no admission on the first pass below
+        old = cls_rep[g]
+        while True:
+            # (stamp -2: beta is H(beta) already; p.low >= take: admit's own first test)
+            lb = beta if stamp == -2 or p.low >= take else p.admit(beta, take, back, d)
+            stamp = p.changes
+            if lb == INF:
+                # S never admits the class with what is committed: it waits for a release
+                cls_beta[g] = beta
+                cls_stamp[g] = -1
+                cls_rep[g] = -1
+                if old >= 0 and in_gate[old] == g:
+                    cur_key[old] = None
+                gate_version[g] += 1
+                register(n + g, gate_version[g], (trip,), INF)
+                return
+            while pend and pend[0][0] <= lb:
+                _f, a, j, ver = pop(pend)
+                if version[j] == ver and not done[j]:
+                    push(ripe, (before[j], a, j, ver))
+            while ripe:
+                _b, a, j, ver = ripe[0]
+                if version[j] != ver or done[j]:
+                    pop(ripe)
+                    continue
+                break
+            if ripe:
+                break
+            while pend:
+                _f, a, j, ver = pend[0]
+                if version[j] != ver or done[j]:
+                    pop(pend)
+                    continue
+                break
+            if not pend:
+                cls_rep[g] = -1  # no member left
+                return
+            beta = pend[0][0]  # every member is pending: the least floor bounds them all
+        cls_beta[g] = lb
+        cls_stamp[g] = stamp
+        b, a, j, _ver = ripe[0]
+        if old != j:
+            if old >= 0 and in_gate[old] == g:
+                cur_key[old] = None  # its entry retires: the class's key is j's
+            cls_rep[g] = j
+        key = (b, lb, a, j)
+        if cur_key[j] != key:
+            cur_key[j] = key
+            push(heap, key)
+            if gainful[sem]:
+                gate_version[g] += 1
+                push(delayed[sem], (-lb, n + g, gate_version[g]))
+
+    def enter_cls(
+        j: int, vj: int, s: float, sb: int, movers: tuple[tuple[int, int, int], ...]
+    ) -> None:
+        """Event ``j`` (version ``vj``), whose evaluation gave start ``s`` moved last by
+        semaphore ``sb``, waits in its class gate (see gate_cls above)."""
+        b = before[j]
+        g = ev_cls[j]
+        if g < 0 or gate_acq[g][0][0] != sb:
+            # not the class it entered last (its duration and rank are its own: only the
+            # semaphore that moved it last can differ)
+            trip = movers[0]
+            if trip[0] != sb:
+                for trip in movers:
+                    if trip[0] == sb:
+                        break
+            d = dur[j]
+            ck = (trip, d, b)
+            g = cls_index.get(ck, -1)
+            if g >= 0:
+                ev_cls[j] = g
+        if g < 0:
+            g = cls_index[ck] = ev_cls[j] = len(gate_members)
+            gate_members.append(())
+            gate_acq.append((trip,))
+            gate_dur.append(d)
+            gate_heap.append([])
+            gate_version.append(0)
+            gate_any_dur.append(False)
+            gate_sem.append(False)
+            gate_live.append(0)
+            gate_tbs.append([])
+            gate_durs.append([])
+            gate_cls.append(True)
+            cls_pend.append([])
+            cls_beta.append(s)
+            cls_rep.append(-1)
+            cls_lone.append(-1)
+            cls_lone_ver.append(0)
+            cls_stamp.append(-1)
+        floor_of[j] = s
+        a = after[j]
+        if not gate_live[g]:
+            w = cls_lone[g]
+            if not (
+                w >= 0
+                and w != j
+                and version[w] == cls_lone_ver[g]
+                and not done[w]
+                and in_gate[w] < 0
+                and cur_key[w] is not None
+            ):
+                # the only waiter of its class: it waits on its own
+                cls_lone[g] = j
+                cls_lone_ver[g] = vj
+                key = (b, s, a, j)
+                cur_key[j] = key
+                push(heap, key)
+                return
+            # w waits on its own: it becomes the class's one member (every older entry is
+            # retired), its key (its own evaluation) the class's key, and its own registrations
+            # cover the class (that key is its floor)
+            cls_lone[g] = -1
+            in_gate[w] = g
+            gate_live[g] = 1
+            ripe = gate_heap[g]
+            ripe.clear()
+            cls_pend[g].clear()
+            ripe.append((b, after[w], w, version[w]))
+            cls_beta[g] = floor_of[w]
+            cls_stamp[g] = -1
+            cls_rep[g] = w
+        in_gate[j] = g
+        gate_live[g] += 1
+        cur_key[j] = None
+        if s < cls_beta[g]:
+            cls_beta[g] = s
+            cls_stamp[g] = -1
+        push(cls_pend[g], (s, a, j, vj))
+        push_cls(g)
+
     def push_rep(g: int) -> None:
+        if gate_cls[g]:
+            push_cls(g)
+            return
         gh = gate_heap[g]
         while gh:
             # a gate's entries: (before, after, event, version)
@@ -513,18 +725,25 @@ def _run_keyed(
             g = sem_gate[k]
             w = lone[k]
             if (g >= 0 and gate_live[g]) or (
-                w >= 0 and w != j and version[w] == lone_ver[k] and not done[w] and in_gate[w] < 0
+                w >= 0
+                and w != j
+                and version[w] == lone_ver[k]
+                and not done[w]
+                and (in_gate[w] < 0 or gate_cls[in_gate[w]])
             ):
                 enter_gate(j, vj, ("sem", k), (), acq, True, True, tb, s, movers)
                 sem_gate[k] = in_gate[j]
                 return
             lone[k] = j
             lone_ver[k] = vj
+        if sb >= 0:
+            register(j, vj, movers, s)
+            if use_cls:
+                enter_cls(j, vj, s, sb, movers)
+                return
         key = (before[j], s, after[j], j)
         cur_key[j] = key
         push(heap, key)
-        if sb >= 0:
-            register(j, vj, movers, s)
 
     def enter_gate(
         j: int,
@@ -552,6 +771,13 @@ def _run_keyed(
             gate_live.append(0)
             gate_tbs.append([])
             gate_durs.append([])
+            gate_cls.append(False)
+            cls_pend.append([])
+            cls_beta.append(INF)
+            cls_rep.append(-1)
+            cls_lone.append(-1)
+            cls_lone_ver.append(0)
+            cls_stamp.append(-1)
         elif dur[j] < gate_dur[g]:
             # the shortest member's admission bounds every member's (a semaphore gate reads
             # the shortest of its members still waiting from gate_durs instead)
@@ -611,10 +837,25 @@ def _run_keyed(
                     retoken(gid)
         for owner in wake:
             if owner >= n:
-                push_rep(owner - n)
-            elif not done[owner] and in_gate[owner] < 0:
-                version[owner] += 1
-                lower_bound(owner)
+                g = owner - n
+                if gate_cls[g]:
+                    push_cls(g, True)
+                else:
+                    push_rep(g)
+            elif not done[owner]:
+                g = in_gate[owner]
+                if g < 0:
+                    version[owner] += 1
+                    lower_bound(owner)
+                elif gate_cls[g]:
+                    # a class member's floor may no longer bound its start: it leaves
+                    in_gate[owner] = -1
+                    gate_live[g] -= 1
+                    was_rep = cur_key[owner] is not None
+                    version[owner] += 1
+                    lower_bound(owner)
+                    if was_rep:
+                        push_cls(g)
 
     for i in compress(range(n), map(operator.not_, indeg)):  # the events without predecessors
         lower_bound(i)
@@ -686,11 +927,17 @@ def _run_keyed(
             _before, lower, _after, i = entry
             if done[i] or cur_key[i] != entry:
                 continue
-            cur_key[i] = None
             g = in_gate[i]
             if g >= 0:
+                if gate_cls[g]:
+                    # a class gate's key: re-key the class first (after a commit on its
+                    # semaphore the bound usually moves, and then no member is evaluated)
+                    push_cls(g)
+                    if cur_key[i] != entry:
+                        continue
                 in_gate[i] = -1
                 gate_live[g] -= 1
+            cur_key[i] = None
             if placeholders[i]:
                 s, tb, chosen, rb, sb, blk, movers = evaluate(i)
             else:

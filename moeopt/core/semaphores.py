@@ -64,7 +64,7 @@ tiles changes profiles thousands of breakpoints before their end and converts ea
 class SemaphoreProfile:
     __slots__ = (
         "_bl", "_bt", "_end", "_fin", "_first", "_free", "_hi", "_l", "_lo", "_off", "_stale", "_t", "cap",
-        "low",
+        "changes", "low",
     )
 
     def __init__(self, cap: int) -> None:
@@ -92,6 +92,9 @@ class SemaphoreProfile:
         # a lower bound of every level (the capacity included): the lowest level any change
         # has produced so far (a release raising the lowest levels leaves it low, still a bound)
         self.low = cap
+        # how many changes (``add`` / ``hold`` calls) the profile has had: equal counts, equal
+        # profile (a reader that cached an answer knows it still holds)
+        self.changes = 0
         # threshold a -> the time from which every level is at least a (the breakpoint after
         # the last one below a; -INF: none below a; INF: the last breakpoint is below a), for
         # the thresholds admissions have asked about; kept up to date by ``add``. An event that
@@ -408,6 +411,7 @@ class SemaphoreProfile:
     def add(self, t: float, delta: int) -> int:
         """Apply ``delta`` units at time ``t`` and every later time; return the highest level
         from ``t`` on (for the capacity check of releases)."""
+        self.changes += 1
         times = self._t
         if times is None:
             return self._add_blocks(t, delta)
@@ -487,6 +491,7 @@ class SemaphoreProfile:
         levels from ``e`` on as the first one left them, ``take`` lower for a moment): still a
         lower bound of every level, and admission answers the same with any lower bound (it is
         only its shortcut when every level is high enough)."""
+        self.changes += 1
         times = self._t
         if times is None or self._free:
             self.add(s, -take)

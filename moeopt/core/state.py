@@ -126,6 +126,12 @@ class SchedulerState:
         self.sig: list[int] = list(map(seen_sig.__getitem__, keys))
         self.sem_ops: list[SemOps] = list(map(seen_ops.__getitem__, keys))
         self.n_sigs = len(seen_sig)
+        # gainful[s]: some event gives back units of semaphore s beyond what it took itself
+        # (its ``gains`` holds s): only such releases can bring a waiting start forward
+        self.gainful = [False] * len(cg.sem_cap)
+        for gs in seen_gain.values():
+            for sem in gs:
+                self.gainful[sem] = True
         # colocation: the site of each group, -1 while undecided
         self.group_site = [
             sites[0] if sites is not None and len(sites) == 1 else -1 for sites in cg.group_sites
@@ -136,27 +142,41 @@ class SchedulerState:
         # those members (choosing the member then chooses the site)
         self.single = [(r,) for r in range(len(cg.res_names))]
         pool_members = cg.pool_members
-        self.ph_lists: list[tuple[tuple[int, ...], ...]] = [
-            tuple([pool_members[p] for p in phs]) if phs else () for phs in cg.placeholders
-        ]
+        # the lists depend on the placeholders alone: found once per distinct placeholder tuple
+        lists_of = {
+            phs: tuple([pool_members[p] for p in phs]) if phs else () for phs in set(cg.placeholders)
+        }
+        self.ph_lists: list[tuple[tuple[int, ...], ...]] = list(map(lists_of.__getitem__, cg.placeholders))
         self.site_members: list[tuple[int, ...] | None] = [None] * n
         interned: dict[tuple[int, ...], tuple[int, ...]] = {}
         if cg.group_sites:
+            # the members an event gets depend on its placeholders and its group's allowed
+            # sites alone: found once per distinct pair (most colocated events share a few)
+            found: dict[tuple[tuple[int, ...], tuple[int, ...]], tuple[int, ...] | None] = {}
             for i, g in enumerate(cg.group):
-                if g < 0 or not cg.placeholders[i]:
+                phs = cg.placeholders[i]
+                if g < 0 or not phs:
                     continue  # no placeholder: its site follows from its fixed resources
                 allowed = cg.group_sites[g] or ()
-                for p in cg.placeholders[i]:
+                pk = (phs, allowed)
+                if pk in found:
+                    got = found[pk]
+                    if got is not None:
+                        self.site_members[i] = got
+                    continue
+                got = None
+                for p in phs:
                     for site in allowed:
                         if (p, site) not in self.members_at:
                             self.members_at[(p, site)] = cg.pool_members_at(p, site)
-                if len(cg.placeholders[i]) == 1:
+                if len(phs) == 1:
                     ok_sites = set(allowed)
-                    pool = cg.pool_members[cg.placeholders[i][0]]
+                    pool = cg.pool_members[phs[0]]
                     mem = tuple(m for m in pool if cg.res_site[m] in ok_sites)
                     if len({cg.res_site[m] for m in mem}) == len(mem):
                         # one shared object per distinct list: the scheduler's gates key on identity
-                        self.site_members[i] = interned.setdefault(mem, mem)
+                        got = self.site_members[i] = interned.setdefault(mem, mem)
+                found[pk] = got
         # evaluations at the current step, for the view (emptied by the scheduler after a commit)
         self.step_evals: dict[int, Eval] = {}
         self.evaluate: Callable[..., Eval] = self._make_evaluate()
