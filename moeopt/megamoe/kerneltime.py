@@ -44,7 +44,8 @@ from moeopt.core.validate import validate_schedule
 from moeopt.megamoe.analysis import idle_decomposition, judge_bounds, physical_bounds
 from moeopt.megamoe.build import RankGraph
 from moeopt.megamoe.config.provenance import recording
-from moeopt.megamoe.results import Bounds, IdleDecomposition, SimulateResult
+from moeopt.megamoe.packed import Packed, pack, unpack
+from moeopt.megamoe.results import Bounds, IdleDecomposition, RankResult, SimulateResult
 from moeopt.megamoe.scenario import Config, Scenario
 from moeopt.megamoe.simulate import (
     Progress,
@@ -52,9 +53,12 @@ from moeopt.megamoe.simulate import (
     _bound_guard,
     _conservation_guard,
     assemble_result,
+    dag_end_us,
     progress_total,
     rank_groups,
+    rank_result,
     rank_results,
+    scheduled_rank,
 )
 from moeopt.megamoe.stealing import restructure_rule
 from moeopt.registry import lookup
@@ -124,7 +128,10 @@ def _rank_time_remote(rep: int) -> _RankTime | _Carried:
     got = _rank_time(rep)
     if isinstance(got, _RankTime):
         return got
-    phase, exc = got
+    return _carried(*got)
+
+
+def _carried(phase: str, exc: BaseException) -> _Carried:
     return (phase, type(exc), exc.args, dict(vars(exc)))
 
 
@@ -198,14 +205,125 @@ def _can_fork() -> bool:
 
 
 @contextlib.contextmanager
-def _pool(job: _Job, workers: int) -> Iterator[Any]:
+def _pool(job: _Job | _FullJob, workers: int) -> Iterator[Any]:
     ctx = multiprocessing.get_context("fork")
-    pool = ctx.Pool(workers, initializer=_init, initargs=(job,))
+    pool = ctx.Pool(workers, initializer=_init if isinstance(job, _Job) else _init_full, initargs=(job,))
     try:
         yield pool
     finally:
         pool.terminate()
         pool.join()
+
+
+# --------------------------------------------------------------------------- simulate(..., ranks="all")
+
+
+class _FullJob(NamedTuple):
+    scenario: Scenario
+    counts: np.ndarray
+    ranks_of: dict[int, list[int]]
+    """representative rank -> the ranks sharing its routing signature"""
+    validate: bool
+
+
+_FULL: _FullJob | None = None
+"""The job of this worker process of :func:`parallel_rank_results` (set by :func:`_init_full`)."""
+
+
+def _init_full(job: _FullJob) -> None:
+    global _FULL
+    _FULL = job
+
+
+class _Analysed(NamedTuple):
+    """One distinct rank, as a worker of :func:`parallel_rank_results` hands it back."""
+
+    rep: int
+    result: Packed | None
+    """its result, packed (``None`` when it failed)"""
+    failed: _Carried | None
+    """``("build" | "schedule" | "analyse", the error's class, arguments, attributes)``"""
+    constants: frozenset[str]
+    """the model constants its build, schedule and analyses read"""
+
+
+def _rank_analysed(rep: int) -> _Analysed:
+    """Build, schedule, validate and analyse one distinct rank in a worker, as
+    :func:`moeopt.simulate` does in this process (:func:`~moeopt.megamoe.simulate.build_graphs`,
+    then :func:`~moeopt.megamoe.simulate.rank_results`, whose parts these are). Its
+    ``kernel_dag_end_us`` is left to the caller: it depends on every rank's time."""
+    assert _FULL is not None
+    scenario, counts, ranks_of, validate = _FULL
+    cfg = scenario.config
+    w = scenario.workload
+    phase = "build"
+    with gc_paused(), recording() as used:
+        try:
+            builder = lookup("builder", cfg.builder)()
+            rg = builder(cfg, w.tokens, w.topk, w.world, counts, rep, w.shared_expert_num)
+            phase = "schedule"
+            rg, s, last = scheduled_rank(rg, cfg, validate)
+            phase = "analyse"
+            packed = pack(rank_result(rg, s, cfg, last, ranks_of[rep], 0.0))
+        except Exception as exc:  # handed back, raised by the caller
+            return _Analysed(rep, None, _carried(phase, exc), frozenset(used))
+    return _Analysed(rep, packed, None, frozenset(used))
+
+
+def parallel_rank_results(
+    scenario: Scenario, validate: bool, steps: Steps | None, used: set[str]
+) -> dict[int, RankResult] | None:
+    """``rank_results(build_graphs(scenario), ...)`` (what :func:`moeopt.simulate` computes for
+    ``ranks="all"``) with every distinct rank built, scheduled, validated and analysed in a
+    worker process, the largest first; the constants the workers read are added to ``used``.
+    ``None``, and nothing done, when the ranks are scheduled in this process: a scenario with
+    one distinct rank or small ranks (:data:`PARALLEL_MIN_ROWS`), or a process that may not
+    fork (:func:`_can_fork`).
+
+    The same result, value for value: a worker sends its rank's result packed
+    (:mod:`moeopt.megamoe.packed`), rebuilt here; the barrier-delayed ends, which depend on
+    every rank's time, are set here as :func:`~moeopt.megamoe.simulate.rank_results` sets them.
+    The same error, too: the first build error in rank order, else the first scheduling or
+    validation error, else the first analysis error (simulate builds every rank before it
+    schedules one, and schedules every rank before it analyses one). ``steps``: each rank's
+    three steps (built, scheduled, analysed) as its result comes in."""
+    cfg = scenario.config
+    w = scenario.workload
+    counts, groups = rank_groups(scenario)
+    e = w.local_experts
+    rows = [int(counts[:, g[0] * e : (g[0] + 1) * e].sum()) for g in groups]
+    n = _default_workers(rows)
+    if n <= 1 or not _can_fork():
+        return None
+    # the largest ranks first: the last one to finish is then a small one
+    reps = [groups[k][0] for k in sorted(range(len(groups)), key=lambda k: -rows[k])]
+    job = _FullJob(scenario, counts, {g[0]: g for g in groups}, validate)
+    got: dict[int, RankResult] = {}
+    failed: dict[int, _Failed] = {}
+    with _pool(job, n) as pool:  # (leaving it stops the workers)
+        for one in pool.imap_unordered(_rank_analysed, reps, chunksize=1):
+            used |= one.constants
+            if one.failed is not None:
+                phase, cls, args, attrs = one.failed
+                failed[one.rep] = (phase, _rebuilt(cls, args, attrs))
+                continue
+            assert one.result is not None
+            got[one.rep] = unpack(one.result)  # (while the workers go on)
+            if steps is not None:
+                for what in ("built", "scheduled", "analysed"):
+                    steps(f"rank {one.rep} {what}")
+    for phase in ("build", "schedule", "analyse"):
+        for rep in sorted(failed):
+            if failed[rep][0] == phase:
+                raise failed[rep][1]
+    total = max(res["kernel_total_us"] for res in got.values())
+    per_rank: dict[int, RankResult] = {}
+    for rep in sorted(got):  # (the order rank_results fills it in)
+        res = got[rep]
+        res["kernel_dag_end_us"] = dag_end_us(res, total, cfg)
+        for r in job.ranks_of[rep]:
+            per_rank[r] = res
+    return per_rank
 
 
 def kernel_time(

@@ -207,10 +207,18 @@ def _simulate(
     # (only simulate reports progress, and it passes no graphs)
     steps = Steps(progress, progress_total("all", len(rank_groups(scenario)[1]))) if progress else None
     with recording() as used:
-        built = build_graphs(scenario, progress=steps) if graphs is None else graphs
-        per_rank = rank_results(built, cfg, validate, steps)
-    if isinstance(built, BuiltGraphs):
-        used |= built.constants_used
+        per_rank = None
+        if graphs is None:
+            from moeopt.megamoe.kerneltime import parallel_rank_results  # it builds on this module
+
+            # several large distinct ranks: each built, scheduled and analysed in a worker
+            # process (None: they are not, and are here)
+            per_rank = parallel_rank_results(scenario, validate, steps, used)
+        if per_rank is None:
+            built = build_graphs(scenario, progress=steps) if graphs is None else graphs
+            per_rank = rank_results(built, cfg, validate, steps)
+            if isinstance(built, BuiltGraphs):
+                used |= built.constants_used
     total = max(r["kernel_total_us"] for r in per_rank.values())
     slowest = min(r for r in per_rank if per_rank[r]["kernel_total_us"] == total)
     if check_bounds:
@@ -266,36 +274,47 @@ def rank_results(
     and per rank analysed)."""
     scheduled: list[tuple[RankGraph, Schedule, list[int], str]] = []
     for _rep, (rg, ranks) in sorted(built.items()):
-        # the builder already left out every semaphore whose capacity covers its demand; the
-        # scheduler's further normalisation (an ancestor / descendant walk per acquirer) finds
-        # nothing more on MegaMoE graphs (their slot semaphores are released by a successor,
-        # never by an ancestor of the next acquirer) and would cost more than the schedule
-        s = rg.take_schedule((cfg.scheduling, cfg.restructure))  # made by the build, if any
-        if s is None:
-            hook = restructure_rule(cfg.restructure).hook(rg, cfg)
-            s = schedule(rg.graph, policy=cfg.scheduling, normalize=False, restructure=hook)
-        if validate:
-            validate_schedule(rg.graph, s)
-        if s.repinned:
-            # the analyses, the result and the exact layer read the graph with every moved tile
-            # where it ran (the schedule is an ordinary valid schedule of that graph)
-            rg = dataclasses.replace(rg, graph=repinned_graph(rg.graph, s.repinned))
-        scheduled.append((rg, s, ranks, _last_combine(rg, s)))
+        rg, s, last = scheduled_rank(rg, cfg, validate)
+        scheduled.append((rg, s, ranks, last))
         if progress is not None:
             progress(f"rank {rg.rank} scheduled")
     total = max(s.end_us[last] for _rg, s, _ranks, last in scheduled)
     per_rank: dict[int, RankResult] = {}
     for rg, s, ranks, last in scheduled:
-        # the unpermute waits for a cross-rank barrier: every rank's combines must be in
-        dag_end = max(
-            s.end_us[rg.tail_event], total + cfg.c("cross_rank_flag_us") + rg.graph[rg.tail_event].duration_us
-        )
-        res = _rank_result(rg, s, cfg, last, ranks, dag_end)
+        res = rank_result(rg, s, cfg, last, ranks, 0.0)
+        res["kernel_dag_end_us"] = dag_end_us(res, total, cfg)
         for r in ranks:
             per_rank[r] = res
         if progress is not None:
             progress(f"rank {rg.rank} analysed")
     return per_rank
+
+
+def scheduled_rank(rg: RankGraph, cfg: Config, validate: bool) -> tuple[RankGraph, Schedule, str]:
+    """One built rank graph scheduled (and validated): the graph the analyses read (with every
+    tile a restructuring rule moved where it ran), its schedule and its last combine."""
+    # the builder already left out every semaphore whose capacity covers its demand; the
+    # scheduler's further normalisation (an ancestor / descendant walk per acquirer) finds
+    # nothing more on MegaMoE graphs (their slot semaphores are released by a successor,
+    # never by an ancestor of the next acquirer) and would cost more than the schedule
+    s = rg.take_schedule((cfg.scheduling, cfg.restructure))  # made by the build, if any
+    if s is None:
+        hook = restructure_rule(cfg.restructure).hook(rg, cfg)
+        s = schedule(rg.graph, policy=cfg.scheduling, normalize=False, restructure=hook)
+    if validate:
+        validate_schedule(rg.graph, s)
+    if s.repinned:
+        # the analyses, the result and the exact layer read the graph with every moved tile
+        # where it ran (the schedule is an ordinary valid schedule of that graph)
+        rg = dataclasses.replace(rg, graph=repinned_graph(rg.graph, s.repinned))
+    return rg, s, _last_combine(rg, s)
+
+
+def dag_end_us(res: RankResult, total: float, cfg: Config) -> float:
+    """The end of rank ``res`` after the cross-rank barrier and the tail, ``total``: the
+    kernel's time (the unpermute waits for a cross-rank barrier: every rank's combines must be
+    in)."""
+    return max(res["tail_end_us"], total + cfg.c("cross_rank_flag_us") + res["tail_us"])
 
 
 def _last_combine(rg: RankGraph, s: Schedule) -> str:
@@ -305,11 +324,12 @@ def _last_combine(rg: RankGraph, s: Schedule) -> str:
     return max(comb, key=lambda n: (s.end_us[n], n))
 
 
-def _rank_result(
+def rank_result(
     rg: RankGraph, s: Schedule, cfg: Config, last: str, ranks: list[int], dag_end: float
 ) -> RankResult:
     """The analyses of one rank's schedule; ``last``: its last combine, ``ranks``: the ranks it
-    stands for, ``dag_end``: its end after the cross-rank barrier and the tail."""
+    stands for, ``dag_end``: its end after the cross-rank barrier and the tail (see
+    :func:`dag_end_us`; it depends on every rank's time)."""
     g = rg.graph
     t = Table.of(rg, s)
     on = events_on(t)  # each resource's events, for three of the analyses

@@ -7,6 +7,7 @@ every rank's graph, schedule and analyses in this process)."""
 from __future__ import annotations
 
 import sys
+from typing import Any
 
 import pytest
 
@@ -173,4 +174,133 @@ def test_progress_counts_every_step(ranks: str, per_rank: int, extra: int) -> No
     total = per_rank * n + extra
     assert [d for d, _t, _w in calls] == list(range(1, total + 1))
     assert {t for _d, t, _w in calls} == {total}
-    assert calls[-1][2] == f"rank {r['slowest_rank'] if ranks == 'slowest' else max(r['simulated_ranks'])} analysed"
+    assert (
+        calls[-1][2]
+        == f"rank {r['slowest_rank'] if ranks == 'slowest' else max(r['simulated_ranks'])} analysed"
+    )
+
+
+# --------------------------------------------------------------------------- simulate(ranks="all")
+# in worker processes: each distinct rank built, scheduled, validated and analysed in a worker,
+# its result packed (moeopt.megamoe.packed) and rebuilt here. The reference is the same call
+# with the ranks in this process (a process that may not fork runs them so).
+
+
+def _plain(x: object) -> object:
+    """``x`` with every graph, schedule and event table as plain values (they compare by
+    identity, or through lazy maps, as they are): what a user reads of them."""
+    from moeopt.core.events import EventGraph
+    from moeopt.core.schedule import Schedule
+
+    if isinstance(x, dict):
+        return {k: _plain(v) for k, v in x.items()}
+    if isinstance(x, list):
+        return [_plain(v) for v in x]
+    if isinstance(x, EventGraph):
+        return (
+            [repr(ev) for ev in x],
+            [dict(ev.labels) for ev in x],
+            dict(x.semaphores),
+            dict(x.pools),
+        )
+    if isinstance(x, Schedule):
+        levels = x.recorded_levels
+        return (
+            x,  # its own == (starts, ends, bindings, waits, policy, order, moves)
+            list(x.start_us),  # (in order)
+            dict(x.waits),
+            None if levels is None else {sem: x.semaphore_levels(sem) for sem in levels.curves},
+            x.fingerprint(),
+        )
+    if type(x).__name__ == "EventRows":
+        return list(x)  # type: ignore[call-overload]
+    return x
+
+
+def _in_workers(monkeypatch: pytest.MonkeyPatch, on: bool) -> None:
+    import moeopt.megamoe.kerneltime as kt
+
+    # two workers whatever the scenario's size and this machine's cores, or none at all
+    monkeypatch.setattr(kt, "_default_workers", lambda rows: min(2, len(rows)) if on else 1)
+
+
+@pytest.mark.parametrize("name", ["basic_zipf", "bs72.zipf", "pto_m16.zipf.stealing", "basic_e8"])
+def test_all_ranks_in_workers_is_the_same_result(monkeypatch: pytest.MonkeyPatch, name: str) -> None:
+    # skewed routings (every rank a graph of its own; .stealing: a restructuring rule re-pins
+    # tiles, so the result's graph is the re-pinned one), and one rank standing for all
+    # (basic_e8: nothing to send to workers, the ranks stay here)
+    import moeopt.megamoe as mm
+
+    if name == "basic_zipf":
+        sc = mm.load_scenario("examples/scenario_basic.toml").with_overrides({"workload.routing": "zipf"})
+    else:
+        sc = _golden(name)
+    _in_workers(monkeypatch, False)
+    ref = simulate(sc)
+    _in_workers(monkeypatch, True)
+    import moeopt.megamoe.kerneltime as kt
+
+    unpacked: list[int] = []
+    real_unpack = kt.unpack
+    monkeypatch.setattr(kt, "unpack", lambda p: unpacked.append(1) or real_unpack(p))
+    calls: list[tuple[int, int, str]] = []
+    got = simulate(sc, progress=lambda d, t, w: calls.append((d, t, w)))
+    # every distinct rank came from a worker (none when one rank stands for all)
+    n = len(ref["simulated_ranks"])
+    assert len(unpacked) == (n if n > 1 else 0)
+    assert _plain(got) == _plain(ref)
+    assert list(got) == list(ref)
+    for r, rr in got["rank_results"].items():
+        assert list(rr) == list(ref["rank_results"][r])  # the keys in order too
+        # ranks sharing a routing signature share one result, as here
+        assert rr is got["rank_results"][rr["ranks_sharing_signature"][0]]
+    # each distinct rank's three steps, in the order the ranks come back
+    assert [d for d, _t, _w in calls] == list(range(1, 3 * n + 1))
+    assert {t for _d, t, _w in calls} == {3 * n}
+
+
+def test_all_ranks_in_workers_raise_simulates_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    # the validator refuses the schedules of some ranks and the builder fails on others: simulate
+    # builds every rank before it schedules one, so the lowest rank's build error is raised,
+    # whichever worker finished first; without build errors, the lowest rank's validation error
+    import moeopt.megamoe.kerneltime as kt
+    from moeopt.errors import GraphError
+
+    sc = _golden("bs72.zipf")
+    reps = simulate(sc)["simulated_ranks"]
+    assert len(reps) >= 4
+    refused, broken = set(reps[1::2]), set(reps[2::2])  # ranks 1, 3, 5, 7 and 2, 4, 6
+    sim = sys.modules["moeopt.megamoe.simulate"]
+    build_pkg = sys.modules["moeopt.megamoe.build"]  # (the registered builder reads it there)
+    real_validate, real_build = sim.validate_schedule, build_pkg.build_rank
+
+    def validate(graph: Any, s: object) -> None:
+        rank = graph["head"].labels["rank"]
+        if rank in refused:
+            raise ScheduleError([f"made up for rank {rank}"])
+        real_validate(graph, s)
+
+    def build(*args: Any, **kw: Any) -> object:
+        if args[5] in broken:  # (cfg, tokens, topk, world, counts, rank, ...)
+            raise GraphError(f"made up for rank {args[5]}")
+        return real_build(*args, **kw)
+
+    monkeypatch.setattr(sim, "validate_schedule", validate)
+    for patched, want in (
+        (False, "rank 1"),
+        (True, "rank 2"),
+    ):  # validation errors alone, then with build errors
+        if patched:
+            monkeypatch.setattr(build_pkg, "build_rank", build)
+        errors = []
+        for on in (False, True):
+            _in_workers(monkeypatch, on)
+            with pytest.raises(Exception) as err:
+                simulate(sc)
+            errors.append(err.value)
+        ref, got = errors
+        assert type(got) is type(ref) is (GraphError if patched else ScheduleError)
+        assert str(got) == str(ref)
+        assert want in str(got)
+        assert vars(got) == vars(ref)
+    assert kt._FULL is None  # (the job lives in the workers only)
