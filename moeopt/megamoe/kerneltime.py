@@ -28,17 +28,19 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import math
 import multiprocessing
 import os
 import threading
 from collections.abc import Iterator, Mapping, Sequence
-from typing import Any, NamedTuple, TypedDict, TypeGuard
+from typing import Any, NamedTuple, TypedDict, TypeGuard, cast
 
 import numpy as np
 
 from moeopt.core.gcpause import gc_paused
 from moeopt.core.policies import make_policy
 from moeopt.core.restructure import repinned_graph
+from moeopt.core.schedule import Schedule
 from moeopt.core.scheduler import schedule
 from moeopt.core.validate import validate_schedule
 from moeopt.megamoe.analysis import idle_decomposition, judge_bounds, physical_bounds
@@ -52,12 +54,12 @@ from moeopt.megamoe.simulate import (
     Steps,
     _bound_guard,
     _conservation_guard,
+    _last_combine,
     assemble_result,
     dag_end_us,
     progress_total,
     rank_groups,
     rank_result,
-    rank_results,
     scheduled_rank,
 )
 from moeopt.megamoe.stealing import restructure_rule
@@ -100,12 +102,49 @@ class _RankTime(NamedTuple):
     constants: frozenset[str] = frozenset()
     """the model constants the rank's build and judgement read (its share of a result's
     provenance)"""
+    analysed: Any = None
+    """for ``simulate(..., ranks="slowest")``, when the rank may be the slowest one (see
+    :class:`_Slowest`): its result (a ``RankResult``; packed while it crosses from a worker, see
+    :mod:`moeopt.megamoe.packed`) or the error its analyses raised; otherwise ``None``"""
+    analysed_constants: frozenset[str] = frozenset()
+    """the model constants its analyses read"""
+
+
+class _Slowest:
+    """What ``simulate(..., ranks="slowest")`` asks of the ranks it times: the analyses of the
+    slowest one. Which rank that is is known once every rank is timed, so each rank is analysed
+    where it was scheduled when it may be the slowest: when no rank timed before it (in any
+    worker) was slower. The slowest rank always is (no time exceeds its own); the others that
+    are come first in the largest-first order, as the first rank of each worker. This replaces
+    building and scheduling the slowest rank a second time to analyse it."""
+
+    def __init__(self, ranks_of: dict[int, list[int]], shared: bool) -> None:
+        self.ranks_of = ranks_of
+        """representative rank -> the ranks sharing its routing signature"""
+        # the greatest time so far, in memory the worker processes share (forked after this)
+        self._shared = multiprocessing.get_context("fork").Value("d", -math.inf) if shared else None
+        self._here = -math.inf
+
+    def may_be(self, total_us: float) -> bool:
+        """Whether a rank whose time is ``total_us`` may be the slowest; notes its time."""
+        if self._shared is None:
+            if total_us < self._here:
+                return False
+            self._here = total_us
+            return True
+        with self._shared.get_lock():
+            if total_us < self._shared.value:
+                return False
+            self._shared.value = total_us
+            return True
 
 
 class _Job(NamedTuple):
     scenario: Scenario
     counts: np.ndarray
     conservation: bool
+    slowest: _Slowest | None = None
+    """set: analyse each rank that may be the slowest (``simulate(..., ranks="slowest")``)"""
 
 
 _JOB: _Job | None = None
@@ -126,9 +165,25 @@ def _rank_time_remote(rep: int) -> _RankTime | _Carried:
     arguments and attributes (an error whose constructor takes other arguments than its
     message would not survive pickling as it is)."""
     got = _rank_time(rep)
-    if isinstance(got, _RankTime):
-        return got
-    return _carried(*got)
+    if not isinstance(got, _RankTime):
+        return _carried(*got)
+    if isinstance(got.analysed, BaseException):
+        return got._replace(analysed=_carried("analyse", got.analysed))
+    if got.analysed is not None:
+        with gc_paused():
+            return got._replace(analysed=pack(got.analysed))
+    return got
+
+
+def _received(got: _RankTime | _Carried) -> _RankTime | _Failed:
+    """What :func:`_rank_time_remote` sent, as :func:`_rank_time` returned it (a result that
+    was analysed stays packed: only the slowest rank's is unpacked)."""
+    if not isinstance(got, _RankTime):
+        return (got[0], _rebuilt(*got[1:]))
+    a = got.analysed
+    if isinstance(a, tuple) and len(a) == 4 and isinstance(a[0], str) and isinstance(a[1], type):
+        return got._replace(analysed=_rebuilt(*a[1:]))
+    return got
 
 
 def _carried(phase: str, exc: BaseException) -> _Carried:
@@ -147,7 +202,7 @@ def _rank_time(rep: int) -> _RankTime | _Failed:
     (``("build" | "schedule", exception)``) so that the caller can raise the one
     :func:`moeopt.simulate` would have raised first."""
     assert _JOB is not None
-    scenario, counts, conservation = _JOB
+    scenario, counts, conservation, slowest = _JOB
     cfg = scenario.config
     w = scenario.workload
     with gc_paused(), recording() as used:
@@ -156,12 +211,40 @@ def _rank_time(rep: int) -> _RankTime | _Failed:
             rg = builder(cfg, w.tokens, w.topk, w.world, counts, rep, w.shared_expert_num)
         except Exception as exc:  # handed back, raised by the caller
             return ("build", exc)
-        got = _judge(rep, rg, cfg, conservation)
-    return got._replace(constants=frozenset(used)) if isinstance(got, _RankTime) else got
+        got = _judged(rep, rg, cfg, conservation)
+        if not isinstance(got, _Judged):
+            return got
+        t = got.time._replace(constants=frozenset(used))
+        if slowest is not None and slowest.may_be(t.total_us):
+            # analysed as simulate analyses it (rank_results), its own constants noted apart
+            # (a rank analysed here may not be the slowest: its analyses' constants count only
+            # if it is); the barrier-delayed end is the caller's to set
+            with recording() as extra:
+                try:
+                    res = rank_result(got.rg, got.s, cfg, got.last, slowest.ranks_of[rep], 0.0)
+                except Exception as exc:  # handed back, raised by the caller if it is the slowest
+                    return t._replace(analysed=exc, analysed_constants=frozenset(extra))
+            t = t._replace(analysed=res, analysed_constants=frozenset(extra))
+    return t
+
+
+class _Judged(NamedTuple):
+    time: _RankTime
+    rg: RankGraph
+    """the graph judged (with every moved tile where it ran)"""
+    s: Schedule
+    last: str
+    """its last combine"""
 
 
 def _judge(rep: int, rg: RankGraph, cfg: Config, conservation: bool) -> _RankTime | _Failed:
     """Schedule, validate and judge one built rank graph."""
+    got = _judged(rep, rg, cfg, conservation)
+    return got.time if isinstance(got, _Judged) else got
+
+
+def _judged(rep: int, rg: RankGraph, cfg: Config, conservation: bool) -> _Judged | _Failed:
+    """:func:`_judge`, and the graph and schedule it judged."""
     try:
         s = rg.take_schedule((cfg.scheduling, cfg.restructure))  # made by the build, if any
         if s is None:
@@ -174,11 +257,11 @@ def _judge(rep: int, rg: RankGraph, cfg: Config, conservation: bool) -> _RankTim
         # judged on the graph with every moved tile where it ran, as simulate does
         rg = dataclasses.replace(rg, graph=repinned_graph(rg.graph, s.repinned))
     # the rank's time: the end of its last combine (as simulate reads it)
-    comb = rg.combine_events or [n for n in rg.graph.events if n != rg.tail_event]
+    last = _last_combine(rg, s)
     end = s.end_us
-    total = max(end[n] for n in comb)
+    total = end[last]
     idle = idle_decomposition(rg, s, total) if conservation and rg.late_stages else None
-    return _RankTime(
+    time = _RankTime(
         rep,
         total,
         end[rg.tail_event],
@@ -187,6 +270,7 @@ def _judge(rep: int, rg: RankGraph, cfg: Config, conservation: bool) -> _RankTim
         judge_bounds(physical_bounds(rg, cfg), total),
         idle,
     )
+    return _Judged(time, rg, s, last)
 
 
 def _default_workers(rows: Sequence[int]) -> int:
@@ -381,10 +465,12 @@ def _timed(
     check_work_conservation: bool,
     stop_at: float | None = None,
     steps: Steps | None = None,
+    analyse_slowest: bool = False,
 ) -> tuple[KernelTime, dict[int, _RankTime], np.ndarray, list[list[int]]] | Reached:
     """:func:`kernel_time`, and what it found per distinct rank (by representative), the
     routing counts and the ranks grouped by routing signature; or the first rank found whose
-    time is at least ``stop_at``. ``steps``: a step per rank timed."""
+    time is at least ``stop_at``. ``steps``: a step per rank timed. ``analyse_slowest``: the
+    slowest rank's found has its ``analysed`` result (see :class:`_Slowest`)."""
     cfg = scenario.config
     w = scenario.workload
     policy = make_policy(cfg.scheduling)
@@ -398,7 +484,8 @@ def _timed(
     # the largest ranks first: the last one to finish is then a small one
     order = sorted(range(len(groups)), key=lambda k: -rows[k])
     reps = [groups[k][0] for k in order]
-    job = _Job(scenario, counts, conservation)
+    slowest = _Slowest({g[0]: g for g in groups}, shared=n > 1) if analyse_slowest else None
+    job = _Job(scenario, counts, conservation, slowest)
     got: list[_RankTime | _Failed] = []
     if n <= 1:
         global _JOB
@@ -416,7 +503,7 @@ def _timed(
     else:
         with _pool(job, n) as pool:  # (leaving it stops the workers)
             for res in pool.imap(_rank_time_remote, reps, chunksize=1):
-                one = res if isinstance(res, _RankTime) else (res[0], _rebuilt(*res[1:]))
+                one = _received(res)
                 got.append(one)
                 if steps is not None:
                     steps(f"rank {reps[len(got) - 1]} timed")
@@ -437,28 +524,34 @@ def simulate_slowest(
     scenario: Scenario, check_bounds: bool, check_work_conservation: bool, progress: Progress | None = None
 ) -> SimulateResult:
     """``simulate(scenario, ranks="slowest")`` (see :func:`moeopt.simulate`): every distinct rank
-    timed and judged by :func:`kernel_time`, then the slowest one's routing signature built,
-    scheduled, validated and analysed here as :func:`moeopt.simulate` does it."""
+    timed and judged by :func:`kernel_time`, and the slowest one analysed as
+    :func:`moeopt.simulate` analyses it, where it was scheduled (see :class:`_Slowest`)."""
     cfg = scenario.config
-    w = scenario.workload
     policy = make_policy(cfg.scheduling)
     steps = Steps(progress, progress_total("slowest", len(rank_groups(scenario)[1]))) if progress else None
-    got = _timed(scenario, None, check_bounds, check_work_conservation, steps=steps)
+    got = _timed(scenario, None, check_bounds, check_work_conservation, steps=steps, analyse_slowest=True)
     assert not isinstance(got, Reached)
-    kt, times, counts, groups = got
+    kt, times, _counts, groups = got
     group = next(g for g in groups if kt["slowest_rank"] in g)
-    used: set[str] = set()
+    slow = times[group[0]]
+    used: set[str] = set(slow.analysed_constants)
     for t in times.values():
         used |= t.constants
+    if isinstance(slow.analysed, BaseException):
+        raise slow.analysed
+    if slow.analysed is None:  # no time exceeds the slowest rank's: it was analysed
+        raise AssertionError(f"the slowest rank {group[0]} was not analysed")
     with gc_paused(), recording() as here:
-        builder = lookup("builder", cfg.builder)()
-        rg = builder(cfg, w.tokens, w.topk, w.world, counts, group[0], w.shared_expert_num)
-        per_rank = rank_results({group[0]: (rg, group)}, cfg, True)
+        a = slow.analysed
+        res = cast(RankResult, a) if isinstance(a, dict) else unpack(a)
+        # (rank_results of this rank alone: the kernel's time is its own)
+        res["kernel_dag_end_us"] = dag_end_us(res, res["kernel_total_us"], cfg)
     used |= here
+    per_rank = dict.fromkeys(group, res)
     if steps is not None:
         steps(f"rank {group[0]} analysed")
-    if per_rank[group[0]]["kernel_total_us"] != kt["kernel_total_us"]:  # one graph, one scheduler
-        raise AssertionError("the slowest rank's time differs between its two schedules")
+    if res["kernel_total_us"] != kt["kernel_total_us"]:  # one graph, one schedule
+        raise AssertionError("the slowest rank's time differs from its analysed one")
     total, dag_end = kt["kernel_total_us"], kt["kernel_dag_end_us"]
     out = assemble_result(scenario, per_rank, kt["slowest_rank"], total, dag_end, used, policy.name)
     out["rank_kernel_total_us"] = kt["rank_kernel_total_us"]
