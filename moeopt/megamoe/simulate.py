@@ -71,7 +71,7 @@ from moeopt.megamoe.results import (
     SimulateResult,
 )
 from moeopt.megamoe.routing import counts_matrix, routing_signature
-from moeopt.megamoe.scenario import Config, Scenario
+from moeopt.megamoe.scenario import Config, Scenario, Workload
 from moeopt.megamoe.scenario.resolve import check_routing_budgets
 from moeopt.megamoe.stealing import restructure_rule
 from moeopt.registry import lookup
@@ -90,13 +90,29 @@ def rank_groups(scenario: Scenario) -> tuple[np.ndarray, list[list[int]]]:
     signatures build equal graphs), after the scenario's routing budgets are checked."""
     cfg = scenario.config
     w = scenario.workload
-    counts = counts_matrix(w)
     e = w.local_experts
+    memo = _LAST_GROUPS.get(w) if w.routing != "file" else None
+    if memo is None:
+        counts = counts_matrix(w)
+        groups: dict[Hashable, list[int]] = {}
+        for r in range(w.world):
+            groups.setdefault(routing_signature(counts, r, w.local_experts), []).append(r)
+        memo = (counts, list(groups.values()))
+        if w.routing != "file":
+            _LAST_GROUPS.clear()
+            _LAST_GROUPS[w] = memo
+    counts = memo[0].copy()  # (copies: a caller may change what it is given)
     check_routing_budgets(cfg, {r: int(counts[:, r * e : (r + 1) * e].sum()) for r in range(w.world)})
-    groups: dict[Hashable, list[int]] = {}
-    for r in range(w.world):
-        groups.setdefault(routing_signature(counts, r, w.local_experts), []).append(r)
-    return counts, list(groups.values())
+    return counts, [list(g) for g in memo[1]]
+
+
+_LAST_GROUPS: dict[Workload, tuple[np.ndarray, list[list[int]]]] = {}
+"""The last workload's counts and rank groups. One run asks for them up to three times (the
+command's progress bar, simulate's step count, the build), and a sampled routing of the
+DeepSeek-V3-like shape (32 ranks x 4096 tokens x 256 experts) takes a second to draw. Every
+routing but ``file`` (which reads a file that may change between calls) is a function of the
+workload's fields alone, so an equal workload has equal counts and groups; the routing budgets,
+which depend on the rest of the scenario, are checked on every call."""
 
 
 Progress = Callable[[int, int, str], None]

@@ -122,16 +122,32 @@ def test_workers_with_another_thread_running() -> None:
     assert got == {**kernel_time(sc, workers=2), "workers": 1}
 
 
+@pytest.mark.parametrize("workers", [False, True])
 @pytest.mark.parametrize("name", ["bs72.zipf", "pto_m16.zipf", "basic_e8", "pto_m16.zipf.stealing"])
-def test_slowest_only_is_the_full_result_cut_down(name: str) -> None:
+def test_slowest_only_is_the_full_result_cut_down(
+    monkeypatch: pytest.MonkeyPatch, name: str, workers: bool
+) -> None:
     # simulate(..., ranks="slowest") is simulate(...) with rank_results and simulated_ranks cut
     # down to the slowest rank's routing signature, plus every rank's time: the reference is
-    # the full pipeline, which analyses every rank in this process
+    # the full pipeline, which analyses every rank in this process. The slowest rank is
+    # analysed where it was timed (in a worker, or here), not built a second time
     from moeopt.cli.common import result_to_jsonable
 
     sc = _golden(name)
     full = simulate(sc)
+    _in_workers(monkeypatch, workers)
+    build_pkg = sys.modules["moeopt.megamoe.build"]  # (the registered builder reads it there)
+    real_build = build_pkg.build_rank
+    built: list[int] = []
+
+    def build(*args: Any, **kw: Any) -> object:
+        built.append(args[5])  # (cfg, tokens, topk, world, counts, rank, ...)
+        return real_build(*args, **kw)
+
+    monkeypatch.setattr(build_pkg, "build_rank", build)
     cut = simulate(sc, ranks="slowest")
+    n = len(full["simulated_ranks"])
+    assert len(built) == (0 if workers and n > 1 else n)  # (in the workers, or each once here)
     rep = next(
         rr["rank"]
         for rr in full["rank_results"].values()
@@ -304,3 +320,34 @@ def test_all_ranks_in_workers_raise_simulates_error(monkeypatch: pytest.MonkeyPa
         assert want in str(got)
         assert vars(got) == vars(ref)
     assert kt._FULL is None  # (the job lives in the workers only)
+
+
+def test_rank_groups_kept_for_the_last_workload_are_a_fresh_draw(tmp_path: Any) -> None:
+    # a run asks for the counts and rank groups up to three times (progress bar, step count,
+    # build): the last workload's are kept, and must be what a fresh draw gives, whatever a
+    # caller does to the copies it was handed
+    import numpy as np
+
+    import moeopt.megamoe as mm
+    from moeopt.megamoe.routing import counts_matrix
+
+    sim = sys.modules["moeopt.megamoe.simulate"]  # (the package's ``simulate`` is the function)
+    sc = _golden("bs72.zipf")
+    sim._LAST_GROUPS.clear()
+    c1, g1 = sim.rank_groups(sc)
+    c1[0, 0] += 5
+    g1[0].append(99)
+    c2, g2 = sim.rank_groups(sc)  # (kept)
+    assert sc.workload in sim._LAST_GROUPS
+    assert np.array_equal(c2, counts_matrix(sc.workload))
+    sim._LAST_GROUPS.clear()
+    c3, g3 = sim.rank_groups(sc)  # (drawn again)
+    assert np.array_equal(c2, c3) and g2 == g3
+    # a routing file is read again on every call (it may have changed in between)
+    path = tmp_path / "routes.json"
+    path.write_text('{"counts": [[2, 2, 2, 2], [2, 2, 2, 2]]}')
+    w = mm.Workload(tokens=4, topk=2, world=2, local_experts=2, routing="file", file=str(path))
+    fs = mm.Scenario(workload=w, h=7168, hidden_dim=4096, profile="pto-a2a3")
+    assert sim.rank_groups(fs)[0].tolist() == [[2, 2, 2, 2], [2, 2, 2, 2]]
+    path.write_text('{"counts": [[8, 0, 0, 0], [0, 0, 0, 8]]}')
+    assert sim.rank_groups(fs)[0].tolist() == [[8, 0, 0, 0], [0, 0, 0, 8]]
