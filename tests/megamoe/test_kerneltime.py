@@ -342,7 +342,8 @@ def test_rank_groups_kept_for_the_last_workload_are_a_fresh_draw(tmp_path: Any) 
     assert np.array_equal(c2, counts_matrix(sc.workload))
     sim._LAST_GROUPS.clear()
     c3, g3 = sim.rank_groups(sc)  # (drawn again)
-    assert np.array_equal(c2, c3) and g2 == g3
+    assert np.array_equal(c2, c3)
+    assert g2 == g3
     # a routing file is read again on every call (it may have changed in between)
     path = tmp_path / "routes.json"
     path.write_text('{"counts": [[2, 2, 2, 2], [2, 2, 2, 2]]}')
