@@ -283,9 +283,14 @@ def _can_fork() -> bool:
     """Fork is the one start method whose workers see this process's registrations (a policy
     or builder registered at run time) and share its loaded modules. It is safe only while this
     process runs one thread: with others running (a search worker's heartbeat, a user's
-    program), a forked child could inherit a lock one of them holds. Otherwise the ranks are
-    scheduled here."""
-    return "fork" in multiprocessing.get_all_start_methods() and threading.active_count() == 1
+    program), a forked child could inherit a lock one of them holds. A daemonic process (a
+    worker of a user's ``multiprocessing.Pool``) may not start processes at all. Otherwise the
+    ranks are scheduled here."""
+    return (
+        "fork" in multiprocessing.get_all_start_methods()
+        and threading.active_count() == 1
+        and not multiprocessing.current_process().daemon
+    )
 
 
 @contextlib.contextmanager

@@ -352,3 +352,28 @@ def test_rank_groups_kept_for_the_last_workload_are_a_fresh_draw(tmp_path: Any) 
     assert sim.rank_groups(fs)[0].tolist() == [[2, 2, 2, 2], [2, 2, 2, 2]]
     path.write_text('{"counts": [[8, 0, 0, 0], [0, 0, 0, 8]]}')
     assert sim.rank_groups(fs)[0].tolist() == [[8, 0, 0, 0], [0, 0, 0, 8]]
+
+
+def _in_daemon(q: Any) -> None:
+    import moeopt.megamoe.kerneltime as kt
+
+    sc = _golden("bs72.zipf")
+    kt._default_workers = lambda rows: 2  # (this process only)
+    q.put((kernel_time(sc, workers=2), simulate(sc)["kernel_total_us"]))
+
+
+def test_workers_from_a_daemonic_process() -> None:
+    # a worker of a user's multiprocessing pool is daemonic and may not start processes: the
+    # ranks are scheduled in it (simulate's too), same times
+    import multiprocessing
+
+    ctx = multiprocessing.get_context("fork")
+    q = ctx.Queue()
+    p = ctx.Process(target=_in_daemon, args=(q,), daemon=True)
+    p.start()
+    got, total = q.get(timeout=120)
+    p.join(timeout=60)
+    assert got["workers"] == 1
+    sc = _golden("bs72.zipf")
+    assert got == {**kernel_time(sc, workers=2), "workers": 1}
+    assert total == got["kernel_total_us"]
