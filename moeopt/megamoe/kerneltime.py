@@ -21,7 +21,10 @@ tests compare the two on skewed and uniform scenarios.
 
 Built on it: :func:`kernel_time_below` (a search's question, "can this point beat the best?":
 it stops at the first rank whose time reaches the best) and :func:`simulate_slowest`
-(``simulate(..., ranks="slowest")``: every rank timed here, the slowest one analysed).
+(``simulate(..., ranks="slowest")``: every rank timed here, the slowest one analysed where it
+was timed). :func:`parallel_rank_results` is ``simulate(...)``'s full result with the same
+workers: each rank built, scheduled and analysed in one, its result sent back packed
+(:mod:`moeopt.megamoe.packed`).
 """
 
 from __future__ import annotations

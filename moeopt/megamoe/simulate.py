@@ -187,9 +187,14 @@ def simulate(
     analyses and event tables of all of them cost more time and memory than the answer needs
     (schedules are always validated in this mode).
 
+    ``ranks="all"`` builds, schedules and analyses the distinct ranks in forked worker
+    processes (the largest first) when there are several large ones and this process runs one
+    thread (:func:`moeopt.megamoe.kerneltime.parallel_rank_results`), in this process
+    otherwise: the same result value for value, and the same error, either way.
+
     ``progress(done, total, what)`` is called after each rank is built, scheduled and analysed
-    (``ranks="all"``: three steps per distinct rank; ``"slowest"``: one per distinct rank, and
-    one for the slowest rank's analyses).
+    (``ranks="all"``: three steps per distinct rank, as each comes back from a worker;
+    ``"slowest"``: one per distinct rank, and one for the slowest rank's analyses).
     """
     if ranks not in RANK_DETAIL:
         raise ValueError(f"ranks = {ranks!r}: not allowed; allowed: {', '.join(map(repr, RANK_DETAIL))}")
