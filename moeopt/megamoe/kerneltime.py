@@ -502,6 +502,7 @@ def _timed(
             for rep in reps:
                 one = _rank_time(rep)
                 got.append(one)
+                _drop_slower(got)
                 if steps is not None:
                     steps(f"rank {rep} timed")
                 if _reached(one, stop_at) and len(got) < len(reps):
@@ -513,6 +514,7 @@ def _timed(
             for res in pool.imap(_rank_time_remote, reps, chunksize=1):
                 one = _received(res)
                 got.append(one)
+                _drop_slower(got)
                 if steps is not None:
                     steps(f"rank {reps[len(got) - 1]} timed")
                 if _reached(one, stop_at) and len(got) < len(reps):
@@ -522,6 +524,19 @@ def _timed(
     kt = _combine(scenario, firsts, groups, by_rep, n, check_bounds, conservation, policy.name)
     # (_combine raised if any rank failed)
     return kt, {rep: res for rep, res in by_rep.items() if isinstance(res, _RankTime)}, counts, groups
+
+
+def _drop_slower(got: list[_RankTime | _Failed]) -> None:
+    """Drop the analyses of ranks now known not to be the slowest (a faster rank's result is
+    never read: only the slowest rank's is kept), so that at most the ranks tied for the
+    greatest time so far hold one."""
+    held = [k for k, t in enumerate(got) if isinstance(t, _RankTime) and t.analysed is not None]
+    if len(held) > 1:
+        top = max(cast(_RankTime, got[k]).total_us for k in held)
+        for k in held:
+            t = cast(_RankTime, got[k])
+            if t.total_us < top:
+                got[k] = t._replace(analysed=None, analysed_constants=frozenset())
 
 
 def _reached(res: _RankTime | _Failed, stop_at: float | None) -> TypeGuard[_RankTime]:

@@ -377,3 +377,29 @@ def test_workers_from_a_daemonic_process() -> None:
     sc = _golden("bs72.zipf")
     assert got == {**kernel_time(sc, workers=2), "workers": 1}
     assert total == got["kernel_total_us"]
+
+
+def test_only_the_slowest_ranks_keep_their_analyses() -> None:
+    # simulate(..., ranks="slowest") analyses every rank that may be the slowest when it is
+    # timed; once a slower one is in, the faster one's analyses are dropped (never read), the
+    # ranks tied for the greatest time keep theirs, a rank never analysed stays so
+    from moeopt.megamoe.kerneltime import _drop_slower, _RankTime
+
+    def t(rep: int, total: float, analysed: object) -> _RankTime:
+        return _RankTime(rep, total, 0.0, 0.0, 1, {}, None, analysed=analysed)  # type: ignore[arg-type]
+
+    got: list[Any] = [
+        t(0, 5.0, "r0"),
+        ("build", ValueError("x")),
+        t(2, 7.0, "r2"),
+        t(3, 7.0, "r3"),
+        t(4, 6.0, None),
+    ]
+    _drop_slower(got)
+    assert [g.analysed if isinstance(g, _RankTime) else g[0] for g in got] == [
+        None,
+        "build",
+        "r2",
+        "r3",
+        None,
+    ]
