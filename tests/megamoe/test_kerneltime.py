@@ -403,3 +403,36 @@ def test_only_the_slowest_ranks_keep_their_analyses() -> None:
         "r3",
         None,
     ]
+
+
+def test_slowest_analysis_error_only_for_the_slowest(monkeypatch: pytest.MonkeyPatch) -> None:
+    # ranks="slowest" analyses a rank as soon as it may be the slowest; the analyses of a rank
+    # that turns out faster are never read, so their error is not raised either, while the
+    # slowest rank's is (here, with the ranks timed in this process in largest-first order:
+    # the first rank is always analysed)
+    import moeopt.megamoe.kerneltime as kt
+
+    sc = _golden("bs72.zipf")
+    _in_workers(monkeypatch, False)
+    ref = simulate(sc, ranks="slowest")
+    counts, groups = sys.modules["moeopt.megamoe.simulate"].rank_groups(sc)
+    e = sc.workload.local_experts
+    first = max((int(counts[:, g[0] * e : (g[0] + 1) * e].sum()), -g[0]) for g in groups)
+    first_rep, slow_rep = -first[1], ref["simulated_ranks"][0]
+    assert first_rep != slow_rep  # (the case this test is about)
+    real = kt.rank_result
+
+    def failing(rep: int) -> Any:
+        def analyse(rg: Any, *args: Any) -> Any:
+            if rg.rank == rep:
+                raise ArithmeticError(f"made up for rank {rep}")
+            return real(rg, *args)
+
+        return analyse
+
+    monkeypatch.setattr(kt, "rank_result", failing(first_rep))
+    got = simulate(sc, ranks="slowest")
+    assert _plain(got) == _plain(ref)
+    monkeypatch.setattr(kt, "rank_result", failing(slow_rep))
+    with pytest.raises(ArithmeticError, match=f"made up for rank {slow_rep}"):
+        simulate(sc, ranks="slowest")
