@@ -21,40 +21,49 @@ tests compare the two on skewed and uniform scenarios.
 
 Built on it: :func:`kernel_time_below` (a search's question, "can this point beat the best?":
 it stops at the first rank whose time reaches the best) and :func:`simulate_slowest`
-(``simulate(..., ranks="slowest")``: every rank timed here, the slowest one analysed).
+(``simulate(..., ranks="slowest")``: every rank timed here, the slowest one analysed where it
+was timed). :func:`parallel_rank_results` is ``simulate(...)``'s full result with the same
+workers: each rank built, scheduled and analysed in one, its result sent back packed
+(:mod:`moeopt.megamoe.packed`).
 """
 
 from __future__ import annotations
 
 import contextlib
 import dataclasses
+import math
 import multiprocessing
 import os
 import threading
 from collections.abc import Iterator, Mapping, Sequence
-from typing import Any, NamedTuple, TypedDict, TypeGuard
+from typing import Any, NamedTuple, TypedDict, TypeGuard, cast
 
 import numpy as np
 
 from moeopt.core.gcpause import gc_paused
 from moeopt.core.policies import make_policy
 from moeopt.core.restructure import repinned_graph
+from moeopt.core.schedule import Schedule
 from moeopt.core.scheduler import schedule
 from moeopt.core.validate import validate_schedule
 from moeopt.megamoe.analysis import idle_decomposition, judge_bounds, physical_bounds
 from moeopt.megamoe.build import RankGraph
 from moeopt.megamoe.config.provenance import recording
-from moeopt.megamoe.results import Bounds, IdleDecomposition, SimulateResult
+from moeopt.megamoe.packed import Packed, pack, unpack
+from moeopt.megamoe.results import Bounds, IdleDecomposition, RankResult, SimulateResult
 from moeopt.megamoe.scenario import Config, Scenario
 from moeopt.megamoe.simulate import (
     Progress,
     Steps,
     _bound_guard,
     _conservation_guard,
+    _last_combine,
     assemble_result,
+    dag_end_us,
     progress_total,
     rank_groups,
-    rank_results,
+    rank_result,
+    scheduled_rank,
 )
 from moeopt.megamoe.stealing import restructure_rule
 from moeopt.registry import lookup
@@ -96,12 +105,49 @@ class _RankTime(NamedTuple):
     constants: frozenset[str] = frozenset()
     """the model constants the rank's build and judgement read (its share of a result's
     provenance)"""
+    analysed: Any = None
+    """for ``simulate(..., ranks="slowest")``, when the rank may be the slowest one (see
+    :class:`_Slowest`): its result (a ``RankResult``; packed while it crosses from a worker, see
+    :mod:`moeopt.megamoe.packed`) or the error its analyses raised; otherwise ``None``"""
+    analysed_constants: frozenset[str] = frozenset()
+    """the model constants its analyses read"""
+
+
+class _Slowest:
+    """What ``simulate(..., ranks="slowest")`` asks of the ranks it times: the analyses of the
+    slowest one. Which rank that is is known once every rank is timed, so each rank is analysed
+    where it was scheduled when it may be the slowest: when no rank timed before it (in any
+    worker) was slower. The slowest rank always is (no time exceeds its own); the others that
+    are come first in the largest-first order, as the first rank of each worker. This replaces
+    building and scheduling the slowest rank a second time to analyse it."""
+
+    def __init__(self, ranks_of: dict[int, list[int]], shared: bool) -> None:
+        self.ranks_of = ranks_of
+        """representative rank -> the ranks sharing its routing signature"""
+        # the greatest time so far, in memory the worker processes share (forked after this)
+        self._shared = multiprocessing.get_context("fork").Value("d", -math.inf) if shared else None
+        self._here = -math.inf
+
+    def may_be(self, total_us: float) -> bool:
+        """Whether a rank whose time is ``total_us`` may be the slowest; notes its time."""
+        if self._shared is None:
+            if total_us < self._here:
+                return False
+            self._here = total_us
+            return True
+        with self._shared.get_lock():
+            if total_us < self._shared.value:
+                return False
+            self._shared.value = total_us
+            return True
 
 
 class _Job(NamedTuple):
     scenario: Scenario
     counts: np.ndarray
     conservation: bool
+    slowest: _Slowest | None = None
+    """set: analyse each rank that may be the slowest (``simulate(..., ranks="slowest")``)"""
 
 
 _JOB: _Job | None = None
@@ -122,9 +168,28 @@ def _rank_time_remote(rep: int) -> _RankTime | _Carried:
     arguments and attributes (an error whose constructor takes other arguments than its
     message would not survive pickling as it is)."""
     got = _rank_time(rep)
-    if isinstance(got, _RankTime):
-        return got
-    phase, exc = got
+    if not isinstance(got, _RankTime):
+        return _carried(*got)
+    if isinstance(got.analysed, BaseException):
+        return got._replace(analysed=_carried("analyse", got.analysed))
+    if got.analysed is not None:
+        with gc_paused():
+            return got._replace(analysed=pack(got.analysed))
+    return got
+
+
+def _received(got: _RankTime | _Carried) -> _RankTime | _Failed:
+    """What :func:`_rank_time_remote` sent, as :func:`_rank_time` returned it (a result that
+    was analysed stays packed: only the slowest rank's is unpacked)."""
+    if not isinstance(got, _RankTime):
+        return (got[0], _rebuilt(*got[1:]))
+    a = got.analysed
+    if isinstance(a, tuple) and len(a) == 4 and isinstance(a[0], str) and isinstance(a[1], type):
+        return got._replace(analysed=_rebuilt(*a[1:]))
+    return got
+
+
+def _carried(phase: str, exc: BaseException) -> _Carried:
     return (phase, type(exc), exc.args, dict(vars(exc)))
 
 
@@ -140,7 +205,7 @@ def _rank_time(rep: int) -> _RankTime | _Failed:
     (``("build" | "schedule", exception)``) so that the caller can raise the one
     :func:`moeopt.simulate` would have raised first."""
     assert _JOB is not None
-    scenario, counts, conservation = _JOB
+    scenario, counts, conservation, slowest = _JOB
     cfg = scenario.config
     w = scenario.workload
     with gc_paused(), recording() as used:
@@ -149,12 +214,40 @@ def _rank_time(rep: int) -> _RankTime | _Failed:
             rg = builder(cfg, w.tokens, w.topk, w.world, counts, rep, w.shared_expert_num)
         except Exception as exc:  # handed back, raised by the caller
             return ("build", exc)
-        got = _judge(rep, rg, cfg, conservation)
-    return got._replace(constants=frozenset(used)) if isinstance(got, _RankTime) else got
+        got = _judged(rep, rg, cfg, conservation)
+        if not isinstance(got, _Judged):
+            return got
+        t = got.time._replace(constants=frozenset(used))
+        if slowest is not None and slowest.may_be(t.total_us):
+            # analysed as simulate analyses it (rank_results), its own constants noted apart
+            # (a rank analysed here may not be the slowest: its analyses' constants count only
+            # if it is); the barrier-delayed end is the caller's to set
+            with recording() as extra:
+                try:
+                    res = rank_result(got.rg, got.s, cfg, got.last, slowest.ranks_of[rep], 0.0)
+                except Exception as exc:  # handed back, raised by the caller if it is the slowest
+                    return t._replace(analysed=exc, analysed_constants=frozenset(extra))
+            t = t._replace(analysed=res, analysed_constants=frozenset(extra))
+    return t
+
+
+class _Judged(NamedTuple):
+    time: _RankTime
+    rg: RankGraph
+    """the graph judged (with every moved tile where it ran)"""
+    s: Schedule
+    last: str
+    """its last combine"""
 
 
 def _judge(rep: int, rg: RankGraph, cfg: Config, conservation: bool) -> _RankTime | _Failed:
     """Schedule, validate and judge one built rank graph."""
+    got = _judged(rep, rg, cfg, conservation)
+    return got.time if isinstance(got, _Judged) else got
+
+
+def _judged(rep: int, rg: RankGraph, cfg: Config, conservation: bool) -> _Judged | _Failed:
+    """:func:`_judge`, and the graph and schedule it judged."""
     try:
         s = rg.take_schedule((cfg.scheduling, cfg.restructure))  # made by the build, if any
         if s is None:
@@ -167,11 +260,11 @@ def _judge(rep: int, rg: RankGraph, cfg: Config, conservation: bool) -> _RankTim
         # judged on the graph with every moved tile where it ran, as simulate does
         rg = dataclasses.replace(rg, graph=repinned_graph(rg.graph, s.repinned))
     # the rank's time: the end of its last combine (as simulate reads it)
-    comb = rg.combine_events or [n for n in rg.graph.events if n != rg.tail_event]
+    last = _last_combine(rg, s)
     end = s.end_us
-    total = max(end[n] for n in comb)
+    total = end[last]
     idle = idle_decomposition(rg, s, total) if conservation and rg.late_stages else None
-    return _RankTime(
+    time = _RankTime(
         rep,
         total,
         end[rg.tail_event],
@@ -180,6 +273,7 @@ def _judge(rep: int, rg: RankGraph, cfg: Config, conservation: bool) -> _RankTim
         judge_bounds(physical_bounds(rg, cfg), total),
         idle,
     )
+    return _Judged(time, rg, s, last)
 
 
 def _default_workers(rows: Sequence[int]) -> int:
@@ -192,20 +286,136 @@ def _can_fork() -> bool:
     """Fork is the one start method whose workers see this process's registrations (a policy
     or builder registered at run time) and share its loaded modules. It is safe only while this
     process runs one thread: with others running (a search worker's heartbeat, a user's
-    program), a forked child could inherit a lock one of them holds. Otherwise the ranks are
-    scheduled here."""
-    return "fork" in multiprocessing.get_all_start_methods() and threading.active_count() == 1
+    program), a forked child could inherit a lock one of them holds. A daemonic process (a
+    worker of a user's ``multiprocessing.Pool``) may not start processes at all. Otherwise the
+    ranks are scheduled here."""
+    return (
+        "fork" in multiprocessing.get_all_start_methods()
+        and threading.active_count() == 1
+        and not multiprocessing.current_process().daemon
+    )
 
 
 @contextlib.contextmanager
-def _pool(job: _Job, workers: int) -> Iterator[Any]:
+def _pool(job: _Job | _FullJob, workers: int) -> Iterator[Any]:
     ctx = multiprocessing.get_context("fork")
-    pool = ctx.Pool(workers, initializer=_init, initargs=(job,))
+    pool = ctx.Pool(workers, initializer=_init if isinstance(job, _Job) else _init_full, initargs=(job,))
     try:
         yield pool
     finally:
         pool.terminate()
         pool.join()
+
+
+# --------------------------------------------------------------------------- simulate(..., ranks="all")
+
+
+class _FullJob(NamedTuple):
+    scenario: Scenario
+    counts: np.ndarray
+    ranks_of: dict[int, list[int]]
+    """representative rank -> the ranks sharing its routing signature"""
+    validate: bool
+
+
+_FULL: _FullJob | None = None
+"""The job of this worker process of :func:`parallel_rank_results` (set by :func:`_init_full`)."""
+
+
+def _init_full(job: _FullJob) -> None:
+    global _FULL
+    _FULL = job
+
+
+class _Analysed(NamedTuple):
+    """One distinct rank, as a worker of :func:`parallel_rank_results` hands it back."""
+
+    rep: int
+    result: Packed | None
+    """its result, packed (``None`` when it failed)"""
+    failed: _Carried | None
+    """``("build" | "schedule" | "analyse", the error's class, arguments, attributes)``"""
+    constants: frozenset[str]
+    """the model constants its build, schedule and analyses read"""
+
+
+def _rank_analysed(rep: int) -> _Analysed:
+    """Build, schedule, validate and analyse one distinct rank in a worker, as
+    :func:`moeopt.simulate` does in this process (:func:`~moeopt.megamoe.simulate.build_graphs`,
+    then :func:`~moeopt.megamoe.simulate.rank_results`, whose parts these are). Its
+    ``kernel_dag_end_us`` is left to the caller: it depends on every rank's time."""
+    assert _FULL is not None
+    scenario, counts, ranks_of, validate = _FULL
+    cfg = scenario.config
+    w = scenario.workload
+    phase = "build"
+    with gc_paused(), recording() as used:
+        try:
+            builder = lookup("builder", cfg.builder)()
+            rg = builder(cfg, w.tokens, w.topk, w.world, counts, rep, w.shared_expert_num)
+            phase = "schedule"
+            rg, s, last = scheduled_rank(rg, cfg, validate)
+            phase = "analyse"
+            packed = pack(rank_result(rg, s, cfg, last, ranks_of[rep], 0.0))
+        except Exception as exc:  # handed back, raised by the caller
+            return _Analysed(rep, None, _carried(phase, exc), frozenset(used))
+    return _Analysed(rep, packed, None, frozenset(used))
+
+
+def parallel_rank_results(
+    scenario: Scenario, validate: bool, steps: Steps | None, used: set[str]
+) -> dict[int, RankResult] | None:
+    """``rank_results(build_graphs(scenario), ...)`` (what :func:`moeopt.simulate` computes for
+    ``ranks="all"``) with every distinct rank built, scheduled, validated and analysed in a
+    worker process, the largest first; the constants the workers read are added to ``used``.
+    ``None``, and nothing done, when the ranks are scheduled in this process: a scenario with
+    one distinct rank or small ranks (:data:`PARALLEL_MIN_ROWS`), or a process that may not
+    fork (:func:`_can_fork`).
+
+    The same result, value for value: a worker sends its rank's result packed
+    (:mod:`moeopt.megamoe.packed`), rebuilt here; the barrier-delayed ends, which depend on
+    every rank's time, are set here as :func:`~moeopt.megamoe.simulate.rank_results` sets them.
+    The same error, too: the first build error in rank order, else the first scheduling or
+    validation error, else the first analysis error (simulate builds every rank before it
+    schedules one, and schedules every rank before it analyses one). ``steps``: each rank's
+    three steps (built, scheduled, analysed) as its result comes in."""
+    cfg = scenario.config
+    w = scenario.workload
+    counts, groups = rank_groups(scenario)
+    e = w.local_experts
+    rows = [int(counts[:, g[0] * e : (g[0] + 1) * e].sum()) for g in groups]
+    n = _default_workers(rows)
+    if n <= 1 or not _can_fork():
+        return None
+    # the largest ranks first: the last one to finish is then a small one
+    reps = [groups[k][0] for k in sorted(range(len(groups)), key=lambda k: -rows[k])]
+    job = _FullJob(scenario, counts, {g[0]: g for g in groups}, validate)
+    got: dict[int, RankResult] = {}
+    failed: dict[int, _Failed] = {}
+    with _pool(job, n) as pool:  # (leaving it stops the workers)
+        for one in pool.imap_unordered(_rank_analysed, reps, chunksize=1):
+            used |= one.constants
+            if one.failed is not None:
+                phase, cls, args, attrs = one.failed
+                failed[one.rep] = (phase, _rebuilt(cls, args, attrs))
+                continue
+            assert one.result is not None
+            got[one.rep] = unpack(one.result)  # (while the workers go on)
+            if steps is not None:
+                for what in ("built", "scheduled", "analysed"):
+                    steps(f"rank {one.rep} {what}")
+    for phase in ("build", "schedule", "analyse"):
+        for rep in sorted(failed):
+            if failed[rep][0] == phase:
+                raise failed[rep][1]
+    total = max(res["kernel_total_us"] for res in got.values())
+    per_rank: dict[int, RankResult] = {}
+    for rep in sorted(got):  # (the order rank_results fills it in)
+        res = got[rep]
+        res["kernel_dag_end_us"] = dag_end_us(res, total, cfg)
+        for r in job.ranks_of[rep]:
+            per_rank[r] = res
+    return per_rank
 
 
 def kernel_time(
@@ -263,10 +473,12 @@ def _timed(
     check_work_conservation: bool,
     stop_at: float | None = None,
     steps: Steps | None = None,
+    analyse_slowest: bool = False,
 ) -> tuple[KernelTime, dict[int, _RankTime], np.ndarray, list[list[int]]] | Reached:
     """:func:`kernel_time`, and what it found per distinct rank (by representative), the
     routing counts and the ranks grouped by routing signature; or the first rank found whose
-    time is at least ``stop_at``. ``steps``: a step per rank timed."""
+    time is at least ``stop_at``. ``steps``: a step per rank timed. ``analyse_slowest``: the
+    slowest rank's found has its ``analysed`` result (see :class:`_Slowest`)."""
     cfg = scenario.config
     w = scenario.workload
     policy = make_policy(cfg.scheduling)
@@ -280,7 +492,8 @@ def _timed(
     # the largest ranks first: the last one to finish is then a small one
     order = sorted(range(len(groups)), key=lambda k: -rows[k])
     reps = [groups[k][0] for k in order]
-    job = _Job(scenario, counts, conservation)
+    slowest = _Slowest({g[0]: g for g in groups}, shared=n > 1) if analyse_slowest else None
+    job = _Job(scenario, counts, conservation, slowest)
     got: list[_RankTime | _Failed] = []
     if n <= 1:
         global _JOB
@@ -289,6 +502,7 @@ def _timed(
             for rep in reps:
                 one = _rank_time(rep)
                 got.append(one)
+                _drop_slower(got)
                 if steps is not None:
                     steps(f"rank {rep} timed")
                 if _reached(one, stop_at) and len(got) < len(reps):
@@ -298,8 +512,9 @@ def _timed(
     else:
         with _pool(job, n) as pool:  # (leaving it stops the workers)
             for res in pool.imap(_rank_time_remote, reps, chunksize=1):
-                one = res if isinstance(res, _RankTime) else (res[0], _rebuilt(*res[1:]))
+                one = _received(res)
                 got.append(one)
+                _drop_slower(got)
                 if steps is not None:
                     steps(f"rank {reps[len(got) - 1]} timed")
                 if _reached(one, stop_at) and len(got) < len(reps):
@@ -311,6 +526,19 @@ def _timed(
     return kt, {rep: res for rep, res in by_rep.items() if isinstance(res, _RankTime)}, counts, groups
 
 
+def _drop_slower(got: list[_RankTime | _Failed]) -> None:
+    """Drop the analyses of ranks now known not to be the slowest (a faster rank's result is
+    never read: only the slowest rank's is kept), so that at most the ranks tied for the
+    greatest time so far hold one."""
+    held = [k for k, t in enumerate(got) if isinstance(t, _RankTime) and t.analysed is not None]
+    if len(held) > 1:
+        top = max(cast(_RankTime, got[k]).total_us for k in held)
+        for k in held:
+            t = cast(_RankTime, got[k])
+            if t.total_us < top:
+                got[k] = t._replace(analysed=None, analysed_constants=frozenset())
+
+
 def _reached(res: _RankTime | _Failed, stop_at: float | None) -> TypeGuard[_RankTime]:
     return stop_at is not None and isinstance(res, _RankTime) and res.total_us >= stop_at
 
@@ -319,28 +547,34 @@ def simulate_slowest(
     scenario: Scenario, check_bounds: bool, check_work_conservation: bool, progress: Progress | None = None
 ) -> SimulateResult:
     """``simulate(scenario, ranks="slowest")`` (see :func:`moeopt.simulate`): every distinct rank
-    timed and judged by :func:`kernel_time`, then the slowest one's routing signature built,
-    scheduled, validated and analysed here as :func:`moeopt.simulate` does it."""
+    timed and judged by :func:`kernel_time`, and the slowest one analysed as
+    :func:`moeopt.simulate` analyses it, where it was scheduled (see :class:`_Slowest`)."""
     cfg = scenario.config
-    w = scenario.workload
     policy = make_policy(cfg.scheduling)
     steps = Steps(progress, progress_total("slowest", len(rank_groups(scenario)[1]))) if progress else None
-    got = _timed(scenario, None, check_bounds, check_work_conservation, steps=steps)
+    got = _timed(scenario, None, check_bounds, check_work_conservation, steps=steps, analyse_slowest=True)
     assert not isinstance(got, Reached)
-    kt, times, counts, groups = got
+    kt, times, _counts, groups = got
     group = next(g for g in groups if kt["slowest_rank"] in g)
-    used: set[str] = set()
+    slow = times[group[0]]
+    used: set[str] = set(slow.analysed_constants)
     for t in times.values():
         used |= t.constants
+    if isinstance(slow.analysed, BaseException):
+        raise slow.analysed
+    if slow.analysed is None:  # no time exceeds the slowest rank's: it was analysed
+        raise AssertionError(f"the slowest rank {group[0]} was not analysed")
     with gc_paused(), recording() as here:
-        builder = lookup("builder", cfg.builder)()
-        rg = builder(cfg, w.tokens, w.topk, w.world, counts, group[0], w.shared_expert_num)
-        per_rank = rank_results({group[0]: (rg, group)}, cfg, True)
+        a = slow.analysed
+        res = cast(RankResult, a) if isinstance(a, dict) else unpack(a)
+        # (rank_results of this rank alone: the kernel's time is its own)
+        res["kernel_dag_end_us"] = dag_end_us(res, res["kernel_total_us"], cfg)
     used |= here
+    per_rank = dict.fromkeys(group, res)
     if steps is not None:
         steps(f"rank {group[0]} analysed")
-    if per_rank[group[0]]["kernel_total_us"] != kt["kernel_total_us"]:  # one graph, one scheduler
-        raise AssertionError("the slowest rank's time differs between its two schedules")
+    if res["kernel_total_us"] != kt["kernel_total_us"]:  # one graph, one schedule
+        raise AssertionError("the slowest rank's time differs from its analysed one")
     total, dag_end = kt["kernel_total_us"], kt["kernel_dag_end_us"]
     out = assemble_result(scenario, per_rank, kt["slowest_rank"], total, dag_end, used, policy.name)
     out["rank_kernel_total_us"] = kt["rank_kernel_total_us"]

@@ -71,7 +71,7 @@ from moeopt.megamoe.results import (
     SimulateResult,
 )
 from moeopt.megamoe.routing import counts_matrix, routing_signature
-from moeopt.megamoe.scenario import Config, Scenario
+from moeopt.megamoe.scenario import Config, Scenario, Workload
 from moeopt.megamoe.scenario.resolve import check_routing_budgets
 from moeopt.megamoe.stealing import restructure_rule
 from moeopt.registry import lookup
@@ -90,13 +90,29 @@ def rank_groups(scenario: Scenario) -> tuple[np.ndarray, list[list[int]]]:
     signatures build equal graphs), after the scenario's routing budgets are checked."""
     cfg = scenario.config
     w = scenario.workload
-    counts = counts_matrix(w)
     e = w.local_experts
+    memo = _LAST_GROUPS.get(w) if w.routing != "file" else None
+    if memo is None:
+        counts = counts_matrix(w)
+        groups: dict[Hashable, list[int]] = {}
+        for r in range(w.world):
+            groups.setdefault(routing_signature(counts, r, w.local_experts), []).append(r)
+        memo = (counts, list(groups.values()))
+        if w.routing != "file":
+            _LAST_GROUPS.clear()
+            _LAST_GROUPS[w] = memo
+    counts = memo[0].copy()  # (copies: a caller may change what it is given)
     check_routing_budgets(cfg, {r: int(counts[:, r * e : (r + 1) * e].sum()) for r in range(w.world)})
-    groups: dict[Hashable, list[int]] = {}
-    for r in range(w.world):
-        groups.setdefault(routing_signature(counts, r, w.local_experts), []).append(r)
-    return counts, list(groups.values())
+    return counts, [list(g) for g in memo[1]]
+
+
+_LAST_GROUPS: dict[Workload, tuple[np.ndarray, list[list[int]]]] = {}
+"""The last workload's counts and rank groups. One run asks for them up to three times (the
+command's progress bar, simulate's step count, the build), and a sampled routing of the
+DeepSeek-V3-like shape (32 ranks x 4096 tokens x 256 experts) takes a second to draw. Every
+routing but ``file`` (which reads a file that may change between calls) is a function of the
+workload's fields alone, so an equal workload has equal counts and groups; the routing budgets,
+which depend on the rest of the scenario, are checked on every call."""
 
 
 Progress = Callable[[int, int, str], None]
@@ -171,9 +187,14 @@ def simulate(
     analyses and event tables of all of them cost more time and memory than the answer needs
     (schedules are always validated in this mode).
 
+    ``ranks="all"`` builds, schedules and analyses the distinct ranks in forked worker
+    processes (the largest first) when there are several large ones and this process runs one
+    thread (:func:`moeopt.megamoe.kerneltime.parallel_rank_results`), in this process
+    otherwise: the same result value for value, and the same error, either way.
+
     ``progress(done, total, what)`` is called after each rank is built, scheduled and analysed
-    (``ranks="all"``: three steps per distinct rank; ``"slowest"``: one per distinct rank, and
-    one for the slowest rank's analyses).
+    (``ranks="all"``: three steps per distinct rank, as each comes back from a worker;
+    ``"slowest"``: one per distinct rank, and one for the slowest rank's analyses).
     """
     if ranks not in RANK_DETAIL:
         raise ValueError(f"ranks = {ranks!r}: not allowed; allowed: {', '.join(map(repr, RANK_DETAIL))}")
@@ -207,10 +228,18 @@ def _simulate(
     # (only simulate reports progress, and it passes no graphs)
     steps = Steps(progress, progress_total("all", len(rank_groups(scenario)[1]))) if progress else None
     with recording() as used:
-        built = build_graphs(scenario, progress=steps) if graphs is None else graphs
-        per_rank = rank_results(built, cfg, validate, steps)
-    if isinstance(built, BuiltGraphs):
-        used |= built.constants_used
+        per_rank = None
+        if graphs is None:
+            from moeopt.megamoe.kerneltime import parallel_rank_results  # it builds on this module
+
+            # several large distinct ranks: each built, scheduled and analysed in a worker
+            # process (None: they are not, and are here)
+            per_rank = parallel_rank_results(scenario, validate, steps, used)
+        if per_rank is None:
+            built = build_graphs(scenario, progress=steps) if graphs is None else graphs
+            per_rank = rank_results(built, cfg, validate, steps)
+            if isinstance(built, BuiltGraphs):
+                used |= built.constants_used
     total = max(r["kernel_total_us"] for r in per_rank.values())
     slowest = min(r for r in per_rank if per_rank[r]["kernel_total_us"] == total)
     if check_bounds:
@@ -266,36 +295,47 @@ def rank_results(
     and per rank analysed)."""
     scheduled: list[tuple[RankGraph, Schedule, list[int], str]] = []
     for _rep, (rg, ranks) in sorted(built.items()):
-        # the builder already left out every semaphore whose capacity covers its demand; the
-        # scheduler's further normalisation (an ancestor / descendant walk per acquirer) finds
-        # nothing more on MegaMoE graphs (their slot semaphores are released by a successor,
-        # never by an ancestor of the next acquirer) and would cost more than the schedule
-        s = rg.take_schedule((cfg.scheduling, cfg.restructure))  # made by the build, if any
-        if s is None:
-            hook = restructure_rule(cfg.restructure).hook(rg, cfg)
-            s = schedule(rg.graph, policy=cfg.scheduling, normalize=False, restructure=hook)
-        if validate:
-            validate_schedule(rg.graph, s)
-        if s.repinned:
-            # the analyses, the result and the exact layer read the graph with every moved tile
-            # where it ran (the schedule is an ordinary valid schedule of that graph)
-            rg = dataclasses.replace(rg, graph=repinned_graph(rg.graph, s.repinned))
-        scheduled.append((rg, s, ranks, _last_combine(rg, s)))
+        rg, s, last = scheduled_rank(rg, cfg, validate)
+        scheduled.append((rg, s, ranks, last))
         if progress is not None:
             progress(f"rank {rg.rank} scheduled")
     total = max(s.end_us[last] for _rg, s, _ranks, last in scheduled)
     per_rank: dict[int, RankResult] = {}
     for rg, s, ranks, last in scheduled:
-        # the unpermute waits for a cross-rank barrier: every rank's combines must be in
-        dag_end = max(
-            s.end_us[rg.tail_event], total + cfg.c("cross_rank_flag_us") + rg.graph[rg.tail_event].duration_us
-        )
-        res = _rank_result(rg, s, cfg, last, ranks, dag_end)
+        res = rank_result(rg, s, cfg, last, ranks, 0.0)
+        res["kernel_dag_end_us"] = dag_end_us(res, total, cfg)
         for r in ranks:
             per_rank[r] = res
         if progress is not None:
             progress(f"rank {rg.rank} analysed")
     return per_rank
+
+
+def scheduled_rank(rg: RankGraph, cfg: Config, validate: bool) -> tuple[RankGraph, Schedule, str]:
+    """One built rank graph scheduled (and validated): the graph the analyses read (with every
+    tile a restructuring rule moved where it ran), its schedule and its last combine."""
+    # the builder already left out every semaphore whose capacity covers its demand; the
+    # scheduler's further normalisation (an ancestor / descendant walk per acquirer) finds
+    # nothing more on MegaMoE graphs (their slot semaphores are released by a successor,
+    # never by an ancestor of the next acquirer) and would cost more than the schedule
+    s = rg.take_schedule((cfg.scheduling, cfg.restructure))  # made by the build, if any
+    if s is None:
+        hook = restructure_rule(cfg.restructure).hook(rg, cfg)
+        s = schedule(rg.graph, policy=cfg.scheduling, normalize=False, restructure=hook)
+    if validate:
+        validate_schedule(rg.graph, s)
+    if s.repinned:
+        # the analyses, the result and the exact layer read the graph with every moved tile
+        # where it ran (the schedule is an ordinary valid schedule of that graph)
+        rg = dataclasses.replace(rg, graph=repinned_graph(rg.graph, s.repinned))
+    return rg, s, _last_combine(rg, s)
+
+
+def dag_end_us(res: RankResult, total: float, cfg: Config) -> float:
+    """The end of rank ``res`` after the cross-rank barrier and the tail, ``total``: the
+    kernel's time (the unpermute waits for a cross-rank barrier: every rank's combines must be
+    in)."""
+    return max(res["tail_end_us"], total + cfg.c("cross_rank_flag_us") + res["tail_us"])
 
 
 def _last_combine(rg: RankGraph, s: Schedule) -> str:
@@ -305,11 +345,12 @@ def _last_combine(rg: RankGraph, s: Schedule) -> str:
     return max(comb, key=lambda n: (s.end_us[n], n))
 
 
-def _rank_result(
+def rank_result(
     rg: RankGraph, s: Schedule, cfg: Config, last: str, ranks: list[int], dag_end: float
 ) -> RankResult:
     """The analyses of one rank's schedule; ``last``: its last combine, ``ranks``: the ranks it
-    stands for, ``dag_end``: its end after the cross-rank barrier and the tail."""
+    stands for, ``dag_end``: its end after the cross-rank barrier and the tail (see
+    :func:`dag_end_us`; it depends on every rank's time)."""
     g = rg.graph
     t = Table.of(rg, s)
     on = events_on(t)  # each resource's events, for three of the analyses

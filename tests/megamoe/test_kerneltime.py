@@ -7,6 +7,7 @@ every rank's graph, schedule and analyses in this process)."""
 from __future__ import annotations
 
 import sys
+from typing import Any
 
 import pytest
 
@@ -121,16 +122,32 @@ def test_workers_with_another_thread_running() -> None:
     assert got == {**kernel_time(sc, workers=2), "workers": 1}
 
 
+@pytest.mark.parametrize("workers", [False, True])
 @pytest.mark.parametrize("name", ["bs72.zipf", "pto_m16.zipf", "basic_e8", "pto_m16.zipf.stealing"])
-def test_slowest_only_is_the_full_result_cut_down(name: str) -> None:
+def test_slowest_only_is_the_full_result_cut_down(
+    monkeypatch: pytest.MonkeyPatch, name: str, workers: bool
+) -> None:
     # simulate(..., ranks="slowest") is simulate(...) with rank_results and simulated_ranks cut
     # down to the slowest rank's routing signature, plus every rank's time: the reference is
-    # the full pipeline, which analyses every rank in this process
+    # the full pipeline, which analyses every rank in this process. The slowest rank is
+    # analysed where it was timed (in a worker, or here), not built a second time
     from moeopt.cli.common import result_to_jsonable
 
     sc = _golden(name)
     full = simulate(sc)
+    _in_workers(monkeypatch, workers)
+    build_pkg = sys.modules["moeopt.megamoe.build"]  # (the registered builder reads it there)
+    real_build = build_pkg.build_rank
+    built: list[int] = []
+
+    def build(*args: Any, **kw: Any) -> object:
+        built.append(args[5])  # (cfg, tokens, topk, world, counts, rank, ...)
+        return real_build(*args, **kw)
+
+    monkeypatch.setattr(build_pkg, "build_rank", build)
     cut = simulate(sc, ranks="slowest")
+    n = len(full["simulated_ranks"])
+    assert len(built) == (0 if workers and n > 1 else n)  # (in the workers, or each once here)
     rep = next(
         rr["rank"]
         for rr in full["rank_results"].values()
@@ -173,4 +190,249 @@ def test_progress_counts_every_step(ranks: str, per_rank: int, extra: int) -> No
     total = per_rank * n + extra
     assert [d for d, _t, _w in calls] == list(range(1, total + 1))
     assert {t for _d, t, _w in calls} == {total}
-    assert calls[-1][2] == f"rank {r['slowest_rank'] if ranks == 'slowest' else max(r['simulated_ranks'])} analysed"
+    assert (
+        calls[-1][2]
+        == f"rank {r['slowest_rank'] if ranks == 'slowest' else max(r['simulated_ranks'])} analysed"
+    )
+
+
+# --------------------------------------------------------------------------- simulate(ranks="all")
+# in worker processes: each distinct rank built, scheduled, validated and analysed in a worker,
+# its result packed (moeopt.megamoe.packed) and rebuilt here. The reference is the same call
+# with the ranks in this process (a process that may not fork runs them so).
+
+
+def _plain(x: object) -> object:
+    """``x`` with every graph, schedule and event table as plain values (they compare by
+    identity, or through lazy maps, as they are): what a user reads of them."""
+    from moeopt.core.events import EventGraph
+    from moeopt.core.schedule import Schedule
+
+    if isinstance(x, dict):
+        return {k: _plain(v) for k, v in x.items()}
+    if isinstance(x, list):
+        return [_plain(v) for v in x]
+    if isinstance(x, EventGraph):
+        return (
+            [repr(ev) for ev in x],
+            [dict(ev.labels) for ev in x],
+            dict(x.semaphores),
+            dict(x.pools),
+        )
+    if isinstance(x, Schedule):
+        levels = x.recorded_levels
+        return (
+            x,  # its own == (starts, ends, bindings, waits, policy, order, moves)
+            list(x.start_us),  # (in order)
+            dict(x.waits),
+            None if levels is None else {sem: x.semaphore_levels(sem) for sem in levels.curves},
+            x.fingerprint(),
+        )
+    if type(x).__name__ == "EventRows":
+        return list(x)  # type: ignore[call-overload]
+    return x
+
+
+def _in_workers(monkeypatch: pytest.MonkeyPatch, on: bool) -> None:
+    import moeopt.megamoe.kerneltime as kt
+
+    # two workers whatever the scenario's size and this machine's cores, or none at all
+    monkeypatch.setattr(kt, "_default_workers", lambda rows: min(2, len(rows)) if on else 1)
+
+
+@pytest.mark.parametrize("name", ["basic_zipf", "bs72.zipf", "pto_m16.zipf.stealing", "basic_e8"])
+def test_all_ranks_in_workers_is_the_same_result(monkeypatch: pytest.MonkeyPatch, name: str) -> None:
+    # skewed routings (every rank a graph of its own; .stealing: a restructuring rule re-pins
+    # tiles, so the result's graph is the re-pinned one), and one rank standing for all
+    # (basic_e8: nothing to send to workers, the ranks stay here)
+    import moeopt.megamoe as mm
+
+    if name == "basic_zipf":
+        sc = mm.load_scenario("examples/scenario_basic.toml").with_overrides({"workload.routing": "zipf"})
+    else:
+        sc = _golden(name)
+    _in_workers(monkeypatch, False)
+    ref = simulate(sc)
+    _in_workers(monkeypatch, True)
+    import moeopt.megamoe.kerneltime as kt
+
+    unpacked: list[int] = []
+    real_unpack = kt.unpack
+    monkeypatch.setattr(kt, "unpack", lambda p: unpacked.append(1) or real_unpack(p))
+    calls: list[tuple[int, int, str]] = []
+    got = simulate(sc, progress=lambda d, t, w: calls.append((d, t, w)))
+    # every distinct rank came from a worker (none when one rank stands for all)
+    n = len(ref["simulated_ranks"])
+    assert len(unpacked) == (n if n > 1 else 0)
+    assert _plain(got) == _plain(ref)
+    assert list(got) == list(ref)
+    for r, rr in got["rank_results"].items():
+        assert list(rr) == list(ref["rank_results"][r])  # the keys in order too
+        # ranks sharing a routing signature share one result, as here
+        assert rr is got["rank_results"][rr["ranks_sharing_signature"][0]]
+    # each distinct rank's three steps, in the order the ranks come back
+    assert [d for d, _t, _w in calls] == list(range(1, 3 * n + 1))
+    assert {t for _d, t, _w in calls} == {3 * n}
+
+
+def test_all_ranks_in_workers_raise_simulates_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    # the validator refuses the schedules of some ranks and the builder fails on others: simulate
+    # builds every rank before it schedules one, so the lowest rank's build error is raised,
+    # whichever worker finished first; without build errors, the lowest rank's validation error
+    import moeopt.megamoe.kerneltime as kt
+    from moeopt.errors import GraphError
+
+    sc = _golden("bs72.zipf")
+    reps = simulate(sc)["simulated_ranks"]
+    assert len(reps) >= 4
+    refused, broken = set(reps[1::2]), set(reps[2::2])  # ranks 1, 3, 5, 7 and 2, 4, 6
+    sim = sys.modules["moeopt.megamoe.simulate"]
+    build_pkg = sys.modules["moeopt.megamoe.build"]  # (the registered builder reads it there)
+    real_validate, real_build = sim.validate_schedule, build_pkg.build_rank
+
+    def validate(graph: Any, s: object) -> None:
+        rank = graph["head"].labels["rank"]
+        if rank in refused:
+            raise ScheduleError([f"made up for rank {rank}"])
+        real_validate(graph, s)
+
+    def build(*args: Any, **kw: Any) -> object:
+        if args[5] in broken:  # (cfg, tokens, topk, world, counts, rank, ...)
+            raise GraphError(f"made up for rank {args[5]}")
+        return real_build(*args, **kw)
+
+    monkeypatch.setattr(sim, "validate_schedule", validate)
+    for patched, want in (
+        (False, "rank 1"),
+        (True, "rank 2"),
+    ):  # validation errors alone, then with build errors
+        if patched:
+            monkeypatch.setattr(build_pkg, "build_rank", build)
+        errors = []
+        for on in (False, True):
+            _in_workers(monkeypatch, on)
+            with pytest.raises(Exception) as err:
+                simulate(sc)
+            errors.append(err.value)
+        ref, got = errors
+        assert type(got) is type(ref) is (GraphError if patched else ScheduleError)
+        assert str(got) == str(ref)
+        assert want in str(got)
+        assert vars(got) == vars(ref)
+    assert kt._FULL is None  # (the job lives in the workers only)
+
+
+def test_rank_groups_kept_for_the_last_workload_are_a_fresh_draw(tmp_path: Any) -> None:
+    # a run asks for the counts and rank groups up to three times (progress bar, step count,
+    # build): the last workload's are kept, and must be what a fresh draw gives, whatever a
+    # caller does to the copies it was handed
+    import numpy as np
+
+    import moeopt.megamoe as mm
+    from moeopt.megamoe.routing import counts_matrix
+
+    sim = sys.modules["moeopt.megamoe.simulate"]  # (the package's ``simulate`` is the function)
+    sc = _golden("bs72.zipf")
+    sim._LAST_GROUPS.clear()
+    c1, g1 = sim.rank_groups(sc)
+    c1[0, 0] += 5
+    g1[0].append(99)
+    c2, g2 = sim.rank_groups(sc)  # (kept)
+    assert sc.workload in sim._LAST_GROUPS
+    assert np.array_equal(c2, counts_matrix(sc.workload))
+    sim._LAST_GROUPS.clear()
+    c3, g3 = sim.rank_groups(sc)  # (drawn again)
+    assert np.array_equal(c2, c3)
+    assert g2 == g3
+    # a routing file is read again on every call (it may have changed in between)
+    path = tmp_path / "routes.json"
+    path.write_text('{"counts": [[2, 2, 2, 2], [2, 2, 2, 2]]}')
+    w = mm.Workload(tokens=4, topk=2, world=2, local_experts=2, routing="file", file=str(path))
+    fs = mm.Scenario(workload=w, h=7168, hidden_dim=4096, profile="pto-a2a3")
+    assert sim.rank_groups(fs)[0].tolist() == [[2, 2, 2, 2], [2, 2, 2, 2]]
+    path.write_text('{"counts": [[8, 0, 0, 0], [0, 0, 0, 8]]}')
+    assert sim.rank_groups(fs)[0].tolist() == [[8, 0, 0, 0], [0, 0, 0, 8]]
+
+
+def _in_daemon(q: Any) -> None:
+    import moeopt.megamoe.kerneltime as kt
+
+    sc = _golden("bs72.zipf")
+    kt._default_workers = lambda rows: 2  # (this process only)
+    q.put((kernel_time(sc, workers=2), simulate(sc)["kernel_total_us"]))
+
+
+def test_workers_from_a_daemonic_process() -> None:
+    # a worker of a user's multiprocessing pool is daemonic and may not start processes: the
+    # ranks are scheduled in it (simulate's too), same times
+    import multiprocessing
+
+    ctx = multiprocessing.get_context("fork")
+    q = ctx.Queue()
+    p = ctx.Process(target=_in_daemon, args=(q,), daemon=True)
+    p.start()
+    got, total = q.get(timeout=120)
+    p.join(timeout=60)
+    assert got["workers"] == 1
+    sc = _golden("bs72.zipf")
+    assert got == {**kernel_time(sc, workers=2), "workers": 1}
+    assert total == got["kernel_total_us"]
+
+
+def test_only_the_slowest_ranks_keep_their_analyses() -> None:
+    # simulate(..., ranks="slowest") analyses every rank that may be the slowest when it is
+    # timed; once a slower one is in, the faster one's analyses are dropped (never read), the
+    # ranks tied for the greatest time keep theirs, a rank never analysed stays so
+    from moeopt.megamoe.kerneltime import _drop_slower, _RankTime
+
+    def t(rep: int, total: float, analysed: object) -> _RankTime:
+        return _RankTime(rep, total, 0.0, 0.0, 1, {}, None, analysed=analysed)  # type: ignore[arg-type]
+
+    got: list[Any] = [
+        t(0, 5.0, "r0"),
+        ("build", ValueError("x")),
+        t(2, 7.0, "r2"),
+        t(3, 7.0, "r3"),
+        t(4, 6.0, None),
+    ]
+    _drop_slower(got)
+    assert [g.analysed if isinstance(g, _RankTime) else g[0] for g in got] == [
+        None,
+        "build",
+        "r2",
+        "r3",
+        None,
+    ]
+
+
+def test_slowest_analysis_error_only_for_the_slowest(monkeypatch: pytest.MonkeyPatch) -> None:
+    # ranks="slowest" analyses a rank as soon as it may be the slowest; the analyses of a rank
+    # that turns out faster are never read, so their error is not raised either, while the
+    # slowest rank's is (here, with the ranks timed in this process in largest-first order:
+    # the first rank is always analysed)
+    import moeopt.megamoe.kerneltime as kt
+
+    sc = _golden("bs72.zipf")
+    _in_workers(monkeypatch, False)
+    ref = simulate(sc, ranks="slowest")
+    counts, groups = sys.modules["moeopt.megamoe.simulate"].rank_groups(sc)
+    e = sc.workload.local_experts
+    first = max((int(counts[:, g[0] * e : (g[0] + 1) * e].sum()), -g[0]) for g in groups)
+    first_rep, slow_rep = -first[1], ref["simulated_ranks"][0]
+    assert first_rep != slow_rep  # (the case this test is about)
+    real = kt.rank_result
+
+    def failing(rep: int) -> Any:
+        def analyse(rg: Any, *args: Any) -> Any:
+            if rg.rank == rep:
+                raise ArithmeticError(f"made up for rank {rep}")
+            return real(rg, *args)
+
+        return analyse
+
+    monkeypatch.setattr(kt, "rank_result", failing(first_rep))
+    got = simulate(sc, ranks="slowest")
+    assert _plain(got) == _plain(ref)
+    monkeypatch.setattr(kt, "rank_result", failing(slow_rep))
+    with pytest.raises(ArithmeticError, match=f"made up for rank {slow_rep}"):
+        simulate(sc, ranks="slowest")

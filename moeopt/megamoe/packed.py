@@ -1,0 +1,227 @@
+"""One rank's result in a compact form that crosses a process boundary cheaply.
+
+A worker process of :func:`moeopt.simulate` (:mod:`moeopt.megamoe.kerneltime`) builds, schedules
+and analyses a rank and hands its :class:`~moeopt.megamoe.results.RankResult` back. Pickled as it
+is, the result costs more than it took to compute (the largest DeepSeek-V3-like rank, 58k events:
+2.6 s to pickle, 3.2 s to unpickle, against 1.8 s to build, schedule and analyse it): its graph
+and schedule are tens of thousands of small objects (events, read-only maps, waits) that pickle
+walks one by one through Python-level reduce hooks, and the schedule's lazy waits hold the
+scheduler's whole compiled graph. :func:`pack` turns them into columns of plain values (lists of
+names, floats, tuples and dicts, which pickle reads and writes in C); :func:`unpack` rebuilds
+the same objects from them:
+
+* the graph: every event rebuilt by ``Event.trusted`` from its own fields (the fields of an
+  event that was already checked: the same event), the semaphores and pools as they were; the
+  acquire / release maps events share stay shared;
+* the schedule: the same starts, ends, bindings, waits (as plain ``Wait`` values: the lazy map's
+  values, each built once), policy, commit order, recorded semaphore levels (recorded for the
+  rebuilt start / end maps, as they were for the originals) and moved tiles;
+* the event rows: a :class:`~moeopt.megamoe.analysis.table.Table` of the rebuilt graph and
+  schedule, built as ``Table.of`` builds it;
+* every other field (the analyses: plain dicts, lists and numbers) as it is.
+
+What the rebuilt result does not carry is cache: the graph's compiled form (rebuilt by
+``graph.compiled()`` when something asks for it) and the lazy waits' reference to the
+scheduler's arrays. ``tests/megamoe/test_kerneltime.py`` compares a result that crossed with
+the one made in this process, field by field.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from functools import partial
+from operator import attrgetter
+from types import MappingProxyType
+from typing import Any, cast
+
+from moeopt.core.events import Event, EventGraph
+from moeopt.core.schedule import Schedule, SemaphoreLevels, Wait
+from moeopt.megamoe.analysis.table import EventRows, Table
+from moeopt.megamoe.results import RankResult
+
+_NAME = attrgetter("name")
+_RES = attrgetter("resources")
+_DEPS = attrgetter("deps")
+_ACQ = attrgetter("acquires")
+_REL = attrgetter("releases")
+_COLOC = attrgetter("colocate_with")
+_DUR = attrgetter("duration_us")
+_LABELS = attrgetter("labels")
+
+_OWN = ("events", "schedule", "graph")
+"""The fields :func:`pack` encodes; every other one is sent as it is."""
+
+
+def _shared_maps(maps: list[Mapping[str, int]]) -> tuple[list[dict[str, int]], list[int]]:
+    """The distinct maps (by identity: events share them) as dicts, and each event's index."""
+    first: dict[int, int] = {}
+    distinct: list[dict[str, int]] = []
+    idx: list[int] = []
+    for m in maps:
+        k = first.get(id(m))
+        if k is None:
+            k = first[id(m)] = len(distinct)
+            distinct.append(dict(m))
+        idx.append(k)
+    return distinct, idx
+
+
+def _dicts(maps: list[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """Each map copied to a dict: an event's read-only view copies its dict in C (``dict()`` of
+    a view walks it item by item, four times slower); any other map as ``dict()`` copies it."""
+    if set(map(type, maps)) <= {MappingProxyType}:
+        out: list[Any] = list(map(MappingProxyType.copy, maps))  # type: ignore[arg-type]
+        if set(map(type, out)) <= {dict}:
+            return out
+    return list(map(dict, maps))
+
+
+def _pack_graph(g: EventGraph) -> tuple[Any, ...]:
+    evs = list(g)
+    acq, acq_idx = _shared_maps(list(map(_ACQ, evs)))
+    rel, rel_idx = _shared_maps(list(map(_REL, evs)))
+    return (
+        dict(g.semaphores),
+        dict(g.pools),
+        list(map(_NAME, evs)),
+        list(map(_RES, evs)),
+        _dicts(list(map(_DEPS, evs))),
+        acq,
+        acq_idx,
+        rel,
+        rel_idx,
+        list(map(_COLOC, evs)),
+        list(map(_DUR, evs)),
+        _dicts(list(map(_LABELS, evs))),
+    )
+
+
+def _unpack_graph(packed: tuple[Any, ...]) -> EventGraph:
+    sems, pools, names, res, deps, acq, acq_idx, rel, rel_idx, coloc, dur, labels = packed
+    # a non-empty read-only map is kept by Event.trusted as it is (shared between the events
+    # that shared it); an empty one becomes the shared empty map, as it was
+    acq_maps = [MappingProxyType(m) if m else None for m in acq]
+    rel_maps = [MappingProxyType(m) if m else None for m in rel]
+    evs = list(
+        map(
+            Event.trusted,
+            names,
+            res,
+            deps,
+            map(acq_maps.__getitem__, acq_idx),
+            map(rel_maps.__getitem__, rel_idx),
+            coloc,
+            dur,
+            labels,
+        )
+    )
+    g = EventGraph(semaphores=sems, pools=pools)
+    g.add_all(evs)
+    return g
+
+
+def _column(m: Mapping[str, Any], names: list[str]) -> tuple[list[str] | None, list[Any]]:
+    """``m``'s keys (``None`` when they are ``names``, in order: the common case, sent once) and
+    values."""
+    keys = list(m)
+    return (None if keys == names else keys), list(m.values())
+
+
+def _uncolumn(col: tuple[list[str] | None, list[Any]], names: list[str]) -> dict[str, Any]:
+    keys, values = col
+    return dict(zip(names if keys is None else keys, values))
+
+
+_WAIT = partial(tuple.__new__, Wait)
+"""A ``Wait`` from its fields as a tuple (what ``Wait._make`` does, without a Python call)."""
+
+
+def _pack_schedule(s: Schedule, names: list[str]) -> tuple[Any, ...]:
+    rec = s.recorded_levels
+    levels = None
+    if rec is not None:
+        # the levels hold for the times they were recorded with: keep which ones they are
+        levels = (
+            None if rec.for_start is s.start_us else dict(rec.for_start),
+            None if rec.for_end is s.end_us else dict(rec.for_end),
+            dict(rec.curves),
+        )
+    waits = _column(s.waits, names)
+    return (
+        _column(s.start_us, names),
+        _column(s.end_us, names),
+        _column(s.resources, names),
+        (waits[0], list(map(tuple, waits[1]))),
+        s.policy,
+        list(s.order),
+        levels,
+        dict(s.repinned),
+    )
+
+
+def _unpack_schedule(packed: tuple[Any, ...], names: list[str]) -> Schedule:
+    start, end, res, (wait_keys, waits), policy, order, levels, repinned = packed
+    start_us = _uncolumn(start, names)
+    end_us = _uncolumn(end, names)
+    rec = None
+    if levels is not None:
+        for_start, for_end, curves = levels
+        rec = SemaphoreLevels(
+            start_us if for_start is None else for_start, end_us if for_end is None else for_end, curves
+        )
+    return Schedule(
+        start_us=start_us,
+        end_us=end_us,
+        resources=_uncolumn(res, names),
+        waits=_uncolumn((wait_keys, list(map(_WAIT, waits))), names),
+        policy=policy,
+        order=tuple(order),
+        recorded_levels=rec,
+        repinned=repinned,
+    )
+
+
+def _table(g: EventGraph, s: Schedule, names: list[str]) -> Table:
+    """``Table.of`` of the rebuilt graph and schedule (which reads the rank's graph alone)."""
+
+    def in_order(m: Mapping[str, Any]) -> list[Any]:
+        return list(m.values()) if list(m) == names else [m[n] for n in names]
+
+    return Table(
+        names=names,
+        events=list(g),
+        start=in_order(s.start_us),
+        end=in_order(s.end_us),
+        res=in_order(s.resources),
+        schedule=s,
+    )
+
+
+Packed = tuple[list[str], dict[str, Any], tuple[Any, ...], tuple[Any, ...]]
+"""What :func:`pack` makes of a rank's result (plain values only)."""
+
+
+def pack(res: RankResult) -> Packed:
+    """``res`` as plain values: its keys in order, every field but its graph, schedule and
+    event rows as it is, its graph and its schedule as columns (its event rows are a view of
+    the two)."""
+    if not isinstance(res["events"], EventRows):
+        raise TypeError("pack takes a result of moeopt.megamoe.simulate.rank_result")
+    g = res["graph"]
+    graph = _pack_graph(g)
+    return (
+        list(res),
+        {k: v for k, v in res.items() if k not in _OWN},
+        graph,
+        _pack_schedule(res["schedule"], graph[2]),
+    )
+
+
+def unpack(packed: Packed) -> RankResult:
+    """The result :func:`pack` was given, rebuilt (see the module docstring)."""
+    keys, rest, graph, sched = packed
+    names = graph[2]
+    g = _unpack_graph(graph)
+    s = _unpack_schedule(sched, names)
+    own = {"graph": g, "schedule": s, "events": EventRows(_table(g, s, names))}
+    return cast(RankResult, {k: own[k] if k in own else rest[k] for k in keys})
