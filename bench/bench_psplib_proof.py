@@ -54,13 +54,10 @@ def decision_model(graph: m.EventGraph, limit: int) -> ExactModel:
     return model
 
 
-def decide(
-    graph: m.EventGraph, limit: int, time_limit: float, params: dict[str, Any], dtime: float = 0.0
-) -> tuple[str, float, float, float]:
-    """``(status, wall s, CPU s, deterministic time)`` of CP-SAT on ``makespan <= limit`` (model
-    building included in the seconds); ``dtime > 0`` limits the search by deterministic time."""
-    t0, c0 = time.perf_counter(), time.process_time()
-    model = decision_model(graph, limit)
+def one_worker_solver(time_limit: float, params: dict[str, Any], dtime: float = 0.0) -> cp_model.CpSolver:
+    """A CP-SAT solver on one worker with ``solve_exact``'s default parameters, then ``params``
+    (enum values by name, repeated fields as lists), limited by ``time_limit`` wall seconds and,
+    when ``dtime > 0``, by deterministic time."""
     solver = cp_model.CpSolver()
     p = solver.parameters
     p.num_workers = 1
@@ -71,7 +68,22 @@ def decide(
         current = getattr(p, key)
         if isinstance(value, str) and hasattr(type(current), "__members__"):
             value = type(current).__members__[value]
-        setattr(p, key, value)
+        if hasattr(current, "extend"):
+            current.clear()
+            current.extend(value)
+        else:
+            setattr(p, key, value)
+    return solver
+
+
+def decide(
+    graph: m.EventGraph, limit: int, time_limit: float, params: dict[str, Any], dtime: float = 0.0
+) -> tuple[str, float, float, float]:
+    """``(status, wall s, CPU s, deterministic time)`` of CP-SAT on ``makespan <= limit`` (model
+    building included in the seconds); ``dtime > 0`` limits the search by deterministic time."""
+    t0, c0 = time.perf_counter(), time.process_time()
+    model = decision_model(graph, limit)
+    solver = one_worker_solver(time_limit, params, dtime)
     code = solver.solve(model.cp)
     wall, cpu = time.perf_counter() - t0, time.process_time() - c0
     return solver.status_name(code), wall, cpu, solver.response_proto.deterministic_time

@@ -52,13 +52,12 @@ import sys
 import time
 from typing import Any
 
-from bench_psplib_proof import decision_model
+from bench_psplib_proof import decision_model, one_worker_solver
 from ortools.sat.python import cp_model
 from psplib_set import add_data_argument, open_set
 
 import moeopt as m
 from moeopt.exact.model import ExactModel
-from moeopt.exact.solve import DEFAULT_PARAMS
 
 
 def jobs(model: ExactModel) -> tuple[list[int], list[dict[int, int]], list[int]]:
@@ -283,21 +282,7 @@ def decide(
 ) -> tuple[str, float, float]:
     c0 = time.process_time()
     cp = build(graph, limit, variant)
-    solver = cp_model.CpSolver()
-    p = solver.parameters
-    p.num_workers = 1
-    p.max_time_in_seconds = time_limit
-    if dtime > 0:
-        p.max_deterministic_time = dtime
-    for key, value in {**DEFAULT_PARAMS, **params}.items():
-        current = getattr(p, key)
-        if isinstance(value, str) and hasattr(type(current), "__members__"):
-            value = type(current).__members__[value]
-        if hasattr(current, "extend"):
-            current.clear()
-            current.extend(value)
-        else:
-            setattr(p, key, value)
+    solver = one_worker_solver(time_limit, params, dtime)
     code = solver.solve(cp)
     return solver.status_name(code), time.process_time() - c0, solver.response_proto.deterministic_time
 
@@ -321,17 +306,7 @@ def optimise(
     inst = tick_instance(cg, grid, "exact", grid.down(hint.makespan_us), pairings, sem_model, DELAYS_BUDGET)
     model = ExactModel(inst)
     model.add_hint(hint)
-    solver = cp_model.CpSolver()
-    p = solver.parameters
-    p.num_workers = 1
-    p.max_time_in_seconds = time_limit
-    if dtime > 0:
-        p.max_deterministic_time = dtime
-    for key, value in {**DEFAULT_PARAMS, **params}.items():
-        current = getattr(p, key)
-        if isinstance(value, str) and hasattr(type(current), "__members__"):
-            value = type(current).__members__[value]
-        setattr(p, key, value)
+    solver = one_worker_solver(time_limit, params, dtime)
     code = solver.solve(model.cp)
     best = int(solver.objective_value) if code in (cp_model.OPTIMAL, cp_model.FEASIBLE) else -1
     return (

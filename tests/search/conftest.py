@@ -41,3 +41,19 @@ def tiny() -> dict[str, Any]:
 def write_study(path: Path, study: dict[str, Any]) -> Path:
     path.write_text(yaml.safe_dump(study, sort_keys=False))
     return path
+
+
+@pytest.fixture
+def ranks_scheduled(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The distinct ranks ``kernel_time`` and its relatives schedule in this process, in order."""
+    import moeopt.megamoe.kerneltime as kt
+
+    seen: list[int] = []
+    real = kt._rank_time
+
+    def counting(rep: int) -> Any:
+        seen.append(rep)
+        return real(rep)
+
+    monkeypatch.setattr(kt, "_rank_time", counting)
+    return seen

@@ -14,7 +14,6 @@ from typing import Any
 import numpy as np
 import pytest
 
-import moeopt.megamoe.kerneltime as kt
 from moeopt.megamoe.kerneltime import kernel_time
 from moeopt.search.config import load_study
 from moeopt.search.evaluate import Evaluator
@@ -29,19 +28,6 @@ def _study(routing: str = "uniform", **extra: Any) -> Any:
     d["scenario"]["workload"]["routing"] = routing
     d.update(extra)
     return load_study(d)
-
-
-@pytest.fixture
-def ranks_timed(monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    seen: list[int] = []
-    real = kt._rank_time
-
-    def counting(rep: int) -> Any:
-        seen.append(rep)
-        return real(rep)
-
-    monkeypatch.setattr(kt, "_rank_time", counting)
-    return seen
 
 
 def _reference(cfg: Any) -> list[list[float]]:
@@ -97,7 +83,7 @@ def test_threshold_is_the_least_time_that_loses() -> None:
     assert ev._threshold({one: [0.0, 10.0]}, one, 0, 36.0) is None
 
 
-def test_a_shape_that_decides_stops_the_others(ranks_timed: list[int]) -> None:
+def test_a_shape_that_decides_stops_the_others(ranks_scheduled: list[int]) -> None:
     # three shapes of one distinct rank each (uniform routing), mean: with the first shape's
     # time v1 known and the two others at 0, the mean is v1 / 3; at best = v1 / 3 the point
     # cannot win, and neither of the other shapes is timed
@@ -106,41 +92,41 @@ def test_a_shape_that_decides_stops_the_others(ranks_timed: list[int]) -> None:
     ref = _reference(cfg)
     v1 = ref[0][0]
     ev = _late(Evaluator(cfg))
-    del ranks_timed[:]
+    del ranks_scheduled[:]
     out = ev.evaluate(POINT, best=v1 / 3.0)
     assert out.state == "pruned"
     assert out.kind == "lower_bound"
     assert "2 scenario(s) not simulated" in (out.reason or "")
     assert out.lower_bound_us is not None
     assert out.lower_bound_us >= v1 / 3.0
-    assert len(ranks_timed) == 1  # the first shape's one distinct rank
+    assert len(ranks_scheduled) == 1  # the first shape's one distinct rank
     # a best no value can reach: every shape timed, the exact mean
-    del ranks_timed[:]
+    del ranks_scheduled[:]
     out = ev.evaluate(POINT, best=sum(r[0] for r in ref) / 3.0 + 1.0)
     assert out.state == "complete"
     assert out.values == [pytest.approx(sum(r[0] for r in ref) / 3.0, rel=1e-12)]
-    assert len(ranks_timed) == 3
+    assert len(ranks_scheduled) == 3
 
 
-def test_seeds_stop_at_a_rank(ranks_timed: list[int]) -> None:
+def test_seeds_stop_at_a_rank(ranks_scheduled: list[int]) -> None:
     # zipf routing with three seeds, mean over them: at the point's own value as the best, it
     # cannot win; it stops before every rank of every seed is scheduled (8 distinct ranks each)
     cfg = _study("zipf", objective={"metric": "kernel_total_us", "seeds": [0, 1, 2], "statistic": "mean"})
     ref = _reference(cfg)
     value = float(np.mean(ref[0]))
     ev = _late(Evaluator(cfg))
-    del ranks_timed[:]
+    del ranks_scheduled[:]
     out = ev.evaluate(POINT, best=value)
     assert out.state == "pruned"
     assert out.kind == "lower_bound"
     assert out.lower_bound_us is not None
     assert out.lower_bound_us >= value
-    assert len(ranks_timed) < 3 * 8
-    del ranks_timed[:]
+    assert len(ranks_scheduled) < 3 * 8
+    del ranks_scheduled[:]
     out = ev.evaluate(POINT, best=value + 1.0)
     assert out.state == "complete"
     assert out.values == [value]
-    assert len(ranks_timed) == 3 * 8
+    assert len(ranks_scheduled) == 3 * 8
 
 
 def test_mean_ratio_over_shapes_after_a_bound_check() -> None:

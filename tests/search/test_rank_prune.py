@@ -26,19 +26,6 @@ def _study(**extra: Any) -> Any:
     return load_study(d)
 
 
-@pytest.fixture
-def ranks_scheduled(monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    seen: list[int] = []
-    real = kt._rank_time
-
-    def counting(rep: int) -> Any:
-        seen.append(rep)
-        return real(rep)
-
-    monkeypatch.setattr(kt, "_rank_time", counting)
-    return seen
-
-
 def test_kernel_time_below_stops_at_the_first_rank_that_reaches(ranks_scheduled: list[int]) -> None:
     sc = _study().shapes[0].scenario({})
     full = kernel_time(sc, workers=1)
