@@ -34,7 +34,7 @@ import moeopt.megamoe as mm
 from moeopt.core.events import Event, EventGraph
 from moeopt.core.scheduler import schedule
 from moeopt.core.validate import validate_schedule
-from moeopt.megamoe.simulate import _last_combine, _rank_result, build_graphs
+from moeopt.megamoe.simulate import _last_combine, build_graphs, rank_result
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 BASIC = os.path.join(HERE, "..", "examples", "scenario_basic.toml")
@@ -82,7 +82,7 @@ def breakdown(s: mm.Scenario) -> str:
         t_sched += dt
         t_val += timed(lambda rg=rg, sch=sch: validate_schedule(rg.graph, sch))[0]
         t_an += timed(
-            lambda rg=rg, sch=sch, ranks=ranks: _rank_result(rg, sch, s.config, _last_combine(rg, sch), ranks, 0.0)
+            lambda rg=rg, sch=sch, ranks=ranks: rank_result(rg, sch, s.config, _last_combine(rg, sch), ranks, 0.0)
         )[0]
     return f"build {t_build:.3f}  schedule {t_sched:.3f}  validate {t_val:.3f}  analyses {t_an:.3f}"
 
