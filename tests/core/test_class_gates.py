@@ -100,7 +100,7 @@ def shared_bandwidth_graphs(draw: st.DrawFn) -> EventGraph:
     return g
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(g=shared_bandwidth_graphs(), tiny_blocks=st.booleans())
 def test_class_gates_schedule_as_the_naive_scheduler_does(g: EventGraph, tiny_blocks: bool) -> None:
     with (

@@ -56,7 +56,7 @@ def emissions(draw: st.DrawFn) -> tuple[Emitter, list[str]]:
     return em, early
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=150, deadline=None)
 @given(emissions())
 def test_early_order_is_the_sort_by_keys(case: tuple[Emitter, list[str]]) -> None:
     em, early = case
