@@ -31,7 +31,7 @@ import time
 from typing import Any
 
 from ortools.sat.python import cp_model
-from psplib_set import add_data_argument, open_set
+from psplib_set import add_data_argument, instance_paths, open_set
 
 import moeopt as m
 from moeopt.exact.model import ExactModel, semaphore_models, tick_instance
@@ -105,11 +105,10 @@ def main() -> int:
         return 2
     data, opt = got
     params = json.loads(args.params)
-    names = [x.strip() for x in args.only.split(",") if x.strip()]
-    unknown = [x for x in names if x not in opt or not (data / "j30" / f"{x}.sm").exists()]
-    if unknown:
-        print(f"--only: no instance {', '.join(unknown)} in {data} (names like j3013_1)", file=sys.stderr)
+    paths = instance_paths(data, args.only)
+    if paths is None:
         return 2
+    names = [p.stem for p in paths]
     limit = f"{args.time_limit:g} s" + (f" / {args.dtime:g} deterministic" if args.dtime > 0 else "")
     print(f"CP-SAT, 1 worker, {limit} per question, params {params or 'default'}")
     print(f"{'instance':<10} {'OPT':>4}   {'<= OPT-1 (proof)':<38} {'<= OPT (primal)':<38}")

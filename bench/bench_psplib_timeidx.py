@@ -54,7 +54,7 @@ from typing import Any
 
 from bench_psplib_proof import decision_model, one_worker_solver
 from ortools.sat.python import cp_model
-from psplib_set import add_data_argument, open_set
+from psplib_set import add_data_argument, instance_paths, open_set
 
 import moeopt as m
 from moeopt.exact.model import ExactModel
@@ -334,7 +334,10 @@ def main() -> int:
         return 2
     data, opt = got
     params = json.loads(args.params)
-    names = [x.strip() for x in args.only.split(",") if x.strip()]
+    paths = instance_paths(data, args.only)
+    if paths is None:
+        return 2
+    names = [p.stem for p in paths]
     variants = [v.strip() for v in args.variants.split(",") if v.strip()]
     if args.question == "opt":
         print(f"optimisation, 1 worker, dtime {args.dtime:g}, params {params}")

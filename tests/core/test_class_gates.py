@@ -19,17 +19,15 @@ from __future__ import annotations
 
 from unittest import mock
 
-import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import moeopt as m
 from moeopt.core import semaphores
 from moeopt.core.events import Event, EventGraph
-from moeopt.core.policies import BUILTIN_POLICIES, make_policy
+from moeopt.core.policies import make_policy
 from moeopt.testing import naive_schedule
-
-KEYED = [p for p in BUILTIN_POLICIES if not make_policy(p).wants_view]
+from tests.core.test_semaphore_waiters import _check_against_naive
 
 
 @st.composite
@@ -60,29 +58,19 @@ def shared_bandwidth_graphs(draw: st.DrawFn) -> EventGraph:
             prev = borrowed.pop(0)
             deps.setdefault(prev, 0.0)
             releases = {"bw": units + 1}
-            g.add(
-                Event(
-                    name,
-                    deps=deps,
-                    acquires=acquires,
-                    releases=releases,
-                    duration_us=draw(st.sampled_from(durations)),
-                )
+        elif mode == "give":
+            releases = {"bw": units}
+        g.add(
+            Event(
+                name,
+                deps=deps,
+                acquires=acquires,
+                releases=releases,
+                duration_us=draw(st.sampled_from(durations)),
             )
-        else:
-            if mode == "give":
-                releases = {"bw": units}
-            g.add(
-                Event(
-                    name,
-                    deps=deps,
-                    acquires=acquires,
-                    releases=releases,
-                    duration_us=draw(st.sampled_from(durations)),
-                )
-            )
-            if mode == "keep":
-                borrowed.append(name)
+        )
+        if mode == "keep":
+            borrowed.append(name)
         last[lane] = name
         # the lane's consumer gives the slot back; on a pool member or a fixed core
         g.add(
@@ -107,18 +95,7 @@ def test_class_gates_schedule_as_the_naive_scheduler_does(g: EventGraph, tiny_bl
         mock.patch.object(semaphores, "B", 2 if tiny_blocks else semaphores.B),
         mock.patch.object(semaphores, "_FLAT", 2 if tiny_blocks else semaphores._FLAT),
     ):
-        for policy in KEYED:
-            try:
-                ref = naive_schedule(g, make_policy(policy))
-            except m.SchedulingError:
-                with pytest.raises(m.SchedulingError):
-                    m.schedule(g, policy)
-                continue
-            s = m.schedule(g, policy)
-            for name, (start, end, bound) in ref.items():
-                assert s.start_us[name] == start, (policy, name)
-                assert s.end_us[name] == end, (policy, name)
-                assert s.resources[name] == bound, (policy, name)
+        _check_against_naive(g)
 
 
 def test_a_release_before_a_class_bound_brings_its_member_forward() -> None:
