@@ -70,7 +70,8 @@ def _to_schedule(
         resources=_bound_names(cg, state.bound),
         waits=_LazyWaits(cg, state.waits, state.ready, state.start),
         policy=policy_name,
-        order=tuple(map(names.__getitem__, state.order)),
+        # (a list's __getitem__ is a plain C method; a tuple's goes through a slot wrapper)
+        order=tuple(map(list(names).__getitem__, state.order)),
         recorded_levels=levels,
         repinned=dict(repinned or {}),
     )
@@ -1048,7 +1049,10 @@ def _run_keyed(
         if g >= 0:
             push_rep(g)
         for sem in gains[i]:
-            if delayed[sem] or starved[sem] or sg_of_sem[sem]:
+            # on_release's own first tests: a delayed waiter starting after the release, a
+            # starved one (most releases on the pinned graphs find neither)
+            dh = delayed[sem]
+            if (dh and -dh[0][0] > end_of[i]) or starved[sem] or sg_of_sem[sem]:
                 on_release(sem, end_of[i])
         for j in new:
             lower_bound(j)

@@ -36,7 +36,7 @@ and levels; the tests check both against a brute force).
 from __future__ import annotations
 
 import math
-from bisect import bisect_right
+from bisect import bisect_left, bisect_right
 from itertools import chain
 
 INF = math.inf
@@ -63,8 +63,8 @@ tiles changes profiles thousands of breakpoints before their end and converts ea
 
 class SemaphoreProfile:
     __slots__ = (
-        "_bl", "_bt", "_end", "_fin", "_first", "_free", "_hi", "_l", "_lo", "_off", "_stale", "_t", "cap",
-        "changes", "low",
+        "_bl", "_bt", "_drop", "_end", "_fin", "_first", "_free", "_hi", "_l", "_lo", "_off", "_stale", "_t",
+        "cap", "changes", "low",
     )
 
     def __init__(self, cap: int) -> None:
@@ -88,6 +88,14 @@ class SemaphoreProfile:
         self._stale = False
         self._first: list[float] = []
         self._end = -INF  # the last breakpoint's time
+        # the latest time of any change that took units away (-INF: none yet). No breakpoint
+        # after it has a lower level than the one before it (a breakpoint's step is the sum of
+        # the changes at its time, and every change after it gave units back), so from any
+        # ``t >= _drop`` on the levels never fall: admission from there is the first time with
+        # enough units, one binary search. The greedy scheduler under a policy that commits in
+        # start order (earliest_start) takes units only at starts up to the one it commits, and
+        # asks about later times: every admission of the pinned synthetic graphs takes this path
+        self._drop = -INF
         self._fin = cap  # the level from the last breakpoint on
         # a lower bound of every level (the capacity included): the lowest level any change
         # has produced so far (a release raising the lowest levels leaves it low, still a bound)
@@ -276,6 +284,28 @@ class SemaphoreProfile:
             # at or after the last breakpoint (an event ready after every committed change):
             # the final level, for ever
             return t if self._fin >= head else INF
+        times = self._t
+        if times is not None:
+            levels = self._l
+            assert levels is not None
+            k = bisect_right(times, t)  # the first breakpoint after t
+            drop = self._drop
+            if t >= drop:
+                # the levels from t on never fall (see _drop): the start is the first time from
+                # t with ``head`` units free, and every later level has at least ``head`` (which
+                # is at least ``take`` and ``after``), so the hold and what it keeps after fit
+                if (levels[k - 1] if k else self.cap) >= head:
+                    return t
+                k = bisect_left(levels, head, k)  # levels[k:] ascend
+                return times[k] if k < len(levels) else INF
+            # t before the last drop: when every level in force from t until the breakpoint
+            # at the drop is below ``head`` (a waiter ready long ago on a busy semaphore: 97%
+            # of the slow admissions on the pinned synthetic graph), no start lies there, and
+            # from that breakpoint on the levels never fall, as above
+            kd = bisect_left(times, drop, k)
+            if kd - k < _FLAT and max(levels[k - 1 : kd] if k else [self.cap, *levels[:kd]]) < head:
+                kd = bisect_left(levels, head, kd)  # levels[kd:] ascend
+                return times[kd] if kd < len(levels) else INF
         if after > 0:
             # ``after`` units are needed from t' on for ever: t' is no earlier than the time
             # from which every level is at least ``after``; from there on every level is high
@@ -287,7 +317,7 @@ class SemaphoreProfile:
                 if f == INF:
                     return INF
                 t = f
-        times = self._t
+            times = self._t  # the search may have turned the profile into blocks
         if times is None:
             return self._admit_blocks(t, take, head, dur)
         # flat: the same walk as _admit_blocks over one list, bounded by _FLAT steps (past
@@ -412,6 +442,8 @@ class SemaphoreProfile:
         """Apply ``delta`` units at time ``t`` and every later time; return the highest level
         from ``t`` on (for the capacity check of releases)."""
         self.changes += 1
+        if delta < 0 and t > self._drop:
+            self._drop = t
         times = self._t
         if times is None:
             return self._add_blocks(t, delta)
@@ -497,6 +529,8 @@ class SemaphoreProfile:
             self.add(s, -take)
             self.add(e, back)
             return
+        if s > self._drop:
+            self._drop = s  # (take > 0: an acquire takes at least one unit)
         levels: list[int] = self._l  # type: ignore[assignment]
         last = self._end
         if s > last:

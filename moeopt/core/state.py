@@ -20,6 +20,8 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from itertools import compress, repeat
+from operator import add, mul, not_
 
 from moeopt.core.compiled import CompiledGraph
 from moeopt.core.semaphores import SemaphoreProfile
@@ -73,9 +75,11 @@ class SchedulerState:
         self.fixed: list[tuple[int, ...]] = list(cg.fixed)
         # -1 until a predecessor is committed (every end + λ is >= 0, so the first one always
         # sets it: commit needs no separate test for "no predecessor yet"); 0 without any
-        self.ready = [-1.0 if p else 0.0 for p in cg.preds]
-        self.ready_pred = [-1] * n
         self.indeg = list(map(len, cg.preds))
+        self.ready = [-1.0] * n
+        for i in compress(range(n), map(not_, self.indeg)):
+            self.ready[i] = 0.0
+        self.ready_pred = [-1] * n
         self.done = [False] * n
         self.start = [0.0] * n
         self.end = [0.0] * n
@@ -103,33 +107,43 @@ class SchedulerState:
         #   acquires, (profile, take), and the other releases, (semaphore, units), with the
         #   capacity check.
         profiles = self.profiles
-        keys = list(zip(map(id, cg.acq), map(id, cg.rel)))
-        pairs = dict(zip(keys, zip(cg.acq, cg.rel)))  # each key at its first appearance
-        seen: dict[tuple[int, int], tuple[tuple[int, int, int], ...]] = {}
-        seen_gain: dict[tuple[int, int], tuple[int, ...]] = {}
-        seen_sig: dict[tuple[int, int], int] = {}
-        seen_ops: dict[tuple[int, int], SemOps] = {}
-        for key, (acq, rel) in pairs.items():
+        # the pair's number: its acquire map's and its release map's numbers among the distinct
+        # maps (looked up by identity: small int keys, where one (id, id) tuple per event cost
+        # a tuple hash and compare per lookup, a third of this constructor on the pinned graphs)
+        a_num = {k: x for x, k in enumerate(dict.fromkeys(map(id, cg.acq)))}
+        r_num = {k: x for x, k in enumerate(dict.fromkeys(map(id, cg.rel)))}
+        width = len(r_num)
+        a_nos = map(a_num.__getitem__, map(id, cg.acq))
+        pair_no = list(map(add, map(mul, a_nos, repeat(width)), map(r_num.__getitem__, map(id, cg.rel))))
+        sig_of = {k: x for x, k in enumerate(dict.fromkeys(pair_no))}  # numbered by first appearance
+        sig = list(map(sig_of.__getitem__, pair_no))
+        some = dict(zip(sig, range(n)))  # pair -> an event with it (each has the same tuples)
+        seen: list[tuple[tuple[int, int, int], ...]] = []
+        seen_gain: list[tuple[int, ...]] = []
+        seen_ops: list[SemOps] = []
+        for k in range(len(sig_of)):
+            acq, rel = cg.acq[some[k]], cg.rel[some[k]]
             own = dict(rel)
-            seen[key] = tuple([(s, a, own.get(s, 0)) for s, a in acq])
+            seen.append(tuple([(s, a, own.get(s, 0)) for s, a in acq]))
             took = dict(acq)
-            seen_gain[key] = tuple([s for s, r in rel if r > took.get(s, 0)])
-            seen_sig[key] = len(seen_sig)
+            seen_gain.append(tuple([s for s, r in rel if r > took.get(s, 0)]))
             held = {s for s, a in acq if 0 <= own.get(s, -1) <= a}
-            seen_ops[key] = (
-                tuple([(profiles[s], a, own[s]) for s, a in acq if s in held]),
-                tuple([(profiles[s], a) for s, a in acq if s not in held]),
-                tuple([(s, r) for s, r in rel if s not in held]),
+            seen_ops.append(
+                (
+                    tuple([(profiles[s], a, own[s]) for s, a in acq if s in held]),
+                    tuple([(profiles[s], a) for s, a in acq if s not in held]),
+                    tuple([(s, r) for s, r in rel if s not in held]),
+                )
             )
-        self.acq3: list[tuple[tuple[int, int, int], ...]] = list(map(seen.__getitem__, keys))
-        self.gains: list[tuple[int, ...]] = list(map(seen_gain.__getitem__, keys))
-        self.sig: list[int] = list(map(seen_sig.__getitem__, keys))
-        self.sem_ops: list[SemOps] = list(map(seen_ops.__getitem__, keys))
-        self.n_sigs = len(seen_sig)
+        self.acq3: list[tuple[tuple[int, int, int], ...]] = list(map(seen.__getitem__, sig))
+        self.gains: list[tuple[int, ...]] = list(map(seen_gain.__getitem__, sig))
+        self.sig: list[int] = sig
+        self.sem_ops: list[SemOps] = list(map(seen_ops.__getitem__, sig))
+        self.n_sigs = len(sig_of)
         # gainful[s]: some event gives back units of semaphore s beyond what it took itself
         # (its ``gains`` holds s): only such releases can bring a waiting start forward
         self.gainful = [False] * len(cg.sem_cap)
-        for gs in seen_gain.values():
+        for gs in seen_gain:
             for sem in gs:
                 self.gainful[sem] = True
         # colocation: the site of each group, -1 while undecided
@@ -153,10 +167,11 @@ class SchedulerState:
             # the members an event gets depend on its placeholders and its group's allowed
             # sites alone: found once per distinct pair (most colocated events share a few)
             found: dict[tuple[tuple[int, ...], tuple[int, ...]], tuple[int, ...] | None] = {}
-            for i, g in enumerate(cg.group):
+            for i in compress(range(n), cg.placeholders):
+                g = cg.group[i]
+                if g < 0:
+                    continue  # not colocated: its placeholders' whole pools
                 phs = cg.placeholders[i]
-                if g < 0 or not phs:
-                    continue  # no placeholder: its site follows from its fixed resources
                 allowed = cg.group_sites[g] or ()
                 pk = (phs, allowed)
                 if pk in found:
@@ -304,7 +319,10 @@ class SchedulerState:
                 else:
                     site = group_site[g]
                     if site >= 0:
-                        lists = tuple(members_at[(p, site)] for p in phs)
+                        if len(phs) == 1:
+                            lists = (members_at[(phs[0], site)],)
+                        else:
+                            lists = tuple([members_at[(p, site)] for p in phs])
                     else:
                         fast = site_members[i]
                         if fast is not None:
@@ -314,21 +332,32 @@ class SchedulerState:
                             lists = tuple(members_at[(p, site)] for p in phs)
                 if len(lists) == 1:
                     lst = lists[0]
-                    vals = [free[m] for m in lst]
-                    bf = min(vals)
-                    if bf > t:
-                        # every member is busy past t: the earliest to free up (first on ties)
-                        best = lst[vals.index(bf)]
-                        t = bf
-                        rb = best
-                        blk = lst
-                    else:
+                    if len(lst) == 1:
+                        # one member (a colocated event's site fixed): the event binds to it, the
+                        # shared one-member tuple (the schedule's names are then found by identity)
                         best = lst[0]
-                        for k, f in enumerate(vals):
-                            if f <= t:
-                                best = lst[k]
-                                break
-                    chosen = (best,)
+                        bf = free[best]
+                        if bf > t:
+                            t = bf
+                            rb = best
+                            blk = lst
+                        chosen = lst
+                    else:
+                        vals = [free[m] for m in lst]
+                        bf = min(vals)
+                        if bf > t:
+                            # every member is busy past t: the earliest to free up (first on ties)
+                            best = lst[vals.index(bf)]
+                            t = bf
+                            rb = best
+                            blk = lst
+                        else:
+                            best = lst[0]
+                            for k, f in enumerate(vals):
+                                if f <= t:
+                                    best = lst[k]
+                                    break
+                        chosen = single[best]
                 else:
                     # the start is the latest of each placeholder's earliest member; then take,
                     # per placeholder, the first member free by that time
@@ -348,7 +377,13 @@ class SchedulerState:
                 if t > tb and phs and t < INF:
                     # semaphores moved the start: every member free by then gives that same
                     # start, so the binding goes to the first of them in pool order
-                    chosen = tuple(next(m for m in members if free[m] <= t) for members in lists)
+                    if len(lists) == 1:
+                        for best in lists[0]:
+                            if free[best] <= t:
+                                break
+                        chosen = single[best]
+                    else:
+                        chosen = tuple([next(m for m in members if free[m] <= t) for members in lists])
             return (t, tb, chosen, rb, sb, blk, movers)
 
         return evaluate

@@ -326,3 +326,45 @@ def test_flat_and_blocked_profiles_answer_alike(ops, appends_first, thresholds) 
                 for back in range(take + 1):
                     for dur in (0.0, 0.5, 1.0, 2.0, 3.0, 17.0):
                         assert flat.admit(t, take, back, dur) == blocked.admit(t, take, back, dur), (t, take, back, dur)
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    holds=st.lists(
+        st.tuples(st.integers(0, 3), st.integers(0, 12), st.integers(1, 3), st.booleans()), min_size=1, max_size=50
+    ),
+    releases=st.lists(st.integers(0, 60), max_size=6),
+)
+def test_admission_after_the_last_drop_is_the_first_time_with_enough_units(holds, releases) -> None:
+    # Holds committed in start order (as earliest_start commits them: each start at or after the
+    # last), some keeping their units (a slot given back by a later event), then releases of
+    # kept units: every unit was taken at a start no later than the last one (``_drop``), so
+    # admissions from there on take the binary-search path, and those from before it the jump
+    # over a stretch with too few units, or the walk. Every answer on a half-unit grid must be
+    # the brute force's, and the drop the last start
+    cap = 5
+    p = SemaphoreProfile(cap)
+    seen: list[tuple[float, int]] = []
+    start = 0
+    kept = 0
+    for gap, dur, take, keep in holds:
+        start += gap
+        if p.low - take < 0:
+            continue  # keep every level at least 0: the scheduler never goes below
+        back = 0 if keep else take
+        p.hold(float(start), float(start + dur), take, back)
+        seen += [(float(start), -take), (float(start + dur), back)]
+        kept += take - back
+    assert p._drop == max(t for t, d in seen if d < 0)
+    for r in releases:
+        if kept:
+            p.add(float(start + r), 1)
+            seen.append((float(start + r), 1))
+            kept -= 1
+    end = int(max(t for t, _d in seen))
+    for k in range(-2, 2 * end + 4):
+        t = k / 2
+        for take in (1, 2, 3, 4):
+            for back in (0, take):
+                for dur in (0.0, 0.5, 3.0):
+                    assert p.admit(t, take, back, dur) == _admit(seen, cap, t, take, back, dur), (t, take, back, dur)
