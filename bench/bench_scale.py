@@ -16,7 +16,9 @@ every rank timed and judged, distinct ranks in worker processes, the slowest one
 ``losing_point`` (what a search pays for a point that cannot beat the best: ``kernel_time_below``
 with the scenario's own kernel time as the best found; not in the default set),
 ``losing_point_serial`` (the same in this process alone, ``workers=1``: what each worker of a
-search with several workers pays, as it schedules its points' ranks itself). CPU seconds
+search with several workers pays, as it schedules its points' ranks itself), ``winning_point``
+(``kernel_time_below`` with a best found 1% above the scenario's kernel time: the point wins,
+every rank is timed and the kernel time returned). CPU seconds
 count the worker processes too. Every run is a fresh process, so that its peak memory is its
 own: the figure is the peak resident size of that process plus the largest of its worker
 processes (an upper bound of what the run held at once when it ran one worker at a time per
@@ -50,6 +52,7 @@ CASES = {
             "kernel_time": 1.5,
             "losing_point": 1.5,
             "losing_point_serial": 1.5,
+            "winning_point": 1.5,
         },
     ),
     "pto_m8192": (
@@ -61,6 +64,7 @@ CASES = {
             "kernel_time": 1.0,
             "losing_point": 1.0,
             "losing_point_serial": 1.0,
+            "winning_point": 1.0,
         },
     ),
     "pto_m8192_uniform": (
@@ -72,6 +76,7 @@ CASES = {
             "kernel_time": 1.0,
             "losing_point": 1.0,
             "losing_point_serial": 1.0,
+            "winning_point": 1.0,
         },
     ),
 }
@@ -88,7 +93,7 @@ if importlib.util.find_spec("moeopt.megamoe.kerneltime") is not None:  # (a chec
 if (
     (mode == "kernel_time" and not hasattr(mm, "kernel_time"))
     or (mode == "simulate_slowest" and "ranks" not in inspect.signature(mm.simulate).parameters)
-    or (mode.startswith("losing_point") and not hasattr(kt, "kernel_time_below"))
+    or (mode in ("losing_point", "losing_point_serial", "winning_point") and not hasattr(kt, "kernel_time_below"))
 ):
     print(json.dumps({"missing": True}))
     raise SystemExit(0)
@@ -104,6 +109,9 @@ elif mode == "simulate_slowest":
     r = mm.simulate(s, ranks="slowest")
     total, ranks = r["kernel_total_us"], len(r["rank_kernel_total_us"])
     events = max(r["rank_results"][k]["n_events"] for k in r["simulated_ranks"])
+elif mode == "winning_point":
+    r = kt.kernel_time_below(s, case["best_us"] * 1.01)
+    total, ranks, events = r["kernel_total_us"], len(r["simulated_ranks"]), -1
 elif mode.startswith("losing_point"):
     r = kt.kernel_time_below(s, case["best_us"], **({"workers": 1} if mode.endswith("serial") else {}))
     total, ranks, events = r.total_us, -1, -1
@@ -144,7 +152,14 @@ def main() -> None:
         "--mode",
         nargs="+",
         default=["simulate", "simulate_slowest", "kernel_time"],
-        choices=["simulate", "simulate_slowest", "kernel_time", "losing_point", "losing_point_serial"],
+        choices=[
+            "simulate",
+            "simulate_slowest",
+            "kernel_time",
+            "losing_point",
+            "losing_point_serial",
+            "winning_point",
+        ],
     )
     ap.add_argument("--python", nargs="+", default=[sys.executable], help="interpreters to compare (A/B)")
     args = ap.parse_args()
@@ -152,10 +167,10 @@ def main() -> None:
     for name in args.only or list(CASES):
         _w, _p, targets = CASES[name]
         best_us = 0.0
-        if any(m.startswith("losing_point") for m in args.mode):
+        if set(args.mode) & {"losing_point", "losing_point_serial", "winning_point"}:
             # the search's losing point: the scenario itself against a best found equal to its
             # own kernel time (a point that cannot beat the best; kernel_time_below stops at the
-            # first rank that reaches it)
+            # first rank that reaches it); its winning point: against a best 1% above it
             got0 = run_one(sys.executable, name, "kernel_time")
             best_us = got0["total"] if got0 else 0.0
         for mode in args.mode:

@@ -539,17 +539,22 @@ def _timed(
             _JOB = saved
     else:
         with _pool(job, n) as pool:  # (leaving it stops the workers)
-            # each rank as soon as it is done: a rank that reaches stop_at stops the run even
-            # while a rank handed out before it is still being scheduled
-            for rep, res in pool.imap_unordered(_rank_time_remote, reps, chunksize=1):
-                one = _received(res)
-                got.append(one)
-                done.append(rep)
-                _drop_slower(got)
-                if steps is not None:
-                    steps(f"rank {rep} timed")
-                if _reached(one, stop_at) and len(got) < len(reps):
-                    return Reached(rep, one.total_us)
+            # with stop_at, the likely slowest rank alone first: a point that cannot win then
+            # stops with the other workers idle, none of them having scheduled a rank only to
+            # be stopped; a point that wins waits for that one rank before the others are
+            # shared out. Then each rank as soon as it is done: a rank that reaches stop_at
+            # stops the run even while a rank handed out before it is still being scheduled
+            batches = [reps[:1], reps[1:]] if stop_at is not None else [reps]
+            for batch in batches:
+                for rep, res in pool.imap_unordered(_rank_time_remote, batch, chunksize=1):
+                    one = _received(res)
+                    got.append(one)
+                    done.append(rep)
+                    _drop_slower(got)
+                    if steps is not None:
+                        steps(f"rank {rep} timed")
+                    if _reached(one, stop_at) and len(got) < len(reps):
+                        return Reached(rep, one.total_us)
     by_rep = dict(zip(done, got, strict=True))
     firsts = [g[0] for g in groups]
     kt = _combine(scenario, firsts, groups, by_rep, n, check_bounds, conservation, policy.name)

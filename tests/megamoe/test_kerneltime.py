@@ -476,30 +476,37 @@ def test_built_graphs_in_the_same_order(name: str) -> None:
 
 
 def test_below_in_workers_reads_each_rank_as_it_is_done(monkeypatch: pytest.MonkeyPatch) -> None:
-    # the first rank handed out never finishes in time (it waits on an event nobody sets); the
-    # second worker's first rank reaches the threshold and stops the run. Read in the order
-    # handed out, the first rank would come back after the wait with a time that reaches it
-    # (made up here), and be the one reported
+    # the ranks in an order that puts the slowest last: the first is timed in this process and
+    # does not reach the threshold (the kernel time); the first rank handed to a worker never
+    # finishes in time (it waits on an event nobody sets), the other worker's ranks go on and
+    # the last, the slowest, reaches the threshold and stops the run. Read in the order handed
+    # out, the held rank would come back first, after the wait, with a time that reaches the
+    # threshold (made up here), and be the one reported
     import multiprocessing
 
     import moeopt.megamoe.kerneltime as kt
 
     sc = _golden("bs72.zipf")
-    times = kernel_time(sc, workers=1)["rank_kernel_total_us"]
+    full = kernel_time(sc, workers=1)
+    times, slow = full["rank_kernel_total_us"], full["slowest_rank"]
+    assert sorted(times.values())[-2] < times[slow]  # (one slowest rank)
+    real_order = kt._slowest_first
+
+    def slowest_last(counts: Any, groups: list[list[int]], e: int) -> list[int]:
+        return sorted(real_order(counts, groups, e), key=lambda k: groups[k][0] == slow)
+
+    monkeypatch.setattr(kt, "_slowest_first", slowest_last)
     counts, groups = sys.modules["moeopt.megamoe.simulate"].rank_groups(sc)
-    first = groups[kt._slowest_first(counts, groups, sc.workload.local_experts)[0]][0]
+    held_rep = groups[slowest_last(counts, groups, sc.workload.local_experts)[1]][0]
     never = multiprocessing.get_context("fork").Event()
     real = kt._rank_time
 
     def held(rep: int) -> Any:
         got = real(rep)
-        if rep == first and not never.wait(timeout=20.0):  # assumed: far longer than a rank takes
+        if rep == held_rep and not never.wait(timeout=20.0):  # assumed: far longer than a rank takes
             return got._replace(total_us=float("inf"))
         return got
 
     monkeypatch.setattr(kt, "_rank_time", held)
-    threshold = min(t for r, t in times.items() if r != first)
-    got = kt.kernel_time_below(sc, threshold, workers=2)
-    assert isinstance(got, kt.Reached)
-    assert got.rank != first
-    assert got.total_us == times[got.rank] >= threshold
+    got = kt.kernel_time_below(sc, times[slow], workers=2)
+    assert got == kt.Reached(slow, times[slow])

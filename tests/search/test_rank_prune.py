@@ -55,13 +55,37 @@ def test_kernel_time_below_stops_at_the_first_rank_that_reaches(ranks_scheduled:
     assert len(ranks_scheduled) == 8
 
 
-def test_kernel_time_below_in_worker_processes() -> None:
+def test_kernel_time_below_in_worker_processes(monkeypatch: pytest.MonkeyPatch) -> None:
+    # the likely slowest rank is timed alone first: a point that cannot win stops there, no
+    # other rank scheduled; one that wins has the other ranks timed after it
+    import multiprocessing
+
     sc = _study().shapes[0].scenario({})
     full = kernel_time(sc, workers=2)
+    assert full["workers"] == 2
+    counts, groups = rank_groups(sc)
+    first = groups[kt._slowest_first(counts, groups, sc.workload.local_experts)[0]][0]
+    seen = multiprocessing.get_context("fork").SimpleQueue()  # (written to by the workers)
+    real = kt._rank_time
+
+    def counting(rep: int) -> Any:
+        seen.put(rep)
+        return real(rep)
+
+    def scheduled() -> list[int]:
+        out = []
+        while not seen.empty():
+            out.append(seen.get())
+        return out
+
+    monkeypatch.setattr(kt, "_rank_time", counting)
     got = kernel_time_below(sc, min(full["rank_kernel_total_us"].values()), workers=2)
-    assert isinstance(got, Reached)
-    assert full["rank_kernel_total_us"][got.rank] == got.total_us
+    assert got == Reached(first, full["rank_kernel_total_us"][first])
+    assert scheduled() == [first]
     assert kernel_time_below(sc, full["kernel_total_us"] + 1e-6, workers=2) == full
+    ranks = scheduled()
+    assert ranks[0] == first
+    assert sorted(ranks) == sorted(full["simulated_ranks"])
 
 
 def test_evaluator_prunes_on_a_rank_and_completes_otherwise(ranks_scheduled: list[int]) -> None:
