@@ -14,7 +14,11 @@ Modes: ``simulate`` (the full result), ``simulate_slowest`` (``simulate(..., ran
 every rank timed and judged, distinct ranks in worker processes, the slowest one analysed),
 ``kernel_time`` (the kernel's time alone, distinct ranks in worker processes),
 ``losing_point`` (what a search pays for a point that cannot beat the best: ``kernel_time_below``
-with the scenario's own kernel time as the best found; not in the default set). CPU seconds
+with the scenario's own kernel time as the best found; not in the default set),
+``losing_point_serial`` (the same in this process alone, ``workers=1``: what each worker of a
+search with several workers pays, as it schedules its points' ranks itself), ``winning_point``
+(``kernel_time_below`` with a best found 1% above the scenario's kernel time: the point wins,
+every rank is timed and the kernel time returned). CPU seconds
 count the worker processes too. Every run is a fresh process, so that its peak memory is its
 own: the figure is the peak resident size of that process plus the largest of its worker
 processes (an upper bound of what the run held at once when it ran one worker at a time per
@@ -42,17 +46,38 @@ CASES = {
     "dsv3_zipf": (
         {"tokens": 4096, "topk": 8, "world": 32, "local_experts": 8, "routing": "zipf"},
         "pto-a2a3-v1",
-        {"simulate": 3.0, "simulate_slowest": 3.0, "kernel_time": 1.5, "losing_point": 1.5},
+        {
+            "simulate": 3.0,
+            "simulate_slowest": 3.0,
+            "kernel_time": 1.5,
+            "losing_point": 1.5,
+            "losing_point_serial": 1.5,
+            "winning_point": 1.5,
+        },
     ),
     "pto_m8192": (
         {"tokens": 8192, "topk": 8, "world": 8, "local_experts": 16, "routing": "cyclic"},
         "pto-a2a3",
-        {"simulate": 1.0, "simulate_slowest": 1.0, "kernel_time": 1.0, "losing_point": 1.0},
+        {
+            "simulate": 1.0,
+            "simulate_slowest": 1.0,
+            "kernel_time": 1.0,
+            "losing_point": 1.0,
+            "losing_point_serial": 1.0,
+            "winning_point": 1.0,
+        },
     ),
     "pto_m8192_uniform": (
         {"tokens": 8192, "topk": 8, "world": 8, "local_experts": 16, "routing": "uniform"},
         "pto-a2a3",
-        {"simulate": 1.0, "simulate_slowest": 1.0, "kernel_time": 1.0, "losing_point": 1.0},
+        {
+            "simulate": 1.0,
+            "simulate_slowest": 1.0,
+            "kernel_time": 1.0,
+            "losing_point": 1.0,
+            "losing_point_serial": 1.0,
+            "winning_point": 1.0,
+        },
     ),
 }
 
@@ -61,12 +86,14 @@ import json, resource, sys, time
 import moeopt.megamoe as mm
 case, mode = json.loads(sys.argv[1]), sys.argv[2]
 s = mm.Scenario(workload=mm.Workload(**case["workload"]), h=7168, hidden_dim=4096, profile=case["profile"])
-import inspect
-import moeopt.megamoe.kerneltime as kt
+import importlib.util, inspect
+kt = None
+if importlib.util.find_spec("moeopt.megamoe.kerneltime") is not None:  # (a checkout may predate it)
+    import moeopt.megamoe.kerneltime as kt
 if (
     (mode == "kernel_time" and not hasattr(mm, "kernel_time"))
     or (mode == "simulate_slowest" and "ranks" not in inspect.signature(mm.simulate).parameters)
-    or (mode == "losing_point" and not hasattr(kt, "kernel_time_below"))
+    or (mode in ("losing_point", "losing_point_serial", "winning_point") and not hasattr(kt, "kernel_time_below"))
 ):
     print(json.dumps({"missing": True}))
     raise SystemExit(0)
@@ -82,8 +109,11 @@ elif mode == "simulate_slowest":
     r = mm.simulate(s, ranks="slowest")
     total, ranks = r["kernel_total_us"], len(r["rank_kernel_total_us"])
     events = max(r["rank_results"][k]["n_events"] for k in r["simulated_ranks"])
-elif mode == "losing_point":
-    r = kt.kernel_time_below(s, case["best_us"])
+elif mode == "winning_point":
+    r = kt.kernel_time_below(s, case["best_us"] * 1.01)
+    total, ranks, events = r["kernel_total_us"], len(r["simulated_ranks"]), -1
+elif mode.startswith("losing_point"):
+    r = kt.kernel_time_below(s, case["best_us"], **({"workers": 1} if mode.endswith("serial") else {}))
     total, ranks, events = r.total_us, -1, -1
 else:
     r = mm.kernel_time(s)
@@ -122,7 +152,14 @@ def main() -> None:
         "--mode",
         nargs="+",
         default=["simulate", "simulate_slowest", "kernel_time"],
-        choices=["simulate", "simulate_slowest", "kernel_time", "losing_point"],
+        choices=[
+            "simulate",
+            "simulate_slowest",
+            "kernel_time",
+            "losing_point",
+            "losing_point_serial",
+            "winning_point",
+        ],
     )
     ap.add_argument("--python", nargs="+", default=[sys.executable], help="interpreters to compare (A/B)")
     args = ap.parse_args()
@@ -130,10 +167,10 @@ def main() -> None:
     for name in args.only or list(CASES):
         _w, _p, targets = CASES[name]
         best_us = 0.0
-        if "losing_point" in args.mode:
+        if set(args.mode) & {"losing_point", "losing_point_serial", "winning_point"}:
             # the search's losing point: the scenario itself against a best found equal to its
             # own kernel time (a point that cannot beat the best; kernel_time_below stops at the
-            # first rank that reaches it)
+            # first rank that reaches it); its winning point: against a best 1% above it
             got0 = run_one(sys.executable, name, "kernel_time")
             best_us = got0["total"] if got0 else 0.0
         for mode in args.mode:

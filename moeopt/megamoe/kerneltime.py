@@ -8,8 +8,8 @@ once, more than a gigabyte. :func:`kernel_time` gives the same time and the same
 without the rest:
 
 * each distinct rank is built, scheduled, validated and checked in a worker process (the
-  largest ranks first), and only a few numbers per rank come back; a worker holds one rank's
-  graph at a time, so the memory is that of the largest rank per worker;
+  likely slowest ranks first, see :func:`_slowest_first`), and only a few numbers per rank
+  come back; a worker holds one rank's graph at a time, so the memory is that of the largest rank per worker;
 * the guardrails are those of :func:`moeopt.simulate`, judged in the same order (the rank's
   physical bounds for every rank first, then the work conservation of its late-bound pools),
   and the same error is raised for the same scenario;
@@ -118,7 +118,8 @@ class _Slowest:
     slowest one. Which rank that is is known once every rank is timed, so each rank is analysed
     where it was scheduled when it may be the slowest: when no rank timed before it (in any
     worker) was slower. The slowest rank always is (no time exceeds its own); the others that
-    are come first in the largest-first order, as the first rank of each worker. This replaces
+    are come first in the likely-slowest-first order (:func:`_slowest_first`), as the first
+    rank of each worker. This replaces
     building and scheduling the slowest rank a second time to analyse it."""
 
     def __init__(self, ranks_of: dict[int, list[int]], shared: bool) -> None:
@@ -163,19 +164,20 @@ _Failed = tuple[str, BaseException]
 _Carried = tuple[str, type[BaseException], tuple[Any, ...], dict[str, Any]]
 
 
-def _rank_time_remote(rep: int) -> _RankTime | _Carried:
-    """:func:`_rank_time` in a worker: an error crosses the process boundary as its class,
-    arguments and attributes (an error whose constructor takes other arguments than its
-    message would not survive pickling as it is)."""
+def _rank_time_remote(rep: int) -> tuple[int, _RankTime | _Carried]:
+    """:func:`_rank_time` in a worker, with the rank it is of (the ranks come back in the order
+    they are done): an error crosses the process boundary as its class, arguments and
+    attributes (an error whose constructor takes other arguments than its message would not
+    survive pickling as it is)."""
     got = _rank_time(rep)
     if not isinstance(got, _RankTime):
-        return _carried(*got)
+        return rep, _carried(*got)
     if isinstance(got.analysed, BaseException):
-        return got._replace(analysed=_carried("analyse", got.analysed))
+        return rep, got._replace(analysed=_carried("analyse", got.analysed))
     if got.analysed is not None:
         with gc_paused():
-            return got._replace(analysed=pack(got.analysed))
-    return got
+            return rep, got._replace(analysed=pack(got.analysed))
+    return rep, got
 
 
 def _received(got: _RankTime | _Carried) -> _RankTime | _Failed:
@@ -274,6 +276,29 @@ def _judged(rep: int, rg: RankGraph, cfg: Config, conservation: bool) -> _Judged
         idle,
     )
     return _Judged(time, rg, s, last)
+
+
+def _slowest_first(counts: np.ndarray, groups: list[list[int]], local_experts: int) -> list[int]:
+    """The distinct ranks (indices into ``groups``) in the order their times are likely to
+    rank, the slowest first: by the most rows routed to one of the rank's experts, then by its
+    rows in all, then by rank.
+
+    The order decides nothing but how soon :func:`kernel_time_below` may stop (and how many
+    ranks ``simulate(..., ranks="slowest")`` analyses): every order gives the same result. The
+    key is read off the routing counts, before anything is built; it is an observation, not a
+    bound. Measured (zipf routing, every distinct rank timed): on the DeepSeek-V3-like shape
+    (world 32, profile pto-a2a3-v1) at M 4096 and 1024 and at world 8 with 32 experts per rank,
+    the heaviest expert puts the slowest rank first and the rows in all put it second (M 4096:
+    rank 1, 3846 rows on one expert and 134k in all, 79.3 ms, against rank 16, 2996 and 168k,
+    69.0 ms); on examples/scenario_basic.toml with zipf routing, whose four ranks are within 5%
+    of each other, both put it last."""
+    e = local_experts
+
+    def key(k: int) -> tuple[int, int, int]:
+        rows = counts[:, groups[k][0] * e : (groups[k][0] + 1) * e]
+        return (-int(rows.sum(axis=0).max(initial=0)), -int(rows.sum()), groups[k][0])
+
+    return sorted(range(len(groups)), key=key)
 
 
 def _default_workers(rows: Sequence[int]) -> int:
@@ -459,8 +484,9 @@ def kernel_time_below(
     whole answer is returned.
 
     For a search that only needs to know whether a point can beat the best time found so far:
-    the largest ranks are scheduled first, so on a skewed routing a point that cannot win
-    usually stops after its first rank. A rank's build or guardrail error is raised as by
+    the likely slowest ranks are scheduled first (:func:`_slowest_first`), each one's time
+    read as soon as it is done, so on a skewed routing a point that cannot win usually stops
+    after its first rank. A rank's build or guardrail error is raised as by
     :func:`kernel_time` only when no rank reaches the threshold."""
     got = _timed(scenario, workers, True, True, threshold_us)
     return got if isinstance(got, Reached) else got[0]
@@ -489,12 +515,13 @@ def _timed(
     n = _default_workers(rows) if workers is None else min(workers, len(groups))
     if n > 1 and not _can_fork():
         n = 1
-    # the largest ranks first: the last one to finish is then a small one
-    order = sorted(range(len(groups)), key=lambda k: -rows[k])
-    reps = [groups[k][0] for k in order]
+    # the likely slowest ranks first, so that a rank reaching stop_at comes early (they are
+    # also among the largest: the last one to finish is then a small one)
+    reps = [groups[k][0] for k in _slowest_first(counts, groups, e)]
     slowest = _Slowest({g[0]: g for g in groups}, shared=n > 1) if analyse_slowest else None
     job = _Job(scenario, counts, conservation, slowest)
     got: list[_RankTime | _Failed] = []
+    done: list[int] = []  # the representative of each of got, in the order they came
     if n <= 1:
         global _JOB
         saved, _JOB = _JOB, job
@@ -502,6 +529,7 @@ def _timed(
             for rep in reps:
                 one = _rank_time(rep)
                 got.append(one)
+                done.append(rep)
                 _drop_slower(got)
                 if steps is not None:
                     steps(f"rank {rep} timed")
@@ -511,15 +539,23 @@ def _timed(
             _JOB = saved
     else:
         with _pool(job, n) as pool:  # (leaving it stops the workers)
-            for res in pool.imap(_rank_time_remote, reps, chunksize=1):
-                one = _received(res)
-                got.append(one)
-                _drop_slower(got)
-                if steps is not None:
-                    steps(f"rank {reps[len(got) - 1]} timed")
-                if _reached(one, stop_at) and len(got) < len(reps):
-                    return Reached(reps[len(got) - 1], one.total_us)
-    by_rep = dict(zip(reps, got, strict=True))
+            # with stop_at, the likely slowest rank alone first: a point that cannot win then
+            # stops with the other workers idle, none of them having scheduled a rank only to
+            # be stopped; a point that wins waits for that one rank before the others are
+            # shared out. Then each rank as soon as it is done: a rank that reaches stop_at
+            # stops the run even while a rank handed out before it is still being scheduled
+            batches = [reps[:1], reps[1:]] if stop_at is not None else [reps]
+            for batch in batches:
+                for rep, res in pool.imap_unordered(_rank_time_remote, batch, chunksize=1):
+                    one = _received(res)
+                    got.append(one)
+                    done.append(rep)
+                    _drop_slower(got)
+                    if steps is not None:
+                        steps(f"rank {rep} timed")
+                    if _reached(one, stop_at) and len(got) < len(reps):
+                        return Reached(rep, one.total_us)
+    by_rep = dict(zip(done, got, strict=True))
     firsts = [g[0] for g in groups]
     kt = _combine(scenario, firsts, groups, by_rep, n, check_bounds, conservation, policy.name)
     # (_combine raised if any rank failed)
@@ -599,7 +635,7 @@ def kernel_time_built_below(
     scenario: Scenario, graphs: Mapping[int, tuple[RankGraph, list[int]]], threshold_us: float
 ) -> KernelTime | Reached:
     """:func:`kernel_time_below` on graphs already built by ``build_graphs(scenario)``: the
-    largest graphs are scheduled first, and the first rank whose time reaches ``threshold_us``
+    likely slowest ranks are scheduled first, and the first rank whose time reaches ``threshold_us``
     while ranks are left to schedule is returned instead of the kernel's time."""
     return _built_times(scenario, graphs, True, True, threshold_us)
 
@@ -614,10 +650,11 @@ def _built_times(
     cfg = scenario.config
     policy = make_policy(cfg.scheduling)
     conservation = check_work_conservation and policy.work_conserving
-    # the largest graphs first, as _timed orders its ranks (by rows there, by events here)
+    # the likely slowest first, by _timed's key (read off the plan's experts here), then the
+    # largest graph
     order = list(graphs)
     if stop_at is not None:
-        order.sort(key=lambda rep: -len(graphs[rep][0].graph))
+        order.sort(key=lambda rep: _built_key(graphs[rep][0]))
     got: dict[int, _RankTime | _Failed] = {}
     with gc_paused():
         for rep in order:
@@ -626,6 +663,13 @@ def _built_times(
                 return Reached(rep, one.total_us)
     groups = [ranks for _rep, (_rg, ranks) in graphs.items()]
     return _combine(scenario, list(graphs), groups, got, 1, check_bounds, conservation, policy.name)
+
+
+def _built_key(rg: RankGraph) -> tuple[int, int, int]:
+    """:func:`_slowest_first`'s key of a built rank (its routed experts' rows, as planned), the
+    larger graph first between equal ones."""
+    rows = [ex.rows for ex in rg.experts if not ex.shared]
+    return (-max(rows, default=0), -sum(rows), -len(rg.graph))
 
 
 def _combine(

@@ -23,11 +23,11 @@ The order is the cheapest-first order a kernel engineer expects of an auto-tuner
    seeds are timed in order, each with a *threshold*, the least time of that scenario at which
    the aggregate of its time with the others' known values (exact times of the scenarios done,
    lower bounds of the rest: their bound check's, else 0) reaches the best value. Its ranks are
-   scheduled largest first, and it stops at the first rank whose time alone reaches the
-   threshold (the kernel's time is its slowest rank's); after each scenario the aggregate of
-   the known values is checked against the best. On a skewed routing a point that cannot win
-   stops after a rank or two; in a study of several shapes, after the shapes that already
-   decide it.
+   scheduled likely slowest first (the most rows on one expert), and it stops at the first
+   rank whose time alone reaches the threshold (the kernel's time is its slowest rank's);
+   after each scenario the aggregate of the known values is checked against the best. On a
+   skewed routing a point that cannot win stops after a rank or two; in a study of several
+   shapes, after the shapes that already decide it.
 """
 
 from __future__ import annotations

@@ -408,18 +408,25 @@ def test_only_the_slowest_ranks_keep_their_analyses() -> None:
 def test_slowest_analysis_error_only_for_the_slowest(monkeypatch: pytest.MonkeyPatch) -> None:
     # ranks="slowest" analyses a rank as soon as it may be the slowest; the analyses of a rank
     # that turns out faster are never read, so their error is not raised either, while the
-    # slowest rank's is (here, with the ranks timed in this process in largest-first order:
-    # the first rank is always analysed)
+    # slowest rank's is (here, with the ranks timed in this process in an order that puts the
+    # slowest last: the first rank is always analysed, and is not the slowest)
     import moeopt.megamoe.kerneltime as kt
 
     sc = _golden("bs72.zipf")
     _in_workers(monkeypatch, False)
     ref = simulate(sc, ranks="slowest")
+    slow_rep = ref["simulated_ranks"][0]
+    real_order = kt._slowest_first
+
+    def slowest_last(counts: Any, groups: list[list[int]], e: int) -> list[int]:
+        order = real_order(counts, groups, e)
+        return sorted(order, key=lambda k: groups[k][0] == slow_rep)  # (stable: the rest as they were)
+
+    monkeypatch.setattr(kt, "_slowest_first", slowest_last)
     counts, groups = sys.modules["moeopt.megamoe.simulate"].rank_groups(sc)
-    e = sc.workload.local_experts
-    first = max((int(counts[:, g[0] * e : (g[0] + 1) * e].sum()), -g[0]) for g in groups)
-    first_rep, slow_rep = -first[1], ref["simulated_ranks"][0]
+    first_rep = groups[slowest_last(counts, groups, sc.workload.local_experts)[0]][0]
     assert first_rep != slow_rep  # (the case this test is about)
+    assert _plain(simulate(sc, ranks="slowest")) == _plain(ref)  # the order changes nothing
     real = kt.rank_result
 
     def failing(rep: int) -> Any:
@@ -436,3 +443,70 @@ def test_slowest_analysis_error_only_for_the_slowest(monkeypatch: pytest.MonkeyP
     monkeypatch.setattr(kt, "rank_result", failing(slow_rep))
     with pytest.raises(ArithmeticError, match=f"made up for rank {slow_rep}"):
         simulate(sc, ranks="slowest")
+
+
+# --------------------------------------------------------------------------- the order ranks are timed in
+def test_slowest_first_by_the_heaviest_expert() -> None:
+    import numpy as np
+
+    from moeopt.megamoe.kerneltime import _slowest_first
+
+    # two source ranks, four destination ranks of two experts each; per expert, the rows from
+    # both sources: rank 0 [5, 5], rank 1 [9, 0], rank 2 [5, 6], rank 3 [9, 1]. By the heaviest
+    # expert, then the rows in all: rank 3 (9, 10), rank 1 (9, 9), rank 2 (6, 11), rank 0 (5, 10)
+    # (by the rows in all it would be 2, 0 and 3, 1)
+    counts = np.array([[2, 3, 4, 0, 5, 1, 9, 0], [3, 2, 5, 0, 0, 5, 0, 1]])
+    assert _slowest_first(counts, [[0], [1], [2], [3]], 2) == [3, 1, 2, 0]
+    # ranks sharing a signature are keyed by their representative; equal keys in rank order
+    assert _slowest_first(counts, [[1, 3], [0], [2]], 2) == [0, 2, 1]
+    assert _slowest_first(np.zeros((2, 4), dtype=np.int64), [[0], [1]], 2) == [0, 1]
+
+
+@pytest.mark.parametrize("name", ["bs72.zipf", "pto_m16.zipf"])
+def test_built_graphs_in_the_same_order(name: str) -> None:
+    # kernel_time_built_below orders built graphs by the plan's experts as _timed orders the
+    # ranks by the routing counts
+    import moeopt.megamoe.kerneltime as kt
+
+    sc = _golden(name)
+    counts, groups = sys.modules["moeopt.megamoe.simulate"].rank_groups(sc)
+    graphs = build_graphs(sc)
+    want = [groups[k][0] for k in kt._slowest_first(counts, groups, sc.workload.local_experts)]
+    assert sorted(graphs, key=lambda rep: kt._built_key(graphs[rep][0])) == want
+
+
+def test_below_in_workers_reads_each_rank_as_it_is_done(monkeypatch: pytest.MonkeyPatch) -> None:
+    # the ranks in an order that puts the slowest last: the first is timed in this process and
+    # does not reach the threshold (the kernel time); the first rank handed to a worker never
+    # finishes in time (it waits on an event nobody sets), the other worker's ranks go on and
+    # the last, the slowest, reaches the threshold and stops the run. Read in the order handed
+    # out, the held rank would come back first, after the wait, with a time that reaches the
+    # threshold (made up here), and be the one reported
+    import multiprocessing
+
+    import moeopt.megamoe.kerneltime as kt
+
+    sc = _golden("bs72.zipf")
+    full = kernel_time(sc, workers=1)
+    times, slow = full["rank_kernel_total_us"], full["slowest_rank"]
+    assert sorted(times.values())[-2] < times[slow]  # (one slowest rank)
+    real_order = kt._slowest_first
+
+    def slowest_last(counts: Any, groups: list[list[int]], e: int) -> list[int]:
+        return sorted(real_order(counts, groups, e), key=lambda k: groups[k][0] == slow)
+
+    monkeypatch.setattr(kt, "_slowest_first", slowest_last)
+    counts, groups = sys.modules["moeopt.megamoe.simulate"].rank_groups(sc)
+    held_rep = groups[slowest_last(counts, groups, sc.workload.local_experts)[1]][0]
+    never = multiprocessing.get_context("fork").Event()
+    real = kt._rank_time
+
+    def held(rep: int) -> Any:
+        got = real(rep)
+        if rep == held_rep and not never.wait(timeout=20.0):  # assumed: far longer than a rank takes
+            return got._replace(total_us=float("inf"))
+        return got
+
+    monkeypatch.setattr(kt, "_rank_time", held)
+    got = kt.kernel_time_below(sc, times[slow], workers=2)
+    assert got == kt.Reached(slow, times[slow])

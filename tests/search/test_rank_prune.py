@@ -13,7 +13,7 @@ import pytest
 
 import moeopt.megamoe.kerneltime as kt
 from moeopt.megamoe.kerneltime import Reached, kernel_time, kernel_time_below, kernel_time_built_below
-from moeopt.megamoe.simulate import build_graphs
+from moeopt.megamoe.simulate import build_graphs, rank_groups
 from moeopt.search.config import load_study
 from moeopt.search.evaluate import Evaluator
 from tests.search.conftest import TINY
@@ -44,7 +44,7 @@ def test_kernel_time_below_stops_at_the_first_rank_that_reaches(ranks_scheduled:
     else:
         assert got == full
         assert times[ranks_scheduled[-1]] == full["kernel_total_us"]
-    # below every rank's time: the first rank scheduled (the largest) already reaches it
+    # below every rank's time: the first rank scheduled (the likely slowest) already reaches it
     del ranks_scheduled[:]
     got = kernel_time_below(sc, min(times.values()), workers=1)
     assert isinstance(got, Reached)
@@ -55,13 +55,37 @@ def test_kernel_time_below_stops_at_the_first_rank_that_reaches(ranks_scheduled:
     assert len(ranks_scheduled) == 8
 
 
-def test_kernel_time_below_in_worker_processes() -> None:
+def test_kernel_time_below_in_worker_processes(monkeypatch: pytest.MonkeyPatch) -> None:
+    # the likely slowest rank is timed alone first: a point that cannot win stops there, no
+    # other rank scheduled; one that wins has the other ranks timed after it
+    import multiprocessing
+
     sc = _study().shapes[0].scenario({})
     full = kernel_time(sc, workers=2)
+    assert full["workers"] == 2
+    counts, groups = rank_groups(sc)
+    first = groups[kt._slowest_first(counts, groups, sc.workload.local_experts)[0]][0]
+    seen = multiprocessing.get_context("fork").SimpleQueue()  # (written to by the workers)
+    real = kt._rank_time
+
+    def counting(rep: int) -> Any:
+        seen.put(rep)
+        return real(rep)
+
+    def scheduled() -> list[int]:
+        out = []
+        while not seen.empty():
+            out.append(seen.get())
+        return out
+
+    monkeypatch.setattr(kt, "_rank_time", counting)
     got = kernel_time_below(sc, min(full["rank_kernel_total_us"].values()), workers=2)
-    assert isinstance(got, Reached)
-    assert full["rank_kernel_total_us"][got.rank] == got.total_us
+    assert got == Reached(first, full["rank_kernel_total_us"][first])
+    assert scheduled() == [first]
     assert kernel_time_below(sc, full["kernel_total_us"] + 1e-6, workers=2) == full
+    ranks = scheduled()
+    assert ranks[0] == first
+    assert sorted(ranks) == sorted(full["simulated_ranks"])
 
 
 def test_evaluator_prunes_on_a_rank_and_completes_otherwise(ranks_scheduled: list[int]) -> None:
@@ -115,7 +139,9 @@ def ranks_judged(monkeypatch: pytest.MonkeyPatch) -> list[int]:
 
 def test_built_graphs_stop_at_the_first_rank_that_reaches(ranks_judged: list[int]) -> None:
     """The search's path after a lower-bound check (the graphs are built already) stops as
-    kernel_time_below does: the largest graph first, and only while ranks are left."""
+    kernel_time_below does: the likely slowest rank first (kerneltime._slowest_first's key, read
+    off the plan's experts: the most rows on one expert, then the rows in all), and only while
+    ranks are left."""
     sc = _study().shapes[0].scenario({})
     graphs = build_graphs(sc)
     full = kernel_time(sc, workers=1)
@@ -123,9 +149,12 @@ def test_built_graphs_stop_at_the_first_rank_that_reaches(ranks_judged: list[int
     del ranks_judged[:]
     got = kernel_time_built_below(sc, graphs, min(times.values()))
     assert isinstance(got, Reached)
-    largest = max(graphs, key=lambda rep: len(graphs[rep][0].graph))
-    assert ranks_judged == [largest] == [got.rank]
-    assert got.total_us == times[largest]
+    counts, groups = rank_groups(sc)
+    first = groups[kt._slowest_first(counts, groups, sc.workload.local_experts)[0]][0]
+    heaviest = max(max(ex.rows for ex in rg.experts if not ex.shared) for rg, _r in graphs.values())
+    assert max(ex.rows for ex in graphs[first][0].experts if not ex.shared) == heaviest
+    assert ranks_judged == [first] == [got.rank]
+    assert got.total_us == times[first]
     del ranks_judged[:]
     assert kernel_time_built_below(sc, graphs, full["kernel_total_us"] + 1e-6) == {**full, "workers": 1}
     assert sorted(ranks_judged) == sorted(graphs)
@@ -133,7 +162,7 @@ def test_built_graphs_stop_at_the_first_rank_that_reaches(ranks_judged: list[int
 
 def test_evaluator_stops_early_after_a_lower_bound_check(ranks_judged: list[int]) -> None:
     # while the bound check probes (its first checks), the graphs it built are scheduled
-    # largest first and a point that cannot win stops at its first rank too
+    # likely slowest first and a point that cannot win stops at its first rank too
     cfg = _study(prune={"lower_bound": "auto"})
     point = {"kernel.tile_n": 256, "kernel.tile_m": 128, "p1_override": 0, "policy.dispatch_lookahead": 0}
     value = kernel_time(cfg.shapes[0].scenario(point_overrides(cfg, point)), workers=1)["kernel_total_us"]
