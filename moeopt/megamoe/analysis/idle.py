@@ -218,21 +218,19 @@ class _SpanCache:
 
     def prime(self, idxs: Sequence[int]) -> None:
         """Work out together, on numpy arrays, the spans of the events ``idxs`` (each waited:
-        start > ready + EPS) in the common cases, and record them: no semaphore could have held
-        the event back during its wait (``[(ready, start)]``), one held it back over the whole
-        wait (``[]``), or the event makes one query and it finds one span (that span's cut, by
-        the same :func:`_uncut`); the others are left to :meth:`of`, one by one.
+        start > ready + EPS) and record them; events sharing their acquire and release maps
+        make the same semaphore queries, so they are asked together. An event whose queries
+        find more than :data:`_PRIME_MAX_CUTS` spans in all is left to :meth:`of`, one by one.
 
-        Why it is the same as :func:`_ready_spans` (which makes one query ``levels.below(sem, n,
-        r, st)`` per acquire ``n``, and per ``take - back > 0``): it returns ``[(r, st)]`` exactly
-        when no query finds a span, and :meth:`_SemaphoreLevels.find` makes the same two binary
-        searches as ``below``. It returns ``[]`` when some cut ``(a, b)`` has ``a <= r + EPS`` and
-        ``b >= st``: every cut sorted before it starts no later, so none opens a span (each start
-        is <= r + EPS <= cur + EPS), and this one moves ``cur`` to >= ``st``. An acquire's first
-        cut is ``(max(first span's start, r) - d, its end clipped to st)`` (its end reaches
-        ``st`` only if it is the last span); a ``take - back`` cut is ``(r - 1, last span's end
-        clipped to st - d)``. The same float operations as there are made here. Events sharing
-        their acquire and release maps make the same queries, so they are asked together."""
+        Why it is :func:`_ready_spans`: per event it makes that function's queries
+        (``levels.below(sem, n, r, st)`` per acquire ``n``, and per ``take - back > 0``) by the
+        same two binary searches (:meth:`_SemaphoreLevels.find`) and clips the spans found as
+        ``below`` does (the first starts no earlier than ``r``, the last ends no later than
+        ``st``); it makes the same cuts of them with the same float operations (``(start - d,
+        end)`` per span of an acquire; ``(r - 1, last end - d)`` per ``take - back``); no cut
+        at all gives ``[(r, st)]``. It sorts each event's cuts by ``(from, to)``, as the sort
+        of several lists does (one list is sorted already: its spans are disjoint, in order)
+        and runs :func:`_uncut` on them column by column (:func:`_uncut_rows`)."""
         if not VECTOR_SWEEPS:
             return  # (the reference: every event one by one)
         got, tab, ready = self._got, self._tab, self._ready
@@ -249,46 +247,118 @@ class _SpanCache:
             lo = np.array([ready[i] for i in same])
             hi = np.array([start[i] for i in same])
             d = np.array([end[i] for i in same]) - hi
-            clear = hi > lo + EPS
-            blocked = np.zeros(len(same), dtype=bool)
-            single: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None = None
+            # every query of these events: (need, whether only its last span makes a cut)
+            queries: list[tuple[str, int, bool]] = []
             for sem, take in ev.acquires.items():
-                k, k2, sp_from, sp_to = self._levels.find(sem, take, lo, hi)
-                if len(ev.acquires) == 1 and take - ev.releases.get(sem, 0) <= 0:
-                    single = (k, k2, sp_from, sp_to)  # this query alone decides
-                hit = k2 > k
-                if hit.any():
-                    clear &= ~hit
-                    first = np.minimum(k, len(sp_from) - 1)
-                    cut_from = np.maximum(sp_from[first], lo) - d
-                    blocked |= hit & (cut_from <= lo + EPS) & (sp_to[first] >= hi)
+                queries.append((sem, take, False))
                 keep = take - ev.releases.get(sem, 0)
                 if keep > 0:
-                    k, k2, sp_from, sp_to = self._levels.find(sem, keep, lo, hi)
-                    hit = k2 > k
-                    if hit.any():
-                        clear &= ~hit
-                        cut_to = np.minimum(sp_to[np.maximum(k2 - 1, 0)], hi) - d
-                        blocked |= hit & (cut_to >= hi)
-            blocked &= hi > lo + EPS
-            for j in np.flatnonzero(clear).tolist():
-                i = same[j]
-                got[i] = [(ready[i], start[i])]
-            for j in np.flatnonzero(blocked).tolist():
-                got[same[j]] = []
-            if single is not None:
-                # one query, one span (clipped to [r, st) as below() clips it): _ready_spans's
-                # only cut is (span start - d, span end), and _uncut gives the rest of the wait
-                k, k2, sp_from, sp_to = single
-                one = np.flatnonzero((k2 - k == 1) & (hi > lo + EPS) & ~blocked)
-                if len(one):
-                    kk, lo1, hi1 = k[one], lo[one], hi[one]
-                    cut_from = (np.where(sp_from[kk] < lo1, lo1, sp_from[kk]) - d[one]).tolist()
-                    cut_to = np.where(sp_to[kk] > hi1, hi1, sp_to[kk]).tolist()
-                    for j, a, b in zip(one.tolist(), cut_from, cut_to):
-                        i = same[j]
-                        got[i] = _uncut(ready[i], start[i], [(a, b)])
+                    queries.append((sem, keep, True))
+            found = [(last, *self._levels.find(sem, need, lo, hi)) for sem, need, last in queries]
+            n_cuts = np.zeros(len(same), np.int64)
+            for last, k, k2, _f, _t in found:
+                n_cuts += (k2 > k) if last else (k2 - k)
+            fit = np.flatnonzero(n_cuts <= _PRIME_MAX_CUTS)
+            if not len(fit):
+                continue
+            if len(fit) < len(same):
+                same = [same[j] for j in fit.tolist()]
+                lo, hi, d, n_cuts = lo[fit], hi[fit], d[fit], n_cuts[fit]
+                found = [(last, k[fit], k2[fit], f, t) for last, k, k2, f, t in found]
+            cut_from: list[np.ndarray] = []
+            cut_to: list[np.ndarray] = []
+            for last, k, k2, sp_from, sp_to in found:
+                _cuts(cut_from, cut_to, last, k, k2, sp_from, sp_to, lo, hi, d)
+            spans = _uncut_rows(lo, hi, cut_from, cut_to)
+            waited = (hi > lo + EPS).tolist()  # (else _ready_spans finds none: st <= r + EPS)
+            for j, (i, cuts, w) in enumerate(zip(same, n_cuts.tolist(), waited)):
+                got[i] = (spans[j] if cuts else [(ready[i], start[i])]) if w else []
 
+
+def _cuts(
+    cut_from: list[np.ndarray],
+    cut_to: list[np.ndarray],
+    last: bool,
+    k: np.ndarray,
+    k2: np.ndarray,
+    sp_from: np.ndarray,
+    sp_to: np.ndarray,
+    lo: np.ndarray,
+    hi: np.ndarray,
+    d: np.ndarray,
+) -> None:
+    """Append the cut columns of one query of :func:`_ready_spans` for every event (row) at once:
+    the spans ``k .. k2 - 1`` of the query (``k2 <= k``: none) clipped to ``[lo, hi)`` as
+    :meth:`_SemaphoreLevels.below` clips them, then ``(start - d, end)`` per span, or the one
+    cut ``(lo - 1, last end - d)`` when ``last``. A missing cut is ``(inf, inf)``: it sorts
+    after every real one and :func:`_uncut_rows` stops at it (``a >= st``)."""
+    n = len(k)
+    top = len(sp_from) - 1
+    inf = np.full(n, np.inf)
+    if last:
+        has = k2 > k
+        if has.any():
+            end = sp_to[np.clip(k2 - 1, 0, top)]
+            end = np.where(end > hi, hi, end)
+            cut_from.append(np.where(has, lo - 1.0, inf))
+            cut_to.append(np.where(has, end - d, inf))
+        return
+    count = k2 - k
+    for j in range(int(count.max()) if n else 0):
+        has = count > j
+        at = np.clip(k + j, 0, top)
+        a, b = sp_from[at], sp_to[at]
+        if j == 0:
+            a = np.where(a < lo, lo, a)
+        b = np.where((j == count - 1) & (b > hi), hi, b)
+        cut_from.append(np.where(has, a - d, inf))
+        cut_to.append(np.where(has, b, inf))
+
+
+def _uncut_rows(
+    r: np.ndarray, st: np.ndarray, cut_from: list[np.ndarray], cut_to: list[np.ndarray]
+) -> list[list[tuple[float, float]]]:
+    """:func:`_uncut` of every row at once: row ``i``'s cuts are ``(cut_from[c][i], cut_to[c][i])``
+    over the columns ``c`` (each row's real cuts sorted by ``(from, to)`` here first, missing
+    ones ``(inf, inf)`` after them). The loop over the cuts runs column by column with the
+    same comparisons (a row that would have left the loop keeps its ``cur``), and each row's
+    spans are listed in the order the loop appends them."""
+    n = len(r)
+    a_all = np.stack(cut_from, 1) if cut_from else np.empty((n, 0))
+    b_all = np.stack(cut_to, 1) if cut_to else np.empty((n, 0))
+    if a_all.shape[1] > 1:
+        by = np.lexsort((b_all, a_all), axis=1)  # by from, then to: Python's tuple order
+        a_all = np.take_along_axis(a_all, by, 1)
+        b_all = np.take_along_axis(b_all, by, 1)
+    cur = r.copy()
+    alive = np.ones(n, bool)
+    froms, tos, keep = [], [], []
+    for c in range(a_all.shape[1]):
+        a, b = a_all[:, c], b_all[:, c]
+        alive &= ~(a >= st)  # if a >= st: break
+        froms.append(cur)
+        tos.append(np.where(st < a, st, a))  # min(a, st)
+        keep.append(alive & (a > cur + EPS))
+        cur = np.where(alive & (b > cur), b, cur)  # max(cur, b): b only when larger
+        alive &= ~(cur >= st)  # if cur >= st: break
+    froms.append(cur)
+    tos.append(st)
+    keep.append(cur < st - EPS)
+    f, t = np.stack(froms, 1), np.stack(tos, 1)
+    ok = np.stack(keep, 1) & (t > f + EPS)
+    pairs = list(zip(f[ok].tolist(), t[ok].tolist()))  # row by row, in append order
+    out: list[list[tuple[float, float]]] = []
+    at = 0
+    for upto in np.cumsum(ok.sum(1)).tolist():
+        out.append(pairs[at:upto])
+        at = upto
+    return out
+
+
+_PRIME_MAX_CUTS = 12
+"""Cuts (spans found by an event's queries) beyond which :meth:`_SpanCache.prime` leaves an
+event to one-by-one :func:`_ready_spans` (assumed: each cut is a column of every row of its
+group, so a rare event with many would widen every row's arrays; the answer is the same)."""
 
 _PRIME_MIN = 8
 """Events sharing acquire / release maps below which :meth:`_SpanCache.prime` leaves them to
