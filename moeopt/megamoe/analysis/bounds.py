@@ -25,10 +25,7 @@ bounds is what the tiling and orchestration cost.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from itertools import chain
 from typing import TypeVar
-
-import numpy as np
 
 from moeopt.megamoe.analysis.table import EPS
 from moeopt.megamoe.build import RankGraph
@@ -139,39 +136,28 @@ def graph_floors(rg: RankGraph) -> GraphFloors:
     role, the work its members must do before the last combine."""
     cg = rg.graph.compiled()
     ends = [cg.index[n] for n in (rg.combine_events or [n for n in cg.names if n != rg.tail_event])]
-    needed = np.array(_ancestors_or_self(cg.preds, ends, cg.n, cg.topo), bool)
+    needed = _ancestors_or_self(cg.preds, ends, cg.n, cg.topo)
+    pinned: dict[int, float] = {}
+    by_role: dict[str, float] = {}
     role_of = [name.rsplit(".", 1)[-1] for name in cg.res_names]
     members: dict[str, int] = {}
     for role in role_of:
         members[role] = members.get(role, 0) + 1
-    roles = list(members)
-    role_no = {role: k for k, role in enumerate(roles)}
-    res_role = np.array([role_no[role] for role in role_of], np.intp)
-    # a pool's role is its first member's (a graph's pools are never empty)
-    pool_role = np.array([role_no[role_of[m[0]]] for m in cg.pool_members], np.intp)
-    dur = np.array(cg.dur, float)
-    # every (event, fixed resource) and (event, pool placeholder) entry of the needed events, in
-    # graph order, an event's fixed resources before its placeholders (the order the sums below
-    # have always been made in, one running sum per resource and per role)
-    f_ev, f_res = _flat(cg.fixed)
-    p_ev, p_pool = _flat(cg.placeholders)
-    f_keep, p_keep = needed[f_ev], needed[p_ev]
-    f_ev, f_res, p_ev, p_pool = f_ev[f_keep], f_res[f_keep], p_ev[p_keep], p_pool[p_keep]
-    pinned = _running_sums(f_res, dur[f_ev], len(role_of))
-    entry_ev = np.concatenate((f_ev, p_ev))
-    entry_role = np.concatenate((res_role[f_res], pool_role[p_pool]))
-    placeholder = np.concatenate((np.zeros(len(f_ev), np.intp), np.ones(len(p_ev), np.intp)))
-    by_event = np.argsort(entry_ev * 2 + placeholder, kind="stable")  # then in flattened order
-    role_work = _running_sums(entry_role[by_event], dur[entry_ev[by_event]], len(roles))
-    has_role = np.bincount(entry_role, minlength=len(roles)) > 0
-    by_role = {roles[k]: role_work[k] for k in np.flatnonzero(has_role).tolist()}
-    has_res = np.bincount(f_res, minlength=len(role_of)) > 0
-    pinned_by_role: dict[str, list[float]] = {}
-    for r in np.flatnonzero(has_res).tolist():
-        pinned_by_role.setdefault(role_of[r], []).append(pinned[r])
+    pool_role = [role_of[m[0]] if m else "" for m in cg.pool_members]
+    # (in graph order, as each running sum has always been made)
+    for need, d, fixed, places in zip(needed, cg.dur, cg.fixed, cg.placeholders):
+        if not need:
+            continue
+        for r in fixed:
+            pinned[r] = pinned.get(r, 0.0) + d
+            role = role_of[r]
+            by_role[role] = by_role.get(role, 0.0) + d
+        for p in places:
+            role = pool_role[p]
+            by_role[role] = by_role.get(role, 0.0) + d
     pipe: dict[str, float] = {}
     for role, work in by_role.items():
-        most = max(pinned_by_role.get(role, ()), default=0.0)
+        most = max((w for r, w in pinned.items() if role_of[r] == role), default=0.0)
         pipe[role] = max(most, work / members[role])
     busiest = max(sorted(pipe), key=lambda k: pipe[k]) if pipe else ""
     return {
@@ -180,27 +166,6 @@ def graph_floors(rg: RankGraph) -> GraphFloors:
         "busiest_pipe": busiest,
         "busiest_pipe_us": pipe.get(busiest, 0.0),
     }
-
-
-def _flat(per_event: Sequence[tuple[int, ...]]) -> tuple[np.ndarray, np.ndarray]:
-    """``(event, value)`` of every value of every event's tuple, in order."""
-    count = np.fromiter(map(len, per_event), np.intp, len(per_event))
-    values = np.fromiter(chain.from_iterable(per_event), np.intp, int(count.sum()))
-    return np.repeat(np.arange(len(per_event)), count), values
-
-
-def _running_sums(group: np.ndarray, values: np.ndarray, k: int) -> list[float]:
-    """Per group ``g < k``: ``0.0 +`` its values added one by one in their order (what a running
-    ``+=`` sum per group makes). The groups' values become the rows of a matrix (a leading 0.0,
-    then the values, then 0.0 padding: ``x + 0.0`` is ``x`` for every sum from 0.0 on), summed
-    along the rows by ``add.accumulate``, which adds each element to the sum so far."""
-    by = np.argsort(group, kind="stable")
-    g = group[by]
-    count = np.bincount(g, minlength=k)
-    first = np.cumsum(count) - count
-    mat = np.zeros((k, int(count.max(initial=0)) + 1))
-    mat[g, np.arange(len(g)) - first[g] + 1] = values[by]
-    return np.add.accumulate(mat, axis=1)[:, -1].tolist()
 
 
 def _ancestors_or_self(

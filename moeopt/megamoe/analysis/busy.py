@@ -4,9 +4,6 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Mapping
-from itertools import repeat
-
-import numpy as np
 
 from moeopt.core.schedule import Schedule
 from moeopt.megamoe.analysis.table import Table, events_on
@@ -26,21 +23,17 @@ def busy_times(
     ``c3.AIV0``). ``on``: :func:`~moeopt.megamoe.analysis.table.events_on` of the table, if
     already made."""
     t = table or Table.of(rg, s)
-    n = len(t.names)
-    dur = np.array(t.end) - np.array(t.start)  # (the same float differences as e - s)
-    width = np.fromiter(map(len, t.res), np.intp, n)
-    # per stage, d x resources of each event that holds any, summed one by one in graph order
-    # (add.accumulate is that running sum); stages keyed by str() in order of first such event
-    held = np.flatnonzero(width > 0)
-    key_of = {st: str(st) for st in dict.fromkeys(t.stage)}
-    keys = list(dict.fromkeys(map(key_of.__getitem__, map(t.stage.__getitem__, held.tolist()))))
-    number = {k: j for j, k in enumerate(keys)}
-    code = np.fromiter(map(number.get, map(key_of.__getitem__, t.stage), repeat(-1)), np.intp, n)
-    work = dur * width
-    stage_busy: dict[str, float] = {}
-    for j, k in enumerate(keys):
-        stage_busy[k] = _summed(work[held[code[held] == j]])
-    res_busy = {r: _summed(dur[ids]) for r, ids in (events_on(t) if on is None else on).items()}
+    stage_busy: dict[str, float] = defaultdict(float)
+    dur = [e - s for s, e in zip(t.start, t.end)]
+    for rs, st, d in zip(t.res, t.stage, dur):
+        if rs:
+            stage_busy[str(st)] += d * len(rs)
+    res_busy: dict[str, float] = {}
+    for r, ids in (events_on(t) if on is None else on).items():
+        total = 0.0  # each resource's sum in graph order, as one running sum per resource made it
+        for i in ids:
+            total += dur[i]
+        res_busy[r] = total
     all_res = sorted(set(rg.graph.resources()))
     rb = {r: res_busy.get(r, 0.0) for r in all_res}
     idle = {r: max(0.0, span - v) for r, v in rb.items()}
@@ -54,10 +47,5 @@ def busy_times(
         "resource_idle_us": idle,
         "resource_utilization": util,
         "role_utilization": role_util,
-        "stage_busy_us": stage_busy,
+        "stage_busy_us": dict(stage_busy),
     }
-
-
-def _summed(values: np.ndarray) -> float:
-    """``0.0 + v[0] + v[1] + ...``, added in order as a running ``+=`` sum adds them."""
-    return float(np.add.accumulate(np.concatenate(([0.0], values)))[-1])

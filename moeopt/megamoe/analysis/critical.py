@@ -10,16 +10,11 @@ from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
 from collections.abc import Mapping
-from operator import attrgetter
-
-import numpy as np
 
 from moeopt.core.schedule import Schedule, Wait, WaitKind
 from moeopt.megamoe.analysis.table import EPS, Table, events_on
 from moeopt.megamoe.build import RankGraph
 from moeopt.megamoe.results import CriticalStep, CriticalStepWait, Why
-
-_releases_of = attrgetter("releases")
 
 WHY: dict[WaitKind, Why] = {
     "dependency": "dependency",
@@ -43,8 +38,7 @@ class _Ends:
         self._events_on = on
         self._on: dict[str, _Ended] = {}
         self._releasers: dict[str, _Ended] = {}
-        # every event's release map identity, the distinct maps by identity, and the end times
-        self._by_map: tuple[np.ndarray, dict[int, Mapping[str, int]], np.ndarray] | None = None
+        self._by_map: dict[int, tuple[Mapping[str, int], list[int]]] | None = None
 
     def on(self, r: str) -> _Ended:
         """The events that ran on resource ``r``."""
@@ -60,25 +54,26 @@ class _Ends:
 
     def releasers(self, sem: str) -> _Ended:
         """The events that released semaphore ``sem``: those whose release map names it (events
-        share release maps by the thousand, so each distinct map is asked once per semaphore
-        and its events found by comparing map identities on an array), sorted by (end,
-        index)."""
+        share release maps by the thousand, so the events are grouped by map once and each map
+        asked once per semaphore; the items are sorted by (end, index), so the order they are
+        gathered in does not matter)."""
         got = self._releasers.get(sem)
         if got is None:
             t = self._t
             if self._by_map is None:
-                maps = list(map(_releases_of, t.events))
-                ids = np.fromiter(map(id, maps), np.intp, len(maps))  # each map alive in its event
-                self._by_map = (ids, dict(zip(map(id, maps), maps)), np.array(t.end))
-            ids, distinct, end = self._by_map
-            wanted = [k for k, m in distinct.items() if sem in m]
-            idx = np.flatnonzero(np.isin(ids, wanted)) if wanted else np.zeros(0, np.intp)
-            if len(idx):
-                by = np.lexsort((idx, end[idx]))  # by end, then index
-                got = _Ended.sorted(end[idx[by]].tolist(), [t.names[i] for i in idx[by].tolist()])
-            else:
-                got = _NO_ENDS
-            self._releasers[sem] = got
+                by_map: dict[int, tuple[Mapping[str, int], list[int]]] = {}
+                for i, ev in enumerate(t.events):
+                    m = ev.releases
+                    if m:
+                        entry = by_map.get(id(m))
+                        if entry is None:
+                            by_map[id(m)] = (m, [i])
+                        else:
+                            entry[1].append(i)
+                self._by_map = by_map
+            end = t.end
+            items = [(end[i], i) for m, ids in self._by_map.values() if sem in m for i in ids]
+            got = self._releasers[sem] = _Ended(items, t.names) if items else _NO_ENDS
         return got
 
 
@@ -91,13 +86,6 @@ class _Ended:
         items.sort()
         self.ends = [e for e, _i in items]
         self.names = [names[i] for _e, i in items]
-
-    @classmethod
-    def sorted(cls, ends: list[float], names: list[str]) -> _Ended:
-        """One from its ``ends`` and ``names`` already sorted by (end, index)."""
-        out = cls.__new__(cls)
-        out.ends, out.names = ends, names
-        return out
 
     def last_before(self, t: float, not_this: str) -> str | None:
         """The event with the latest end at or before ``t`` (+ EPS) other than ``not_this``;

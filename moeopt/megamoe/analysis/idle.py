@@ -38,6 +38,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from moeopt.core.events import Event
 from moeopt.core.schedule import Schedule
 from moeopt.megamoe.analysis.table import EPS, Table, events_on
 from moeopt.megamoe.build import RankGraph
@@ -200,6 +201,7 @@ class _SpanCache:
         self.start = np.array(tab.start, dtype=float)
         self.ready = np.array(ready, dtype=float)
         self._waited: dict[str, np.ndarray] = {}
+        self.end: np.ndarray | None = None  # (made when first needed)
 
     def waited(self, pool: _Pool) -> np.ndarray:
         """The pool's events (indices, in pool order) that did not start as soon as they were
@@ -218,19 +220,24 @@ class _SpanCache:
 
     def prime(self, idxs: Sequence[int]) -> None:
         """Work out together, on numpy arrays, the spans of the events ``idxs`` (each waited:
-        start > ready + EPS) and record them; events sharing their acquire and release maps
-        make the same semaphore queries, so they are asked together. An event whose queries
-        find more than :data:`_PRIME_MAX_CUTS` spans in all is left to :meth:`of`, one by one.
+        start > ready + EPS) in the common cases, and record them: no semaphore could have held
+        the event back during its wait (``[(ready, start)]``), one held it back over the whole
+        wait (``[]``), or the event makes one query and it finds one span (that span's cut, by
+        the same :func:`_uncut`); the others are left to :meth:`of`, one by one.
 
-        Why it is :func:`_ready_spans`: per event it makes that function's queries
-        (``levels.below(sem, n, r, st)`` per acquire ``n``, and per ``take - back > 0``) by the
-        same two binary searches (:meth:`_SemaphoreLevels.find`) and clips the spans found as
-        ``below`` does (the first starts no earlier than ``r``, the last ends no later than
-        ``st``); it makes the same cuts of them with the same float operations (``(start - d,
-        end)`` per span of an acquire; ``(r - 1, last end - d)`` per ``take - back``); no cut
-        at all gives ``[(r, st)]``. It sorts each event's cuts by ``(from, to)``, as the sort
-        of several lists does (one list is sorted already: its spans are disjoint, in order)
-        and runs :func:`_uncut` on them column by column (:func:`_uncut_rows`)."""
+        Why it is the same as :func:`_ready_spans` (which makes one query ``levels.below(sem, n,
+        r, st)`` per acquire ``n``, and per ``take - back > 0``): it returns ``[(r, st)]`` exactly
+        when no query finds a span, and :meth:`_SemaphoreLevels.find` makes the same two binary
+        searches as ``below``. It returns ``[]`` when some cut ``(a, b)`` has ``a <= r + EPS`` and
+        ``b >= st``: every cut sorted before it starts no later, so none opens a span (each start
+        is <= r + EPS <= cur + EPS), and this one moves ``cur`` to >= ``st``. An acquire's first
+        cut is ``(max(first span's start, r) - d, its end clipped to st)`` (its end reaches
+        ``st`` only if it is the last span); a ``take - back`` cut is ``(r - 1, last span's end
+        clipped to st - d)``. The same float operations as there are made here. Events sharing
+        their acquire and release maps make the same queries, so they are asked together.
+
+        When at least :data:`_GENERAL_MIN` events of a group are left, they are worked out
+        together in general (:meth:`_prime_group`: every cut as a column)."""
         if not VECTOR_SWEEPS:
             return  # (the reference: every event one by one)
         got, tab, ready = self._got, self._tab, self._ready
@@ -247,32 +254,98 @@ class _SpanCache:
             lo = np.array([ready[i] for i in same])
             hi = np.array([start[i] for i in same])
             d = np.array([end[i] for i in same]) - hi
-            # every query of these events: (need, whether only its last span makes a cut)
-            queries: list[tuple[str, int, bool]] = []
+            clear = hi > lo + EPS
+            blocked = np.zeros(len(same), dtype=bool)
+            single: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None = None
             for sem, take in ev.acquires.items():
-                queries.append((sem, take, False))
+                k, k2, sp_from, sp_to = self._levels.find(sem, take, lo, hi)
+                if len(ev.acquires) == 1 and take - ev.releases.get(sem, 0) <= 0:
+                    single = (k, k2, sp_from, sp_to)  # this query alone decides
+                hit = k2 > k
+                if hit.any():
+                    clear &= ~hit
+                    first = np.minimum(k, len(sp_from) - 1)
+                    cut_from = np.maximum(sp_from[first], lo) - d
+                    blocked |= hit & (cut_from <= lo + EPS) & (sp_to[first] >= hi)
                 keep = take - ev.releases.get(sem, 0)
                 if keep > 0:
-                    queries.append((sem, keep, True))
-            found = [(last, *self._levels.find(sem, need, lo, hi)) for sem, need, last in queries]
-            n_cuts = np.zeros(len(same), np.int64)
-            for last, k, k2, _f, _t in found:
-                n_cuts += (k2 > k) if last else (k2 - k)
-            fit = np.flatnonzero(n_cuts <= _PRIME_MAX_CUTS)
-            if not len(fit):
-                continue
-            if len(fit) < len(same):
-                same = [same[j] for j in fit.tolist()]
-                lo, hi, d, n_cuts = lo[fit], hi[fit], d[fit], n_cuts[fit]
-                found = [(last, k[fit], k2[fit], f, t) for last, k, k2, f, t in found]
-            cut_from: list[np.ndarray] = []
-            cut_to: list[np.ndarray] = []
-            for last, k, k2, sp_from, sp_to in found:
-                _cuts(cut_from, cut_to, last, k, k2, sp_from, sp_to, lo, hi, d)
-            spans = _uncut_rows(lo, hi, cut_from, cut_to)
-            waited = (hi > lo + EPS).tolist()  # (else _ready_spans finds none: st <= r + EPS)
-            for j, (i, cuts, w) in enumerate(zip(same, n_cuts.tolist(), waited)):
-                got[i] = (spans[j] if cuts else [(ready[i], start[i])]) if w else []
+                    k, k2, sp_from, sp_to = self._levels.find(sem, keep, lo, hi)
+                    hit = k2 > k
+                    if hit.any():
+                        clear &= ~hit
+                        cut_to = np.minimum(sp_to[np.maximum(k2 - 1, 0)], hi) - d
+                        blocked |= hit & (cut_to >= hi)
+            blocked &= hi > lo + EPS
+            for j in np.flatnonzero(clear).tolist():
+                i = same[j]
+                got[i] = [(ready[i], start[i])]
+            for j in np.flatnonzero(blocked).tolist():
+                got[same[j]] = []
+            if single is not None:
+                # one query, one span (clipped to [r, st) as below() clips it): _ready_spans's
+                # only cut is (span start - d, span end), and _uncut gives the rest of the wait
+                k, k2, sp_from, sp_to = single
+                one = np.flatnonzero((k2 - k == 1) & (hi > lo + EPS) & ~blocked)
+                if len(one):
+                    kk, lo1, hi1 = k[one], lo[one], hi[one]
+                    cut_from = (np.where(sp_from[kk] < lo1, lo1, sp_from[kk]) - d[one]).tolist()
+                    cut_to = np.where(sp_to[kk] > hi1, hi1, sp_to[kk]).tolist()
+                    for j, a, b in zip(one.tolist(), cut_from, cut_to):
+                        i = same[j]
+                        got[i] = _uncut(ready[i], start[i], [(a, b)])
+            rest = [i for i in same if i not in got]
+            if len(rest) >= _GENERAL_MIN:
+                self._prime_group(np.array(rest, np.intp), ev)
+
+    def _prime_group(self, group: np.ndarray, ev: Event) -> None:
+        """The spans of the events ``group`` (sharing ``ev``'s acquire and release maps) worked
+        out together, in general; an event whose queries find more than
+        :data:`_PRIME_MAX_CUTS` spans in all is left to :meth:`of`, one by one.
+
+        Why it is :func:`_ready_spans`: per event it makes that function's queries by the same
+        binary searches (:meth:`_SemaphoreLevels.find`) and clips the spans found as ``below``
+        does (the first starts no earlier than ``r``, the last ends no later than ``st``); it
+        makes the same cuts of them with the same float operations (``(start - d, end)`` per
+        span of an acquire, ``(r - 1, last end - d)`` per ``take - back > 0``); no cut at all
+        gives ``[(r, st)]``. It sorts each event's cuts by ``(from, to)``, as the sort of
+        several lists does (one list is sorted already: its spans are disjoint, in order), and
+        runs :func:`_uncut` on them column by column (:func:`_uncut_rows`)."""
+        got = self._got
+        if self.end is None:
+            self.end = np.array(self._tab.end, dtype=float)
+        lo, hi = self.ready[group], self.start[group]
+        d = self.end[group] - hi
+        # every query of these events: (need, whether only its last span makes a cut)
+        queries: list[tuple[str, int, bool]] = []
+        for sem, take in ev.acquires.items():
+            queries.append((sem, take, False))
+            keep = take - ev.releases.get(sem, 0)
+            if keep > 0:
+                queries.append((sem, keep, True))
+        found = [(last, *self._levels.find(sem, need, lo, hi)) for sem, need, last in queries]
+        n_cuts = np.zeros(len(group), np.int64)
+        for last, k, k2, _f, _t in found:
+            n_cuts += (k2 > k) if last else (k2 - k)
+        waited = hi > lo + EPS  # (else _ready_spans finds none: st <= r + EPS)
+        ids = group.tolist()
+        # no cut: the whole wait (no semaphore could have held the event back)
+        free = np.flatnonzero(waited & (n_cuts == 0)).tolist()
+        got.update(zip([ids[j] for j in free], map(_one_span, lo[free].tolist(), hi[free].tolist())))
+        for j in np.flatnonzero(~waited).tolist():
+            got[ids[j]] = []
+        cut = np.flatnonzero(waited & (n_cuts > 0) & (n_cuts <= _PRIME_MAX_CUTS))
+        if len(cut) < _PRIME_MIN:
+            return  # (a few events with cuts: one by one is cheaper)
+        lo, hi, d = lo[cut], hi[cut], d[cut]
+        cut_from: list[np.ndarray] = []
+        cut_to: list[np.ndarray] = []
+        for last, k, k2, sp_from, sp_to in found:
+            _cuts(cut_from, cut_to, last, k[cut], k2[cut], sp_from, sp_to, lo, hi, d)
+        got.update(zip([ids[j] for j in cut.tolist()], _uncut_rows(lo, hi, cut_from, cut_to)))
+
+
+def _one_span(a: float, b: float) -> list[tuple[float, float]]:
+    return [(a, b)]
 
 
 def _cuts(
@@ -298,7 +371,7 @@ def _cuts(
     if last:
         has = k2 > k
         if has.any():
-            end = sp_to[np.clip(k2 - 1, 0, top)]
+            end = sp_to[np.maximum(k2 - 1, 0)]  # (k2 > k >= 0 where it is read)
             end = np.where(end > hi, hi, end)
             cut_from.append(np.where(has, lo - 1.0, inf))
             cut_to.append(np.where(has, end - d, inf))
@@ -306,7 +379,7 @@ def _cuts(
     count = k2 - k
     for j in range(int(count.max()) if n else 0):
         has = count > j
-        at = np.clip(k + j, 0, top)
+        at = np.minimum(k + j, top)  # (k >= 0; past the last span only where not read)
         a, b = sp_from[at], sp_to[at]
         if j == 0:
             a = np.where(a < lo, lo, a)
@@ -328,8 +401,8 @@ def _uncut_rows(
     b_all = np.stack(cut_to, 1) if cut_to else np.empty((n, 0))
     if a_all.shape[1] > 1:
         by = np.lexsort((b_all, a_all), axis=1)  # by from, then to: Python's tuple order
-        a_all = np.take_along_axis(a_all, by, 1)
-        b_all = np.take_along_axis(b_all, by, 1)
+        rows = np.arange(n)[:, None]
+        a_all, b_all = a_all[rows, by], b_all[rows, by]
     cur = r.copy()
     alive = np.ones(n, bool)
     froms, tos, keep = [], [], []
@@ -354,6 +427,11 @@ def _uncut_rows(
         at = upto
     return out
 
+
+_GENERAL_MIN = 64
+"""Events of a group left by :meth:`_SpanCache.prime`'s common cases from which they are worked
+out together by :meth:`_SpanCache._prime_group` (measured, callgrind: its ~100 numpy calls cost
+about as many instructions as 80 one-by-one :func:`_ready_spans`, ~20k each on pto M=2048)."""
 
 _PRIME_MAX_CUTS = 12
 """Cuts (spans found by an event's queries) beyond which :meth:`_SpanCache.prime` leaves an

@@ -5,11 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
-from itertools import chain
-from operator import attrgetter, methodcaller
 from typing import TypeVar, overload
-
-import numpy as np
 
 from moeopt.core.events import Event
 from moeopt.core.schedule import Schedule, Wait
@@ -20,8 +16,6 @@ EPS = 1e-6
 """Tolerance (µs) of the analyses' time comparisons."""
 
 _V = TypeVar("_V")
-_labels_of = attrgetter("labels")
-_stage_of = methodcaller("get", "stage")
 
 
 @dataclass(frozen=True)
@@ -62,7 +56,7 @@ class Table:
     @cached_property
     def stage(self) -> list[str | None]:
         """Per event, its ``stage`` label (None without one)."""
-        return list(map(_stage_of, map(_labels_of, self.events)))  # (C-level maps, no loop)
+        return [ev.labels.get("stage") for ev in self.events]
 
     @cached_property
     def waits(self) -> list[Wait]:
@@ -75,20 +69,16 @@ def events_on(t: Table) -> dict[str, list[int]]:
     """Per resource, the events that ran on it (indices in graph order; resources in the order of
     their first event): read by the busy times, the idle ledger and the critical path, built
     once per rank by :func:`moeopt.megamoe.simulate` and handed to each (not kept on the
-    table: the table is part of the result, whose contents must not change).
-
-    On arrays: every (event, resource) pair in graph order, the resources numbered in the
-    order they first appear, the pairs sorted stably by that number (so each resource's events
-    stay in graph order) and cut per resource."""
-    n = len(t.res)
-    count = np.fromiter(map(len, t.res), np.intp, n)
-    used = list(chain.from_iterable(t.res))
-    number = {r: k for k, r in enumerate(dict.fromkeys(used))}
-    rid = np.fromiter(map(number.__getitem__, used), np.intp, len(used))
-    by = np.argsort(rid, kind="stable")
-    ev = np.repeat(np.arange(n), count)[by].tolist()
-    cut = np.searchsorted(rid[by], np.arange(len(number) + 1)).tolist()
-    return {r: ev[cut[k] : cut[k + 1]] for r, k in number.items()}
+    table: the table is part of the result, whose contents must not change)."""
+    on: dict[str, list[int]] = {}
+    for i, rs in enumerate(t.res):
+        for r in rs:
+            got = on.get(r)
+            if got is None:
+                on[r] = [i]
+            else:
+                got.append(i)
+    return on
 
 
 class EventRows(Sequence[EventRow]):

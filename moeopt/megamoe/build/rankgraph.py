@@ -3,14 +3,11 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from operator import itemgetter
 
 from moeopt.core.events import EventGraph
 from moeopt.core.schedule import Schedule
 from moeopt.megamoe.build.plan import ExpertPlan
 from moeopt.megamoe.contract import GroupedGemmContract
-
-_first, _second = itemgetter(0), itemgetter(1)
 
 
 @dataclass
@@ -58,17 +55,16 @@ class RankGraph:
         only chain it in program order on a pinned resource (data dependencies; built once)."""
         if self._data_preds is None:
             cg = self.graph.compiled()
-            at = dict(cg.index).__getitem__  # (a plain dict's lookups, made at C level below)
-            edges = list(self.chain_edges)
-            after = list(map(at, map(_second, edges)))
-            before = list(map(at, map(_first, edges)))
+            index = cg.index
             # most events follow one event on their one pinned resource: a set only for the rest
-            one = dict(zip(after, before))
+            one: dict[int, int] = {}
             more: dict[int, set[int]] = {}
-            if len(one) < len(edges):
-                for i, j in zip(after, before):
-                    if j != one[i]:
-                        more.setdefault(i, {one[i]}).add(j)
+            for a, b in self.chain_edges:
+                i, j = index[b], index[a]
+                if i in one:
+                    more.setdefault(i, {one[i]}).add(j)
+                else:
+                    one[i] = j
             preds = list(cg.preds)
             for i, j in one.items():
                 ps = preds[i]
