@@ -249,21 +249,30 @@ class Event:
             raise GraphError(
                 f"event {name!r}: duration_us must be a finite float >= 0, got {duration_us!r}"
             )
-        ev = object.__new__(cls)
-        # the slots' own setters: the frozen class's __setattr__ refuses, object.__setattr__
-        # looks each name up again
-        s_name, s_res, s_deps, s_acq, s_rel, s_coloc, s_dur, s_labels = _SLOT_SETTERS
-        s_name(ev, name)
-        s_res(ev, tuple(resources))
-        s_deps(ev, MappingProxyType(deps) if deps else _NO_DEPS)
+        if cls is not Event:  # (a subclass may lay its slots out otherwise: the setters)
+            return _trusted_by_setters(
+                cls, name, resources, deps, acquires, releases, colocate_with, duration_us, labels
+            )
+        # the fields are stored on an instance of a class with Event's very slots and no frozen
+        # __setattr__ (plain attribute stores, which the interpreter specialises for slots), and
+        # the instance then becomes an Event: about half the cost of calling each slot's setter
+        ev = _Unfrozen()
+        ev.name = name
+        ev.resources = tuple(resources)
+        ev.deps = MappingProxyType(deps) if deps else _NO_DEPS
         # a non-empty read-only map is kept as it is (what _shared_amounts does with it, without
         # the call: the builders pass shared read-only maps for most events)
-        s_acq(ev, acquires if type(acquires) is MappingProxyType and acquires else _shared_amounts(acquires))
-        s_rel(ev, releases if type(releases) is MappingProxyType and releases else _shared_amounts(releases))
-        s_coloc(ev, colocate_with)
-        s_dur(ev, duration_us)
-        s_labels(ev, MappingProxyType(labels) if labels else _NO_LABELS)
-        return ev
+        ev.acquires = (
+            acquires if type(acquires) is MappingProxyType and acquires else _shared_amounts(acquires)
+        )
+        ev.releases = (
+            releases if type(releases) is MappingProxyType and releases else _shared_amounts(releases)
+        )
+        ev.colocate_with = colocate_with
+        ev.duration_us = duration_us
+        ev.labels = MappingProxyType(labels) if labels else _NO_LABELS
+        ev.__class__ = Event  # type: ignore[assignment]
+        return ev  # type: ignore[return-value]
 
     def __repr__(self) -> str:
         parts = [repr(self.name)]
@@ -287,6 +296,51 @@ _SLOT_SETTERS = tuple(
     Event.__dict__[f].__set__
     for f in ("name", "resources", "deps", "acquires", "releases", "colocate_with", "duration_us", "labels")
 )
+
+
+class _Unfrozen:
+    """:class:`Event`'s slots without its frozen ``__setattr__``: :meth:`Event.trusted` fills one
+    and turns it into an ``Event`` (a ``__class__`` assignment, which Python allows between
+    classes of the same slot layout; the assertion below holds the two layouts equal)."""
+
+    __slots__ = Event.__slots__
+    name: str
+    resources: tuple[str, ...]
+    deps: Mapping[str, float]
+    acquires: Mapping[str, int]
+    releases: Mapping[str, int]
+    colocate_with: str | None
+    duration_us: float
+    labels: Mapping[str, Any]
+
+
+assert _Unfrozen.__slots__ == tuple(Event.__dataclass_fields__)
+
+
+def _trusted_by_setters(
+    cls: type[Event],
+    name: str,
+    resources: Sequence[str],
+    deps: Mapping[str, float] | None,
+    acquires: Mapping[str, int] | None,
+    releases: Mapping[str, int] | None,
+    colocate_with: str | None,
+    duration_us: float,
+    labels: Mapping[str, Any] | None,
+) -> Event:
+    """:meth:`Event.trusted` for a subclass of :class:`Event`: each field by its slot's setter
+    (the frozen class's ``__setattr__`` refuses, ``object.__setattr__`` looks each name up)."""
+    ev = object.__new__(cls)
+    s_name, s_res, s_deps, s_acq, s_rel, s_coloc, s_dur, s_labels = _SLOT_SETTERS
+    s_name(ev, name)
+    s_res(ev, tuple(resources))
+    s_deps(ev, MappingProxyType(deps) if deps else _NO_DEPS)
+    s_acq(ev, acquires if type(acquires) is MappingProxyType and acquires else _shared_amounts(acquires))
+    s_rel(ev, releases if type(releases) is MappingProxyType and releases else _shared_amounts(releases))
+    s_coloc(ev, colocate_with)
+    s_dur(ev, duration_us)
+    s_labels(ev, MappingProxyType(labels) if labels else _NO_LABELS)
+    return ev
 
 
 class EventGraph:

@@ -38,6 +38,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from moeopt.core.events import Event
 from moeopt.core.schedule import Schedule
 from moeopt.megamoe.analysis.table import EPS, Table, events_on
 from moeopt.megamoe.build import RankGraph
@@ -200,6 +201,7 @@ class _SpanCache:
         self.start = np.array(tab.start, dtype=float)
         self.ready = np.array(ready, dtype=float)
         self._waited: dict[str, np.ndarray] = {}
+        self.end: np.ndarray | None = None  # (made when first needed)
 
     def waited(self, pool: _Pool) -> np.ndarray:
         """The pool's events (indices, in pool order) that did not start as soon as they were
@@ -232,7 +234,10 @@ class _SpanCache:
         cut is ``(max(first span's start, r) - d, its end clipped to st)`` (its end reaches
         ``st`` only if it is the last span); a ``take - back`` cut is ``(r - 1, last span's end
         clipped to st - d)``. The same float operations as there are made here. Events sharing
-        their acquire and release maps make the same queries, so they are asked together."""
+        their acquire and release maps make the same queries, so they are asked together.
+
+        When at least :data:`_GENERAL_MIN` events of a group are left, they are worked out
+        together in general (:meth:`_prime_group`: every cut as a column)."""
         if not VECTOR_SWEEPS:
             return  # (the reference: every event one by one)
         got, tab, ready = self._got, self._tab, self._ready
@@ -288,7 +293,150 @@ class _SpanCache:
                     for j, a, b in zip(one.tolist(), cut_from, cut_to):
                         i = same[j]
                         got[i] = _uncut(ready[i], start[i], [(a, b)])
+            rest = [i for i in same if i not in got]
+            if len(rest) >= _GENERAL_MIN:
+                self._prime_group(np.array(rest, np.intp), ev)
 
+    def _prime_group(self, group: np.ndarray, ev: Event) -> None:
+        """The spans of the events ``group`` (sharing ``ev``'s acquire and release maps) worked
+        out together, in general; an event whose queries find more than
+        :data:`_PRIME_MAX_CUTS` spans in all is left to :meth:`of`, one by one.
+
+        Why it is :func:`_ready_spans`: per event it makes that function's queries by the same
+        binary searches (:meth:`_SemaphoreLevels.find`) and clips the spans found as ``below``
+        does (the first starts no earlier than ``r``, the last ends no later than ``st``); it
+        makes the same cuts of them with the same float operations (``(start - d, end)`` per
+        span of an acquire, ``(r - 1, last end - d)`` per ``take - back > 0``); no cut at all
+        gives ``[(r, st)]``. It sorts each event's cuts by ``(from, to)``, as the sort of
+        several lists does (one list is sorted already: its spans are disjoint, in order), and
+        runs :func:`_uncut` on them column by column (:func:`_uncut_rows`)."""
+        got = self._got
+        if self.end is None:
+            self.end = np.array(self._tab.end, dtype=float)
+        lo, hi = self.ready[group], self.start[group]
+        d = self.end[group] - hi
+        # every query of these events: (need, whether only its last span makes a cut)
+        queries: list[tuple[str, int, bool]] = []
+        for sem, take in ev.acquires.items():
+            queries.append((sem, take, False))
+            keep = take - ev.releases.get(sem, 0)
+            if keep > 0:
+                queries.append((sem, keep, True))
+        found = [(last, *self._levels.find(sem, need, lo, hi)) for sem, need, last in queries]
+        n_cuts = np.zeros(len(group), np.int64)
+        for last, k, k2, _f, _t in found:
+            n_cuts += (k2 > k) if last else (k2 - k)
+        waited = hi > lo + EPS  # (else _ready_spans finds none: st <= r + EPS)
+        ids = group.tolist()
+        # no cut: the whole wait (no semaphore could have held the event back)
+        free = np.flatnonzero(waited & (n_cuts == 0)).tolist()
+        got.update(zip([ids[j] for j in free], map(_one_span, lo[free].tolist(), hi[free].tolist())))
+        for j in np.flatnonzero(~waited).tolist():
+            got[ids[j]] = []
+        cut = np.flatnonzero(waited & (n_cuts > 0) & (n_cuts <= _PRIME_MAX_CUTS))
+        if len(cut) < _PRIME_MIN:
+            return  # (a few events with cuts: one by one is cheaper)
+        lo, hi, d = lo[cut], hi[cut], d[cut]
+        cut_from: list[np.ndarray] = []
+        cut_to: list[np.ndarray] = []
+        for last, k, k2, sp_from, sp_to in found:
+            _cuts(cut_from, cut_to, last, k[cut], k2[cut], sp_from, sp_to, lo, hi, d)
+        got.update(zip([ids[j] for j in cut.tolist()], _uncut_rows(lo, hi, cut_from, cut_to)))
+
+
+def _one_span(a: float, b: float) -> list[tuple[float, float]]:
+    return [(a, b)]
+
+
+def _cuts(
+    cut_from: list[np.ndarray],
+    cut_to: list[np.ndarray],
+    last: bool,
+    k: np.ndarray,
+    k2: np.ndarray,
+    sp_from: np.ndarray,
+    sp_to: np.ndarray,
+    lo: np.ndarray,
+    hi: np.ndarray,
+    d: np.ndarray,
+) -> None:
+    """Append the cut columns of one query of :func:`_ready_spans` for every event (row) at once:
+    the spans ``k .. k2 - 1`` of the query (``k2 <= k``: none) clipped to ``[lo, hi)`` as
+    :meth:`_SemaphoreLevels.below` clips them, then ``(start - d, end)`` per span, or the one
+    cut ``(lo - 1, last end - d)`` when ``last``. A missing cut is ``(inf, inf)``: it sorts
+    after every real one and :func:`_uncut_rows` stops at it (``a >= st``)."""
+    n = len(k)
+    top = len(sp_from) - 1
+    inf = np.full(n, np.inf)
+    if last:
+        has = k2 > k
+        if has.any():
+            end = sp_to[np.maximum(k2 - 1, 0)]  # (k2 > k >= 0 where it is read)
+            end = np.where(end > hi, hi, end)
+            cut_from.append(np.where(has, lo - 1.0, inf))
+            cut_to.append(np.where(has, end - d, inf))
+        return
+    count = k2 - k
+    for j in range(int(count.max()) if n else 0):
+        has = count > j
+        at = np.minimum(k + j, top)  # (k >= 0; past the last span only where not read)
+        a, b = sp_from[at], sp_to[at]
+        if j == 0:
+            a = np.where(a < lo, lo, a)
+        b = np.where((j == count - 1) & (b > hi), hi, b)
+        cut_from.append(np.where(has, a - d, inf))
+        cut_to.append(np.where(has, b, inf))
+
+
+def _uncut_rows(
+    r: np.ndarray, st: np.ndarray, cut_from: list[np.ndarray], cut_to: list[np.ndarray]
+) -> list[list[tuple[float, float]]]:
+    """:func:`_uncut` of every row at once: row ``i``'s cuts are ``(cut_from[c][i], cut_to[c][i])``
+    over the columns ``c`` (each row's real cuts sorted by ``(from, to)`` here first, missing
+    ones ``(inf, inf)`` after them). The loop over the cuts runs column by column with the
+    same comparisons (a row that would have left the loop keeps its ``cur``), and each row's
+    spans are listed in the order the loop appends them."""
+    n = len(r)
+    a_all = np.stack(cut_from, 1) if cut_from else np.empty((n, 0))
+    b_all = np.stack(cut_to, 1) if cut_to else np.empty((n, 0))
+    if a_all.shape[1] > 1:
+        by = np.lexsort((b_all, a_all), axis=1)  # by from, then to: Python's tuple order
+        rows = np.arange(n)[:, None]
+        a_all, b_all = a_all[rows, by], b_all[rows, by]
+    cur = r.copy()
+    alive = np.ones(n, bool)
+    froms, tos, keep = [], [], []
+    for c in range(a_all.shape[1]):
+        a, b = a_all[:, c], b_all[:, c]
+        alive &= ~(a >= st)  # if a >= st: break
+        froms.append(cur)
+        tos.append(np.where(st < a, st, a))  # min(a, st)
+        keep.append(alive & (a > cur + EPS))
+        cur = np.where(alive & (b > cur), b, cur)  # max(cur, b): b only when larger
+        alive &= ~(cur >= st)  # if cur >= st: break
+    froms.append(cur)
+    tos.append(st)
+    keep.append(cur < st - EPS)
+    f, t = np.stack(froms, 1), np.stack(tos, 1)
+    ok = np.stack(keep, 1) & (t > f + EPS)
+    pairs = list(zip(f[ok].tolist(), t[ok].tolist()))  # row by row, in append order
+    out: list[list[tuple[float, float]]] = []
+    at = 0
+    for upto in np.cumsum(ok.sum(1)).tolist():
+        out.append(pairs[at:upto])
+        at = upto
+    return out
+
+
+_GENERAL_MIN = 64
+"""Events of a group left by :meth:`_SpanCache.prime`'s common cases from which they are worked
+out together by :meth:`_SpanCache._prime_group` (measured, callgrind: its ~100 numpy calls cost
+about as many instructions as 80 one-by-one :func:`_ready_spans`, ~20k each on pto M=2048)."""
+
+_PRIME_MAX_CUTS = 12
+"""Cuts (spans found by an event's queries) beyond which :meth:`_SpanCache.prime` leaves an
+event to one-by-one :func:`_ready_spans` (assumed: each cut is a column of every row of its
+group, so a rare event with many would widen every row's arrays; the answer is the same)."""
 
 _PRIME_MIN = 8
 """Events sharing acquire / release maps below which :meth:`_SpanCache.prime` leaves them to

@@ -26,7 +26,7 @@ import math
 from bisect import bisect_right
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
-from itertools import compress
+from itertools import compress, repeat
 from operator import attrgetter, not_, or_
 from types import MappingProxyType
 from typing import Any
@@ -125,6 +125,53 @@ class Emitter:
             else:
                 by_stage[stage] = [name]
         return name
+
+    def emit_run(
+        self,
+        stage: str,
+        names: Sequence[str],
+        resources: Sequence[Sequence[str]],
+        deps: Sequence[dict[str, float]],
+        acquires: Sequence[Units],
+        releases: Sequence[Units],
+        durations: Sequence[float],
+        labels: Sequence[dict[str, Any]],
+        chain: bool,
+        sync_deps: Sequence[Mapping[str, float] | None] | None = None,
+    ) -> None:
+        """:meth:`emit` of many events of ``stage`` in order, given as columns (entry ``i`` of
+        each is event ``i``'s argument; no colocation): the same events, dependencies, chain
+        edges and stage order as one :meth:`emit` call per event, with ``chain_on`` the event's
+        own resources when ``chain`` (else none) and ``sync_deps`` the column's entry. For the
+        stages that emit thousands of tiles: one call instead of one per event."""
+        events = self._events
+        if not events.keys().isdisjoint(names) or len(set(names)) != len(names):
+            seen = set(events)
+            for name in names:
+                if name in seen:
+                    raise AssertionError(f"builder emitted event {name!r} twice")
+                seen.add(name)
+        last = self._last
+        edges = self.chain_edges
+        syncs = repeat(None) if sync_deps is None else sync_deps
+        for name, res, d, acq, rel, dur, lab, sync in zip(
+            names, resources, deps, acquires, releases, durations, labels, syncs
+        ):
+            if chain:
+                for r in res:
+                    prev = last.get(r)
+                    if prev is not None and prev not in d:
+                        d[prev] = 0.0
+                        edges.add((prev, name))
+                    last[r] = name  # (an event's resources are distinct: none is read again)
+            if sync:
+                d.update(sync)
+            events[name] = _event(name, res, d, acq, rel, None, dur, lab)
+        by_stage = self._by_stage
+        if stage in by_stage:
+            by_stage[stage].extend(names)
+        else:
+            by_stage[stage] = list(names)
 
     def flag(self, name: str, deps: Iterable[str]) -> str:
         """A zero-duration flag without resources that waits for ``deps`` (λ = 0; the sync

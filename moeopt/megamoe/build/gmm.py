@@ -19,9 +19,14 @@ flag, or the activation's readiness) and in their hand-off.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from itertools import chain as chained
+from itertools import repeat
+from operator import attrgetter, itemgetter
 from types import MappingProxyType
 from typing import NamedTuple, TypeVar
+
+import numpy as np
 
 from moeopt.megamoe.build.context import BuildContext
 from moeopt.megamoe.build.emitter import Emitter, Units
@@ -38,6 +43,35 @@ GM_BURST_ALIGN = 512  # spec: GM address alignment for full MTE2 read bandwidth 
 CostKey = tuple[int, int, bool, bool, bool, bool]
 WaveReady = Callable[[int, int], Mapping[str, float]]  # (wave, expert) -> deps of its tiles
 ChunkReady = Callable[[int, int, int], Mapping[str, float]]  # (expert, m-block, K chunk) -> deps
+
+_wave_of, _expert_of, _tile_of = itemgetter(0), itemgetter(1), itemgetter(2)
+
+
+class TileColumns(NamedTuple):
+    """A GMM stage's tiles in program order as integer columns, one entry per tile (made once
+    per stage): the per-tile computations of the pipeline work on these arrays instead of on
+    the items one by one."""
+
+    wave: np.ndarray
+    expert: np.ndarray
+    rows: np.ndarray  # m1 - m0
+    cols: np.ndarray  # n1 - n0
+    mb: np.ndarray
+    nb: np.ndarray
+
+    @classmethod
+    def of(cls, order: Sequence[Item]) -> TileColumns:
+        n = len(order)
+        t = np.fromiter(chained.from_iterable(map(_tile_of, order)), np.int64, 6 * n).reshape(n, 6)
+        return cls(
+            np.fromiter(map(_wave_of, order), np.int64, n),
+            np.fromiter(map(_expert_of, order), np.int64, n),
+            t[:, 1] - t[:, 0],
+            t[:, 3] - t[:, 2],
+            t[:, 4],
+            t[:, 5],
+        )
+
 
 CONSUMER = {"gmm1": "activation", "gmm2": "combine"}  # the stage an on-chip link hands the tile to
 SLOT_KEY = {"gmm1": "act", "gmm2": "comb"}
@@ -204,22 +238,31 @@ def gmm_tiles(
 
         chain = False
         em.pool(steal_pool(stage), [f"c{k}.AIC" for k in ctx.layout.groups[stage].cores])
+    cols = TileColumns.of(order)
     if late:
         cores = [-1] * len(order)
     elif cores is None:
-        cores = assign_cores(ctx, stage, experts, order, carry)
-    keys = l1_residency(ctx, stage, order, cores)
+        cores = assign_cores(ctx, stage, experts, order, carry, cols)
+    keys = l1_residency(ctx, stage, order, cores, cols)
     costs = TileCosts(ctx, em, stage, chunks)
     n_cores: dict[int, int] = {}  # per expert: the cores running it (one lookup per expert)
-    for _w, e, _t in order:
-        if e not in n_cores:
-            own, joined = ctx.layout.gmm_cores(stage, experts[e])
-            n_cores[e] = len(set(own + joined))
-    costs.share_hbm(keys, [n_cores[e] for _w, e, _t in order])
+    for e in dict.fromkeys(cols.expert.tolist()):
+        own, joined = ctx.layout.gmm_cores(stage, experts[e])
+        n_cores[e] = len(set(own + joined))
+    costs.share_hbm(keys, list(map(n_cores.__getitem__, cols.expert.tolist())))
     names = tile_names(stage, order)
+    if chunks == 1 and chunk_ready is None and WHOLE_TILES_BY_COLUMN:
+        return emit_whole_tiles(
+            ctx, em, stage, experts, order, cores, keys, costs, names, wave_ready, join_flag, chain, cols
+        )
     return emit_tiles(
         ctx, em, stage, experts, order, cores, keys, costs, names, wave_ready, chunk_ready, join_flag, chain
     )
+
+
+WHOLE_TILES_BY_COLUMN = True
+"""Whether tiles not cut into K chunks that wait for their wave are emitted by
+:func:`emit_whole_tiles` (False: by :func:`emit_tiles`, the reference it is tested against)."""
 
 
 def tile_cube_us(tiles: Sequence[Tile], k_dim: int, rate: float) -> list[float]:
@@ -233,6 +276,7 @@ def assign_cores(
     experts: Sequence[ExpertPlan],
     order: Sequence[Item],
     carry: Sequence[Item] = (),
+    cols: TileColumns | None = None,
 ) -> list[int]:
     """The core of every tile in ``order`` by the registered ``core_assignment`` rule.
 
@@ -241,43 +285,60 @@ def assign_cores(
     greedy_least_busy) carries from one expert group to the next; it restarts only where the
     core set changes (a joining group, V1). ``carry``: an earlier stage's tiles whose groups run
     first in the same call when its last run is on the same cores (``policy.core_cursor =
-    across_stages``: the cursor rolls on from GMM1 into GMM2); their cores are not returned."""
-    runs = _runs(ctx, stage, experts, order)
+    across_stages``: the cursor rolls on from GMM1 into GMM2); their cores are not returned.
+    ``cols``: ``order``'s columns, if made."""
+    c = TileColumns.of(order) if cols is None else cols
+    runs = _runs(ctx, stage, experts, order, c)
+    k_dim = gemm_k(ctx, stage)
+    rate = ctx.cube_rate()
+    # each tile's cube time, in the order of the runs' groups (a carried group's tiles first)
+    cube: list[float] = _cube_us(c, k_dim, rate)
+    skip = 0
     if carry and runs:
         before = _runs(ctx, "gmm1", experts, carry)
         if before and before[-1][0] == runs[0][0]:
             runs[0] = (runs[0][0], before[-1][1] + runs[0][1])
             skip = sum(len(g) for g in before[-1][1])
-        else:
-            skip = 0
-    else:
-        skip = 0
+            # (costed with this stage's K, as they always were)
+            cube = tile_cube_us([t for g in before[-1][1] for _w, _e, t in g], k_dim, rate) + cube
     assign = lookup("core_assignment", ctx.cfg.core_assignment)()
-    k_dim = gemm_k(ctx, stage)
-    rate = ctx.cube_rate()
     out: list[int] = []
+    at = 0
     for r, (cores, grps) in enumerate(runs):
-        costs = [tile_cube_us([t for _w, _e, t in g], k_dim, rate) for g in grps]
+        costs = []
+        for g in grps:
+            costs.append(cube[at : at + len(g)])
+            at += len(g)
         flat = [cores[slot] for slots in assign(costs, len(cores)) for slot in slots]
         out += flat[skip:] if r == 0 else flat
     return out
 
 
+def _cube_us(c: TileColumns, k_dim: int, rate: float) -> list[float]:
+    """:func:`tile_cube_us` of every tile of the columns ``c``: the same integer product (well
+    below 2**53) divided by ``rate`` as a float, elementwise."""
+    return (c.rows * c.cols * k_dim / rate).tolist()
+
+
 def _runs(
-    ctx: BuildContext, stage: str, experts: Sequence[ExpertPlan], order: Sequence[Item]
+    ctx: BuildContext,
+    stage: str,
+    experts: Sequence[ExpertPlan],
+    order: Sequence[Item],
+    cols: TileColumns | None = None,
 ) -> list[tuple[list[int], list[list[Item]]]]:
     """``order``'s expert groups (a wave's tiles of one expert, in order), gathered into runs on
-    the same cores (:func:`_runs_of` of the items tagged with ``stage``, without the tags)."""
-    groups: list[list[Item]] = []
-    grp: list[Item] = []
-    cur: tuple[int, int] | None = None
-    for item in order:
-        if item[:2] != cur:  # a new (wave, expert)
-            cur = item[:2]
-            grp = []
-            groups.append(grp)
-        grp.append(item)
-    return _gather(ctx, experts, [(stage, grp[0][1]) for grp in groups], groups)
+    the same cores (:func:`_runs_of` of the items tagged with ``stage``, without the tags); a
+    group starts where the (wave, expert) of the columns ``cols`` changes."""
+    n = len(order)
+    if not n:
+        return []
+    c = TileColumns.of(order) if cols is None else cols
+    cut = np.flatnonzero((c.wave[1:] != c.wave[:-1]) | (c.expert[1:] != c.expert[:-1])) + 1
+    bounds = [0, *cut.tolist(), n]
+    groups = [list(order[a:b]) for a, b in zip(bounds, bounds[1:])]
+    heads = [(stage, e) for e in c.expert[bounds[:-1]].tolist()]
+    return _gather(ctx, experts, heads, groups)
 
 
 def _runs_of(
@@ -316,13 +377,72 @@ def _gather(
     return runs
 
 
-def l1_residency(ctx: BuildContext, stage: str, order: Sequence[Item], cores: Sequence[int]) -> list[CostKey]:
+def l1_residency(
+    ctx: BuildContext,
+    stage: str,
+    order: Sequence[Item],
+    cores: Sequence[int],
+    cols: TileColumns | None = None,
+) -> list[CostKey]:
     """Per tile, its :class:`TileCosts` key: its extent and what it finds on chip.
 
     * A (B) resident in L1: the previous tile on the same core was the same expert's same M
       block (N block) and both tiles' A and B fit in L1 together (``l1_bytes``);
     * A (B) read before: an earlier tile of the same expert read this M block's A (N block's B)
-      from HBM, so it comes from L2 now (late-bound tiles: only this)."""
+      from HBM, so it comes from L2 now (late-bound tiles: only this).
+
+    Worked out on the columns of ``order`` (``cols``, if made) at once; the tile-by-tile loop it
+    replaces is kept as :func:`l1_residency_by_tile`, the reference of a test."""
+    n = len(order)
+    if not n:
+        return []
+    c = TileColumns.of(order) if cols is None else cols
+    k_dim = gemm_k(ctx, stage)
+    bpe = ctx.bpe
+    scale_bytes = 8 if ctx.cfg.quant == "w8a8" else 0
+    l1_bytes = ctx.c("l1_bytes")
+    core = np.fromiter(cores, np.int64, n)
+    e, mb, nb, rows, tcols = c.expert, c.mb, c.nb, c.rows, c.cols
+    # each pinned tile's previous tile on its core (-1: the core's first, or late-bound): the
+    # pinned tiles by core, in order within a core (a stable sort)
+    prev = np.full(n, -1, np.int64)
+    pinned = np.flatnonzero(core >= 0)
+    by_core = pinned[np.argsort(core[pinned], kind="stable")]
+    same = core[by_core[1:]] == core[by_core[:-1]]
+    prev[by_core[1:][same]] = by_core[:-1][same]
+    p = np.maximum(prev, 0)
+    # (integers well below 2**53: the comparison with a float l1_bytes is exact, as in Python)
+    fits = rows * k_dim * bpe + (tcols * k_dim * bpe + tcols * scale_bytes) <= l1_bytes
+    same_expert = (prev >= 0) & fits & (e[p] == e)
+    a_res = same_expert & (mb[p] == mb)
+    b_res = same_expert & (nb[p] == nb)
+    return list(
+        zip(
+            rows.tolist(),
+            tcols.tolist(),
+            a_res.tolist(),
+            b_res.tolist(),
+            _seen_before(e, mb).tolist(),
+            _seen_before(e, nb).tolist(),
+        )
+    )
+
+
+def _seen_before(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Per entry, whether an earlier entry has the same pair ``(a, b)`` (non-negative integers):
+    the entries sorted stably by the pair, each equal to the one before it in that order."""
+    key = a * (int(b.max()) + 1) + b
+    by_key = np.argsort(key, kind="stable")
+    ks = key[by_key]
+    out = np.empty(len(key), bool)
+    out[by_key] = np.concatenate(([False], ks[1:] == ks[:-1]))
+    return out
+
+
+def l1_residency_by_tile(
+    ctx: BuildContext, stage: str, order: Sequence[Item], cores: Sequence[int]
+) -> list[CostKey]:
+    """:func:`l1_residency` tile by tile (the reference its test compares it with)."""
     k_dim = gemm_k(ctx, stage)
     bpe = ctx.bpe
     scale_bytes = 8 if ctx.cfg.quant == "w8a8" else 0
@@ -332,8 +452,8 @@ def l1_residency(ctx: BuildContext, stage: str, order: Sequence[Item], cores: Se
     last_on_core: dict[int, tuple[int, int, int]] = {}  # core -> (expert, mb, nb) of its previous tile
     keys: list[CostKey] = []
     for (_w, e, t), k in zip(order, cores, strict=True):
-        m0, m1, n0, n1, mb, nb = t  # unpacked once: a named tuple's fields are slower to read
-        t_rows, t_cols = m1 - m0, n1 - n0  # t.rows, t.cols
+        m0, m1, n0, n1, mb, nb = t
+        t_rows, t_cols = m1 - m0, n1 - n0
         a_res = b_res = False
         if k >= 0:
             prev = last_on_core.get(k)
@@ -412,19 +532,20 @@ class TileCosts:
         nothing changes (the HBM semaphore still arbitrates against other stages). Without this,
         whole tiles would queue for HBM units and the last one that does not fit would leave up
         to one tile's rate of HBM idle. ``cores``: per tile, the cores of its expert."""
-        self.stretch = [1.0] * len(keys)
+        n = len(keys)
+        self.stretch = [1.0] * n
         if not self._hbm or not keys:
             return
-        hbm = dur = 0.0
-        raw: dict[CostKey, tuple[float, float, float, float, float, float]] = {}  # few distinct keys
-        for key in keys:
-            got = raw.get(key)
-            if got is None:
-                got = raw[key] = self._raw(key)
-            hbm += got[5]
-            dur += got[0]
+        raw = {key: self._raw(key) for key in dict.fromkeys(keys)}  # few distinct keys
+        per_tile = list(map(raw.__getitem__, keys))
+        # the sums of every tile's first-touch bytes and time, added one by one in tile order
+        # (add.accumulate is that running sum: the same floats as a loop's +=)
+        hbm = float(np.add.accumulate(np.fromiter(map(itemgetter(5), per_tile), float, n))[-1])
+        dur = float(np.add.accumulate(np.fromiter(map(itemgetter(0), per_tile), float, n))[-1])
         rho = hbm / dur if dur > 0 else 0.0
-        self.stretch = [max(1.0, min(p, len(keys)) * rho / self._hbm) for p in cores]
+        # max(1.0, min(p, n) * rho / hbm) per tile, the same float operations elementwise
+        p = np.minimum(np.fromiter(cores, np.int64, n), n)
+        self.stretch = np.maximum(1.0, p * rho / self._hbm).tolist()
 
     def _raw(self, key: CostKey) -> tuple[float, float, float, float, float, float]:
         """(time, fill, load, compute, load bytes, first-touch HBM bytes) before HBM sharing."""
@@ -478,7 +599,113 @@ def tile_names(stage: str, order: Sequence[Item]) -> list[str]:
     """Each tile's base name ``g1.e{expert}.m{mb}.n{nb}`` (``g2.`` for GMM2); its event adds
     ``.mm`` (after ``.k{c}`` when cut into K chunks)."""
     pre = "g1" if stage == "gmm1" else "g2"
+    # (an f-string per tile: fewer instructions than str.format over the columns, callgrind)
     return [f"{pre}.e{e}.m{t.mb}.n{t.nb}" for _w, e, t in order]
+
+
+_fill_of = attrgetter("fill_us")
+_dur_of = attrgetter("dur_us")
+_hbm_units_of = attrgetter("hbm_units")
+_load_units_of = attrgetter("load_units")
+_first, _second = itemgetter(0), itemgetter(1)
+
+
+def _added(total: float, values: Iterable[float]) -> float:
+    """``total`` with ``values`` added one by one, in order (a loop: callgrind counts fewer
+    instructions for it than for an array's add.accumulate, which first converts them)."""
+    for v in values:
+        total += v
+    return total
+
+
+def emit_whole_tiles(
+    ctx: BuildContext,
+    em: Emitter,
+    stage: str,
+    experts: Sequence[ExpertPlan],
+    order: Sequence[Item],
+    cores: Sequence[int],
+    keys: Sequence[CostKey],
+    costs: TileCosts,
+    names: Sequence[str],
+    wave_ready: WaveReady,
+    join_flag: str | None,
+    chain: bool = True,
+    cols: TileColumns | None = None,
+) -> GmmTiles:
+    """:func:`emit_tiles` of tiles that are not cut into K chunks (one event each) and wait for
+    their wave's readiness (no ``chunk_ready``): the same events, in the same order, with the
+    same dependencies, units, labels and running totals, made column by column (each distinct
+    cost, readiness and unit map worked out once, then looked up per tile at C level) and
+    emitted by one :meth:`~moeopt.megamoe.build.emitter.Emitter.emit_run`. ``wave_ready`` must
+    not emit (the wave readiness of GMM1 and GMM2 only names flags made before)."""
+    layout = ctx.layout
+    late = stage in layout.late
+    onchip = ctx.cfg.link(stage, CONSUMER[stage]).location == "onchip"
+    slot_key = SLOT_KEY[stage]
+    n = len(order)
+    # each tile's cost, each distinct (key, stretch) computed once
+    pairs = list(zip(keys, costs.stretch if costs.stretch else repeat(1.0, n)))
+    memo = costs.memo
+    for key, stretch in dict.fromkeys(pairs):
+        if (key, stretch) not in memo:
+            costs.compute(key, stretch)
+    tc = list(map(memo.__getitem__, pairs))
+    # resources and the on-chip slot taken (the last chunk takes it: here the only one)
+    takes: Iterable[str | None]
+    if late:
+        res: list[tuple[str]] = [(em.pool(f"AIC-{stage}", layout.members[stage]),)] * n
+        takes = repeat("onchip_" + slot_key if onchip else None, n)
+    else:
+        cube = {k: layout.core_res(k, "AIC")[1] for k in dict.fromkeys(cores)}
+        res = list(map(cube.__getitem__, cores))
+        slots = {k: f"c{k}.onchip_{slot_key}" for k in cube}
+        takes = map(slots.__getitem__, cores) if onchip else repeat(None, n)
+    hkeys = list(zip(map(_hbm_units_of, tc), map(_load_units_of, tc), takes))
+    holds = {h: em.hold_maps((("hbm", h[0]), ("gm_l1", h[1])), h[2]) for h in dict.fromkeys(hkeys)}
+    held = list(map(holds.__getitem__, hkeys))
+    # the wave's readiness with the pipeline fill on each edge: one dict per (wave, expert,
+    # fill), copied per tile (the chain edge is added to the copy)
+    c = TileColumns.of(order) if cols is None else cols
+    waves, exps = c.wave.tolist(), c.expert.tolist()
+    dkeys = list(zip(waves, exps, map(_fill_of, tc)))
+    ready = {
+        dk: {f: lam + dk[2] for f, lam in wave_ready(dk[0], dk[1]).items()} for dk in dict.fromkeys(dkeys)
+    }
+    deps = list(map(dict, map(ready.__getitem__, dkeys)))
+    rank = ctx.rank
+    shared = [ex.shared for ex in experts]
+    labels = [
+        {
+            "stage": stage,
+            "rank": rank,
+            "wave": w,
+            "expert": e,
+            "tile": idx,
+            "shared": shared[e],
+            "chunk": 0,
+            "core": k,
+            "load_us": cost.load_us,
+            "compute_us": cost.compute_us,
+        }
+        for idx, (w, e, k, cost) in enumerate(zip(waves, exps, cores, tc))
+    ]
+    syncs: list[Mapping[str, float] | None] | None = None
+    if join_flag is not None and not late:
+        grp = layout.groups[stage]
+        joined = set(layout.groups[grp.join].cores) - set(grp.cores) if grp.join is not None else set()
+        after = {join_flag: ctx.sync.flag_us}
+        syncs = [after if k in joined else None for k in cores]
+    events = [f"{b}.mm" for b in names]
+    acqs, rels = list(map(_first, held)), list(map(_second, held))
+    durs = list(map(_dur_of, tc))
+    em.emit_run(stage, events, res, deps, acqs, rels, durs, labels, chain and not late, syncs)
+    traffic = em.traffic
+    # the running totals, each tile's bytes and MACs added in tile order
+    traffic["gm_to_l1"] = _added(traffic["gm_to_l1"], map(attrgetter("load_bytes"), tc))
+    traffic["hbm"] = _added(traffic["hbm"], filter(None, map(attrgetter("hbm_bytes"), tc)))
+    em.macs = _added(em.macs, map(attrgetter("macs"), tc))
+    return GmmTiles(tuple(order), tuple(events), tuple(cores), tuple(events))
 
 
 def emit_tiles(

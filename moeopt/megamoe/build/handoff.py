@@ -8,8 +8,11 @@ up in the emitter.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from operator import itemgetter
 from types import MappingProxyType
 from typing import NamedTuple
+
+import numpy as np
 
 from moeopt.megamoe.build.plan import Item
 
@@ -33,16 +36,33 @@ class GmmTiles(NamedTuple):
 
     def events_by_wave(self, waves: int) -> list[list[str]]:
         out: list[list[str]] = [[] for _ in range(waves)]
-        for (w, _e, _t), ev in zip(self.items, self.events, strict=True):
-            out[w].append(ev)
+        for w, a, b in self._runs(0):
+            out[w].extend(self.events[a:b])
         return out
 
     def events_by_expert(self) -> dict[int, list[str]]:
         """Expert -> its tiles' events, experts in order of first appearance."""
         out: dict[int, list[str]] = {}
-        for (_w, e, _t), ev in zip(self.items, self.events, strict=True):
-            out.setdefault(e, []).append(ev)
+        for e, a, b in self._runs(1):
+            if e in out:
+                out[e].extend(self.events[a:b])
+            else:
+                out[e] = list(self.events[a:b])
         return out
+
+    def _runs(self, field: int) -> list[tuple[int, int, int]]:
+        """``(value, first, end)`` of each run of consecutive tiles with one value of the items'
+        ``field`` (0: wave, 1: expert): tiles come in such runs by the thousand, and a run's
+        events are taken by one slice."""
+        items, n = self.items, len(self.items)
+        if len(self.events) != n:
+            raise ValueError("GmmTiles: items and events differ in length")
+        if not n:
+            return []
+        vals = np.fromiter(map(itemgetter(field), items), np.int64, n)
+        cut = (np.flatnonzero(vals[1:] != vals[:-1]) + 1).tolist()
+        starts = [0, *cut]
+        return list(zip(vals[starts].tolist(), starts, [*cut, n]))
 
 
 class Gmm1Out(NamedTuple):

@@ -18,6 +18,7 @@ Everything here is a frozen value; the stage builders only read it.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from itertools import repeat
 
 import numpy as np
 
@@ -228,11 +229,19 @@ def program_order(
     """The stage's tiles in program order: waves, then each wave's experts (first appearance),
     then the expert's swizzled walk restricted to the wave's m-blocks."""
     order: list[Item] = []
+    walk_mbs: dict[int, set[int]] = {}  # id(walk) -> its m-blocks (experts share walks)
     for w, wave in enumerate(waves):
-        mgs = {(g.expert, g.mb) for g in wave}
-        for e in dict.fromkeys(g.expert for g in wave):
+        mbs: dict[int, set[int]] = {}  # expert -> its m-blocks in this wave, experts in order
+        for g in wave:
+            mbs.setdefault(g.expert, set()).add(g.mb)
+        for e, here in mbs.items():
             ex = experts[e]
-            for t in ex.g1_tiles if stage == "gmm1" else ex.g2_tiles:
-                if (e, t.mb) in mgs:
-                    order.append((w, e, t))
+            walk = ex.g1_tiles if stage == "gmm1" else ex.g2_tiles
+            every = walk_mbs.get(id(walk))
+            if every is None:
+                every = walk_mbs[id(walk)] = {t.mb for t in walk}
+            if every <= here:  # the wave has all of the expert's m-blocks: its whole walk
+                order.extend(zip(repeat(w), repeat(e), walk))
+            else:
+                order.extend((w, e, t) for t in walk if t.mb in here)
     return tuple(order)

@@ -1,0 +1,228 @@
+"""The GMM pipeline's column forms are pinned to the tile-by-tile code they replaced:
+
+* whole tiles emitted column by column (:func:`~moeopt.megamoe.build.gmm.emit_whole_tiles`, one
+  :meth:`~moeopt.megamoe.build.emitter.Emitter.emit_run`) against the chunk loop
+  (:func:`~moeopt.megamoe.build.gmm.emit_tiles`): the same graph, event for event and field for
+  field, on the golden configurations;
+* :func:`~moeopt.megamoe.build.gmm.l1_residency` on arrays against its loop, the HBM stretch
+  and the running sums against their ``+=`` loops, ``emit_run`` against ``emit`` per event, and
+  the grouping of tiles by wave / expert against the append loop, on random inputs.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from types import SimpleNamespace
+from typing import Any
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import moeopt.megamoe.build.gmm as gmm
+from moeopt.core.events import Event
+from moeopt.megamoe.build.emitter import Emitter
+from moeopt.megamoe.build.handoff import GmmTiles
+from moeopt.megamoe.build.rankgraph import RankGraph
+from moeopt.megamoe.planning import Tile
+from moeopt.megamoe.simulate import build_graphs
+from moeopt.trust.golden import default_configs
+
+
+def _graph_rows(rg: RankGraph) -> list[Any]:
+    """Everything a built rank holds, events in graph order with every field in its order."""
+    rows: list[Any] = [
+        (
+            ev.name,
+            ev.resources,
+            tuple(ev.deps.items()),
+            tuple(ev.acquires.items()),
+            tuple(ev.releases.items()),
+            ev.colocate_with,
+            ev.duration_us,
+            tuple(ev.labels.items()),
+            tuple(map(type, ev.labels.values())),
+        )
+        for ev in rg.graph
+    ]
+    rows.append(tuple(rg.graph.semaphores.items()))
+    rows.append(tuple(rg.graph.pools.items()))
+    for f in dataclasses.fields(rg):
+        if f.name not in ("graph", "_data_preds", "_greedy"):
+            v = getattr(rg, f.name)
+            rows.append((f.name, sorted(v) if isinstance(v, set) else v))
+    return rows
+
+
+SMALL = [c for c in default_configs() if c.scenario().workload.tokens <= 128]
+
+
+@pytest.mark.parametrize("cfg", SMALL, ids=lambda c: c.name)
+def test_whole_tiles_by_column_build_the_chunk_loops_graph(cfg, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    s = cfg.scenario()
+    fast = {rep: _graph_rows(rg) for rep, (rg, _r) in build_graphs(s).items()}
+    monkeypatch.setattr(gmm, "WHOLE_TILES_BY_COLUMN", False)
+    slow = {rep: _graph_rows(rg) for rep, (rg, _r) in build_graphs(s).items()}
+    assert fast == slow
+
+
+@st.composite
+def tile_orders(draw: st.DrawFn) -> tuple[list[gmm.Item], list[int]]:
+    n = draw(st.integers(1, 40))
+    order: list[gmm.Item] = []
+    for _ in range(n):
+        e, mb, nb = draw(st.integers(0, 3)), draw(st.integers(0, 3)), draw(st.integers(0, 3))
+        rows, cols = draw(st.sampled_from([16, 100, 128])), draw(st.sampled_from([64, 256, 2048]))
+        order.append((draw(st.integers(0, 2)), e, Tile(mb * 128, mb * 128 + rows, nb * 256, nb * 256 + cols, mb, nb)))
+    cores = draw(st.lists(st.integers(-1, 3), min_size=n, max_size=n))
+    return order, cores
+
+
+@settings(max_examples=150, deadline=None)
+@given(tile_orders(), st.sampled_from(["w8a8", "bf16"]), st.sampled_from([1 << 19, 300_000.0, 2_000_000]))
+def test_l1_residency_on_arrays_is_the_loop(got: tuple[list[gmm.Item], list[int]], quant: str, l1: float) -> None:
+    order, cores = got
+    # k 7168 x bpe makes A / B fit or not in L1 depending on the drawn extents and l1_bytes
+    ctx: Any = SimpleNamespace(cfg=SimpleNamespace(h=7168, hidden_dim=4096, quant=quant), bpe=1 if quant == "w8a8" else 2)
+    ctx.c = {"l1_bytes": l1}.__getitem__
+    for stage in ("gmm1", "gmm2"):
+        assert gmm.l1_residency(ctx, stage, order, cores) == gmm.l1_residency_by_tile(ctx, stage, order, cores)
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    st.lists(st.floats(0, 1e9, allow_nan=False, allow_infinity=False), max_size=60),
+    st.floats(0, 1e12, allow_nan=False, allow_infinity=False),
+)
+def test_added_is_the_running_sum(values: list[float], total: float) -> None:
+    expected = total
+    for v in values:
+        expected += v
+    assert gmm._added(total, values) == expected
+
+
+def _stretch_by_tile(costs: gmm.TileCosts, keys: list[gmm.CostKey], cores: list[int]) -> list[float]:
+    """``TileCosts.share_hbm`` as written before it summed on arrays."""
+    hbm = dur = 0.0
+    for key in keys:
+        got = costs._raw(key)
+        hbm += got[5]
+        dur += got[0]
+    rho = hbm / dur if dur > 0 else 0.0
+    return [max(1.0, min(p, len(keys)) * rho / costs._hbm) for p in cores]
+
+
+@settings(max_examples=60, deadline=None)
+@given(tile_orders(), st.sampled_from([1000.0, 1.6e6, 3e7]))
+def test_share_hbm_is_the_loop(got: tuple[list[gmm.Item], list[int]], hbm_rate: float) -> None:
+    order, cores = got
+    consts = {
+        "l1_bytes": 1 << 19,
+        "gm_l1_bytes_per_us": 64_000.0,
+        "b_reuse_load_factor": 0.53,
+        "gm_unaligned_load_efficiency": 0.8,
+        "hbm_bytes_per_us": hbm_rate,
+        "cube_mac_per_us_int8": 1.5e7,
+    }
+    cfg = SimpleNamespace(h=7168, hidden_dim=4096, quant="w8a8", tile_k=512, l1_stages=2, bandwidth_contention=True)
+    ctx: Any = SimpleNamespace(cfg=cfg, bpe=1, c=consts.__getitem__, cube_rate=lambda: 1.5e7)
+    em = Emitter(0, True, 1000.0)
+    em.bandwidth("hbm", hbm_rate)
+    costs = gmm.TileCosts(ctx, em, "gmm1", 1)
+    keys = gmm.l1_residency_by_tile(ctx, "gmm1", order, cores)
+    n_cores = [1 + abs(k) for k in cores]
+    costs.share_hbm(keys, n_cores)
+    assert costs.stretch == _stretch_by_tile(costs, keys, n_cores)
+    assert all(type(x) is float for x in costs.stretch)
+
+
+@settings(max_examples=100, deadline=None)
+@given(tile_orders())
+def test_tiles_by_wave_and_expert_are_the_append_loops(got: tuple[list[gmm.Item], list[int]]) -> None:
+    order, _cores = got
+    events = [f"t{i}" for i in range(len(order))]
+    tiles = GmmTiles(tuple(order), tuple(events), ())
+    by_wave: list[list[str]] = [[] for _ in range(3)]
+    by_expert: dict[int, list[str]] = {}
+    for (w, e, _t), ev in zip(order, events):
+        by_wave[w].append(ev)
+        by_expert.setdefault(e, []).append(ev)
+    assert tiles.events_by_wave(3) == by_wave
+    assert tiles.events_by_expert() == by_expert
+    assert list(tiles.events_by_expert()) == list(by_expert)  # experts in order of first appearance
+
+
+@st.composite
+def runs(draw: st.DrawFn) -> tuple[list[Any], bool, bool]:
+    n = draw(st.integers(1, 12))
+    rows = []
+    for k in range(n):
+        res = tuple(draw(st.lists(st.sampled_from(["c0.AIC", "c1.AIC", "c0.AIV0"]), min_size=1, max_size=2, unique=True)))
+        earlier = [f"pre{j}" for j in range(3)] + [f"x{j}" for j in range(k)]
+        deps = dict.fromkeys(draw(st.lists(st.sampled_from(earlier), max_size=2, unique=True)), 0.5)
+        sync = draw(st.sampled_from([None, {}, {"pre2": 1.0}, {"pre0": 0.25}]))
+        rows.append((f"x{k}", res, deps, float(k), sync))
+    return rows, draw(st.booleans()), draw(st.booleans())
+
+
+def _emitter_after_pre(chain: bool) -> Emitter:
+    em = Emitter(0, False, 1000.0)
+    for j, r in enumerate(["c0.AIC", "c1.AIC", "c0.AIV0"]):
+        em.emit(f"pre{j}", "pre", (r,), {}, duration_us=1.0, chain_on=(r,) if chain else None)
+    return em
+
+
+@settings(max_examples=150, deadline=None)
+@given(runs())
+def test_emit_run_is_emit_per_event(drawn: tuple[list[Any], bool, bool]) -> None:
+    rows, chain, with_sync = drawn
+    one, many = _emitter_after_pre(True), _emitter_after_pre(True)
+    acq = {"s": 1}
+    for name, res, deps, dur, sync in rows:
+        one.emit(name, "st", res, dict(deps), acq, None, dur, {"k": dur}, None, res if chain else None,
+                 sync if with_sync else None)
+    many.emit_run(
+        "st",
+        [r[0] for r in rows],
+        [r[1] for r in rows],
+        [dict(r[2]) for r in rows],
+        [acq] * len(rows),
+        [None] * len(rows),  # type: ignore[list-item]
+        [r[3] for r in rows],
+        [{"k": r[3]} for r in rows],
+        chain,
+        [r[4] for r in rows] if with_sync else None,
+    )
+
+    def state(em: Emitter) -> Any:
+        evs = [(e.name, e.resources, tuple(e.deps.items()), dict(e.acquires), e.duration_us, dict(e.labels))
+               for e in em._events.values()]
+        return evs, sorted(em.chain_edges), em._last, em._by_stage
+
+    assert state(one) == state(many)
+
+
+def test_emit_run_refuses_a_name_twice() -> None:
+    em = _emitter_after_pre(False)
+    with pytest.raises(AssertionError, match="twice"):
+        em.emit_run("st", ["a", "a"], [(), ()], [{}, {}], [None, None], [None, None], [0.0, 0.0], [{}, {}], False)  # type: ignore[list-item]
+    with pytest.raises(AssertionError, match="pre1"):
+        em.emit_run("st", ["pre1"], [()], [{}], [None], [None], [0.0], [{}], False)  # type: ignore[list-item]
+
+
+def test_trusted_events_are_events_and_subclasses_keep_theirs() -> None:
+    ev = Event.trusted("e", ["c0.AIC"], {"a": 0.5}, {"s": 1}, None, None, 1.0, {"stage": "x"})
+    assert type(ev) is Event
+    assert (ev.name, ev.resources, dict(ev.deps), dict(ev.acquires), dict(ev.labels)) == (
+        "e", ("c0.AIC",), {"a": 0.5}, {"s": 1}, {"stage": "x"}
+    )
+
+    @dataclasses.dataclass(frozen=True, slots=True, eq=False, init=False)
+    class Tagged(Event):
+        tag: int = 0
+
+    sub = Tagged.trusted("f", (), None, None, None, None, 2.0, None)
+    assert type(sub) is Tagged
+    assert (sub.name, sub.duration_us) == ("f", 2.0)
+    assert np.isfinite(sub.duration_us)
