@@ -107,7 +107,8 @@ def tile_activation(ctx: BuildContext, em: Emitter, tiles: GmmTiles) -> Activati
 def segment_activation(ctx: BuildContext, em: Emitter, plan: RankPlan, tiles: GmmTiles) -> ActivationOut:
     """Per SwiGLU segment: a flag ``c2v.s{i}`` on its GMM1 tiles; each of the activation group's
     first ``options.swiglu_active`` AIVs takes an even share ``r`` of the segment's rows after the
-    flag (λ = flag latency, + one SYNCALL with the protocol's group barriers), :func:`activation_us` of ``r × hidden_dim × 2`` bytes read, ``r × hidden_dim/2 × bpe``
+    flag (λ = flag latency, + one SYNCALL with the protocol's group barriers),
+    :func:`activation_us` of ``r × hidden_dim × 2`` bytes read, ``r × hidden_dim/2 × bpe``
     written, holding HBM bandwidth for both; in program order on its AIV. A flag ``v2c.s{i}`` on
     them is what every m-group of the segment's experts hands to GMM2."""
     cfg, sync = ctx.cfg, ctx.sync

@@ -27,7 +27,12 @@ from moeopt.megamoe.config.implementation import COMBINE_LANES  # impl: combine.
 RowsBySrc = tuple[tuple[int, int], ...]  # (source rank, rows)
 
 # combine mode -> the kernel's name for the path (combine.h@2d9d4288 L35-37; V1: combine.h@HEAD)
-COMBINE_PATHS = {"per_tile": "DirectSmall", "per_expert": "DirectLarge", "by_source": "by_source", "urma": "urma"}
+COMBINE_PATHS = {
+    "per_tile": "DirectSmall",
+    "per_expert": "DirectLarge",
+    "by_source": "by_source",
+    "urma": "urma",
+}
 
 
 def build_combine(ctx: BuildContext, em: Emitter, plan: RankPlan, gmm2: Gmm2Out) -> CombineOut:
@@ -85,11 +90,11 @@ class RowWrites:
     ``aiv_remote_write_bytes_per_us``, or for a remote source its fair share of
     ``remote_out_bytes_per_us`` among the ``concurrent`` write-backs of the same expert; this
     rank's own rows move at ``aiv_local_bytes_per_us`` (pto-a2a3: the same window path, so the
-    per-stream rate; megamoe-a8w8: its measured local write). It holds HBM bandwidth for the readback (GMM2's output from GM, when the hand-off is
-    not on-chip) and the local bytes, ``remote_out`` for the remote ones, and, throttled by the
-    link, its share of the cube cores' ``gm_l1`` paths. Memoised per (rows by source, cols,
-    readback, released slot, concurrency): every N-tile of an M-block writes the same rows; the
-    traffic is still counted per event.
+    per-stream rate; megamoe-a8w8: its measured local write). It holds HBM bandwidth for the
+    readback (GMM2's output from GM, when the hand-off is not on-chip) and the local bytes,
+    ``remote_out`` for the remote ones, and, throttled by the link, its share of the cube cores'
+    ``gm_l1`` paths. Memoised per (rows by source, cols, readback, released slot, concurrency):
+    every N-tile of an M-block writes the same rows; the traffic is still counted per event.
 
     Provenance (config/profiles.py): ``dispatch_call_us`` as for dispatch (arch35 measured,
     hardware.md §5); ``aiv_remote_write_bytes_per_us`` pto-a2a3 fitted to the combine of the V1

@@ -203,7 +203,11 @@ class Emitter:
         for first, last in units:
             if first not in self._events:
                 raise AssertionError(f"chain: no event {first!r} was emitted")
-            if prev is not None and prev not in self._events[first].deps and prev not in self._late.get(first, ()):
+            if (
+                prev is not None
+                and prev not in self._events[first].deps
+                and prev not in self._late.get(first, ())
+            ):
                 self.add_deps(first, {prev: 0.0})
                 self.chain_edges.add((prev, first))
             prev = last
@@ -394,11 +398,11 @@ class Emitter:
                 j = position.get(d)
                 if j is None or j >= i:  # not emitted, or emitted after this event
                     continue
-                k = key[d] if d in key else (j,)
+                k = key.get(d, (j,))
                 if k > best:
                     best, anchor = k, d
             seq += 1
-            key[name] = best + (seq,)
+            key[name] = (*best, seq)
             anchored.setdefault(anchor, []).append(sp)
 
         out: list[Event] = []

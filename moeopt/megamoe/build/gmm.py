@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from itertools import chain as chained
-from itertools import repeat
+from itertools import pairwise, repeat
 from operator import attrgetter, itemgetter
 from types import MappingProxyType
 from typing import NamedTuple, TypeVar
@@ -336,7 +336,7 @@ def _runs(
     c = TileColumns.of(order) if cols is None else cols
     cut = np.flatnonzero((c.wave[1:] != c.wave[:-1]) | (c.expert[1:] != c.expert[:-1])) + 1
     bounds = [0, *cut.tolist(), n]
-    groups = [list(order[a:b]) for a, b in zip(bounds, bounds[1:])]
+    groups = [list(order[a:b]) for a, b in pairwise(bounds)]
     heads = [(stage, e) for e in c.expert[bounds[:-1]].tolist()]
     return _gather(ctx, experts, heads, groups)
 
@@ -806,7 +806,8 @@ def emit_tiles(
                 emit(ev, stage, aic_pool, deps, acq, rel, cost.dur_us, labels)
             else:
                 after = join_deps if join_deps is not None and k in joined else None
-                emit(ev, stage, cn[0], deps, acq, rel, cost.dur_us, labels, None, cn[0] if chain else None, after)
+                site = cn[0] if chain else None
+                emit(ev, stage, cn[0], deps, acq, rel, cost.dur_us, labels, None, site, after)
         events.append(ev)
     em.macs = macs_total
     traffic["gm_to_l1"], traffic["hbm"] = gm_l1_total, hbm_total

@@ -10,9 +10,8 @@ import numpy as np
 
 from moeopt.megamoe.build.context import BuildContext
 from moeopt.megamoe.build.emitter import Emitter
-from moeopt.megamoe.build.plan import RankPlan
 from moeopt.megamoe.build.handoff import CombineOut, Gmm2Out
-
+from moeopt.megamoe.build.plan import RankPlan
 
 # impl: the front reorder's UB budget and sort loop (tiling_builder.cpp@HEAD L101-103, L215-272)
 FRONT_UB_BYTES = 196608  # UB 192 KiB (const_args.hpp@HEAD L19-27)

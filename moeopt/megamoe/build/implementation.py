@@ -11,13 +11,13 @@ kernel's layered orchestration (``options.orchestration = 'layered'``).
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-import dataclasses
-
 import numpy as np
 
+from moeopt.core.scheduler import schedule as greedy_schedule
 from moeopt.megamoe.build.activation import build_activation
 from moeopt.megamoe.build.combine import COMBINE_PATHS, build_combine, combine_mode
 from moeopt.megamoe.build.context import STAGES, BuildContext, Layout
@@ -35,7 +35,6 @@ from moeopt.megamoe.build.layered import (
 )
 from moeopt.megamoe.build.plan import RankPlan, plan_rank
 from moeopt.megamoe.build.rankgraph import RankGraph
-from moeopt.core.scheduler import schedule as greedy_schedule
 from moeopt.megamoe.build.sync import (
     PROTOCOLS,
     SyncProtocol,

@@ -52,7 +52,6 @@ from moeopt.megamoe.build.context import BuildContext
 from moeopt.megamoe.build.emitter import Emitter
 from moeopt.megamoe.build.gmm import (
     _runs_of,
-    assign_cores,
     build_gmm2,
     gemm_k,
     gmm_tiles,
@@ -112,9 +111,11 @@ def build_layered_receive(ctx: BuildContext, em: Emitter, plan: RankPlan, head: 
         names: list[str] = []
         owns: list[str] = []
 
+        # (called only within this iteration of the wave loop, so the lists it appends to are
+        # this wave's own)
         def carried(name: str, res: tuple[str], parts: Sequence[tuple[int, int, int]]) -> None:
-            names.append(name)
-            owns.append(res[0])
+            names.append(name)  # noqa: B023
+            owns.append(res[0])  # noqa: B023
             for e, mb, m in parts:
                 carriers.setdefault((e, mb), []).append(name)
                 got_rows[(e, mb)] = got_rows.get((e, mb), 0) + m
