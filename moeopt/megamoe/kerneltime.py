@@ -522,19 +522,26 @@ def _timed(
     job = _Job(scenario, counts, conservation, slowest)
     got: list[_RankTime | _Failed] = []
     done: list[int] = []  # the representative of each of got, in the order they came
+
+    def took(rep: int, one: _RankTime | _Failed) -> Reached | None:
+        """Record one rank's time; the stop when it reaches ``stop_at`` before the last rank."""
+        got.append(one)
+        done.append(rep)
+        _drop_slower(got)
+        if steps is not None:
+            steps(f"rank {rep} timed")
+        if _reached(one, stop_at) and len(got) < len(reps):
+            return Reached(rep, one.total_us)
+        return None
+
     if n <= 1:
         global _JOB
         saved, _JOB = _JOB, job
         try:
             for rep in reps:
-                one = _rank_time(rep)
-                got.append(one)
-                done.append(rep)
-                _drop_slower(got)
-                if steps is not None:
-                    steps(f"rank {rep} timed")
-                if _reached(one, stop_at) and len(got) < len(reps):
-                    return Reached(rep, one.total_us)
+                stop = took(rep, _rank_time(rep))
+                if stop is not None:
+                    return stop
         finally:
             _JOB = saved
     else:
@@ -547,14 +554,9 @@ def _timed(
             batches = [reps[:1], reps[1:]] if stop_at is not None else [reps]
             for batch in batches:
                 for rep, res in pool.imap_unordered(_rank_time_remote, batch, chunksize=1):
-                    one = _received(res)
-                    got.append(one)
-                    done.append(rep)
-                    _drop_slower(got)
-                    if steps is not None:
-                        steps(f"rank {rep} timed")
-                    if _reached(one, stop_at) and len(got) < len(reps):
-                        return Reached(rep, one.total_us)
+                    stop = took(rep, _received(res))
+                    if stop is not None:
+                        return stop
     by_rep = dict(zip(done, got, strict=True))
     firsts = [g[0] for g in groups]
     kt = _combine(scenario, firsts, groups, by_rep, n, check_bounds, conservation, policy.name)
