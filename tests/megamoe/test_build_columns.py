@@ -30,6 +30,36 @@ from moeopt.megamoe.simulate import build_graphs
 from moeopt.trust.golden import default_configs
 
 
+def l1_residency_by_tile(ctx: Any, stage: str, order: Any, cores: Any) -> list[gmm.CostKey]:
+    """:func:`~moeopt.megamoe.build.gmm.l1_residency` tile by tile: the loop it replaced, the
+    reference the column form is compared with."""
+    k_dim = gmm.gemm_k(ctx, stage)
+    bpe = ctx.bpe
+    scale_bytes = 8 if ctx.cfg.quant == "w8a8" else 0
+    l1_bytes = ctx.c("l1_bytes")
+    first_a: set[tuple[int, int]] = set()
+    first_b: set[tuple[int, int]] = set()
+    last_on_core: dict[int, tuple[int, int, int]] = {}  # core -> (expert, mb, nb) of its previous tile
+    keys: list[gmm.CostKey] = []
+    for (_w, e, t), k in zip(order, cores, strict=True):
+        m0, m1, n0, n1, mb, nb = t
+        t_rows, t_cols = m1 - m0, n1 - n0
+        a_res = b_res = False
+        if k >= 0:
+            prev = last_on_core.get(k)
+            if prev is not None:
+                pe, pmb, pnb = prev
+                fits = t_rows * k_dim * bpe + (t_cols * k_dim * bpe + t_cols * scale_bytes) <= l1_bytes
+                a_res = fits and pe == e and pmb == mb
+                b_res = fits and pe == e and pnb == nb
+            last_on_core[k] = (e, mb, nb)
+        ka, kb = (e, mb), (e, nb)
+        keys.append((t_rows, t_cols, a_res, b_res, ka in first_a, kb in first_b))
+        first_a.add(ka)
+        first_b.add(kb)
+    return keys
+
+
 def _graph_rows(rg: RankGraph) -> list[Any]:
     """Everything a built rank holds, events in graph order with every field in its order."""
     rows: list[Any] = [
@@ -87,7 +117,7 @@ def test_l1_residency_on_arrays_is_the_loop(got: tuple[list[gmm.Item], list[int]
     ctx: Any = SimpleNamespace(cfg=SimpleNamespace(h=7168, hidden_dim=4096, quant=quant), bpe=1 if quant == "w8a8" else 2)
     ctx.c = {"l1_bytes": l1}.__getitem__
     for stage in ("gmm1", "gmm2"):
-        assert gmm.l1_residency(ctx, stage, order, cores) == gmm.l1_residency_by_tile(ctx, stage, order, cores)
+        assert gmm.l1_residency(ctx, stage, order, cores) == l1_residency_by_tile(ctx, stage, order, cores)
 
 
 @settings(max_examples=100, deadline=None)
@@ -130,7 +160,7 @@ def test_share_hbm_is_the_loop(got: tuple[list[gmm.Item], list[int]], hbm_rate: 
     em = Emitter(0, True, 1000.0)
     em.bandwidth("hbm", hbm_rate)
     costs = gmm.TileCosts(ctx, em, "gmm1", 1)
-    keys = gmm.l1_residency_by_tile(ctx, "gmm1", order, cores)
+    keys = l1_residency_by_tile(ctx, "gmm1", order, cores)
     n_cores = [1 + abs(k) for k in cores]
     costs.share_hbm(keys, n_cores)
     assert costs.stretch == _stretch_by_tile(costs, keys, n_cores)

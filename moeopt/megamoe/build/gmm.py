@@ -392,7 +392,7 @@ def l1_residency(
       from HBM, so it comes from L2 now (late-bound tiles: only this).
 
     Worked out on the columns of ``order`` (``cols``, if made) at once; the tile-by-tile loop it
-    replaces is kept as :func:`l1_residency_by_tile`, the reference of a test."""
+    replaced is kept in ``tests/megamoe/test_build_columns.py`` as the reference."""
     n = len(order)
     if not n:
         return []
@@ -437,37 +437,6 @@ def _seen_before(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     out = np.empty(len(key), bool)
     out[by_key] = np.concatenate(([False], ks[1:] == ks[:-1]))
     return out
-
-
-def l1_residency_by_tile(
-    ctx: BuildContext, stage: str, order: Sequence[Item], cores: Sequence[int]
-) -> list[CostKey]:
-    """:func:`l1_residency` tile by tile (the reference its test compares it with)."""
-    k_dim = gemm_k(ctx, stage)
-    bpe = ctx.bpe
-    scale_bytes = 8 if ctx.cfg.quant == "w8a8" else 0
-    l1_bytes = ctx.c("l1_bytes")
-    first_a: set[tuple[int, int]] = set()
-    first_b: set[tuple[int, int]] = set()
-    last_on_core: dict[int, tuple[int, int, int]] = {}  # core -> (expert, mb, nb) of its previous tile
-    keys: list[CostKey] = []
-    for (_w, e, t), k in zip(order, cores, strict=True):
-        m0, m1, n0, n1, mb, nb = t
-        t_rows, t_cols = m1 - m0, n1 - n0
-        a_res = b_res = False
-        if k >= 0:
-            prev = last_on_core.get(k)
-            if prev is not None:
-                pe, pmb, pnb = prev
-                fits = t_rows * k_dim * bpe + (t_cols * k_dim * bpe + t_cols * scale_bytes) <= l1_bytes
-                a_res = fits and pe == e and pmb == mb
-                b_res = fits and pe == e and pnb == nb
-            last_on_core[k] = (e, mb, nb)
-        ka, kb = (e, mb), (e, nb)
-        keys.append((t_rows, t_cols, a_res, b_res, ka in first_a, kb in first_b))
-        first_a.add(ka)
-        first_b.add(kb)
-    return keys
 
 
 class TileCosts:
