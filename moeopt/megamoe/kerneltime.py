@@ -119,8 +119,8 @@ class _Slowest:
     where it was scheduled when it may be the slowest: when no rank timed before it (in any
     worker) was slower. The slowest rank always is (no time exceeds its own); the others that
     are come first in the likely-slowest-first order (:func:`_slowest_first`), as the first
-    rank of each worker. This replaces
-    building and scheduling the slowest rank a second time to analyse it."""
+    rank of each worker. This replaces building and scheduling the slowest rank a second time
+    to analyse it."""
 
     def __init__(self, ranks_of: dict[int, list[int]], shared: bool) -> None:
         self.ranks_of = ranks_of
