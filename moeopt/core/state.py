@@ -343,7 +343,9 @@ class SchedulerState:
                             blk = lst
                         chosen = lst
                     else:
-                        vals = [free[m] for m in lst]
+                        # (a C-level map: a list comprehension ran a few bytecodes per member,
+                        # the largest single line of the pinned graphs' schedule)
+                        vals = list(map(free.__getitem__, lst))
                         bf = min(vals)
                         if bf > t:
                             # every member is busy past t: the earliest to free up (first on ties)
@@ -362,7 +364,7 @@ class SchedulerState:
                     # the start is the latest of each placeholder's earliest member; then take,
                     # per placeholder, the first member free by that time
                     for members in lists:
-                        mf = min(free[m] for m in members)
+                        mf = min(map(free.__getitem__, members))
                         if mf > t:
                             t = mf
                             rb = next(m for m in members if free[m] == mf)
@@ -396,7 +398,7 @@ class SchedulerState:
         for site in sites:
             ts = t
             for p in cg.placeholders[i]:
-                mf = min(free[m] for m in self.members_at[(p, site)])
+                mf = min(map(free.__getitem__, self.members_at[(p, site)]))
                 if mf > ts:
                     ts = mf
             if ts < best_t:
