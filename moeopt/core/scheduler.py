@@ -926,7 +926,10 @@ def _run_keyed(
         if heap:
             entry = pop(heap)
             _before, lower, _after, i = entry
-            if done[i] or cur_key[i] != entry:
+            live_key = cur_key[i]
+            # (identity first: a live entry is the very key object, and comparing a 4-tuple with
+            # itself item by item was the costliest line of the loop; equal keys are still live)
+            if done[i] or (live_key is not entry and live_key != entry):
                 continue
             g = in_gate[i]
             if g >= 0:

@@ -169,17 +169,20 @@ class SchedulerState:
             # the members an event gets depend on its placeholders and its group's allowed
             # sites alone: found once per distinct pair (most colocated events share a few)
             found: dict[tuple[tuple[int, ...], tuple[int, ...]], tuple[int, ...] | None] = {}
-            for i in compress(range(n), cg.placeholders):
-                g = cg.group[i]
+            # (locals: the loop visits every event with placeholders, once per schedule call)
+            group_of, phs_of, group_sites = cg.group, cg.placeholders, cg.group_sites
+            site_members = self.site_members
+            for i in compress(range(n), phs_of):
+                g = group_of[i]
                 if g < 0:
                     continue  # not colocated: its placeholders' whole pools
-                phs = cg.placeholders[i]
-                allowed = cg.group_sites[g] or ()
+                phs = phs_of[i]
+                allowed = group_sites[g] or ()
                 pk = (phs, allowed)
                 if pk in found:
                     got = found[pk]
                     if got is not None:
-                        self.site_members[i] = got
+                        site_members[i] = got
                     continue
                 got = None
                 for p in phs:
