@@ -671,7 +671,7 @@ def _run_keyed(
                 t = least(gate_tbs[g])
                 d = least(gate_durs[g])
             else:
-                t = min([free[m] for m in gate_members[g]])
+                t = min(map(free.__getitem__, gate_members[g]))
                 d = gate_dur[g]
             if acq:
                 gate_version[g] += 1
@@ -926,7 +926,10 @@ def _run_keyed(
         if heap:
             entry = pop(heap)
             _before, lower, _after, i = entry
-            if done[i] or cur_key[i] != entry:
+            live_key = cur_key[i]
+            # (identity first: a live entry is the very key object, and comparing a 4-tuple with
+            # itself item by item was the costliest line of the loop; equal keys are still live)
+            if done[i] or (live_key is not entry and live_key != entry):
                 continue
             g = in_gate[i]
             if g >= 0:
@@ -978,7 +981,7 @@ def _run_keyed(
                             elif gate_any_dur[g]:
                                 sem_by_dur[i] = True
                 elif g >= 0 and sb >= 0 and gate_any_dur[g] and not by_dur[i]:
-                    t_gate = min([free[m] for m in gate_members[g]])
+                    t_gate = min(map(free.__getitem__, gate_members[g]))
                     if admit_all(gate_acq[g], t_gate, gate_dur[g])[0] < s:
                         by_dur[i] = True  # its duration matters: a gate of its own duration
                 route(i, s, tb, sb, blk, movers)
@@ -1002,15 +1005,13 @@ def _run_keyed(
             new = commit(i, s, tb, chosen, rb, sb)
             eligible.update(new)
             state.step_evals.clear()  # the view's evaluations of this step are stale now
-        elif chosen:
-            new = commit(i, s, tb, chosen, rb, sb)
         else:
-            # commit(i, ...) inlined for an event that binds no pool member: SchedulerState.commit
-            # takes exactly these steps then, in this order (its binding is its fixed resources,
-            # and a colocated group's site is that of the first of them); the
-            # events that become eligible are keyed at once, as lower_bound below would (their
-            # keys do not depend on anything done between: a newly eligible event was never
-            # evaluated, so no release can wake it, and it sits in no gate)
+            # commit(i, ...) inlined: SchedulerState.commit takes exactly these steps, in this
+            # order (its binding is its fixed resources, then the pool members chosen, and a
+            # colocated group's site is that of the first of them); the events that become
+            # eligible are keyed at once, as lower_bound below would (their keys do not depend
+            # on anything done between: a newly eligible event was never evaluated, so no
+            # release can wake it, and it sits in no gate)
             end = s + dur[i]
             done[i] = True
             start_of[i] = s
@@ -1019,10 +1020,15 @@ def _run_keyed(
             fixed = fixed_of[i]
             for r in fixed:
                 free[r] = end
-            bound[i] = fixed
+            if chosen:
+                for r in chosen:
+                    free[r] = end
+                rs = bound[i] = fixed + chosen
+            else:
+                rs = bound[i] = fixed
             grp = group_of[i]
             if grp >= 0 and group_site[grp] < 0:
-                group_site[grp] = res_site[fixed[0]]
+                group_site[grp] = res_site[rs[0]]
             waits[i] = (rpred[i], rb, tb, sb)
             holds, takes, gives = sem_ops[i]
             for p, a, back in holds:
