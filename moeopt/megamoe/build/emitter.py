@@ -385,10 +385,21 @@ class Emitter:
             best: tuple[int, ...] = (-1,)
             anchor: str | None = None
             deps = sp.deps
-            if deps and name not in late and moved.isdisjoint(deps):
+            if len(deps) == 1 and name not in late:
+                # the common case, a write-back waiting for its tile: the one dependency is the
+                # anchor if it stays and was emitted before this event (else the general rule)
+                (d,) = deps
+                if d not in moved:
+                    last = position.get(d, i)
+                    if last < i:
+                        seq += 1
+                        key[name] = (last, seq)
+                        anchored.setdefault(d, []).append(sp)
+                        continue
+            elif deps and name not in late and moved.isdisjoint(deps):
                 # (a flag waiting for a stage's tiles: hundreds of dependencies) when none of them
                 # moves, each key is (j,): the anchor is the one emitted last, if before this event
-                last: int = max(map(position.__getitem__, deps)) if position.keys() >= deps.keys() else i
+                last = max(map(position.__getitem__, deps)) if position.keys() >= deps.keys() else i
                 if last < i:
                     seq += 1
                     key[name] = (last, seq)
@@ -420,11 +431,17 @@ class Emitter:
         moved_at = sorted(map(position.__getitem__, moved))
         staying = list(compress(specs, map(not_, map(moved.__contains__, events))))
         done = 0  # events of ``staying`` already in ``out``
+        # when no moved event is an anchor (a stage whose events each wait for one event that
+        # stays), the walk from each anchor is its list of moved events: appended as it is
+        flat = moved.isdisjoint(anchored)
         for i in sorted(position[a] for a in anchored if a is not None and a not in moved):
             upto = i - bisect_right(moved_at, i) + 1  # ``staying``'s events up to and with specs[i]
             out += staying[done:upto]
             done = upto
-            walk(anchored[specs[i].name])
+            if flat:
+                out += anchored[specs[i].name]
+            else:
+                walk(anchored[specs[i].name])
         out += staying[done:]
         return out
 
