@@ -337,9 +337,11 @@ class Emitter:
         sems = {name: cap for name, cap in self._sems.items() if cap < demand[name]}
         dropped = set(self._sems) - set(sems)
         graph = EventGraph(semaphores=sems, pools=self._pools)
-        rels = list(map(_rel_of, specs))
-        touched = {key for key, m in acq_maps.items() if not dropped.isdisjoint(m)}
-        touched.update(id(m) for m in dict(zip(map(id, rels), rels)).values() if not dropped.isdisjoint(m))
+        touched: set[int] = set()
+        if dropped:  # (the release maps are only read to find those naming a dropped semaphore)
+            rels = list(map(_rel_of, specs))
+            touched = {key for key, m in acq_maps.items() if not dropped.isdisjoint(m)}
+            touched.update(id(m) for m in dict(zip(map(id, rels), rels)).values() if not dropped.isdisjoint(m))
         if touched:
             # the events with a touched map (found by C-level passes) remade without the dropped
             # semaphores, each in its place
