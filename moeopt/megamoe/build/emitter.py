@@ -27,7 +27,7 @@ from bisect import bisect_right
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from itertools import compress, repeat
-from operator import attrgetter, not_, or_
+from operator import attrgetter, or_
 from types import MappingProxyType
 from typing import Any
 
@@ -341,7 +341,8 @@ class Emitter:
         if dropped:  # (the release maps are only read to find those naming a dropped semaphore)
             rels = list(map(_rel_of, specs))
             touched = {key for key, m in acq_maps.items() if not dropped.isdisjoint(m)}
-            touched.update(id(m) for m in dict(zip(map(id, rels), rels)).values() if not dropped.isdisjoint(m))
+            rel_maps = dict(zip(map(id, rels), rels))
+            touched.update(key for key, m in rel_maps.items() if not dropped.isdisjoint(m))
         if touched:
             # the events with a touched map (found by C-level passes) remade without the dropped
             # semaphores, each in its place
@@ -431,7 +432,14 @@ class Emitter:
 
         walk(anchored.get(None, []))
         moved_at = sorted(map(position.__getitem__, moved))
-        staying = list(compress(specs, map(not_, map(moved.__contains__, events))))
+        # the events that stay, in order: the runs between moved positions (slices, where a
+        # filter would test every event)
+        staying: list[Event] = []
+        at = 0
+        for j in moved_at:
+            staying += specs[at:j]
+            at = j + 1
+        staying += specs[at:]
         done = 0  # events of ``staying`` already in ``out``
         # when no moved event is an anchor (a stage whose events each wait for one event that
         # stays), the walk from each anchor is its list of moved events: appended as it is
