@@ -323,22 +323,31 @@ def compile_graph(g: EventGraph) -> CompiledGraph:
         try:
             # one or two predecessors, the common cases: unpacked, without a comprehension (a
             # function call each in this Python)
+            # (and the successor lists appended to without a loop; every index is looked up
+            # before the first append, so a missing name leaves them as they were)
             nd = len(d)
             if nd == 1:
                 ((pn, lam),) = d.items()
-                pl = ((index[pn], lam),)
+                q = index[pn]
+                pl = ((q, lam),)
+                succ_lists[q].append((i, lam))
             elif nd == 2:
                 (pn, lam), (pn2, lam2) = d.items()
-                pl = ((index[pn], lam), (index[pn2], lam2))
+                q, q2 = index[pn], index[pn2]
+                pl = ((q, lam), (q2, lam2))
+                succ_lists[q].append((i, lam))
+                succ_lists[q2].append((i, lam2))
             else:
                 pl = tuple([(index[pn], lam) for pn, lam in d.items()])
+                for p, lam in pl:
+                    succ_lists[p].append((i, lam))
         except KeyError:
             missing = [pn for pn in d if pn not in index]
             problems.append(f"event {ev.name!r} depends on missing event(s) {missing}")
             pl = tuple([(index[pn], lam) for pn, lam in d.items() if pn in index])
+            for p, lam in pl:
+                succ_lists[p].append((i, lam))
         preds.append(pl)
-        for p, lam in pl:
-            succ_lists[p].append((i, lam))
         # capacities and use are checked after the loop (the pairs of a non-empty map are never
         # empty unless all its semaphores are undeclared, and then they are not memoised)
         a_map, r_map = ev.acquires, ev.releases
