@@ -11,7 +11,6 @@ worked out here, so the scheduler can never run into a group that has no legal s
 
 from __future__ import annotations
 
-from collections import deque
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from itertools import compress, repeat
@@ -215,6 +214,47 @@ def _linked_groups(n: int, ia: Sequence[int], ib: Sequence[int]) -> list[list[in
     return [members for _root, members in sorted(members_by_root.items())]
 
 
+def _group_sites(
+    members: Sequence[int],
+    fixed: Sequence[tuple[int, ...]],
+    placeholders: Sequence[tuple[int, ...]],
+    res_site: Sequence[int],
+    pool_sites: Sequence[set[int]],
+    names: Sequence[str],
+    site_names: Sequence[str],
+    problems: list[str],
+) -> tuple[int, ...] | None:
+    """The sites a colocation group of ``members`` may use (``None``: no restriction, or fixed
+    resources on different sites, which is reported in ``problems`` like every other problem)."""
+    allowed: set[int] | None = None
+    fixed_sites: set[int] = set()
+    for i in members:
+        fixed_i, phs = fixed[i], placeholders[i]
+        if not fixed_i and not phs:
+            problems.append(
+                f"event {names[i]!r} takes part in colocation but occupies no resource, "
+                f"so it has no site"
+            )
+        for r_i in fixed_i:
+            fixed_sites.add(res_site[r_i])
+        for pool in phs:  # (allowed is replaced, never changed in place)
+            allowed = pool_sites[pool] if allowed is None else allowed & pool_sites[pool]
+    if len(fixed_sites) > 1:
+        problems.append(
+            f"colocated events {[names[i] for i in members]} have fixed resources on different "
+            f"sites {sorted(site_names[s] for s in fixed_sites)}"
+        )
+        return None
+    if fixed_sites:
+        allowed = fixed_sites if allowed is None else allowed & fixed_sites
+    if allowed is not None and not allowed:
+        problems.append(
+            f"colocated events {[names[i] for i in members]} have no site on which all their "
+            f"resources exist (check the pools behind their placeholders)"
+        )
+    return None if allowed is None else tuple(sorted(allowed))
+
+
 def compile_graph(g: EventGraph) -> CompiledGraph:
     """Validate ``g`` and build its :class:`CompiledGraph`; raise :class:`GraphError` on any problem."""
     events = list(g.events.values())
@@ -283,22 +323,31 @@ def compile_graph(g: EventGraph) -> CompiledGraph:
         try:
             # one or two predecessors, the common cases: unpacked, without a comprehension (a
             # function call each in this Python)
+            # (and the successor lists appended to without a loop; every index is looked up
+            # before the first append, so a missing name leaves them as they were)
             nd = len(d)
             if nd == 1:
                 ((pn, lam),) = d.items()
-                pl = ((index[pn], lam),)
+                q = index[pn]
+                pl = ((q, lam),)
+                succ_lists[q].append((i, lam))
             elif nd == 2:
                 (pn, lam), (pn2, lam2) = d.items()
-                pl = ((index[pn], lam), (index[pn2], lam2))
+                q, q2 = index[pn], index[pn2]
+                pl = ((q, lam), (q2, lam2))
+                succ_lists[q].append((i, lam))
+                succ_lists[q2].append((i, lam2))
             else:
                 pl = tuple([(index[pn], lam) for pn, lam in d.items()])
+                for p, lam in pl:
+                    succ_lists[p].append((i, lam))
         except KeyError:
             missing = [pn for pn in d if pn not in index]
             problems.append(f"event {ev.name!r} depends on missing event(s) {missing}")
             pl = tuple([(index[pn], lam) for pn, lam in d.items() if pn in index])
+            for p, lam in pl:
+                succ_lists[p].append((i, lam))
         preds.append(pl)
-        for p, lam in pl:
-            succ_lists[p].append((i, lam))
         # capacities and use are checked after the loop (the pairs of a non-empty map are never
         # empty unless all its semaphores are undeclared, and then they are not memoised)
         a_map, r_map = ev.acquires, ev.releases
@@ -387,48 +436,36 @@ def compile_graph(g: EventGraph) -> CompiledGraph:
         else:
             groups = _linked_groups(len(events), ia, ib)
         pool_sites = [{res_site[m] for m in members} for members in pool_members]
+        # groups whose members occupy the same resources may use the same sites: worked out once
+        # per distinct tuple of (fixed, placeholders) (a colocated stage repeats a few dozen over
+        # a thousand groups); a group with a problem is not memoised, so each one is reported
+        memo: dict[tuple[tuple[int, ...], ...], tuple[int, ...] | None] = {}
         for gid, members in enumerate(groups):
-            allowed: set[int] | None = None
-            fixed_sites: set[int] = set()
+            key = tuple([x for i in members for x in (fixed[i], placeholders[i])])
             for i in members:
                 group[i] = gid
-                fixed_i, phs = fixed[i], placeholders[i]
-                if not fixed_i and not phs:
-                    problems.append(
-                        f"event {names[i]!r} takes part in colocation but occupies no resource, "
-                        f"so it has no site"
-                    )
-                for r_i in fixed_i:
-                    fixed_sites.add(res_site[r_i])
-                for pool in phs:  # (allowed is replaced, never changed in place)
-                    allowed = pool_sites[pool] if allowed is None else allowed & pool_sites[pool]
-            if len(fixed_sites) > 1:
-                problems.append(
-                    f"colocated events {[names[i] for i in members]} have fixed resources on different "
-                    f"sites {sorted(site_names[s] for s in fixed_sites)}"
-                )
-                group_sites.append(None)
+            if key in memo:
+                group_sites.append(memo[key])
                 continue
-            if fixed_sites:
-                allowed = fixed_sites if allowed is None else allowed & fixed_sites
-            if allowed is not None and not allowed:
-                problems.append(
-                    f"colocated events {[names[i] for i in members]} have no site on which all their "
-                    f"resources exist (check the pools behind their placeholders)"
-                )
-            group_sites.append(None if allowed is None else tuple(sorted(allowed)))
+            seen = len(problems)
+            sites = _group_sites(
+                members, fixed, placeholders, res_site, pool_sites, names, site_names, problems
+            )
+            if len(problems) == seen:
+                memo[key] = sites
+            group_sites.append(sites)
     # events outside any group with several placeholders bind each placeholder independently.
 
     # --- successors and a topological order
     succs = list(map(tuple, succ_lists))
     indeg = list(map(len, preds))
-    queue = deque(compress(range(n), map(not_, indeg)))  # the sources, in index order
-    topo: list[int] = []
-    popleft, put, visit = queue.popleft, queue.append, topo.append
-    while queue:
-        i = popleft()
-        visit(i)
-        for j, _ in succs[i]:
+    # Kahn's algorithm, breadth first from the sources in index order: the order is its own queue
+    # (a list iterated while it grows reaches every appended item, in order), which saves a
+    # deque's pop and push per event
+    topo = list(compress(range(n), map(not_, indeg)))
+    put = topo.append
+    for i in topo:
+        for j, _ in succ_lists[i]:
             k = indeg[j] - 1
             indeg[j] = k
             if not k:

@@ -4,11 +4,13 @@ exactly as union-find over the same links does, and the group of each event foll
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import moeopt as m
-from moeopt.core.compiled import _linked_groups
+from moeopt.core.compiled import CompiledGraph, _linked_groups
+from moeopt.errors import GraphError
 
 
 def _brute_groups(n: int, links: list[tuple[int, int]]) -> list[list[int]]:
@@ -39,3 +41,67 @@ def test_groups_match_brute_force(case: tuple[int, dict[int, int]]) -> None:
         assert [cg.group[i] for i in members] == [gid] * len(members)
     assert sum(x >= 0 for x in cg.group) == sum(map(len, want))
     assert cg.group_sites == tuple((0,) for _ in want)
+
+
+def _brute_sites(cg: CompiledGraph, members: list[int]) -> tuple[int, ...] | None:
+    # the definition: the one site of the members' fixed resources, if any, intersected with the
+    # sites of every pool behind their placeholders (None: no restriction)
+    fixed_sites = {cg.res_site[r] for i in members for r in cg.fixed[i]}
+    allowed: set[int] | None = set(fixed_sites) if fixed_sites else None
+    for i in members:
+        for p in cg.placeholders[i]:
+            sites = {cg.res_site[r] for r in cg.pool_members[p]}
+            allowed = sites if allowed is None else allowed & sites
+    return None if allowed is None else tuple(sorted(allowed))
+
+
+_RES = ["c0.a", "c0.b", "c1.a", "c1.b", "c2.a", "P:*", "Q:*"]
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(st.lists(st.sampled_from(_RES), min_size=1, max_size=2, unique=True), min_size=2, max_size=14),
+    st.data(),
+)
+def test_group_sites_memo_matches_the_definition(res: list[list[str]], data: st.DataObject) -> None:
+    # compile_graph works out a group's sites once per distinct (fixed, placeholders) of its
+    # members; many groups repeat a few kinds here, so a memo keyed wrongly would show
+    n = len(res)
+    partner = data.draw(st.lists(st.integers(0, n - 1), min_size=n, max_size=n))
+    g = m.EventGraph(pools={"P": ["c0.x", "c1.x"], "Q": ["c1.y", "c2.y"]})
+    for k in range(n):
+        other = f"e{partner[k]}" if partner[k] != k and k % 2 == 0 else None
+        g.add(m.Event(f"e{k}", resources=res[k], colocate_with=other, duration_us=1.0))
+    links = {k: partner[k] for k in range(n) if partner[k] != k and k % 2 == 0}
+    groups = _brute_groups(n, list(links.items()))
+    pool_sites = {"P:*": {"c0", "c1"}, "Q:*": {"c1", "c2"}}
+    bad = 0
+    for members in groups:  # the rule again, on names: groups with no legal site
+        fixed = {r.split(".")[0] for i in members for r in res[i] if r not in pool_sites}
+        allowed = set(fixed) if fixed else {"c0", "c1", "c2"}
+        for i in members:
+            for r in res[i]:
+                allowed &= pool_sites.get(r, allowed)
+        bad += len(fixed) > 1 or not allowed
+    try:
+        cg = g.compiled()
+    except GraphError as err:
+        # every group without a legal site is reported, also when groups of one kind repeat
+        assert str(err).count("colocated events") == bad > 0
+        return
+    assert bad == 0
+    for gid, sites in enumerate(cg.group_sites):
+        members = [i for i in range(n) if cg.group[i] == gid]
+        assert sites == _brute_sites(cg, members)
+
+
+def test_every_repeated_bad_group_is_reported() -> None:
+    # two groups of the same kind (fixed resources on two sites): both named in the error
+    g = m.EventGraph()
+    for k in range(2):
+        g.add(m.Event(f"a{k}", resources=["c0.a"], duration_us=1.0))
+        g.add(m.Event(f"b{k}", resources=["c1.a"], colocate_with=f"a{k}", duration_us=1.0))
+    with pytest.raises(GraphError) as err:
+        g.compiled()
+    assert "['a0', 'b0']" in str(err.value)
+    assert "['a1', 'b1']" in str(err.value)

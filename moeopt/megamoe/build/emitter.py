@@ -27,7 +27,7 @@ from bisect import bisect_right
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from itertools import compress, repeat
-from operator import attrgetter, not_, or_
+from operator import attrgetter, or_
 from types import MappingProxyType
 from typing import Any
 
@@ -337,9 +337,12 @@ class Emitter:
         sems = {name: cap for name, cap in self._sems.items() if cap < demand[name]}
         dropped = set(self._sems) - set(sems)
         graph = EventGraph(semaphores=sems, pools=self._pools)
-        rels = list(map(_rel_of, specs))
-        touched = {key for key, m in acq_maps.items() if not dropped.isdisjoint(m)}
-        touched.update(id(m) for m in dict(zip(map(id, rels), rels)).values() if not dropped.isdisjoint(m))
+        touched: set[int] = set()
+        if dropped:  # (the release maps are only read to find those naming a dropped semaphore)
+            rels = list(map(_rel_of, specs))
+            touched = {key for key, m in acq_maps.items() if not dropped.isdisjoint(m)}
+            rel_maps = dict(zip(map(id, rels), rels))
+            touched.update(key for key, m in rel_maps.items() if not dropped.isdisjoint(m))
         if touched:
             # the events with a touched map (found by C-level passes) remade without the dropped
             # semaphores, each in its place
@@ -385,10 +388,21 @@ class Emitter:
             best: tuple[int, ...] = (-1,)
             anchor: str | None = None
             deps = sp.deps
-            if deps and name not in late and moved.isdisjoint(deps):
+            if len(deps) == 1 and name not in late:
+                # the common case, a write-back waiting for its tile: the one dependency is the
+                # anchor if it stays and was emitted before this event (else the general rule)
+                (d,) = deps
+                if d not in moved:
+                    last = position.get(d, i)
+                    if last < i:
+                        seq += 1
+                        key[name] = (last, seq)
+                        anchored.setdefault(d, []).append(sp)
+                        continue
+            elif deps and name not in late and moved.isdisjoint(deps):
                 # (a flag waiting for a stage's tiles: hundreds of dependencies) when none of them
                 # moves, each key is (j,): the anchor is the one emitted last, if before this event
-                last: int = max(map(position.__getitem__, deps)) if position.keys() >= deps.keys() else i
+                last = max(map(position.__getitem__, deps)) if position.keys() >= deps.keys() else i
                 if last < i:
                     seq += 1
                     key[name] = (last, seq)
@@ -418,13 +432,26 @@ class Emitter:
 
         walk(anchored.get(None, []))
         moved_at = sorted(map(position.__getitem__, moved))
-        staying = list(compress(specs, map(not_, map(moved.__contains__, events))))
+        # the events that stay, in order: the runs between moved positions (slices, where a
+        # filter would test every event)
+        staying: list[Event] = []
+        at = 0
+        for j in moved_at:
+            staying += specs[at:j]
+            at = j + 1
+        staying += specs[at:]
         done = 0  # events of ``staying`` already in ``out``
+        # when no moved event is an anchor (a stage whose events each wait for one event that
+        # stays), the walk from each anchor is its list of moved events: appended as it is
+        flat = moved.isdisjoint(anchored)
         for i in sorted(position[a] for a in anchored if a is not None and a not in moved):
             upto = i - bisect_right(moved_at, i) + 1  # ``staying``'s events up to and with specs[i]
             out += staying[done:upto]
             done = upto
-            walk(anchored[specs[i].name])
+            if flat:
+                out += anchored[specs[i].name]
+            else:
+                walk(anchored[specs[i].name])
         out += staying[done:]
         return out
 
