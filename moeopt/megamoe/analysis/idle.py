@@ -33,8 +33,9 @@ from __future__ import annotations
 import math
 from bisect import bisect_left, bisect_right
 from collections import defaultdict
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from itertools import chain
 
 import numpy as np
 
@@ -198,8 +199,10 @@ class _SpanCache:
     def __init__(self, tab: Table, levels: _SemaphoreLevels, ready: list[float]) -> None:
         self._tab, self._levels, self._ready = tab, levels, ready
         self._got: dict[int, list[tuple[float, float]]] = {}
-        self.start = np.array(tab.start, dtype=float)
-        self.ready = np.array(ready, dtype=float)
+        # (np.fromiter: a list read as an iterable of a known length, without np.array's
+        # per-element type discovery; the same float64 values)
+        self.start = np.fromiter(tab.start, float, len(tab.start))
+        self.ready = np.fromiter(ready, float, len(ready))
         self._waited: dict[str, np.ndarray] = {}
         self.end: np.ndarray | None = None  # (made when first needed)
 
@@ -208,7 +211,7 @@ class _SpanCache:
         ready (``start > ready + EPS``: the others never wait, see :func:`_ready_spans`)."""
         got = self._waited.get(pool.key)
         if got is None:
-            idx = np.array(pool.events, dtype=np.intp)
+            idx = np.fromiter(pool.events, np.intp, len(pool.events))
             got = self._waited[pool.key] = idx[self.start[idx] > self.ready[idx] + EPS]
         return got
 
@@ -251,9 +254,10 @@ class _SpanCache:
             if len(same) < _PRIME_MIN:
                 continue  # a few events: one by one is cheaper
             ev = events[same[0]]
-            lo = np.array([ready[i] for i in same])
-            hi = np.array([start[i] for i in same])
-            d = np.array([end[i] for i in same]) - hi
+            n_same = len(same)
+            lo = np.fromiter(map(ready.__getitem__, same), float, n_same)
+            hi = np.fromiter(map(start.__getitem__, same), float, n_same)
+            d = np.fromiter(map(end.__getitem__, same), float, n_same) - hi
             clear = hi > lo + EPS
             blocked = np.zeros(len(same), dtype=bool)
             single: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None = None
@@ -312,7 +316,7 @@ class _SpanCache:
         runs :func:`_uncut` on them column by column (:func:`_uncut_rows`)."""
         got = self._got
         if self.end is None:
-            self.end = np.array(self._tab.end, dtype=float)
+            self.end = np.fromiter(self._tab.end, float, len(self._tab.end))
         lo, hi = self.ready[group], self.start[group]
         d = self.end[group] - hi
         # every query of these events: (need, whether only its last span makes a cut)
@@ -484,8 +488,8 @@ def _ready_points(
     if busy_from and len(idx):
         # the same test as bisect_right(busy_from, ready) - 1 = k >= 0 and busy_to[k] >= start:
         # waited while every member was busy, nothing avoidable (see above)
-        k = np.searchsorted(np.array(busy_from, dtype=float), spans.ready[idx], side="right") - 1
-        inside = (k >= 0) & (np.array(busy_to, dtype=float)[np.maximum(k, 0)] >= spans.start[idx])
+        k = np.searchsorted(np.fromiter(busy_from, float, len(busy_from)), spans.ready[idx], side="right") - 1
+        inside = (k >= 0) & (np.fromiter(busy_to, float, len(busy_to))[np.maximum(k, 0)] >= spans.start[idx])
         idx = idx[~inside]
     ids: list[int] = idx.tolist()
     spans.prime(ids)
@@ -528,9 +532,15 @@ def _intervals(merged: dict[str, list[Interval]]) -> np.ndarray:
     """Every member's merged busy intervals as one ``(k, 2)`` array (members in dict order)."""
     if isinstance(merged, _Merged):
         if merged.array is None:
-            merged.array = np.array([x for iv in merged.values() for x in iv], dtype=float).reshape(-1, 2)
+            merged.array = _pairs(chain.from_iterable(merged.values()), sum(map(len, merged.values())))
         return merged.array
-    return np.array([x for iv in merged.values() for x in iv], dtype=float).reshape(-1, 2)
+    return _pairs(chain.from_iterable(merged.values()), sum(map(len, merged.values())))
+
+
+def _pairs(pairs: Iterable[tuple[float, float]], n: int) -> np.ndarray:
+    """``n`` pairs ``(a, b)`` as an ``(n, 2)`` float array, read flat (np.array of a list of
+    tuples discovers each tuple's shape and type, which cost about twice as much)."""
+    return np.fromiter(chain.from_iterable(pairs), float, 2 * n).reshape(n, 2)
 
 
 class _Merged(dict[str, list[Interval]]):
@@ -582,7 +592,7 @@ def _free_stretches(
     counted, as in the sweeps: the stretches, and so the floating-point products summed, are the
     same ones."""
     iv = _intervals(merged)
-    w = np.array(waits, dtype=float).reshape(-1, 2)
+    w = _pairs(waits, len(waits))
     k, m = len(iv), len(w)
     mine = np.repeat(
         np.array([r in counted for r in merged], dtype=np.int64), [len(v) for v in merged.values()]
