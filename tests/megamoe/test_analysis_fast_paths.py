@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from moeopt.megamoe.analysis.bounds import _needed_work
+from moeopt.megamoe.analysis.busy import busy_times
 from moeopt.megamoe.analysis.critical import _Ended, _Ends
-from moeopt.megamoe.analysis.table import Table
+from moeopt.megamoe.analysis.table import Table, events_on
+from moeopt.megamoe.simulate import build_graphs, scheduled_rank
 
 
 def _needed_work_loop(dur, fixed, places, needed, role_of, pool_role):
@@ -81,3 +84,45 @@ def test_releasers_are_every_releaser_by_end_then_index(data):
         ref = _Ended([(ends[i], i) for i in range(n) if sem in evs[i].releases], names)
         mine = got.releasers(sem)
         assert (mine.ends, mine.names) == (ref.ends, ref.names)
+
+
+def _busy_loop(t, on):
+    """The event-by-event sums busy_times made before its bincount form (the reference)."""
+    stage_busy: dict[str, float] = {}
+    dur = [e - s for s, e in zip(t.start, t.end)]
+    for rs, label, d in zip(t.res, t.stage, dur):
+        if rs:
+            stage_busy[str(label)] = stage_busy.get(str(label), 0.0) + d * len(rs)
+    res_busy = {}
+    for r, ids in on.items():
+        total = 0.0
+        for i in ids:
+            total += dur[i]
+        res_busy[r] = total
+    return stage_busy, res_busy
+
+
+# (the second: late-bound tiles, handed to SwiGLU through GM, as test_bounds.py runs them)
+@pytest.mark.parametrize(
+    "variant",
+    [
+        {},
+        {
+            "options.late_bind_pools": ["AIC", "AIV1"],
+            "options.links": [
+                {"producer": "gmm1", "consumer": "activation", "location": "gm", "depth": 0, "colocated_by_hardware": False}
+            ],
+        },
+    ],
+)
+def test_busy_times_are_the_loops_sums_to_the_bit(bs72, variant):
+    """Per stage (in order of first event) and per resource, the same floats as the loop."""
+    s = bs72.with_overrides(variant) if variant else bs72
+    rg = next(iter(build_graphs(s).values()))[0]
+    rg, sch, _last = scheduled_rank(rg, s.config, False)
+    t = Table.of(rg, sch)
+    on = events_on(t)
+    got = busy_times(rg, sch, sch.makespan_us, table=t, on=on)
+    stage_busy, res_busy = _busy_loop(t, on)
+    assert list(got["stage_busy_us"].items()) == list(stage_busy.items())
+    assert got["resource_busy_us"] == {r: res_busy.get(r, 0.0) for r in sorted(set(rg.graph.resources()))}
