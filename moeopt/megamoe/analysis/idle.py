@@ -179,10 +179,13 @@ def _pools(rg: RankGraph, tab: Table, by_stage: dict[str, list[int]]) -> list[_P
         if st in rg.late_stages:
             # events of a late-bound stage that name a resource all the same (the URMA GETs and
             # PUTs, issued in program order from one AIV1) are pinned: judged as a pinned pool
-            pinned = [i for i in idxs if not _has_placeholder(events[i].resources)]
+            # (each distinct resource list asked once: the events of a stage share a few)
+            res_of = [events[i].resources for i in idxs]
+            has = {rs: _has_placeholder(rs) for rs in set(res_of)}
+            pinned = [i for i, rs in zip(idxs, res_of) if not has[rs]]
             if pinned:
                 pools.append(_Pool(f"{st}:pinned", st, members, pinned, False))
-                idxs = [i for i in idxs if _has_placeholder(events[i].resources)]
+                idxs = [i for i, rs in zip(idxs, res_of) if has[rs]]
             pools.append(_Pool(st, st, members, idxs, True))
         else:
             pools.append(_Pool(st, st, members, idxs, False))
