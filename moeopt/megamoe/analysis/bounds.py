@@ -25,7 +25,10 @@ bounds is what the tiling and orchestration cost.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from itertools import chain, compress
 from typing import TypeVar
+
+import numpy as np
 
 from moeopt.megamoe.analysis.table import EPS
 from moeopt.megamoe.build import RankGraph
@@ -137,24 +140,12 @@ def graph_floors(rg: RankGraph) -> GraphFloors:
     cg = rg.graph.compiled()
     ends = [cg.index[n] for n in (rg.combine_events or [n for n in cg.names if n != rg.tail_event])]
     needed = _ancestors_or_self(cg.preds, ends, cg.n, cg.topo)
-    pinned: dict[int, float] = {}
-    by_role: dict[str, float] = {}
     role_of = [name.rsplit(".", 1)[-1] for name in cg.res_names]
     members: dict[str, int] = {}
     for role in role_of:
         members[role] = members.get(role, 0) + 1
     pool_role = [role_of[m[0]] if m else "" for m in cg.pool_members]
-    # (in graph order, as each running sum has always been made)
-    for need, d, fixed, places in zip(needed, cg.dur, cg.fixed, cg.placeholders):
-        if not need:
-            continue
-        for r in fixed:
-            pinned[r] = pinned.get(r, 0.0) + d
-            role = role_of[r]
-            by_role[role] = by_role.get(role, 0.0) + d
-        for p in places:
-            role = pool_role[p]
-            by_role[role] = by_role.get(role, 0.0) + d
+    pinned, by_role = _needed_work(cg.dur, cg.fixed, cg.placeholders, needed, role_of, pool_role)
     pipe: dict[str, float] = {}
     for role, work in by_role.items():
         most = max((w for r, w in pinned.items() if role_of[r] == role), default=0.0)
@@ -166,6 +157,52 @@ def graph_floors(rg: RankGraph) -> GraphFloors:
         "busiest_pipe": busiest,
         "busiest_pipe_us": pipe.get(busiest, 0.0),
     }
+
+
+def _needed_work(
+    dur: Sequence[float],
+    fixed: Sequence[tuple[int, ...]],
+    places: Sequence[tuple[int, ...]],
+    needed: list[bool],
+    role_of: list[str],
+    pool_role: list[str],
+) -> tuple[dict[int, float], dict[str, float]]:
+    """The work of the ``needed`` events per fixed resource they hold and per role (a fixed
+    resource's role, or a placeholder's pool's): ``(pinned, by_role)``, each key present when
+    some needed event adds to it.
+
+    Each sum is the running sum of its terms in graph order (within one event its fixed
+    resources first, then its placeholders), as one loop over the events adding to each key
+    made it: ``np.bincount`` with weights adds its terms to each bin one by one in input order,
+    in float64, from 0.0, so a stable sort of the terms by event gives every sum to the bit.
+    The terms are read flat (``chain``) rather than event by event in Python."""
+    d_n = list(compress(dur, needed))
+    fixed_n = list(compress(fixed, needed))
+    places_n = list(compress(places, needed))
+    k = len(d_n)
+    n_fixed = np.fromiter(map(len, fixed_n), np.intp, k)
+    n_places = np.fromiter(map(len, places_n), np.intp, k)
+    res = np.fromiter(chain.from_iterable(fixed_n), np.intp, int(n_fixed.sum()))
+    pools = np.fromiter(chain.from_iterable(places_n), np.intp, int(n_places.sum()))
+    d = np.fromiter(d_n, float, k)
+    d_res = np.repeat(d, n_fixed)
+    # per resource: the events holding it, in graph order
+    n_res = len(role_of)
+    pinned_w = np.bincount(res, weights=d_res, minlength=n_res).tolist()
+    held = np.flatnonzero(np.bincount(res, minlength=n_res)).tolist()
+    pinned = {r: pinned_w[r] for r in held}
+    # per role: every term of its resources and pools, sorted by event (stable: fixed first)
+    names = sorted(set(role_of) | set(pool_role))
+    no = {name: j for j, name in enumerate(names)}
+    role_no = np.array([no[x] for x in role_of] + [no[x] for x in pool_role], np.intp)
+    terms = np.concatenate((res, pools + n_res))  # pools numbered after the resources
+    by_event = np.concatenate((np.repeat(np.arange(k), n_fixed), np.repeat(np.arange(k), n_places)))
+    order = np.argsort(by_event, kind="stable")
+    role_seq = role_no[terms[order]]
+    w = np.concatenate((d_res, np.repeat(d, n_places)))[order]
+    work = np.bincount(role_seq, weights=w, minlength=len(names)).tolist()
+    used = np.flatnonzero(np.bincount(role_seq, minlength=len(names))).tolist()
+    return pinned, {names[j]: work[j] for j in used}
 
 
 def _ancestors_or_self(
@@ -194,8 +231,14 @@ def longest_path_us(rg: RankGraph) -> float:
     dur = cg.dur
     preds = rg.data_preds()
     for i in cg.topo:
+        ps = preds[i]
+        if len(ps) == 1:  # the common case, without the loop (the same comparison with 0.0)
+            ((p, lam),) = ps
+            v = tails[p] + lam
+            tails[i] = (v if v > 0.0 else 0.0) + dur[i]
+            continue
         best = 0.0
-        for p, lam in preds[i]:
+        for p, lam in ps:
             v = tails[p] + lam
             if v > best:
                 best = v

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Mapping
+from itertools import chain
+
+import numpy as np
 
 from moeopt.core.schedule import Schedule
 from moeopt.megamoe.analysis.table import Table, events_on
@@ -23,17 +26,27 @@ def busy_times(
     ``c3.AIV0``). ``on``: :func:`~moeopt.megamoe.analysis.table.events_on` of the table, if
     already made."""
     t = table or Table.of(rg, s)
-    stage_busy: dict[str, float] = defaultdict(float)
-    dur = [e - s for s, e in zip(t.start, t.end)]
-    for rs, st, d in zip(t.res, t.stage, dur):
-        if rs:
-            stage_busy[str(st)] += d * len(rs)
-    res_busy: dict[str, float] = {}
-    for r, ids in (events_on(t) if on is None else on).items():
-        total = 0.0  # each resource's sum in graph order, as one running sum per resource made it
-        for i in ids:
-            total += dur[i]
-        res_busy[r] = total
+    n = len(t.names)
+    # every sum below is a running sum in graph order, as one loop over the events made it:
+    # np.bincount with weights adds each bin's terms one by one in input order, in float64,
+    # from 0.0 (the same IEEE operations as the loop's Python floats)
+    dur = np.fromiter(t.end, float, n) - np.fromiter(t.start, float, n)
+    n_res = np.fromiter(map(len, t.res), np.intp, n)
+    # per stage (its label as a string, None as "None"), the events holding a resource, each
+    # counted once per resource it holds; stages in order of their first such event
+    keys: dict[str, int] = {}
+    code_of = {label: keys.setdefault(str(label), len(keys)) for label in dict.fromkeys(t.stage)}
+    code = np.fromiter(map(code_of.__getitem__, t.stage), np.intp, n)
+    held = n_res > 0
+    code, w = code[held], (dur * n_res)[held]
+    sums = np.bincount(code, weights=w, minlength=len(keys)).tolist()
+    _codes, first = np.unique(code, return_index=True)
+    names = list(keys)
+    stage_busy = {names[c]: sums[c] for c in code[np.sort(first)].tolist()}
+    on_ = events_on(t) if on is None else on
+    ids = np.fromiter(chain.from_iterable(on_.values()), np.intp, int(sum(map(len, on_.values()))))
+    which = np.repeat(np.arange(len(on_)), np.fromiter(map(len, on_.values()), np.intp, len(on_)))
+    res_busy = dict(zip(on_, np.bincount(which, weights=dur[ids], minlength=len(on_)).tolist()))
     all_res = sorted(set(rg.graph.resources()))
     rb = {r: res_busy.get(r, 0.0) for r in all_res}
     idle = {r: max(0.0, span - v) for r, v in rb.items()}
@@ -47,5 +60,5 @@ def busy_times(
         "resource_idle_us": idle,
         "resource_utilization": util,
         "role_utilization": role_util,
-        "stage_busy_us": dict(stage_busy),
+        "stage_busy_us": stage_busy,
     }

@@ -10,11 +10,16 @@ from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
 from collections.abc import Mapping
+from operator import attrgetter
+
+import numpy as np
 
 from moeopt.core.schedule import Schedule, Wait, WaitKind
 from moeopt.megamoe.analysis.table import EPS, Table, events_on
 from moeopt.megamoe.build import RankGraph
 from moeopt.megamoe.results import CriticalStep, CriticalStepWait, Why
+
+_releases = attrgetter("releases")
 
 WHY: dict[WaitKind, Why] = {
     "dependency": "dependency",
@@ -38,7 +43,8 @@ class _Ends:
         self._events_on = on
         self._on: dict[str, _Ended] = {}
         self._releasers: dict[str, _Ended] = {}
-        self._by_map: dict[int, tuple[Mapping[str, int], list[int]]] | None = None
+        self._by_map: tuple[list[Mapping[str, int]], np.ndarray] | None = None
+        self._end: np.ndarray = np.empty(0)  # (the end times, read with the release maps)
 
     def on(self, r: str) -> _Ended:
         """The events that ran on resource ``r``."""
@@ -53,27 +59,32 @@ class _Ends:
         return got
 
     def releasers(self, sem: str) -> _Ended:
-        """The events that released semaphore ``sem``: those whose release map names it (events
-        share release maps by the thousand, so the events are grouped by map once and each map
-        asked once per semaphore; the items are sorted by (end, index), so the order they are
-        gathered in does not matter)."""
+        """The events that released semaphore ``sem``: those whose release map names it. Events
+        share release maps by the thousand: the events are grouped by map once (by the maps'
+        identities, on arrays: each event's map is alive in the event meanwhile) and each
+        distinct map asked once per semaphore; the releasers come out in graph order and are
+        sorted by end time stably, so the order is (end, index) as :class:`_Ended` sorts."""
         got = self._releasers.get(sem)
         if got is None:
             t = self._t
             if self._by_map is None:
-                by_map: dict[int, tuple[Mapping[str, int], list[int]]] = {}
-                for i, ev in enumerate(t.events):
-                    m = ev.releases
-                    if m:
-                        entry = by_map.get(id(m))
-                        if entry is None:
-                            by_map[id(m)] = (m, [i])
-                        else:
-                            entry[1].append(i)
-                self._by_map = by_map
-            end = t.end
-            items = [(end[i], i) for m, ids in self._by_map.values() if sem in m for i in ids]
-            got = self._releasers[sem] = _Ended(items, t.names) if items else _NO_ENDS
+                events = t.events
+                n = len(events)
+                ids = np.fromiter(map(id, map(_releases, events)), np.intp, n)
+                _ids, first, which = np.unique(ids, return_index=True, return_inverse=True)
+                self._by_map = ([events[i].releases for i in first.tolist()], which.reshape(-1))
+                self._end = np.fromiter(t.end, float, n)
+            maps, which = self._by_map
+            mine = [j for j, m in enumerate(maps) if sem in m]
+            if mine:
+                idx = np.flatnonzero(np.isin(which, mine))
+                e = self._end[idx]
+                order = np.argsort(e, kind="stable")
+                names = t.names
+                got = _Ended.sorted(e[order].tolist(), [names[i] for i in idx[order].tolist()])
+            else:
+                got = _NO_ENDS
+            self._releasers[sem] = got
         return got
 
 
@@ -86,6 +97,13 @@ class _Ended:
         items.sort()
         self.ends = [e for e, _i in items]
         self.names = [names[i] for _e, i in items]
+
+    @classmethod
+    def sorted(cls, ends: list[float], names: list[str]) -> _Ended:
+        """From ends and names already in ``(end, index)`` order."""
+        out = cls.__new__(cls)
+        out.ends, out.names = ends, names
+        return out
 
     def last_before(self, t: float, not_this: str) -> str | None:
         """The event with the latest end at or before ``t`` (+ EPS) other than ``not_this``;

@@ -33,8 +33,9 @@ from __future__ import annotations
 import math
 from bisect import bisect_left, bisect_right
 from collections import defaultdict
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from itertools import chain
 
 import numpy as np
 
@@ -178,10 +179,13 @@ def _pools(rg: RankGraph, tab: Table, by_stage: dict[str, list[int]]) -> list[_P
         if st in rg.late_stages:
             # events of a late-bound stage that name a resource all the same (the URMA GETs and
             # PUTs, issued in program order from one AIV1) are pinned: judged as a pinned pool
-            pinned = [i for i in idxs if not _has_placeholder(events[i].resources)]
+            # (each distinct resource list asked once: the events of a stage share a few)
+            res_of = [events[i].resources for i in idxs]
+            has = {rs: _has_placeholder(rs) for rs in set(res_of)}
+            pinned = [i for i, rs in zip(idxs, res_of) if not has[rs]]
             if pinned:
                 pools.append(_Pool(f"{st}:pinned", st, members, pinned, False))
-                idxs = [i for i in idxs if _has_placeholder(events[i].resources)]
+                idxs = [i for i, rs in zip(idxs, res_of) if has[rs]]
             pools.append(_Pool(st, st, members, idxs, True))
         else:
             pools.append(_Pool(st, st, members, idxs, False))
@@ -198,8 +202,10 @@ class _SpanCache:
     def __init__(self, tab: Table, levels: _SemaphoreLevels, ready: list[float]) -> None:
         self._tab, self._levels, self._ready = tab, levels, ready
         self._got: dict[int, list[tuple[float, float]]] = {}
-        self.start = np.array(tab.start, dtype=float)
-        self.ready = np.array(ready, dtype=float)
+        # (np.fromiter: a list read as an iterable of a known length, without np.array's
+        # per-element type discovery; the same float64 values)
+        self.start = np.fromiter(tab.start, float, len(tab.start))
+        self.ready = np.fromiter(ready, float, len(ready))
         self._waited: dict[str, np.ndarray] = {}
         self.end: np.ndarray | None = None  # (made when first needed)
 
@@ -208,7 +214,7 @@ class _SpanCache:
         ready (``start > ready + EPS``: the others never wait, see :func:`_ready_spans`)."""
         got = self._waited.get(pool.key)
         if got is None:
-            idx = np.array(pool.events, dtype=np.intp)
+            idx = np.fromiter(pool.events, np.intp, len(pool.events))
             got = self._waited[pool.key] = idx[self.start[idx] > self.ready[idx] + EPS]
         return got
 
@@ -217,6 +223,14 @@ class _SpanCache:
         if got is None:
             got = self._got[i] = _ready_spans(i, self._tab, self._levels, self._ready[i])
         return got
+
+    def of_all(self, idxs: Sequence[int]) -> list[tuple[float, float]]:
+        """The spans of the events ``idxs``, event after event, in one list (:meth:`of` of each
+        missing one first; the rest read from the record at C speed, without a call per event)."""
+        got = self._got
+        for i in [i for i in idxs if i not in got]:
+            self.of(i)
+        return list(chain.from_iterable(map(got.__getitem__, idxs)))
 
     def prime(self, idxs: Sequence[int]) -> None:
         """Work out together, on numpy arrays, the spans of the events ``idxs`` (each waited:
@@ -251,9 +265,10 @@ class _SpanCache:
             if len(same) < _PRIME_MIN:
                 continue  # a few events: one by one is cheaper
             ev = events[same[0]]
-            lo = np.array([ready[i] for i in same])
-            hi = np.array([start[i] for i in same])
-            d = np.array([end[i] for i in same]) - hi
+            n_same = len(same)
+            lo = np.fromiter(map(ready.__getitem__, same), float, n_same)
+            hi = np.fromiter(map(start.__getitem__, same), float, n_same)
+            d = np.fromiter(map(end.__getitem__, same), float, n_same) - hi
             clear = hi > lo + EPS
             blocked = np.zeros(len(same), dtype=bool)
             single: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None = None
@@ -312,7 +327,7 @@ class _SpanCache:
         runs :func:`_uncut` on them column by column (:func:`_uncut_rows`)."""
         got = self._got
         if self.end is None:
-            self.end = np.array(self._tab.end, dtype=float)
+            self.end = np.fromiter(self._tab.end, float, len(self._tab.end))
         lo, hi = self.ready[group], self.start[group]
         d = self.end[group] - hi
         # every query of these events: (need, whether only its last span makes a cut)
@@ -484,14 +499,14 @@ def _ready_points(
     if busy_from and len(idx):
         # the same test as bisect_right(busy_from, ready) - 1 = k >= 0 and busy_to[k] >= start:
         # waited while every member was busy, nothing avoidable (see above)
-        k = np.searchsorted(np.array(busy_from, dtype=float), spans.ready[idx], side="right") - 1
-        inside = (k >= 0) & (np.array(busy_to, dtype=float)[np.maximum(k, 0)] >= spans.start[idx])
+        k = np.searchsorted(np.fromiter(busy_from, float, len(busy_from)), spans.ready[idx], side="right") - 1
+        inside = (k >= 0) & (np.fromiter(busy_to, float, len(busy_to))[np.maximum(k, 0)] >= spans.start[idx])
         idx = idx[~inside]
     ids: list[int] = idx.tolist()
     spans.prime(ids)
-    of = spans.of
     if not pool.late:  # (_bound_member: "" for every event of a pool that is not late-bound)
-        return [(a, b, "") for i in ids for a, b in of(i)]
+        return [(a, b, "") for a, b in spans.of_all(ids)]
+    of = spans.of
     return [(a, b, _bound_member(pool, i, tab, ready, index, members)) for i in ids for a, b in of(i)]
 
 
@@ -528,9 +543,15 @@ def _intervals(merged: dict[str, list[Interval]]) -> np.ndarray:
     """Every member's merged busy intervals as one ``(k, 2)`` array (members in dict order)."""
     if isinstance(merged, _Merged):
         if merged.array is None:
-            merged.array = np.array([x for iv in merged.values() for x in iv], dtype=float).reshape(-1, 2)
+            merged.array = _pairs(chain.from_iterable(merged.values()), sum(map(len, merged.values())))
         return merged.array
-    return np.array([x for iv in merged.values() for x in iv], dtype=float).reshape(-1, 2)
+    return _pairs(chain.from_iterable(merged.values()), sum(map(len, merged.values())))
+
+
+def _pairs(pairs: Iterable[tuple[float, float]], n: int) -> np.ndarray:
+    """``n`` pairs ``(a, b)`` as an ``(n, 2)`` float array, read flat (np.array of a list of
+    tuples discovers each tuple's shape and type, which cost about twice as much)."""
+    return np.fromiter(chain.from_iterable(pairs), float, 2 * n).reshape(n, 2)
 
 
 class _Merged(dict[str, list[Interval]]):
@@ -582,7 +603,7 @@ def _free_stretches(
     counted, as in the sweeps: the stretches, and so the floating-point products summed, are the
     same ones."""
     iv = _intervals(merged)
-    w = np.array(waits, dtype=float).reshape(-1, 2)
+    w = _pairs(waits, len(waits))
     k, m = len(iv), len(w)
     mine = np.repeat(
         np.array([r in counted for r in merged], dtype=np.int64), [len(v) for v in merged.values()]
@@ -727,6 +748,7 @@ def _role_ledger(
         busy = sum((np.minimum(iv[before, 1], span) - iv[before, 0]).tolist())
         classes: list[frozenset[str]] = []
         rows: list[tuple[int, str, int]] = []  # (event, bound member, class) of each waiting event
+        any_bound = False  # whether some row is tied to a member
         windows = _idle_windows(merged, span)
         w_starts = np.array([a for a, _b in windows], dtype=float)
         w_ends = np.array([b for _a, b in windows], dtype=float)
@@ -744,8 +766,19 @@ def _role_ledger(
             # start) == 0 or windows[k - 1] ends at or before ready: skipped)
             k = np.searchsorted(w_starts, spans.start[idx], side="left")
             idx = idx[(k > 0) & (w_ends[np.maximum(k - 1, 0)] > spans.ready[idx])]
+            res = tab.res
+            if not pool.late:
+                # (_bound_member: "" for every event of a pool that is not late-bound) the
+                # events on the role's members, all free: one class
+                free = [i for i in idx.tolist() if not mset.isdisjoint(res[i])]
+                if free and cls < 0:
+                    if own not in classes:
+                        classes.append(own)
+                    cls = classes.index(own)
+                rows.extend([(i, "", cls) for i in free])
+                continue
             for i in idx.tolist():
-                if mset.isdisjoint(tab.res[i]):
+                if mset.isdisjoint(res[i]):
                     continue
                 bound = _bound_member(pool, i, tab, ready, index, mset)
                 if not bound and cls < 0:
@@ -753,11 +786,14 @@ def _role_ledger(
                         classes.append(own)
                     cls = classes.index(own)
                 rows.append((i, bound, cls if not bound else -1))
-        spans.prime([i for i, _b, _c in rows])
+                if bound:
+                    any_bound = True
+        row_ids = [i for i, _b, _c in rows]
+        spans.prime(row_ids)
         idle = len(members) * span - busy
-        if VECTOR_SWEEPS and len(classes) == 1 and not any(bound for _i, bound, _c in rows):
+        if VECTOR_SWEEPS and len(classes) == 1 and not any_bound:
             # one class of free ready events: _matched is min(waiting, idle members of the class)
-            waits = [ab for i, _b, _c in rows for ab in spans.of(i)]
+            waits = spans.of_all(row_ids)
             avoid = 0.0
             if waits:
                 prev, t, av, _idle, _ready = _free_stretches(waits, merged, classes[0], len(classes[0]), span)

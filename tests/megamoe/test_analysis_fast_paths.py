@@ -1,0 +1,128 @@
+"""The analyses' array forms against the loops they replace (results must stay the same to the bit)."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from moeopt.megamoe.analysis.bounds import _needed_work
+from moeopt.megamoe.analysis.busy import busy_times
+from moeopt.megamoe.analysis.critical import _Ended, _Ends
+from moeopt.megamoe.analysis.table import Table, events_on
+from moeopt.megamoe.simulate import build_graphs, scheduled_rank
+
+
+def _needed_work_loop(dur, fixed, places, needed, role_of, pool_role):
+    """The event-by-event loop graph_floors ran before :func:`_needed_work` (the reference)."""
+    pinned: dict[int, float] = {}
+    by_role: dict[str, float] = {}
+    for need, d, fx, pl in zip(needed, dur, fixed, places):
+        if not need:
+            continue
+        for r in fx:
+            pinned[r] = pinned.get(r, 0.0) + d
+            role = role_of[r]
+            by_role[role] = by_role.get(role, 0.0) + d
+        for p in pl:
+            role = pool_role[p]
+            by_role[role] = by_role.get(role, 0.0) + d
+    return pinned, by_role
+
+
+_ROLES = ["AIC", "AIV0", "AIV1"]
+
+
+@st.composite
+def _work(draw):
+    n_res = draw(st.integers(1, 6))
+    n_pools = draw(st.integers(0, 3))
+    role_of = [draw(st.sampled_from(_ROLES)) for _ in range(n_res)]
+    pool_role = [draw(st.sampled_from(_ROLES)) for _ in range(n_pools)]
+    n = draw(st.integers(0, 40))
+    # durations with many digits, so that a sum in another order would differ in the last bits
+    dur = [draw(st.floats(0.0, 1e4, allow_nan=False)) for _ in range(n)]
+    fixed = [tuple(draw(st.lists(st.integers(0, n_res - 1), max_size=2, unique=True))) for _ in range(n)]
+    places = [
+        tuple(draw(st.lists(st.integers(0, n_pools - 1), max_size=2))) if n_pools else () for _ in range(n)
+    ]
+    needed = [draw(st.booleans()) for _ in range(n)]
+    return dur, fixed, places, needed, role_of, pool_role
+
+
+@settings(max_examples=200, deadline=None)
+@given(_work())
+def test_needed_work_is_the_loop_to_the_bit(case):
+    pinned, by_role = _needed_work(*case)
+    ref_pinned, ref_by_role = _needed_work_loop(*case)
+    assert pinned == ref_pinned
+    assert by_role == ref_by_role
+    # to the bit, and the same keys
+    assert [(k, v.hex()) for k, v in sorted(pinned.items())] == [(k, v.hex()) for k, v in sorted(ref_pinned.items())]
+    assert sorted((k, v.hex()) for k, v in by_role.items()) == sorted((k, v.hex()) for k, v in ref_by_role.items())
+
+
+class _Ev:
+    def __init__(self, releases):
+        self.releases = releases
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.data())
+def test_releasers_are_every_releaser_by_end_then_index(data):
+    """:meth:`_Ends.releasers` (events grouped by shared release map, on arrays) against the
+    events found one by one and sorted by (end, index), as :class:`_Ended` sorts them."""
+    shared = [{}, {"s0": 1}, {"s1": 2}, {"s0": 1, "s1": 1}]
+    n = data.draw(st.integers(0, 30))
+    # the same map objects shared by many events, as the builder shares them; ends with ties
+    evs = [_Ev(shared[data.draw(st.integers(0, 3))]) for _ in range(n)]
+    ends = [float(data.draw(st.integers(0, 5))) for _ in range(n)]
+    names = [f"e{i}" for i in range(n)]
+    t = Table(names=names, events=evs, start=[0.0] * n, end=ends, res=[()] * n, schedule=None)  # type: ignore[arg-type]
+    got = _Ends(t)
+    for sem in ("s0", "s1", "s2"):
+        ref = _Ended([(ends[i], i) for i in range(n) if sem in evs[i].releases], names)
+        mine = got.releasers(sem)
+        assert (mine.ends, mine.names) == (ref.ends, ref.names)
+
+
+def _busy_loop(t, on):
+    """The event-by-event sums busy_times made before its bincount form (the reference)."""
+    stage_busy: dict[str, float] = {}
+    dur = [e - s for s, e in zip(t.start, t.end)]
+    for rs, label, d in zip(t.res, t.stage, dur):
+        if rs:
+            stage_busy[str(label)] = stage_busy.get(str(label), 0.0) + d * len(rs)
+    res_busy = {}
+    for r, ids in on.items():
+        total = 0.0
+        for i in ids:
+            total += dur[i]
+        res_busy[r] = total
+    return stage_busy, res_busy
+
+
+# (the second: late-bound tiles, handed to SwiGLU through GM, as test_bounds.py runs them)
+@pytest.mark.parametrize(
+    "variant",
+    [
+        {},
+        {
+            "options.late_bind_pools": ["AIC", "AIV1"],
+            "options.links": [
+                {"producer": "gmm1", "consumer": "activation", "location": "gm", "depth": 0, "colocated_by_hardware": False}
+            ],
+        },
+    ],
+)
+def test_busy_times_are_the_loops_sums_to_the_bit(bs72, variant):
+    """Per stage (in order of first event) and per resource, the same floats as the loop."""
+    s = bs72.with_overrides(variant) if variant else bs72
+    rg = next(iter(build_graphs(s).values()))[0]
+    rg, sch, _last = scheduled_rank(rg, s.config, False)
+    t = Table.of(rg, sch)
+    on = events_on(t)
+    got = busy_times(rg, sch, sch.makespan_us, table=t, on=on)
+    stage_busy, res_busy = _busy_loop(t, on)
+    assert list(got["stage_busy_us"].items()) == list(stage_busy.items())
+    assert got["resource_busy_us"] == {r: res_busy.get(r, 0.0) for r in sorted(set(rg.graph.resources()))}
