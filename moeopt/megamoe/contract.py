@@ -153,7 +153,7 @@ def _tables(
         # padded[0] = 0 <= every start (block_token >= 1) and the offsets increase: the experts
         # whose start is <= a block's are a prefix, found by bisection (the scan finds its end)
         idx = [bisect_right(padded, start, 0, n) - 1 for start in starts] if n else [0] * m_blocks
-    else:  # offsets that do not increase (a size below -1): the scan itself
+    else:  # offsets that do not increase (a size below -1, a padding below 1) or block_token < 1: the scan
         idx = []
         for start in starts:
             g = 0
