@@ -23,8 +23,11 @@ and the rows, and no time is returned.
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from collections.abc import Sequence
 from dataclasses import dataclass
+from itertools import chain, islice, repeat
+from operator import itemgetter, lt
 
 import numpy as np
 
@@ -109,7 +112,9 @@ def build_contract(
 
 def contract_from_sizes(group_sizes: Sequence[int], padding_m: int, block_token: int) -> GroupedGemmContract:
     """The contract for given rows per expert (tokens are then anonymous, one pair per row)."""
-    flat_expert = tuple(e for e, n in enumerate(group_sizes) for _ in range(n))
+    # expert e repeated group_sizes[e] times, built in C (a size <= 0 repeats nothing, as a
+    # range of it is empty): one tuple entry per row, the ranks' graphs have 10^4 - 10^5 rows
+    flat_expert = tuple(chain.from_iterable(map(repeat, range(len(group_sizes)), group_sizes)))
     flat_token = tuple(range(len(flat_expert)))
     return _tables(
         len(group_sizes),
@@ -142,14 +147,20 @@ def _tables(
     for i in range(1, n):
         padded.append(padded[-1] + _ceil_div(sizes[i - 1] + 1, padding_m) * padding_m)
     m_blocks = _ceil_div(len(flat_expert), block_token) + n
-    idx = []
-    for bx in range(m_blocks):
-        start = bx * block_token
-        g = 0
-        for i in range(n):
-            if start >= padded[i]:
-                g = i
-        idx.append(g)
+    # the expert of block bx: the last i whose padded start is <= the block's start (0 if none)
+    starts = range(0, m_blocks * block_token, block_token)
+    if block_token >= 1 and all(map(lt, padded, islice(padded, 1, None))):
+        # padded[0] = 0 <= every start (block_token >= 1) and the offsets increase: the experts
+        # whose start is <= a block's are a prefix, found by bisection (the scan finds its end)
+        idx = [bisect_right(padded, start, 0, n) - 1 for start in starts] if n else [0] * m_blocks
+    else:  # offsets that do not increase (a size below -1, a padding below 1) or block_token < 1: the scan
+        idx = []
+        for start in starts:
+            g = 0
+            for i in range(n):
+                if start >= padded[i]:
+                    g = i
+            idx.append(g)
     return GroupedGemmContract(
         n_experts=n,
         padding_m=padding_m,
@@ -175,12 +186,26 @@ def check_coverage(c: GroupedGemmContract) -> None:
         raise ContractError(f"(token, expert) pair {dup} appears more than once")
     if sum(c.group_sizes) != c.group_sum:
         raise ContractError(f"group sizes add up to {sum(c.group_sizes)}, expected {c.group_sum} pairs")
-    exp = np.fromiter(c.flat_expert, dtype=np.int64, count=len(c.flat_expert))
-    sorted_experts = exp[np.fromiter(c.order, dtype=np.int64, count=len(c.order))]
+    # the experts of the routes in sorted order, gathered by one itemgetter call in C (turning
+    # the two tuples into arrays cost twice as much as the check itself); an order that does not
+    # index the routes raises the arrays' own error, as before
+    try:
+        sorted_experts = _gathered(c.flat_expert, c.order)
+    except (IndexError, TypeError):
+        exp = np.fromiter(c.flat_expert, dtype=np.int64, count=len(c.flat_expert))
+        sorted_experts = exp[np.fromiter(c.order, dtype=np.int64, count=len(c.order))].tolist()
     for g in range(c.n_experts):
         seg = sorted_experts[c.group_offsets[g] : c.group_offsets[g] + c.group_sizes[g]]
-        if (seg != g).any():
+        if seg.count(g) != len(seg):  # some row of another expert (counted in C)
             raise ContractError(f"compact rows of expert {g} hold routes of other experts")
+
+
+def _gathered(values: tuple[int, ...], index: tuple[int, ...]) -> Sequence[int]:
+    """``[values[i] for i in index]`` (an itemgetter of one item returns the item itself)."""
+    if len(index) > 1:
+        got: tuple[int, ...] = itemgetter(*index)(values)
+        return got
+    return [values[i] for i in index]
 
 
 def check_padded_covers_compact(c: GroupedGemmContract) -> None:

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from itertools import chain as chained
-from itertools import pairwise, repeat
+from itertools import groupby, pairwise, repeat
 from operator import attrgetter, itemgetter
 from types import MappingProxyType
 from typing import NamedTuple, TypeVar
@@ -505,16 +505,37 @@ class TileCosts:
         self.stretch = [1.0] * n
         if not self._hbm or not keys:
             return
-        raw = {key: self._raw(key) for key in dict.fromkeys(keys)}  # few distinct keys
-        per_tile = list(map(raw.__getitem__, keys))
+        # Consecutive tiles mostly share a key (runs of an expert's blocks): the keys are
+        # compared along the order in C, and only the runs' keys hashed (hashing every tile's
+        # key twice, to find the distinct ones and to look each up, was most of the cost)
+        run_keys, run_lens = self._runs(keys)
+        raw = {key: self._raw(key) for key in dict.fromkeys(run_keys)}  # few distinct keys
+        per_run = list(map(raw.__getitem__, run_keys))
+        m = len(run_keys)
         # the sums of every tile's first-touch bytes and time, added one by one in tile order
-        # (add.accumulate is that running sum: the same floats as a loop's +=)
-        hbm = float(np.add.accumulate(np.fromiter(map(itemgetter(5), per_tile), float, n))[-1])
-        dur = float(np.add.accumulate(np.fromiter(map(itemgetter(0), per_tile), float, n))[-1])
+        # (add.accumulate is that running sum: the same floats as a loop's +=; each run's value
+        # repeated over its tiles is the per-tile array)
+        hbm_tiles = np.repeat(np.fromiter(map(itemgetter(5), per_run), float, m), run_lens)
+        dur_tiles = np.repeat(np.fromiter(map(itemgetter(0), per_run), float, m), run_lens)
+        hbm = float(np.add.accumulate(hbm_tiles)[-1])
+        dur = float(np.add.accumulate(dur_tiles)[-1])
         rho = hbm / dur if dur > 0 else 0.0
-        # max(1.0, min(p, n) * rho / hbm) per tile, the same float operations elementwise
-        p = np.minimum(np.fromiter(cores, np.int64, n), n)
-        self.stretch = np.maximum(1.0, p * rho / self._hbm).tolist()
+        # max(1.0, min(p, n) * rho / hbm) per tile, the same float operations elementwise, once
+        # per run of equal core counts and repeated over the run
+        core_runs, core_lens = self._runs(cores)
+        p = np.minimum(np.fromiter(core_runs, np.int64, len(core_runs)), n)
+        per_core_run = np.maximum(1.0, p * rho / self._hbm).tolist()
+        self.stretch = list(chained.from_iterable(map(repeat, per_core_run, core_lens)))
+
+    @staticmethod
+    def _runs(seq: Iterable[_G]) -> tuple[list[_G], list[int]]:
+        """The runs of equal consecutive values of ``seq``: each run's first value, its length."""
+        firsts: list[_G] = []
+        lens: list[int] = []
+        for value, run in groupby(seq):
+            firsts.append(value)
+            lens.append(len(list(run)))
+        return firsts, lens
 
     def _raw(self, key: CostKey) -> tuple[float, float, float, float, float, float]:
         """(time, fill, load, compute, load bytes, first-touch HBM bytes) before HBM sharing."""

@@ -14,6 +14,8 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from itertools import chain
+from operator import attrgetter
 
 import numpy as np
 
@@ -219,6 +221,9 @@ def compose(
     )
 
 
+_MB_M0_M1 = attrgetter("mb", "m0", "m1")
+
+
 def checked_contract(cfg: Config, plan: RankPlan) -> GroupedGemmContract:
     """The rank's grouped-GEMM tables (its local experts' rows, blocks of ``tile_m`` rows), after
     the contract's self-checks and the check that the plan's GMM tiles compute exactly the blocks
@@ -233,7 +238,8 @@ def checked_contract(cfg: Config, plan: RankPlan) -> GroupedGemmContract:
         key = (id(ex.g1_tiles), id(ex.g2_tiles))
         got = memo.get(key)
         if got is None:
-            got = memo[key] = sorted({(t.mb, t.m0, t.m1) for t in (*ex.g1_tiles, *ex.g2_tiles)})
+            # (mb, m0, m1) of every tile, read in C
+            got = memo[key] = sorted(set(map(_MB_M0_M1, chain(ex.g1_tiles, ex.g2_tiles))))
         blocks.append(got)
     check_rank(contract, blocks)
     return contract

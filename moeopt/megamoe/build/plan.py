@@ -75,7 +75,9 @@ def plan_rank(
         w1 = w2 = layered_waves(cfg, experts, tokens, topk)
     else:
         w1 = plan_waves(cfg, experts, cfg.p1_override)
-        w2 = plan_waves(cfg, experts, cfg.p2_override)
+        # a wave packer is a function of the m-groups and the m-groups per wave: with GMM1's
+        # count GMM2's waves are GMM1's (as with the layered waves, one value for both stages)
+        w2 = w1 if cfg.p2_override == cfg.p1_override else plan_waves(cfg, experts, cfg.p2_override)
     return RankPlan(
         experts=experts,
         gmm1=GmmPlan("gmm1", w1, program_order(experts, w1, "gmm1")),
