@@ -14,6 +14,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import NamedTuple
 
 from moeopt.megamoe.errors import ScenarioError
@@ -42,15 +43,24 @@ class Tile(NamedTuple):
         return self.n1 - self.n0
 
 
-def rect_grid(rows: int, cols: int, tile_m: int, tile_n: int) -> list[Tile]:
-    """Row-major ``tile_m x tile_n`` tiles; the last row / column of tiles may be partial."""
+# a Tile from a plain 6-tuple, made in C (Tile(...) runs the named tuple's Python-level __new__)
+_as_tile = partial(tuple.__new__, Tile)
+
+
+def _rect_tuples(rows: int, cols: int, tile_m: int, tile_n: int) -> list[tuple[int, int, int, int, int, int]]:
+    """:func:`rect_grid`'s tiles as plain tuples (a tile compares equal to its plain tuple)."""
     n_cols = [(nb, n0, min(cols, n0 + tile_n)) for nb, n0 in enumerate(range(0, cols, tile_n))]
     return [
-        Tile(m0, m1, n0, n1, mb, nb)
+        (m0, m1, n0, n1, mb, nb)
         for mb, m0 in enumerate(range(0, rows, tile_m))
         for m1 in (min(rows, m0 + tile_m),)
         for nb, n0, n1 in n_cols
     ]
+
+
+def rect_grid(rows: int, cols: int, tile_m: int, tile_n: int) -> list[Tile]:
+    """Row-major ``tile_m x tile_n`` tiles; the last row / column of tiles may be partial."""
+    return list(map(_as_tile, _rect_tuples(rows, cols, tile_m, tile_n)))
 
 
 def check_grid(tiles: Sequence[Tile], rows: int, cols: int, name: str = "tile grid") -> None:
@@ -107,7 +117,7 @@ def _is_rect_grid(tiles: Sequence[Tile], rows: int, cols: int) -> bool:
     if tile_m <= 0 or tile_n <= 0 or rows <= 0 or cols <= 0:
         return False
     n = -(-rows // tile_m) * -(-cols // tile_n)
-    return len(tiles) == n and list(tiles) == rect_grid(rows, cols, tile_m, tile_n)
+    return len(tiles) == n and list(tiles) == _rect_tuples(rows, cols, tile_m, tile_n)
 
 
 def swizzle_order(tiles: Sequence[Tile], swizzle_n: int) -> list[Tile]:

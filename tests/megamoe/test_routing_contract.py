@@ -183,6 +183,10 @@ def test_the_grid_check_accepts_exact_covers_and_refuses_the_rest():
         (0, 128, 0, 64), (0, 128, 64, 100), (128, 256, 0, 64),
         (128, 256, 64, 100), (256, 300, 0, 64), (256, 300, 64, 100),
     ]  # fmt: skip
+    # each a Tile (made from a plain tuple): block indices row-major, rows of the short last band
+    assert all(type(t) is Tile for t in grid)
+    assert [(t.mb, t.nb) for t in grid] == [(0, 0), (0, 1), (1, 0), (1, 1), (2, 0), (2, 1)]
+    assert grid[4].rows == 300 - 256
     check_grid(grid, 300, 100)
     check_grid(list(reversed(grid)), 300, 100)  # any order of an exact cover
     # the regular grid with its last tile one row short (a gap), or one row longer (outside)
