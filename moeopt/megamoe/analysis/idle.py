@@ -717,6 +717,13 @@ def _sweep(
     return forced, avoid, samples
 
 
+def _class_no(classes: list[frozenset[str]], own: frozenset[str]) -> int:
+    """The number of the class ``own`` among ``classes``, appended if it is not there yet."""
+    if own not in classes:
+        classes.append(own)
+    return classes.index(own)
+
+
 def _role_ledger(
     rg: RankGraph,
     tab: Table,
@@ -771,10 +778,8 @@ def _role_ledger(
                 # (_bound_member: "" for every event of a pool that is not late-bound) the
                 # events on the role's members, all free: one class
                 free = [i for i in idx.tolist() if not mset.isdisjoint(res[i])]
-                if free and cls < 0:
-                    if own not in classes:
-                        classes.append(own)
-                    cls = classes.index(own)
+                if free:
+                    cls = _class_no(classes, own)
                 rows.extend([(i, "", cls) for i in free])
                 continue
             for i in idx.tolist():
@@ -782,9 +787,7 @@ def _role_ledger(
                     continue
                 bound = _bound_member(pool, i, tab, ready, index, mset)
                 if not bound and cls < 0:
-                    if own not in classes:
-                        classes.append(own)
-                    cls = classes.index(own)
+                    cls = _class_no(classes, own)
                 rows.append((i, bound, cls if not bound else -1))
                 if bound:
                     any_bound = True
