@@ -121,7 +121,7 @@ def _sampled(w: Workload, n_exp: int) -> np.ndarray:
         # Gumbel top-k: topk distinct experts per token, drawn without replacement with weights exp(logp)
         state = rng.bit_generator.state
         u = rng.random(size=(w.tokens, n_exp))
-        got = None if weight is None or not u.all() else _top_k_counts(u, weight, w.topk)
+        got = None if weight is None else _top_k_counts(u, weight, w.topk)
         if got is None:  # a near tie or a rejected draw: the same draws, the exact way
             rng.bit_generator.state = state
             got = _exact_top_k_counts(rng, logp, w.tokens, w.topk)
@@ -162,15 +162,18 @@ def _key_weight(logp: np.ndarray) -> np.ndarray | None:
 
 def _top_k_counts(u: np.ndarray, neg_weight: np.ndarray, topk: int) -> np.ndarray | None:
     """How often each expert is among the ``topk`` largest of ``logp + gumbel`` over the rows of
-    ``u``, where ``Generator.gumbel`` makes ``-log(-log(1 - u))`` of these draws (none 0).
+    ``u``, where ``Generator.gumbel`` makes ``-log(-log(1 - u))`` of these draws.
 
     ``logp_j - log(E_j)`` with ``E = -log(1 - u)`` is largest exactly where ``E_j * weight_j``
     is smallest (``weight = exp(max(logp) - logp)``; log is monotone), so one log of the whole
     array and a product stand in for gumbel's two scalar logs per draw. A threshold per token,
     the topk-th smallest product, finds the set ``argpartition`` finds whenever the next product
-    is relatively farther than :data:`_TIE_GAP`: both round by a few ulps, relative. ``None``
-    when ``topk >= n`` or a boundary is closer: the caller then redraws from the saved state the
-    exact way. ``u`` is overwritten."""
+    is relatively farther than :data:`_TIE_GAP`: both round by a few ulps, relative. A draw of
+    ``u = 0``, which gumbel rejects and redraws, is the one that makes a product of 0 (``log(1)``
+    is 0, every other ``1 - u`` is below 1), so it shows as a smallest product <= 0, found
+    without another pass over ``u``. ``None`` when ``topk >= n``, a boundary is closer or a
+    draw was 0: the caller then redraws from the saved state the exact way. ``u`` is
+    overwritten."""
     n = u.shape[1]
     if topk >= n:
         return None
@@ -179,7 +182,7 @@ def _top_k_counts(u: np.ndarray, neg_weight: np.ndarray, topk: int) -> np.ndarra
     np.multiply(keys, neg_weight, out=keys)  # E * weight = log(1 - u) * -weight
     edge = np.sort(keys, axis=1)  # faster than a partition at two places (a vectorised sort)
     kth, nxt = edge[:, topk - 1], edge[:, topk]
-    if not (nxt - kth > _TIE_GAP * nxt).all():
+    if not (nxt - kth > _TIE_GAP * nxt).all() or not (edge[:, 0] > 0.0).all():
         return None
     chosen = (keys <= kth[:, None]).view(np.uint8)
     counts = np.zeros(n, dtype=np.int64)

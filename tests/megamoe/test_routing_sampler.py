@@ -71,8 +71,9 @@ def test_forced_fallbacks_draw_the_same(routing_mode: str, monkeypatch: pytest.M
 
 
 class _ZeroOnCall:
-    """A generator whose ``random`` draws of call ``at`` get a 0 in their first cell (as if the
-    bit generator had drawn it); everything else is the wrapped generator's."""
+    """A generator whose ``random`` draws of call ``at`` are 0 in their first column (as if the
+    bit generator had drawn them; every token would then pick expert 0, which the reference does
+    not); everything else is the wrapped generator's."""
 
     def __init__(self, rng: np.random.Generator, at: int) -> None:
         self._rng, self._at, self._calls = rng, at, 0
@@ -83,7 +84,7 @@ class _ZeroOnCall:
     def random(self, size: Any = None) -> Any:
         u = self._rng.random(size=size)
         if self._calls == self._at:
-            u.flat[0] = 0.0
+            u[:, 0] = 0.0
         self._calls += 1
         return u
 
@@ -115,6 +116,15 @@ def test_a_tie_at_the_boundary_is_left_to_the_exact_way() -> None:
     far = -np.array([e[1] / e[0] * (1 + 1e-6), 1.0, 1e3])  # expert 1 the smallest, by a relative 1e-6
     assert _list(routing._top_k_counts(u.copy(), far, 1)) == [0, 1, 0]
     assert routing._top_k_counts(np.array([[0.3, 0.6]]), -np.ones(2), 2) is None  # topk = experts
+
+
+def test_a_draw_of_zero_is_left_to_the_exact_way() -> None:
+    # u = 0 makes the product -log(1 - 0) * weight = 0 (as -0.0), the smallest of its row; the
+    # boundaries themselves are far from ties (topk = 1: 0.105 vs 0.223 in row 0)
+    u = np.array([[0.5, 0.2, 0.1], [0.0, 0.5, 0.9]])
+    assert routing._top_k_counts(u.copy(), -np.ones(3), 1) is None
+    u[1, 0] = 2.0**-53  # the smallest draw above 0: -log(1 - 2^-53) = 1.1e-16 > 0
+    assert _list(routing._top_k_counts(u.copy(), -np.ones(3), 1)) == [1, 0, 1]
 
 
 def test_the_counts_are_summed_in_blocks_of_rows(monkeypatch: pytest.MonkeyPatch) -> None:
