@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from itertools import repeat
+from operator import attrgetter
 
 import numpy as np
 
@@ -31,9 +32,11 @@ from moeopt.megamoe.config.implementation import (
     LAYERED_THROUGHPUT_ROWS,
     LAYERED_THROUGHPUT_WAVES,
 )
-from moeopt.megamoe.planning import MGroup, Tile, check_grid, swizzle_order
+from moeopt.megamoe.planning import MGroup, Tile, checked_walk
 from moeopt.megamoe.scenario import Config
 from moeopt.registry import lookup
+
+_mb = attrgetter("mb")  # a tile's M-block index, read in C
 
 Item = tuple[int, int, Tile]  # (wave, expert index, tile): one GMM tile in program order
 
@@ -111,8 +114,10 @@ def plan_experts(
                     grid_tiles = grid(n_rows, cols, cfg.tile_m, cfg.tile_n)
                     if cores:
                         grid_tiles = small_m_rebalance(grid_tiles, n_rows, cols, cores)
-                    check_grid(grid_tiles, n_rows, cols, f"tile grid {cfg.tile_grid!r} ({stage}, {name})")
-                    walk = walks[(n_rows, stage, cores)] = tuple(swizzle_order(grid_tiles, cfg.swizzle_n))
+                    where = f"tile grid {cfg.tile_grid!r} ({stage}, {name})"
+                    walk = walks[(n_rows, stage, cores)] = tuple(
+                        checked_walk(grid_tiles, n_rows, cols, cfg.swizzle_n, where)
+                    )
                 tiles[stage] = walk
         experts.append(ExpertPlan(index, name, n_rows, col, shared, tiles["gmm1"], tiles["gmm2"]))
     return tuple(experts)
@@ -136,7 +141,8 @@ def small_m_rebalance(tiles: list[Tile], rows: int, cols: int, cores: int) -> li
     into ``cores`` N slices of whole 32-column units (the first ones a unit wider when they do
     not divide evenly); otherwise the tiles stay as they are."""
     units = cols // REBALANCE_COLS
-    if cols % REBALANCE_COLS or len({t.mb for t in tiles}) != 1 or len(tiles) >= cores or units < cores:
+    # (the one-M-tile test, a pass over the tiles, last: a many-row expert fails the count first)
+    if cols % REBALANCE_COLS or len(tiles) >= cores or units < cores or len(set(map(_mb, tiles))) != 1:
         return tiles
     out = []
     n0 = 0
@@ -241,7 +247,7 @@ def program_order(
             walk = ex.g1_tiles if stage == "gmm1" else ex.g2_tiles
             every = walk_mbs.get(id(walk))
             if every is None:
-                every = walk_mbs[id(walk)] = {t.mb for t in walk}
+                every = walk_mbs[id(walk)] = set(map(_mb, walk))
             if every <= here:  # the wave has all of the expert's m-blocks: its whole walk
                 order.extend(zip(repeat(w), repeat(e), walk))
             else:

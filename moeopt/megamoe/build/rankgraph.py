@@ -56,27 +56,20 @@ class RankGraph:
         if self._data_preds is None:
             cg = self.graph.compiled()
             index = cg.index
-            # most events follow one event on their one pinned resource: a set only for the rest
-            one: dict[int, int] = {}
-            more: dict[int, set[int]] = {}
-            for a, b in self.chain_edges:
-                i, j = index[b], index[a]
-                if i in one:
-                    more.setdefault(i, {one[i]}).add(j)
-                else:
-                    one[i] = j
+            # one pass over the chain edges, each dropping its predecessor from the event's
+            # current tuple: an event chained after several events loses them one by one, in
+            # whatever order the set yields them, and the pairs left keep their order. (Grouping
+            # the edges per event first, in a dict, then filtering once per event cost a third
+            # more instructions: callgrind, pto M=2048, 6,128 chain edges, 20.9M -> 14.0M.)
             preds = list(cg.preds)
-            for i, j in one.items():
+            for a, b in self.chain_edges:
+                i = index[b]
+                j = index[a]
                 ps = preds[i]
-                skip = more.get(i)
-                if skip is not None:
-                    preds[i] = tuple([pl for pl in ps if pl[0] not in skip])
-                elif len(ps) == 2:  # the usual case: one data edge and the chain edge
+                if len(ps) == 2:  # the usual case: one data edge and the chain edge
                     p0, p1 = ps
                     preds[i] = (p1,) if p0[0] == j else (p0,) if p1[0] == j else ps
-                elif len(ps) == 1:  # the chain edge alone (a name is a predecessor once)
-                    preds[i] = () if ps[0][0] == j else ps
-                else:
+                else:  # a name is a predecessor once: at most one pair goes
                     preds[i] = tuple([pl for pl in ps if pl[0] != j])
             self._data_preds = preds
         return self._data_preds
