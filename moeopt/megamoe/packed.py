@@ -12,12 +12,18 @@ the same objects from them:
 
 * the graph: every event rebuilt by ``Event.trusted`` from its own fields (the fields of an
   event that was already checked: the same event), the semaphores and pools as they were; the
-  acquire / release maps events share stay shared;
+  acquire / release maps events share stay shared. Its columns are pickled apart, to a byte
+  string, and the graph is rebuilt from them the first time anything of it is read (see
+  :class:`_DeferredGraph`): the parent process of ``simulate`` reads none of its ranks' graphs,
+  and unpickling and rebuilding them was most of its serial work (the largest
+  DeepSeek-V3-like rank, 47k events, took 1.09 G instructions to unpickle and unpack, 0.32 G
+  without its graph);
 * the schedule: the same starts, ends, bindings, waits (as plain ``Wait`` values: the lazy map's
   values, each built once), policy, commit order, recorded semaphore levels (recorded for the
   rebuilt start / end maps, as they were for the originals) and moved tiles;
 * the event rows: a :class:`~moeopt.megamoe.analysis.table.Table` of the rebuilt graph and
-  schedule, built as ``Table.of`` builds it;
+  schedule, built as ``Table.of`` builds it, when the rows first read it (it holds the
+  graph's events);
 * every other field (the analyses: plain dicts, lists and numbers) as it is.
 
 What the rebuilt result does not carry is cache: the graph's compiled form (rebuilt by
@@ -28,13 +34,16 @@ the one made in this process, field by field.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import pickle
+import threading
+from collections.abc import Callable, Mapping
 from functools import partial
 from operator import attrgetter
 from types import MappingProxyType
 from typing import Any, cast
 
 from moeopt.core.events import Event, EventGraph
+from moeopt.core.gcpause import gc_paused
 from moeopt.core.schedule import Schedule, SemaphoreLevels, Wait
 from moeopt.megamoe.analysis.table import EventRows, Table
 from moeopt.megamoe.results import RankResult
@@ -197,31 +206,107 @@ def _table(g: EventGraph, s: Schedule, names: list[str]) -> Table:
     )
 
 
-Packed = tuple[list[str], dict[str, Any], tuple[Any, ...], tuple[Any, ...]]
+_MAKE = "_packed_make"
+"""The key under which a stand-in keeps, in its own ``__dict__``, what makes its object."""
+
+_BECOMING = threading.RLock()
+"""Held while a stand-in becomes its object (two threads must not make it twice; reentrant: the
+event table's stand-in makes the graph's on the way)."""
+
+
+def _become(obj: object) -> None:
+    """Turn the stand-in ``obj`` into the object it stands for, in place: its maker's object's
+    attributes, in their order, then its class (a ``__class__`` assignment: a stand-in is a
+    subclass that adds nothing to the layout). Once done (or for an object that was never a
+    stand-in) nothing."""
+    with _BECOMING:
+        own = object.__getattribute__(obj, "__dict__")
+        make = own.get(_MAKE)
+        if make is None:
+            return
+        with gc_paused():  # (as any build of as many objects: see moeopt.core.gcpause)
+            real = make()
+        own.clear()
+        own.update(vars(real))
+        object.__setattr__(obj, "__class__", type(real))
+
+
+class _DeferredGraph(EventGraph):
+    """A rank's graph that is rebuilt from its packed columns the first time anything of it is
+    read or written (the events, a method, ``vars``, ``len``, ``repr``, pickling, copying...),
+    and is from then on an :class:`EventGraph` (its class too) with the very attributes the
+    eager rebuild gives it. Until then, ``type()`` alone tells it from one (``isinstance``
+    does not). Most callers of ``simulate`` never read a rank's graph: this spares the parent
+    process unpickling and rebuilding tens of thousands of events it would not look at."""
+
+    def __init__(self, make: Callable[[], EventGraph]) -> None:  # (no EventGraph.__init__)
+        object.__getattribute__(self, "__dict__")[_MAKE] = make
+
+    def __getattribute__(self, name: str) -> Any:
+        _become(self)
+        return object.__getattribute__(self, name)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        _become(self)
+        setattr(self, name, value)
+
+    def __delattr__(self, name: str) -> None:
+        _become(self)
+        delattr(self, name)
+
+
+class _DeferredTable(Table):
+    """The event rows' :class:`Table`, made (as :func:`_table` makes it, from the rebuilt graph)
+    the first time the rows read it: see :class:`_DeferredGraph`."""
+
+    def __init__(self, make: Callable[[], Table]) -> None:  # (no Table.__init__)
+        object.__getattribute__(self, "__dict__")[_MAKE] = make
+
+    def __getattribute__(self, name: str) -> Any:
+        _become(self)
+        return object.__getattribute__(self, name)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        _become(self)
+        setattr(self, name, value)
+
+    def __delattr__(self, name: str) -> None:
+        _become(self)
+        delattr(self, name)
+
+
+def _graph_of(blob: bytes) -> EventGraph:
+    return _unpack_graph(pickle.loads(blob))
+
+
+Packed = tuple[list[str], dict[str, Any], tuple[list[str], bytes], tuple[Any, ...]]
 """What :func:`pack` makes of a rank's result (plain values only)."""
 
 
 def pack(res: RankResult) -> Packed:
     """``res`` as plain values: its keys in order, every field but its graph, schedule and
-    event rows as it is, its graph and its schedule as columns (its event rows are a view of
-    the two)."""
+    event rows as it is, its graph's event names and its graph as columns pickled apart (a
+    byte string, unpickled only when the graph is first read), its schedule as columns (its
+    event rows are a view of the two)."""
     if not isinstance(res["events"], EventRows):
         raise TypeError("pack takes a result of moeopt.megamoe.simulate.rank_result")
     g = res["graph"]
     graph = _pack_graph(g)
+    names = graph[2]
     return (
         list(res),
         {k: v for k, v in res.items() if k not in _OWN},
-        graph,
-        _pack_schedule(res["schedule"], graph[2]),
+        (names, pickle.dumps(graph, protocol=pickle.HIGHEST_PROTOCOL)),
+        _pack_schedule(res["schedule"], names),
     )
 
 
 def unpack(packed: Packed) -> RankResult:
-    """The result :func:`pack` was given, rebuilt (see the module docstring)."""
-    keys, rest, graph, sched = packed
-    names = graph[2]
-    g = _unpack_graph(graph)
+    """The result :func:`pack` was given, rebuilt (see the module docstring): its schedule now,
+    its graph and event table when first read."""
+    keys, rest, (names, blob), sched = packed
     s = _unpack_schedule(sched, names)
-    own = {"graph": g, "schedule": s, "events": EventRows(_table(g, s, names))}
+    g = _DeferredGraph(partial(_graph_of, blob))
+    rows = EventRows(_DeferredTable(partial(_table, g, s, names)))
+    own = {"graph": g, "schedule": s, "events": rows}
     return cast(RankResult, {k: own[k] if k in own else rest[k] for k in keys})
