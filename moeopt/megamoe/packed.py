@@ -40,7 +40,7 @@ from collections.abc import Callable, Mapping
 from functools import partial
 from operator import attrgetter
 from types import MappingProxyType
-from typing import Any, cast
+from typing import Any, TypeVar, cast
 
 from moeopt.core.events import Event, EventGraph
 from moeopt.core.gcpause import gc_paused
@@ -231,6 +231,34 @@ def _become(obj: object) -> None:
         object.__setattr__(obj, "__class__", type(real))
 
 
+_T = TypeVar("_T", bound=type)
+
+
+def _deferring(cls: _T) -> _T:
+    """Makes ``cls`` a stand-in class: any attribute read, write or delete first makes the
+    instance the object it stands for (:func:`_become`). The methods are set on the class itself
+    rather than inherited from a mixin: a second base would change the layout, and the instance's
+    ``__class__`` could then not become its base's."""
+
+    def __getattribute__(self: object, name: str) -> Any:
+        _become(self)
+        return object.__getattribute__(self, name)
+
+    def __setattr__(self: object, name: str, value: Any) -> None:
+        _become(self)
+        setattr(self, name, value)
+
+    def __delattr__(self: object, name: str) -> None:
+        _become(self)
+        delattr(self, name)
+
+    cls.__getattribute__ = __getattribute__  # type: ignore[assignment]
+    cls.__setattr__ = __setattr__  # type: ignore[assignment]
+    cls.__delattr__ = __delattr__  # type: ignore[assignment]
+    return cls
+
+
+@_deferring
 class _DeferredGraph(EventGraph):
     """A rank's graph that is rebuilt from its packed columns the first time anything of it is
     read or written (the events, a method, ``vars``, ``len``, ``repr``, pickling, copying...),
@@ -242,37 +270,14 @@ class _DeferredGraph(EventGraph):
     def __init__(self, make: Callable[[], EventGraph]) -> None:  # (no EventGraph.__init__)
         object.__getattribute__(self, "__dict__")[_MAKE] = make
 
-    def __getattribute__(self, name: str) -> Any:
-        _become(self)
-        return object.__getattribute__(self, name)
 
-    def __setattr__(self, name: str, value: Any) -> None:
-        _become(self)
-        setattr(self, name, value)
-
-    def __delattr__(self, name: str) -> None:
-        _become(self)
-        delattr(self, name)
-
-
+@_deferring
 class _DeferredTable(Table):
     """The event rows' :class:`Table`, made (as :func:`_table` makes it, from the rebuilt graph)
     the first time the rows read it: see :class:`_DeferredGraph`."""
 
     def __init__(self, make: Callable[[], Table]) -> None:  # (no Table.__init__)
         object.__getattribute__(self, "__dict__")[_MAKE] = make
-
-    def __getattribute__(self, name: str) -> Any:
-        _become(self)
-        return object.__getattribute__(self, name)
-
-    def __setattr__(self, name: str, value: Any) -> None:
-        _become(self)
-        setattr(self, name, value)
-
-    def __delattr__(self, name: str) -> None:
-        _become(self)
-        delattr(self, name)
 
 
 def _graph_of(blob: bytes) -> EventGraph:

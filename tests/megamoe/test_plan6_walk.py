@@ -1,9 +1,10 @@
 """planning.checked_walk (issue 17) stands for what plan_experts did before: check_grid, then
 swizzle_order. A grid that is exactly rect_grid's is walked by list slices instead of through a
-dict of blocks. These tests compare it with that sequence, with swizzle_order's dict walk kept
-here as the reference, on exact rect grids, reordered and rebalanced grids, broken grids (the
-same error) and swizzle widths <= 0; and the plan of zipf ranks against the plan built through
-the reference. small_m_rebalance's reordered test is compared with the old condition."""
+dict of blocks. These tests compare it with that sequence (swizzle_order, unchanged, walks every
+grid block by block through a dict: the reference for the slice walk) on exact rect grids,
+reordered and rebalanced grids, broken grids (the same error) and swizzle widths <= 0; and the
+plan of zipf ranks against the plan built through the reference. small_m_rebalance's reordered
+test is compared with the old condition."""
 
 from __future__ import annotations
 
@@ -17,34 +18,13 @@ from hypothesis import strategies as st
 import moeopt.megamoe as mm
 from moeopt.megamoe.build import plan as pl
 from moeopt.megamoe.errors import ScenarioError
-from moeopt.megamoe.planning import Tile, check_grid, checked_walk, rect_grid
+from moeopt.megamoe.planning import Tile, check_grid, checked_walk, rect_grid, swizzle_order
 from moeopt.megamoe.routing import counts_matrix
-
-
-def reference_swizzle(tiles: Sequence[Tile], swizzle_n: int) -> list[Tile]:
-    """planning.swizzle_order as of commit 9fb7aea (the block-by-block dict walk)."""
-    if not tiles:
-        return []
-    n_mb = max(t.mb for t in tiles) + 1
-    n_nb = max(t.nb for t in tiles) + 1
-    at = {(t.mb, t.nb): t for t in tiles}
-    out = []
-    for g, nb0 in enumerate(range(0, n_nb, swizzle_n)):
-        nbs = range(nb0, min(n_nb, nb0 + swizzle_n))
-        mbs = range(n_mb) if g % 2 == 0 else range(n_mb - 1, -1, -1)
-        for mb in mbs:
-            for nb in nbs:
-                t = at.get((mb, nb))
-                if t is not None:
-                    out.append(t)
-    if len(out) != len(tiles):
-        return list(tiles)
-    return out
 
 
 def reference_walk(tiles: Sequence[Tile], rows: int, cols: int, swizzle_n: int, name: str) -> list[Tile]:
     check_grid(tiles, rows, cols, name)
-    return reference_swizzle(tiles, swizzle_n)
+    return swizzle_order(tiles, swizzle_n)
 
 
 def _outcome(f, *args):  # type: ignore[no-untyped-def]
