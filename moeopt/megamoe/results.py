@@ -322,7 +322,7 @@ class RankResult(TypedDict):
     schedule: Schedule
     """the greedy `moeopt.Schedule` (starts, ends, bindings, waits, fingerprint())"""
     graph: EventGraph
-    """the `moeopt.EventGraph` that was scheduled"""
+    """the `moeopt.EventGraph` that was scheduled (from a worker process: rebuilt on first access)"""
     resource_busy_us: dict[str, float]
     """busy µs per resource"""
     resource_idle_us: dict[str, float]
