@@ -150,11 +150,13 @@ def compose(
     shared_experts: int,
     own_routes: np.ndarray | None = None,
     gmm2_join_from: int | None = None,
+    planned: tuple[RankPlan, GroupedGemmContract] | None = None,
 ) -> RankGraph:
     """The event graph of destination ``rank`` (``rows[src][local expert]``) built by ``impl``;
     ``own_routes``: this rank's own tokens' routes per global expert (the two-phase unpermute
     reads it); ``gmm2_join_from``: the expert from which GMM2's joining cores take part (the
-    dynamic join, see :func:`build_rank`)."""
+    dynamic join, see :func:`build_rank`); ``planned``: :func:`plan_and_contract` of the same
+    arguments, when the caller already has it (a plan does not depend on the join)."""
     w8a8 = cfg.quant == "w8a8"
     ctx = BuildContext(
         cfg=cfg,
@@ -171,8 +173,7 @@ def compose(
         row_bytes=cfg.h + 32 if w8a8 else cfg.h * 2,  # int8 payload + fp32 scale + pad, or bf16
         bpe=1 if w8a8 else 2,
     )
-    plan = plan_rank(cfg, rows, tokens, rank, world, shared_experts, topk)
-    contract = checked_contract(cfg, plan)
+    plan, contract = planned or plan_and_contract(cfg, rows, tokens, rank, world, shared_experts, topk)
     em = Emitter(rank, cfg.bandwidth_contention, cfg.c("bw_unit_bytes_per_us"))
     for channel in ("hbm", "remote_in", "remote_out"):  # aggregate bandwidth of the rank
         em.bandwidth(channel, cfg.c(f"{channel}_bytes_per_us"))
@@ -224,6 +225,15 @@ def compose(
 _MB_M0_M1 = attrgetter("mb", "m0", "m1")
 
 
+def plan_and_contract(
+    cfg: Config, rows: np.ndarray, tokens: int, rank: int, world: int, shared_experts: int, topk: int
+) -> tuple[RankPlan, GroupedGemmContract]:
+    """The rank's plan (:func:`~moeopt.megamoe.build.plan.plan_rank`) and its checked grouped-GEMM
+    contract (:func:`checked_contract`): what :func:`compose` builds from."""
+    plan = plan_rank(cfg, rows, tokens, rank, world, shared_experts, topk)
+    return plan, checked_contract(cfg, plan)
+
+
 def checked_contract(cfg: Config, plan: RankPlan) -> GroupedGemmContract:
     """The rank's grouped-GEMM tables (its local experts' rows, blocks of ``tile_m`` rows), after
     the contract's self-checks and the check that the plan's GMM tiles compute exactly the blocks
@@ -273,12 +283,14 @@ def build_rank(
     # whether GMM1 is done; the first expert where it is becomes the join expert for the rest
     # (gmm2.h@HEAD L147-231). The model reads that decision off the schedule of the graph
     # without the join: everything before the join expert is the same in both graphs.
-    alone = compose(impl, cfg, tokens, topk, world, rows, rank, shared_experts, own, NO_JOIN)
+    # both builds read one plan (a plan does not depend on the join: plan_rank does not take it)
+    planned = plan_and_contract(cfg, rows, tokens, rank, world, shared_experts, topk)
+    alone = compose(impl, cfg, tokens, topk, world, rows, rank, shared_experts, own, NO_JOIN, planned)
     join = join_expert(alone, cfg, cfg.gmm2_join_check, cfg.c("epoch_sync_us"))
     if join == NO_JOIN:
         # GMM1 outlasts every boundary: the graph with the join is this one (the same build)
         return alone
-    return compose(impl, cfg, tokens, topk, world, rows, rank, shared_experts, own, join)
+    return compose(impl, cfg, tokens, topk, world, rows, rank, shared_experts, own, join, planned)
 
 
 NO_JOIN = 1 << 30
