@@ -326,6 +326,17 @@ def _scan_fast(
     sources: list[int] = []
     pl: tuple[tuple[int, float], ...]
     get_acq, get_rel = acq_of.get, rel_of.get
+
+    def new_pairs(
+        amounts: Mapping[str, int], memo: dict[int, tuple[tuple[int, int], ...]]
+    ) -> tuple[tuple[int, int], ...]:
+        # a map not seen yet (a KeyError: it names an undeclared semaphore)
+        pairs = memo[id(amounts)] = tuple([(sem_id[sm], u) for sm, u in amounts.items()])
+        return pairs
+
+    last_a: Mapping[str, int] | None = None  # the previous event's maps and their pairs
+    last_r: Mapping[str, int] | None = None
+    a_pairs = r_pairs = no_pairs
     try:  # (a KeyError: a dependency on a missing event, or an undeclared semaphore)
         for i, ev in enumerate(events):
             d = ev.deps
@@ -349,29 +360,30 @@ def _scan_fast(
                 pl = ((q, lam),)
                 succ_lists[q].append((i, lam))
             elif nd:
-                # (a chain of C-level map / zip passes costs more per edge here, callgrind)
-                pl = tuple([(index[pn], lam) for pn, lam in d.items()])
+                # many (up to tens of thousands on a big rank): the pairs by C-level map and zip
+                # (about half the instructions of a comprehension per edge, callgrind); the
+                # successor lists by a plain loop (a map / zip chain appending through
+                # list.append costs more per edge than this loop does)
+                pl = tuple(zip(map(index.__getitem__, d), d.values()))
                 for q, lam in pl:
                     succ_lists[q].append((i, lam))
             else:
                 pl = ()
                 sources.append(i)  # (in index order: Kahn's first ones)
             preds.append(pl)
+            # consecutive events often share their maps (one stage's events are made in a row):
+            # the previous event's pairs, by an identity test, before any lookup
             a_map, r_map = ev.acquires, ev.releases
-            if a_map:
-                pairs = get_acq(id(a_map))
-                if pairs is None:
-                    pairs = acq_of[id(a_map)] = tuple([(sem_id[sm], u) for sm, u in a_map.items()])
-                acq.append(pairs)
-            else:
-                acq.append(no_pairs)
-            if r_map:
-                pairs = get_rel(id(r_map))
-                if pairs is None:
-                    pairs = rel_of[id(r_map)] = tuple([(sem_id[sm], u) for sm, u in r_map.items()])
-                rel.append(pairs)
-            else:
-                rel.append(no_pairs)
+            if a_map is not last_a:
+                last_a = a_map
+                # (a non-empty map's pairs are never empty)
+                a_pairs = (get_acq(id(a_map)) or new_pairs(a_map, acq_of)) if a_map else no_pairs
+            acq.append(a_pairs)
+            if r_map is not last_r:
+                last_r = r_map
+                # (a non-empty map's pairs are never empty)
+                r_pairs = (get_rel(id(r_map)) or new_pairs(r_map, rel_of)) if r_map else no_pairs
+            rel.append(r_pairs)
     except KeyError:
         return None
     res = _Resources()
