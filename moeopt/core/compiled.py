@@ -642,9 +642,14 @@ def compile_graph(g: EventGraph) -> CompiledGraph:
         # a thousand groups); a group with a problem is not memoised, so each one is reported
         memo: dict[tuple[tuple[int, ...], ...], tuple[int, ...] | None] = {}
         for gid, members in enumerate(groups):
-            key = tuple([x for i in members for x in (fixed[i], placeholders[i])])
-            for i in members:
-                group[i] = gid
+            if len(members) == 2:  # (the common case, without a comprehension and a loop)
+                a, b = members
+                key: tuple[tuple[int, ...], ...] = (fixed[a], placeholders[a], fixed[b], placeholders[b])
+                group[a] = group[b] = gid
+            else:
+                key = tuple([x for i in members for x in (fixed[i], placeholders[i])])
+                for i in members:
+                    group[i] = gid
             if key in memo:
                 group_sites.append(memo[key])
                 continue
