@@ -308,10 +308,11 @@ def _scan_fast(
     """The per-event part of :func:`compile_graph` for a graph in which no event has a problem
     of its own (a missing dependency, an undeclared semaphore or pool); ``None`` as soon as one
     has (:func:`_scan_events` then finds and reports every one, in event order). It gives exactly
-    what :func:`_scan_events` gives (tests/core/test_compiled_columns.py holds both to the
+    what :func:`_scan_events` gives (tests/core/test_compiled_lean_scan.py holds both to the
     earlier compile_graph), with less work per event: no problem to report in the loop, one to
-    three dependencies unpacked, the sources gathered on the way, and the resources worked out
-    once per distinct resource tuple after the loop."""
+    three dependencies unpacked, the previous event's semaphore pairs reused when its maps are
+    the very same objects, the sources gathered on the way, and the resources worked out once
+    per distinct resource tuple after the loop."""
     n = len(events)
     preds: list[tuple[tuple[int, float], ...]] = []
     succ_lists: list[list[tuple[int, float]]] = [[] for _ in range(n)]
@@ -579,7 +580,7 @@ def compile_graph(g: EventGraph) -> CompiledGraph:
     n = len(events)
 
     # --- the events one by one: dependencies, semaphore uses, resources and pool placeholders
-    # (in bulk when no event has a problem of its own, else one by one to report each problem)
+    # (the lean scan when no event has a problem of its own, else the scan that reports each)
     scan = _scan_fast(events, index, sem_id, pools)
     if scan is None:
         scan = _scan_events(events, index, sems, sem_id, pools, problems)

@@ -4,8 +4,8 @@ semaphores and pools, over-capacity acquires, release-only semaphores, pool plac
 colocation and cycles. Every field of the compiled form must be equal and of the same type,
 events with the same acquire (release) map must share one pair tuple exactly as before (the
 scheduler's state numbers the distinct tuples by identity), and a bad graph must raise the same
-GraphError message. The per-event part now runs column by column when no event has a problem of
-its own, and falls back to the event-by-event scan otherwise: both are reached here."""
+GraphError message. The per-event part now takes a lean scan when no event has a problem of its
+own, and the event-by-event scan that reports each problem otherwise: both are reached here."""
 
 from __future__ import annotations
 
