@@ -412,3 +412,8 @@ def test_each_scan_is_taken() -> None:
     assert _scan_fast(*args, {}) is None  # no pool P
     assert _scan_fast(args[0], {"b": 1}, args[2], dict(g.pools)) is None  # b's dependency missing
     assert _scan_fast(args[0], args[1], {}, dict(g.pools)) is None  # no semaphore s
+
+
+def test_graphs_without_events_match_the_reference() -> None:
+    _assert_same(EventGraph())
+    _assert_same(EventGraph(semaphores={"s": 2}, pools={"P": ["c0.a", "c1.a"]}))
