@@ -674,8 +674,9 @@ def compile_graph(g: EventGraph) -> CompiledGraph:
     for i in topo:
         for j, _ in succ_lists[i]:
             k = indeg[j] - 1
-            indeg[j] = k
-            if not k:
+            if k:
+                indeg[j] = k
+            else:  # (j's count is never read again: no store of its zero)
                 put(j)
     if len(topo) < n:
         done = set(topo)
