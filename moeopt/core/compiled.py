@@ -132,8 +132,8 @@ def _sem_pairs(
     name: str,
     what: str,
     amounts: Mapping[str, int],
-    sem_id: dict[str, int],
-    sems: dict[str, int],
+    sem_id: Mapping[str, int],
+    sems: Mapping[str, int],
     problems: list[str],
 ) -> tuple[tuple[int, int], ...]:
     """``(semaphore index, units)`` of one event's acquires or releases when some semaphore is
@@ -255,36 +255,199 @@ def _group_sites(
     return None if allowed is None else tuple(sorted(allowed))
 
 
-def compile_graph(g: EventGraph) -> CompiledGraph:
-    """Validate ``g`` and build its :class:`CompiledGraph`; raise :class:`GraphError` on any problem."""
-    events = list(g.events.values())
-    names = list(g.events)  # the keys are the events' names, in the same order
-    index = dict(zip(names, range(len(names))))
-    sems = dict(g.semaphores)
-    pools = dict(g.pools)
-    problems: list[str] = []
+@dataclass(slots=True)
+class _Scan:
+    """What the per-event part of :func:`compile_graph` gathers (see there)."""
 
-    # --- one pass over the events: dependencies (missing ones reported), semaphore uses,
-    # resources and pool placeholders
-    res_names: list[str] = []
-    res_index: dict[str, int] = {}
+    res_names: list[str]
+    res_index: dict[str, int]
+    pool_members: list[tuple[int, ...]]
+    preds: list[tuple[tuple[int, float], ...]]
+    succ_lists: list[list[tuple[int, float]]]
+    acq: list[tuple[tuple[int, int], ...]]
+    rel: list[tuple[tuple[int, int], ...]]
+    # the distinct pair tuples (they stand for all the events that share them)
+    acq_kinds: list[tuple[tuple[int, int], ...]]
+    rel_kinds: list[tuple[tuple[int, int], ...]]
+    fixed: list[tuple[int, ...]]
+    placeholders: list[tuple[int, ...]]
+    # the events without dependencies in index order, when the scan gathered them
+    sources: list[int] | None = None
 
-    one_res: list[tuple[int]] = []
 
-    def rid(name: str) -> int:
-        i = res_index.get(name)
+class _Resources:
+    """Resource names numbered in order of first appearance: the pools' members first (in pool
+    order), then the events' resources (in event order)."""
+
+    __slots__ = ("index", "names", "one")
+
+    def __init__(self) -> None:
+        self.names: list[str] = []
+        self.index: dict[str, int] = {}
+        self.one: list[tuple[int]] = []  # one shared 1-tuple per resource
+
+    def rid(self, name: str) -> int:
+        i = self.index.get(name)
         if i is None:
-            i = len(res_names)
-            res_index[name] = i
-            res_names.append(name)
-            one_res.append((i,))
+            i = len(self.names)
+            self.index[name] = i
+            self.names.append(name)
+            self.one.append((i,))
         return i
 
+
+_resources_of = attrgetter("resources")
+
+
+def _scan_fast(
+    events: list[Event],
+    index: Mapping[str, int],
+    sem_id: Mapping[str, int],
+    pools: Mapping[str, Sequence[str]],
+) -> _Scan | None:
+    """The per-event part of :func:`compile_graph` for a graph in which no event has a problem
+    of its own (a missing dependency, an undeclared semaphore or pool); ``None`` as soon as one
+    has (:func:`_scan_events` then finds and reports every one, in event order). It gives exactly
+    what :func:`_scan_events` gives (tests/core/test_compiled_lean_scan.py holds both to the
+    earlier compile_graph), with less work per event: no problem to report in the loop, one to
+    three dependencies unpacked, the previous event's semaphore pairs reused when its maps are
+    the very same objects, the sources gathered on the way, and the resources worked out once
+    per distinct resource tuple after the loop."""
+    n = len(events)
+    preds: list[tuple[tuple[int, float], ...]] = []
+    succ_lists: list[list[tuple[int, float]]] = [[] for _ in range(n)]
+    acq: list[tuple[tuple[int, int], ...]] = []
+    rel: list[tuple[tuple[int, int], ...]] = []
+    no_pairs: tuple[tuple[int, int], ...] = ()
+    # the pairs of each distinct acquire / release map, keyed by the map's identity, as in
+    # _scan_events (every event with that map gets that very tuple: the scheduler's state
+    # numbers the distinct tuples by identity)
+    acq_of: dict[int, tuple[tuple[int, int], ...]] = {}
+    rel_of: dict[int, tuple[tuple[int, int], ...]] = {}
+    sources: list[int] = []
+    pl: tuple[tuple[int, float], ...]
+    get_acq, get_rel = acq_of.get, rel_of.get
+
+    def new_pairs(
+        amounts: Mapping[str, int], memo: dict[int, tuple[tuple[int, int], ...]]
+    ) -> tuple[tuple[int, int], ...]:
+        # a map not seen yet (a KeyError: it names an undeclared semaphore)
+        pairs = memo[id(amounts)] = tuple([(sem_id[sm], u) for sm, u in amounts.items()])
+        return pairs
+
+    last_a: Mapping[str, int] | None = None  # the previous event's maps and their pairs
+    last_r: Mapping[str, int] | None = None
+    a_pairs = r_pairs = no_pairs
+    try:  # (a KeyError: a dependency on a missing event, or an undeclared semaphore)
+        for i, ev in enumerate(events):
+            d = ev.deps
+            nd = len(d)
+            if nd == 2:
+                (pn, lam), (pn2, lam2) = d.items()
+                q, q2 = index[pn], index[pn2]
+                pl = ((q, lam), (q2, lam2))
+                succ_lists[q].append((i, lam))
+                succ_lists[q2].append((i, lam2))
+            elif nd == 3:
+                (pn, lam), (pn2, lam2), (pn3, lam3) = d.items()
+                q, q2, q3 = index[pn], index[pn2], index[pn3]
+                pl = ((q, lam), (q2, lam2), (q3, lam3))
+                succ_lists[q].append((i, lam))
+                succ_lists[q2].append((i, lam2))
+                succ_lists[q3].append((i, lam3))
+            elif nd == 1:
+                ((pn, lam),) = d.items()
+                q = index[pn]
+                pl = ((q, lam),)
+                succ_lists[q].append((i, lam))
+            elif nd:
+                # many (up to tens of thousands on a big rank): the pairs by C-level map and zip
+                # (about half the instructions of a comprehension per edge, callgrind); the
+                # successor lists by a plain loop (a map / zip chain appending through
+                # list.append costs more per edge than this loop does)
+                pl = tuple(zip(map(index.__getitem__, d), d.values()))
+                for q, lam in pl:
+                    succ_lists[q].append((i, lam))
+            else:
+                pl = ()
+                sources.append(i)  # (in index order: Kahn's first ones)
+            preds.append(pl)
+            # consecutive events often share their maps (one stage's events are made in a row):
+            # the previous event's pairs, by an identity test, before any lookup
+            a_map, r_map = ev.acquires, ev.releases
+            if a_map is not last_a:
+                last_a = a_map
+                # (a non-empty map's pairs are never empty)
+                a_pairs = (get_acq(id(a_map)) or new_pairs(a_map, acq_of)) if a_map else no_pairs
+            acq.append(a_pairs)
+            if r_map is not last_r:
+                last_r = r_map
+                # (a non-empty map's pairs are never empty)
+                r_pairs = (get_rel(id(r_map)) or new_pairs(r_map, rel_of)) if r_map else no_pairs
+            rel.append(r_pairs)
+    except KeyError:
+        return None
+    res = _Resources()
+    pool_id = {p: k for k, p in enumerate(pools)}
+    pool_members = [tuple(map(res.rid, members)) for members in pools.values()]
+    # the resources per distinct resource tuple (a few dozen over thousands of events), in
+    # order of first appearance: the resources are numbered in the order the events name them
+    rss = list(map(_resources_of, events))
+    fx_of: dict[Sequence[str], tuple[int, ...]] = {}
+    ph_of: dict[Sequence[str], tuple[int, ...]] = {}
+    rindex = res.index
+    for rs in dict.fromkeys(rss):
+        fx: list[int] = []
+        ph: list[int] = []
+        for name in rs:
+            j = rindex.get(name)
+            if j is not None:
+                fx.append(j)
+                continue
+            role = placeholder_role(name)
+            if role is None:
+                fx.append(res.rid(name))
+            elif role in pool_id:
+                ph.append(pool_id[role])
+            else:
+                return None
+        fx_of[rs] = tuple(fx)
+        ph_of[rs] = tuple(ph)
+    no_ph: tuple[int, ...] = ()
+    return _Scan(
+        res_names=res.names,
+        res_index=rindex,
+        pool_members=pool_members,
+        preds=preds,
+        succ_lists=succ_lists,
+        acq=acq,
+        rel=rel,
+        acq_kinds=list(acq_of.values()),
+        rel_kinds=list(rel_of.values()),
+        fixed=list(map(fx_of.__getitem__, rss)),
+        placeholders=list(map(ph_of.__getitem__, rss)) if any(ph_of.values()) else [no_ph] * n,
+        sources=sources,
+    )
+
+
+def _scan_events(
+    events: list[Event],
+    index: Mapping[str, int],
+    sems: Mapping[str, int],
+    sem_id: Mapping[str, int],
+    pools: Mapping[str, Sequence[str]],
+    problems: list[str],
+) -> _Scan:
+    """The per-event part of :func:`compile_graph`, one event at a time: dependencies (missing
+    ones reported), semaphore uses (undeclared ones reported), resources and pool placeholders
+    (undeclared pools reported), each problem in ``problems`` in event order."""
+    res = _Resources()
+    res_index = res.index
+    one_res = res.one
+    rid = res.rid
     pool_names = list(pools)
     pool_id = {p: k for k, p in enumerate(pool_names)}
     pool_members = [tuple(rid(m) for m in pools[p]) for p in pool_names]
-    sem_names = list(sems)
-    sem_id = {s: k for k, s in enumerate(sem_names)}
     n = len(events)
     preds: list[tuple[tuple[int, float], ...]] = []
     succ_lists: list[list[tuple[int, float]]] = [[] for _ in range(n)]
@@ -388,11 +551,47 @@ def compile_graph(g: EventGraph) -> CompiledGraph:
                 ph.append(pool_id[role])
         fixed.append(tuple(fx))
         placeholders.append(tuple(ph))
+    return _Scan(
+        res_names=res.names,
+        res_index=res_index,
+        pool_members=pool_members,
+        preds=preds,
+        succ_lists=succ_lists,
+        acq=acq,
+        rel=rel,
+        acq_kinds=[*acq_of.values(), *odd_acq],
+        rel_kinds=[*rel_of.values(), *odd_rel],
+        fixed=fixed,
+        placeholders=placeholders,
+    )
+
+
+def compile_graph(g: EventGraph) -> CompiledGraph:
+    """Validate ``g`` and build its :class:`CompiledGraph`; raise :class:`GraphError` on any problem."""
+    events = list(g.events.values())
+    names = list(g.events)  # the keys are the events' names, in the same order
+    index = dict(zip(names, range(len(names))))
+    sems = dict(g.semaphores)
+    pools = dict(g.pools)
+    problems: list[str] = []
+    pool_names = list(pools)
+    sem_names = list(sems)
+    sem_id = {s: k for k, s in enumerate(sem_names)}
+    n = len(events)
+
+    # --- the events one by one: dependencies, semaphore uses, resources and pool placeholders
+    # (the lean scan when no event has a problem of its own, else the scan that reports each)
+    scan = _scan_fast(events, index, sem_id, pools)
+    if scan is None:
+        scan = _scan_events(events, index, sems, sem_id, pools, problems)
+    res_names, res_index, pool_members = scan.res_names, scan.res_index, scan.pool_members
+    preds, succ_lists, acq, rel = scan.preds, scan.succ_lists, scan.acq, scan.rel
+    fixed, placeholders = scan.fixed, scan.placeholders
     sem_cap = [sems[sm] for sm in sem_names]
     # the distinct pair tuples stand for all the events that share them
-    acq_kinds = [*acq_of.values(), *odd_acq]
+    acq_kinds = scan.acq_kinds
     acquired = {k for pairs in acq_kinds for k, _u in pairs}
-    released = {k for pairs in [*rel_of.values(), *odd_rel] for k, _u in pairs}
+    released = {k for pairs in scan.rel_kinds for k, _u in pairs}
     if any(u > sem_cap[k] for pairs in acq_kinds for k, u in pairs):
         for i, k, u in [(i, k, u) for i, pairs in enumerate(acq) for k, u in pairs if u > sem_cap[k]]:
             problems.append(
@@ -417,7 +616,10 @@ def compile_graph(g: EventGraph) -> CompiledGraph:
 
     # --- colocation groups
     partner: dict[str, str] = {}
-    for ev in compress(events, map(is_not, map(_coloc_of, events), repeat(None))):
+    colocs = list(map(_coloc_of, events))
+    # (most graphs have no colocation: one count, not a compress over every event)
+    linked = compress(events, map(is_not, colocs, repeat(None))) if colocs.count(None) < n else ()
+    for ev in linked:
         if ev.colocate_with not in index:
             problems.append(f"event {ev.name!r} is colocated with missing event {ev.colocate_with!r}")
             continue
@@ -441,9 +643,14 @@ def compile_graph(g: EventGraph) -> CompiledGraph:
         # a thousand groups); a group with a problem is not memoised, so each one is reported
         memo: dict[tuple[tuple[int, ...], ...], tuple[int, ...] | None] = {}
         for gid, members in enumerate(groups):
-            key = tuple([x for i in members for x in (fixed[i], placeholders[i])])
-            for i in members:
-                group[i] = gid
+            if len(members) == 2:  # (the common case, without a comprehension and a loop)
+                a, b = members
+                key: tuple[tuple[int, ...], ...] = (fixed[a], placeholders[a], fixed[b], placeholders[b])
+                group[a] = group[b] = gid
+            else:
+                key = tuple([x for i in members for x in (fixed[i], placeholders[i])])
+                for i in members:
+                    group[i] = gid
             if key in memo:
                 group_sites.append(memo[key])
                 continue
@@ -462,13 +669,14 @@ def compile_graph(g: EventGraph) -> CompiledGraph:
     # Kahn's algorithm, breadth first from the sources in index order: the order is its own queue
     # (a list iterated while it grows reaches every appended item, in order), which saves a
     # deque's pop and push per event
-    topo = list(compress(range(n), map(not_, indeg)))
+    topo = list(compress(range(n), map(not_, indeg))) if scan.sources is None else scan.sources
     put = topo.append
     for i in topo:
         for j, _ in succ_lists[i]:
             k = indeg[j] - 1
-            indeg[j] = k
-            if not k:
+            if k:
+                indeg[j] = k
+            else:  # (j's count is never read again: no store of its zero)
                 put(j)
     if len(topo) < n:
         done = set(topo)
