@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import math
 from bisect import bisect_right
-from collections import Counter
+from collections import Counter, deque
 from collections.abc import Iterable, Mapping, Sequence
 from itertools import compress, repeat
 from operator import attrgetter, itemgetter, not_, or_
@@ -163,8 +163,7 @@ class Emitter:
             self._chain_run(names, resources, deps)
         if sync_deps is not None:
             # (after every chain edge: each event's own dict gets its chain edge, then its sync)
-            for d, sync in zip(compress(deps, sync_deps), filter(None, sync_deps)):
-                d.update(sync)
+            _exhaust(map(dict.update, compress(deps, sync_deps), filter(None, sync_deps)))
         # the events made by a C-level map, in order (the names were checked above)
         made = map(_event, names, resources, deps, acquires, releases, repeat(None), durations, labels)
         events.update(zip(names, made))
@@ -190,7 +189,7 @@ class Emitter:
         n = len(names)
         if not n:
             return
-        if min(map(len, resources)) != 1 or max(map(len, resources)) != 1:
+        if set(map(len, resources)) != {1}:
             for name, res, d in zip(names, resources, deps):
                 for r in res:
                     prev = last.get(r)
@@ -214,8 +213,7 @@ class Emitter:
         ds = list(map(deps.__getitem__, at))
         ps = list(map(prevs.__getitem__, at))
         new = list(map(not_, map(dict.__contains__, ds, ps)))  # not already a dependency
-        for d, prev in zip(compress(ds, new), compress(ps, new)):
-            d[prev] = 0.0
+        _exhaust(map(dict.__setitem__, compress(ds, new), compress(ps, new), repeat(0.0)))
         edges.update(zip(compress(ps, new), compress(map(names.__getitem__, at), new)))
         last.update(zip(on, names))  # (each resource's last event of the run is the last written)
 
@@ -505,6 +503,12 @@ class Emitter:
         deps = dict(old.deps)
         deps.update(self._late[old.name])
         return _remade(old, deps, old.acquires, old.releases)
+
+
+def _exhaust(calls: Iterable[object]) -> None:
+    """Run a C-level ``map`` of calls made for their effect, in order (no Python statement per
+    call, no list of their results)."""
+    deque(calls, maxlen=0)
 
 
 def _remade(ev: Event, deps: Mapping[str, float], acquires: Units, releases: Units) -> Event:
