@@ -772,8 +772,9 @@ def _running(total: float, per_class: list[float], cls: np.ndarray) -> float:
 
 
 def tile_event_names(stage: str, c: TileColumns) -> list[str]:
-    """Each whole tile's event name, :func:`tile_names` ``+ ".mm"``, from the columns: the block
-    numbers' strings made once per distinct number (an int's str per tile was most of the cost)."""
+    """Each whole tile's event name, :func:`tile_names` ``+ ".mm"``, from the columns: the
+    strings of the expert and block numbers are made once per distinct number and joined per
+    tile (no int formatted per tile, no second pass to append ``.mm``)."""
     pre = "g1" if stage == "gmm1" else "g2"
     e_str = [f"{pre}.e{e}.m" for e in range(int(c.expert.max()) + 1)]
     m_str = list(map(str, range(int(c.mb.max()) + 1)))
