@@ -707,22 +707,7 @@ def emit_whole_tiles(
         w, e = divmod(we, n_exp)
         fill = tc[k].fill_us
         ready.append({f: lam + fill for f, lam in wave_ready(w, e).items()})
-    # sync waits after program order: a joined core's wait for ``join_flag``, then the tile's
-    # expert's ``waits``, by (joined, expert)
-    joined: set[int] = set()
-    if join_flag is not None and not late:
-        grp = layout.groups[stage]
-        if grp.join is not None:
-            joined = set(layout.groups[grp.join].cores) - set(grp.cores)
-    syncs: list[Mapping[str, float] | None] | None = None
-    if joined or waits:
-        after = {join_flag: ctx.sync.flag_us} if join_flag is not None else {}
-        per: list[Mapping[str, float] | None] = []
-        for e in range(n_exp):
-            extra = waits.get(e) if waits else None
-            per += [extra or None, {**after, **extra} if extra else after]
-        in_joined = np.fromiter(map(joined.__contains__, core_list), bool, len(core_list))[core_no]
-        syncs = list(map(per.__getitem__, (c.expert * 2 + in_joined).tolist()))
+    syncs = _tile_syncs(ctx, stage, join_flag, waits, c.expert, core_list, core_no)
     ready_of = list(map(ready.__getitem__, ready_no.tolist()))
     chained = chain and not late
     deps = list(map(dict, ready_of)) if chained or syncs is not None else ready_of
@@ -760,6 +745,36 @@ def emit_whole_tiles(
     em.macs = _running(em.macs, [t.macs for t in tc], cls)
     out = tuple(events)
     return GmmTiles(tuple(order), out, tuple(cores), out)
+
+
+def _tile_syncs(
+    ctx: BuildContext,
+    stage: str,
+    join_flag: str | None,
+    waits: Mapping[int, Mapping[str, float]] | None,
+    expert: np.ndarray,
+    core_list: list[int],
+    core_no: np.ndarray,
+) -> list[Mapping[str, float] | None] | None:
+    """The waits after program order of each pinned tile of :func:`emit_whole_tiles`: a joined
+    core's wait for ``join_flag`` (λ = flag latency), then its expert's ``waits``; one map per
+    (joined, expert), None for a tile without any (None: no tile has any). ``expert``: the
+    tiles' experts; ``core_no``: each tile's core as an index into ``core_list``."""
+    layout = ctx.layout
+    joined: set[int] = set()
+    if join_flag is not None and stage not in layout.late:
+        grp = layout.groups[stage]
+        if grp.join is not None:
+            joined = set(layout.groups[grp.join].cores) - set(grp.cores)
+    if not joined and not waits:
+        return None
+    after = {join_flag: ctx.sync.flag_us} if join_flag is not None else {}
+    per: list[Mapping[str, float] | None] = []
+    for e in range(int(expert.max()) + 1):
+        extra = waits.get(e) if waits else None
+        per += [extra or None, {**after, **extra} if extra else after]
+    in_joined = np.fromiter(map(joined.__contains__, core_list), bool, len(core_list))[core_no]
+    return list(map(per.__getitem__, (expert * 2 + in_joined).tolist()))
 
 
 def _running(total: float, per_class: list[float], cls: np.ndarray) -> float:
