@@ -5,7 +5,7 @@
   (:func:`~moeopt.megamoe.build.gmm.emit_tiles`): the same graph, event for event and field for
   field, on the golden configurations;
 * :func:`~moeopt.megamoe.build.gmm.l1_residency` on arrays against its loop, the HBM stretch
-  and the running sums against their ``+=`` loops, ``emit_run`` against ``emit`` per event, and
+  against its ``+=`` loop, ``emit_run`` against ``emit`` per event, and
   the grouping of tiles by wave / expert against the append loop, on random inputs.
 """
 
@@ -118,18 +118,6 @@ def test_l1_residency_on_arrays_is_the_loop(got: tuple[list[gmm.Item], list[int]
     ctx.c = {"l1_bytes": l1}.__getitem__
     for stage in ("gmm1", "gmm2"):
         assert gmm.l1_residency(ctx, stage, order, cores) == l1_residency_by_tile(ctx, stage, order, cores)
-
-
-@settings(max_examples=100, deadline=None)
-@given(
-    st.lists(st.floats(0, 1e9, allow_nan=False, allow_infinity=False), max_size=60),
-    st.floats(0, 1e12, allow_nan=False, allow_infinity=False),
-)
-def test_added_is_the_running_sum(values: list[float], total: float) -> None:
-    expected = total
-    for v in values:
-        expected += v
-    assert gmm._added(total, values) == expected
 
 
 def _stretch_by_tile(costs: gmm.TileCosts, keys: list[gmm.CostKey], cores: list[int]) -> list[float]:

@@ -24,12 +24,14 @@ from __future__ import annotations
 
 import math
 from bisect import bisect_right
-from collections import Counter
+from collections import Counter, deque
 from collections.abc import Iterable, Mapping, Sequence
 from itertools import compress, repeat
-from operator import attrgetter, or_
+from operator import attrgetter, itemgetter, not_, or_
 from types import MappingProxyType
 from typing import Any
+
+import numpy as np
 
 from moeopt.core.events import Event, EventGraph
 
@@ -43,6 +45,7 @@ semaphore are made again when the graph is assembled."""
 _name_of = attrgetter("name")
 _acq_of = attrgetter("acquires")
 _rel_of = attrgetter("releases")
+_first_of = itemgetter(0)
 
 TRAFFIC_CHANNELS = ("gm_to_l1", "hbm", "remote_in", "remote_out", "gm_to_ub", "ub_to_gm")
 
@@ -143,7 +146,12 @@ class Emitter:
         each is event ``i``'s argument; no colocation): the same events, dependencies, chain
         edges and stage order as one :meth:`emit` call per event, with ``chain_on`` the event's
         own resources when ``chain`` (else none) and ``sync_deps`` the column's entry. For the
-        stages that emit thousands of tiles: one call instead of one per event."""
+        stages that emit thousands of tiles: one call instead of one per event, and no Python
+        statement per event where every event has one resource (see :meth:`_chain_run`).
+
+        The ``deps`` dicts are handed over as with :meth:`emit`; one dict may serve several
+        events (it then becomes the read-only dependency map of each, see ``Event.trusted``)
+        only where nothing is added to it: ``chain`` off and no ``sync_deps`` entry for them."""
         events = self._events
         if not events.keys().isdisjoint(names) or len(set(names)) != len(names):
             seen = set(events)
@@ -151,27 +159,63 @@ class Emitter:
                 if name in seen:
                     raise AssertionError(f"builder emitted event {name!r} twice")
                 seen.add(name)
+        if chain:
+            self._chain_run(names, resources, deps)
+        if sync_deps is not None:
+            # (after every chain edge: each event's own dict gets its chain edge, then its sync)
+            _exhaust(map(dict.update, compress(deps, sync_deps), filter(None, sync_deps)))
+        # the events made by a C-level map, in order (the names were checked above)
+        made = map(_event, names, resources, deps, acquires, releases, repeat(None), durations, labels)
+        events.update(zip(names, made))
+        by_stage = self._by_stage
+        if stage in by_stage:
+            by_stage[stage].extend(names)
+        else:
+            by_stage[stage] = list(names)
+
+    def _chain_run(
+        self, names: Sequence[str], resources: Sequence[Sequence[str]], deps: Sequence[dict[str, float]]
+    ) -> None:
+        """The ``chain_on`` part of :meth:`emit` for each event of a run, in order: on each of its
+        resources it depends (λ = 0) on the last event emitted there unless it already does, and
+        becomes that resource's last.
+
+        Where every event has one resource (GMM tiles on their core's cube) the previous event
+        on each event's resource is found on arrays (a stable sort by resource: within a
+        resource, run order) and the edges are added by C-level passes; otherwise event by
+        event."""
         last = self._last
         edges = self.chain_edges
-        syncs = repeat(None) if sync_deps is None else sync_deps
-        for name, res, d, acq, rel, dur, lab, sync in zip(
-            names, resources, deps, acquires, releases, durations, labels, syncs
-        ):
-            if chain:
+        n = len(names)
+        if not n:
+            return
+        if set(map(len, resources)) != {1}:
+            for name, res, d in zip(names, resources, deps):
                 for r in res:
                     prev = last.get(r)
                     if prev is not None and prev not in d:
                         d[prev] = 0.0
                         edges.add((prev, name))
                     last[r] = name  # (an event's resources are distinct: none is read again)
-            if sync:
-                d.update(sync)
-            events[name] = _event(name, res, d, acq, rel, None, dur, lab)
-        by_stage = self._by_stage
-        if stage in by_stage:
-            by_stage[stage].extend(names)
-        else:
-            by_stage[stage] = list(names)
+            return
+        on = list(map(_first_of, resources))
+        number = dict(zip(dict.fromkeys(on), range(n)))  # resource -> its number
+        res_no = np.fromiter(map(number.__getitem__, on), np.int64, n)
+        by_res = np.argsort(res_no, kind="stable")
+        same = res_no[by_res[1:]] == res_no[by_res[:-1]]
+        before = np.full(n, n, np.int64)  # the previous event on the same resource (n: none in the run)
+        before[by_res[1:][same]] = by_res[:-1][same]
+        with_none = [*names, None]
+        prevs: list[Any] = list(map(with_none.__getitem__, before.tolist()))  # (str or None)
+        for i in np.flatnonzero(before == n).tolist():  # each resource's first event of the run
+            prevs[i] = last.get(on[i])
+        at = list(compress(range(n), prevs))  # the events with a previous one (names are non-empty)
+        ds = list(map(deps.__getitem__, at))
+        ps = list(map(prevs.__getitem__, at))
+        new = list(map(not_, map(dict.__contains__, ds, ps)))  # not already a dependency
+        _exhaust(map(dict.__setitem__, compress(ds, new), compress(ps, new), repeat(0.0)))
+        edges.update(zip(compress(ps, new), compress(map(names.__getitem__, at), new)))
+        last.update(zip(on, names))  # (each resource's last event of the run is the last written)
 
     def flag(self, name: str, deps: Iterable[str]) -> str:
         """A zero-duration flag without resources that waits for ``deps`` (λ = 0; the sync
@@ -459,6 +503,12 @@ class Emitter:
         deps = dict(old.deps)
         deps.update(self._late[old.name])
         return _remade(old, deps, old.acquires, old.releases)
+
+
+def _exhaust(calls: Iterable[object]) -> None:
+    """Run a C-level ``map`` of calls made for their effect, in order (no Python statement per
+    call, no list of their results)."""
+    deque(calls, maxlen=0)
 
 
 def _remade(ev: Event, deps: Mapping[str, float], acquires: Units, releases: Units) -> Event:

@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from itertools import chain as chained
 from itertools import groupby, pairwise, repeat
-from operator import attrgetter, itemgetter
+from operator import itemgetter
 from types import MappingProxyType
 from typing import NamedTuple, TypeVar
 
@@ -118,28 +118,51 @@ def build_gmm1(ctx: BuildContext, em: Emitter, plan: RankPlan, dispatch: Dispatc
             return {head: sync.flag_us}
         return {d2c[min(len(d2c) - 1, w + sync.lag)]: sync.flag_us}
 
-    tiles = gmm_tiles(ctx, em, plan.gmm1, experts, wave_ready, None, 1, None)
+    # the AIC-only SYNCALL waits of ``gmm1_full_experts`` go in with the tiles (their flags are
+    # emitted after them, below): the same dependencies, in the same place, as added late
+    waits = full_expert_waits(ctx, plan.gmm1.order)
+    tiles = gmm_tiles(ctx, em, plan.gmm1, experts, wave_ready, None, 1, None, waits=waits)
     wire_lookahead(em, sync, dispatch.events, tiles.events_by_wave(len(plan.gmm1.waves)))
-    full_sync = wire_full_experts(ctx, em, tiles)
+    full_sync = wire_full_experts(ctx, em, tiles, waited=True)
     return Gmm1Out(tiles, em.flag("gmm1_done", tiles.events), full_sync)
 
 
-def wire_full_experts(ctx: BuildContext, em: Emitter, tiles: GmmTiles) -> str | None:
+def _full_expert_order(ctx: BuildContext, experts: Iterable[int]) -> list[tuple[int, int | None]]:
+    """``options.gmm1_full_experts``: each expert that runs on every cube core (``experts`` in
+    program order), with the expert after it, whose tiles wait for its SYNCALL (None: none)."""
+    full = ctx.layout.gmm1_full_experts
+    seen = list(experts)
+    order = [e for e in seen if e < full]
+    later = [e for e in seen if e not in order]
+    nxt = [*order[1:], later[0] if later else None]
+    return list(zip(order, nxt))
+
+
+def full_expert_waits(ctx: BuildContext, order: Sequence[Item]) -> dict[int, dict[str, float]]:
+    """Expert -> the wait of its GMM1 tiles on the SYNCALL flag ``g1sync.e{e}`` of the expert
+    before it (:func:`wire_full_experts`; λ = one SYNCALL), for the tiles in program order
+    ``order``; empty without ``options.gmm1_full_experts``."""
+    if not ctx.layout.gmm1_full_experts:
+        return {}
+    lam = ctx.sync.syncall_us
+    experts = dict.fromkeys(map(_expert_of, order))  # in order of first appearance
+    return {nxt: {f"g1sync.e{e}": lam} for e, nxt in _full_expert_order(ctx, experts) if nxt is not None}
+
+
+def wire_full_experts(ctx: BuildContext, em: Emitter, tiles: GmmTiles, waited: bool = False) -> str | None:
     """``options.gmm1_full_experts``: after each GMM1 expert that runs on every cube core, an
     AIC-only SYNCALL (gmm1.h@HEAD L173-181): a flag ``g1sync.e{e}`` on the expert's tiles that
     the next expert's tiles wait for (λ = one SYNCALL). Returns the last such flag (GMM2's own
-    cores wait for it too before their first tile), or None."""
-    full = ctx.layout.gmm1_full_experts
-    if not full:
+    cores wait for it too before their first tile), or None. ``waited``: the tiles were emitted
+    with those waits (:func:`full_expert_waits`), only the flags are emitted here; else the
+    waits are added to them (:meth:`~moeopt.megamoe.build.emitter.Emitter.add_deps`)."""
+    if not ctx.layout.gmm1_full_experts:
         return None
     by_expert = tiles.events_by_expert()
-    order = [e for e in by_expert if e < full]
     last: str | None = None
-    later = [e for e in by_expert if e not in order]
-    for i, e in enumerate(order):
+    for e, nxt in _full_expert_order(ctx, by_expert):
         last = em.flag(f"g1sync.e{e}", by_expert[e])
-        nxt = order[i + 1] if i + 1 < len(order) else (later[0] if later else None)
-        if nxt is not None:
+        if nxt is not None and not waited:
             for name in by_expert[nxt]:
                 em.add_deps(name, {last: ctx.sync.syncall_us})
     return last
@@ -221,15 +244,17 @@ def gmm_tiles(
     *,
     cores: Sequence[int] | None = None,
     chain: bool = True,
+    waits: Mapping[int, Mapping[str, float]] | None = None,
 ) -> GmmTiles:
     """The pipeline of the module docstring on one stage's tiles in program order (``carry``: see
     :func:`assign_cores`). ``cores``: each tile's core when the orchestration assigned them
     (else the registered rule does); ``chain``: in program order on each core now (an
     orchestration that interleaves the stages on a core wires it later, see
-    :meth:`~moeopt.megamoe.build.emitter.Emitter.chain`). A stage whose tiles a restructuring
-    rule may move (``policy.restructure``, :mod:`moeopt.megamoe.stealing`) is never chained: each
-    core takes its queued tiles as they become ready (ties in program order), and the stage's own
-    cores are declared as the pool a tile may move in."""
+    :meth:`~moeopt.megamoe.build.emitter.Emitter.chain`); ``waits``: expert -> dependencies its
+    tiles (their last K chunks) take after all others (:func:`full_expert_waits`). A stage whose
+    tiles a restructuring rule may move (``policy.restructure``, :mod:`moeopt.megamoe.stealing`)
+    is never chained: each core takes its queued tiles as they become ready (ties in program
+    order), and the stage's own cores are declared as the pool a tile may move in."""
     stage = gplan.stage
     order = gplan.order
     late = stage in ctx.layout.late
@@ -250,13 +275,26 @@ def gmm_tiles(
         own, joined = ctx.layout.gmm_cores(stage, experts[e])
         n_cores[e] = len(set(own + joined))
     costs.share_hbm(keys, list(map(n_cores.__getitem__, cols.expert.tolist())))
-    names = tile_names(stage, order)
     if chunks == 1 and chunk_ready is None and WHOLE_TILES_BY_COLUMN:
         return emit_whole_tiles(
-            ctx, em, stage, experts, order, cores, keys, costs, names, wave_ready, join_flag, chain, cols
+            ctx, em, stage, experts, order, cores, keys, costs, wave_ready, join_flag, chain, cols, waits
         )
+    names = tile_names(stage, order)
     return emit_tiles(
-        ctx, em, stage, experts, order, cores, keys, costs, names, wave_ready, chunk_ready, join_flag, chain
+        ctx,
+        em,
+        stage,
+        experts,
+        order,
+        cores,
+        keys,
+        costs,
+        names,
+        wave_ready,
+        chunk_ready,
+        join_flag,
+        chain,
+        waits,
     )
 
 
@@ -593,19 +631,7 @@ def tile_names(stage: str, order: Sequence[Item]) -> list[str]:
     return [f"{pre}.e{e}.m{t.mb}.n{t.nb}" for _w, e, t in order]
 
 
-_fill_of = attrgetter("fill_us")
-_dur_of = attrgetter("dur_us")
-_hbm_units_of = attrgetter("hbm_units")
-_load_units_of = attrgetter("load_units")
 _first, _second = itemgetter(0), itemgetter(1)
-
-
-def _added(total: float, values: Iterable[float]) -> float:
-    """``total`` with ``values`` added one by one, in order (a loop: callgrind counts fewer
-    instructions for it than for an array's add.accumulate, which first converts them)."""
-    for v in values:
-        total += v
-    return total
 
 
 def emit_whole_tiles(
@@ -617,54 +643,81 @@ def emit_whole_tiles(
     cores: Sequence[int],
     keys: Sequence[CostKey],
     costs: TileCosts,
-    names: Sequence[str],
     wave_ready: WaveReady,
     join_flag: str | None,
     chain: bool = True,
     cols: TileColumns | None = None,
+    waits: Mapping[int, Mapping[str, float]] | None = None,
 ) -> GmmTiles:
     """:func:`emit_tiles` of tiles that are not cut into K chunks (one event each) and wait for
     their wave's readiness (no ``chunk_ready``): the same events, in the same order, with the
-    same dependencies, units, labels and running totals, made column by column (each distinct
-    cost, readiness and unit map worked out once, then looked up per tile at C level) and
-    emitted by one :meth:`~moeopt.megamoe.build.emitter.Emitter.emit_run`. ``wave_ready`` must
-    not emit (the wave readiness of GMM1 and GMM2 only names flags made before)."""
+    same dependencies, units, labels and running totals, made column by column and emitted by
+    one :meth:`~moeopt.megamoe.build.emitter.Emitter.emit_run`. ``wave_ready`` must not emit
+    (the wave readiness of GMM1 and GMM2 only names flags made before).
+
+    Every tile has a cost class (its distinct ``(key, stretch)``, found on the runs of equal
+    consecutive pairs, compared in C: tiles come in runs of an expert's blocks) and a core: each
+    value that depends only on those (the cost, the held units, the readiness with the fill on
+    its edges) is worked out once per distinct combination, numbered on arrays, and given to the
+    tiles by list lookups in C. What is the tile's own (its name, labels and dependency dict, its
+    event) is made in one comprehension or C-level map each."""
     layout = ctx.layout
     late = stage in layout.late
     onchip = ctx.cfg.link(stage, CONSUMER[stage]).location == "onchip"
     slot_key = SLOT_KEY[stage]
     n = len(order)
-    # each tile's cost, each distinct (key, stretch) computed once
-    pairs = list(zip(keys, costs.stretch if costs.stretch else repeat(1.0, n)))
-    memo = costs.memo
-    for key, stretch in dict.fromkeys(pairs):
-        if (key, stretch) not in memo:
-            costs.compute(key, stretch)
-    tc = list(map(memo.__getitem__, pairs))
-    # resources and the on-chip slot taken (the last chunk takes it: here the only one)
-    takes: Iterable[str | None]
-    if late:
-        res: list[tuple[str]] = [(em.pool(f"AIC-{stage}", layout.members[stage]),)] * n
-        takes = repeat("onchip_" + slot_key if onchip else None, n)
-    else:
-        cube = {k: layout.core_res(k, "AIC")[1] for k in dict.fromkeys(cores)}
-        res = list(map(cube.__getitem__, cores))
-        slots = {k: f"c{k}.onchip_{slot_key}" for k in cube}
-        takes = map(slots.__getitem__, cores) if onchip else repeat(None, n)
-    hkeys = list(zip(map(_hbm_units_of, tc), map(_load_units_of, tc), takes))
-    holds = {h: em.hold_maps((("hbm", h[0]), ("gm_l1", h[1])), h[2]) for h in dict.fromkeys(hkeys)}
-    held = list(map(holds.__getitem__, hkeys))
-    # the wave's readiness with the pipeline fill on each edge: one dict per (wave, expert,
-    # fill), copied per tile (the chain edge is added to the copy)
     c = TileColumns.of(order) if cols is None else cols
+    pool = em.pool(f"AIC-{stage}", layout.members[stage]) if late else ""
+    if not n:
+        em.emit_run(stage, [], [], [], [], [], [], [], chain and not late)
+        return GmmTiles((), (), (), ())
+    # the cost classes: each distinct (key, stretch) costed once (in order of first appearance)
+    run_pairs, run_lens = TileCosts._runs(zip(keys, costs.stretch if costs.stretch else repeat(1.0, n)))
+    number = dict(zip(dict.fromkeys(run_pairs), range(n)))  # (key, stretch) -> its class
+    memo = costs.memo
+    tc = [memo.get(p) or costs.compute(*p) for p in number]  # each class's TileCost
+    cls = np.repeat(np.fromiter(map(number.__getitem__, run_pairs), np.int64, len(run_pairs)), run_lens)
+    n_cls = len(tc)
+    # the cores: each tile's core numbered among the stage's (the pool's one entry when late-bound)
+    core_arr = np.fromiter(cores, np.int64, n)
+    core_ids, core_no = np.unique(core_arr, return_inverse=True)
+    core_list = core_ids.tolist()
+    if late:
+        res_of: list[tuple[str, ...]] = [(pool,)] * len(core_list)
+        takes: list[str | None] = ["onchip_" + slot_key if onchip else None] * len(core_list)
+    else:
+        res_of = [layout.core_res(k, "AIC")[1] for k in core_list]
+        takes = [f"c{k}.onchip_{slot_key}" if onchip else None for k in core_list]
+    res = list(map(res_of.__getitem__, core_no.tolist()))
+    # held units (by cost class and on-chip slot taken): one read-only pair of maps each
+    hold_code = cls * len(core_list) + core_no if onchip else cls
+    hold_ids, hold_no = np.unique(hold_code, return_inverse=True)
+    pairs = []
+    for h in hold_ids.tolist():
+        t, take = (tc[h // len(core_list)], takes[h % len(core_list)]) if onchip else (tc[h], takes[0])
+        pairs.append(em.hold_maps((("hbm", t.hbm_units), ("gm_l1", t.load_units)), take))
+    held = list(map(pairs.__getitem__, hold_no.tolist()))
+    # the wave's readiness with the pipeline fill on each edge, by (wave, expert, cost class); a
+    # dict per tile when something is added to it (its chain edge, a sync wait), else shared
+    n_exp = int(c.expert.max()) + 1
+    ready_ids, ready_no = np.unique((c.wave * n_exp + c.expert) * n_cls + cls, return_inverse=True)
+    ready = []
+    for code in ready_ids.tolist():
+        we, k = divmod(code, n_cls)
+        w, e = divmod(we, n_exp)
+        fill = tc[k].fill_us
+        ready.append({f: lam + fill for f, lam in wave_ready(w, e).items()})
+    syncs = _tile_syncs(ctx, stage, join_flag, waits, c.expert, core_list, core_no)
+    ready_of = list(map(ready.__getitem__, ready_no.tolist()))
+    chained = chain and not late
+    deps = list(map(dict, ready_of)) if chained or syncs is not None else ready_of
+    # per-class columns given to the tiles by array lookups
+    load_us = np.array([t.load_us for t in tc])[cls].tolist()
+    compute_us = np.array([t.compute_us for t in tc])[cls].tolist()
+    durs = np.array([t.dur_us for t in tc])[cls].tolist()
     waves, exps = c.wave.tolist(), c.expert.tolist()
-    dkeys = list(zip(waves, exps, map(_fill_of, tc)))
-    ready = {
-        dk: {f: lam + dk[2] for f, lam in wave_ready(dk[0], dk[1]).items()} for dk in dict.fromkeys(dkeys)
-    }
-    deps = list(map(dict, map(ready.__getitem__, dkeys)))
+    shared = list(map([ex.shared for ex in experts].__getitem__, exps))
     rank = ctx.rank
-    shared = [ex.shared for ex in experts]
     labels = [
         {
             "stage": stage,
@@ -672,30 +725,79 @@ def emit_whole_tiles(
             "wave": w,
             "expert": e,
             "tile": idx,
-            "shared": shared[e],
+            "shared": sh,
             "chunk": 0,
             "core": k,
-            "load_us": cost.load_us,
-            "compute_us": cost.compute_us,
+            "load_us": lu,
+            "compute_us": cu,
         }
-        for idx, (w, e, k, cost) in enumerate(zip(waves, exps, cores, tc))
+        for idx, w, e, sh, k, lu, cu in zip(range(n), waves, exps, shared, cores, load_us, compute_us)
     ]
-    syncs: list[Mapping[str, float] | None] | None = None
-    if join_flag is not None and not late:
-        grp = layout.groups[stage]
-        joined = set(layout.groups[grp.join].cores) - set(grp.cores) if grp.join is not None else set()
-        after = {join_flag: ctx.sync.flag_us}
-        syncs = [after if k in joined else None for k in cores]
-    events = [f"{b}.mm" for b in names]
+    events = tile_event_names(stage, c)
     acqs, rels = list(map(_first, held)), list(map(_second, held))
-    durs = list(map(_dur_of, tc))
-    em.emit_run(stage, events, res, deps, acqs, rels, durs, labels, chain and not late, syncs)
+    em.emit_run(stage, events, res, deps, acqs, rels, durs, labels, chained, syncs)
+    # the running totals, each tile's bytes and MACs added in tile order (add.accumulate is the
+    # running sum from the total: the same floats as a loop's +=; an HBM byte count of 0 added
+    # leaves the non-negative total as it is)
     traffic = em.traffic
-    # the running totals, each tile's bytes and MACs added in tile order
-    traffic["gm_to_l1"] = _added(traffic["gm_to_l1"], map(attrgetter("load_bytes"), tc))
-    traffic["hbm"] = _added(traffic["hbm"], filter(None, map(attrgetter("hbm_bytes"), tc)))
-    em.macs = _added(em.macs, map(attrgetter("macs"), tc))
-    return GmmTiles(tuple(order), tuple(events), tuple(cores), tuple(events))
+    traffic["gm_to_l1"] = _running(traffic["gm_to_l1"], [t.load_bytes for t in tc], cls)
+    traffic["hbm"] = _running(traffic["hbm"], [t.hbm_bytes for t in tc], cls)
+    em.macs = _running(em.macs, [t.macs for t in tc], cls)
+    out = tuple(events)
+    return GmmTiles(tuple(order), out, tuple(cores), out)
+
+
+def _tile_syncs(
+    ctx: BuildContext,
+    stage: str,
+    join_flag: str | None,
+    waits: Mapping[int, Mapping[str, float]] | None,
+    expert: np.ndarray,
+    core_list: list[int],
+    core_no: np.ndarray,
+) -> list[Mapping[str, float] | None] | None:
+    """The waits after program order of each pinned tile of :func:`emit_whole_tiles`: a joined
+    core's wait for ``join_flag`` (λ = flag latency), then its expert's ``waits``; one map per
+    (joined, expert), None for a tile without any (None: no tile has any). ``expert``: the
+    tiles' experts; ``core_no``: each tile's core as an index into ``core_list``."""
+    layout = ctx.layout
+    joined: set[int] = set()
+    if join_flag is not None and stage not in layout.late:
+        grp = layout.groups[stage]
+        if grp.join is not None:
+            joined = set(layout.groups[grp.join].cores) - set(grp.cores)
+    if not joined and not waits:
+        return None
+    after = {join_flag: ctx.sync.flag_us} if join_flag is not None else {}
+    per: list[Mapping[str, float] | None] = []
+    for e in range(int(expert.max()) + 1):
+        extra = waits.get(e) if waits else None
+        per += [extra or None, {**after, **extra} if extra else after]
+    in_joined = np.fromiter(map(joined.__contains__, core_list), bool, len(core_list))[core_no]
+    return list(map(per.__getitem__, (expert * 2 + in_joined).tolist()))
+
+
+def _running(total: float, per_class: list[float], cls: np.ndarray) -> float:
+    """``total`` with each tile's value (its class's entry of ``per_class``) added one by one, in
+    tile order."""
+    vals = np.empty(len(cls) + 1)
+    vals[0] = total
+    vals[1:] = np.array(per_class, float)[cls]
+    return float(np.add.accumulate(vals)[-1])
+
+
+def tile_event_names(stage: str, c: TileColumns) -> list[str]:
+    """Each whole tile's event name, :func:`tile_names` ``+ ".mm"``, from the columns: the
+    strings of the expert and block numbers are made once per distinct number and joined per
+    tile (no int formatted per tile, no second pass to append ``.mm``)."""
+    pre = "g1" if stage == "gmm1" else "g2"
+    e_str = [f"{pre}.e{e}.m" for e in range(int(c.expert.max()) + 1)]
+    m_str = list(map(str, range(int(c.mb.max()) + 1)))
+    n_str = [f".n{nb}.mm" for nb in range(int(c.nb.max()) + 1)]
+    return [
+        f"{e_str[e]}{m_str[mb]}{n_str[nb]}"
+        for e, mb, nb in zip(c.expert.tolist(), c.mb.tolist(), c.nb.tolist())
+    ]
 
 
 def emit_tiles(
@@ -712,6 +814,7 @@ def emit_tiles(
     chunk_ready: ChunkReady | None,
     join_flag: str | None,
     chain: bool = True,
+    waits: Mapping[int, Mapping[str, float]] | None = None,
 ) -> GmmTiles:
     """One event per tile (per K chunk) on its core's cube, :class:`TileCost` long.
 
@@ -720,7 +823,8 @@ def emit_tiles(
     pool of the stage's cubes, program order left to the binding). It holds its HBM and GM->L1
     units for its duration and, on its last chunk, takes a slot of the on-chip link to its
     consumer. A core that joined the stage's group waits for ``join_flag`` (λ = flag latency).
-    Without ``chain`` a pinned tile is not put in program order here (see :func:`gmm_tiles`)."""
+    Without ``chain`` a pinned tile is not put in program order here (see :func:`gmm_tiles`).
+    A tile's last chunk then takes its expert's ``waits``, if any (see :func:`gmm_tiles`)."""
     layout = ctx.layout
     chunks = costs.chunks
     late = stage in layout.late
@@ -792,10 +896,15 @@ def emit_tiles(
                 "compute_us": cost.compute_us,
             }
             macs_total += cost.macs
+            extra = waits.get(e) if waits and c == chunks - 1 else None
             if late:
-                emit(ev, stage, aic_pool, deps, acq, rel, cost.dur_us, labels)
+                emit(ev, stage, aic_pool, deps, acq, rel, cost.dur_us, labels, None, None, extra)
             else:
-                after = join_deps if join_deps is not None and k in joined else None
+                after: Mapping[str, float] | None = None
+                if join_deps is not None and k in joined:
+                    after = join_deps
+                if extra:
+                    after = {**after, **extra} if after else extra
                 site = cn[0] if chain else None
                 emit(ev, stage, cn[0], deps, acq, rel, cost.dur_us, labels, None, site, after)
         events.append(ev)
