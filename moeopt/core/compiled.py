@@ -295,6 +295,29 @@ class _Resources:
             self.one.append((i,))
         return i
 
+    def resolve(
+        self, rs: Sequence[str], pool_id: Mapping[str, int]
+    ) -> tuple[list[int], list[int], list[tuple[str, str]]]:
+        """An event's resources ``rs``: its fixed resources' numbers (new ones numbered here, in
+        order), its pool placeholders' pool numbers, and the placeholders ``(name, role)`` whose
+        pool is not declared (both scans report or reject those)."""
+        fx: list[int] = []
+        ph: list[int] = []
+        bad: list[tuple[str, str]] = []
+        for name in rs:
+            j = self.index.get(name)
+            if j is not None:
+                fx.append(j)
+                continue
+            role = placeholder_role(name)
+            if role is None:
+                fx.append(self.rid(name))
+            elif role in pool_id:
+                ph.append(pool_id[role])
+            else:
+                bad.append((name, role))
+        return fx, ph, bad
+
 
 _resources_of = attrgetter("resources")
 
@@ -397,20 +420,9 @@ def _scan_fast(
     ph_of: dict[Sequence[str], tuple[int, ...]] = {}
     rindex = res.index
     for rs in dict.fromkeys(rss):
-        fx: list[int] = []
-        ph: list[int] = []
-        for name in rs:
-            j = rindex.get(name)
-            if j is not None:
-                fx.append(j)
-                continue
-            role = placeholder_role(name)
-            if role is None:
-                fx.append(res.rid(name))
-            elif role in pool_id:
-                ph.append(pool_id[role])
-            else:
-                return None
+        fx, ph, bad = res.resolve(rs, pool_id)
+        if bad:
+            return None
         fx_of[rs] = tuple(fx)
         ph_of[rs] = tuple(ph)
     no_ph: tuple[int, ...] = ()
@@ -532,23 +544,12 @@ def _scan_events(
                 fixed.append(one_res[j])
                 placeholders.append(())
                 continue
-        fx: list[int] = []
-        ph: list[int] = []
-        for r in rs:
-            j = res_index.get(r)
-            if j is not None:
-                fx.append(j)
-                continue
-            role = placeholder_role(r)
-            if role is None:
-                fx.append(rid(r))
-            elif role not in pool_id:
-                problems.append(
-                    f"event {ev.name!r} uses pool placeholder {r!r} but no pool {role!r} is declared "
-                    f"(declared pools: {pool_names or 'none'})"
-                )
-            else:
-                ph.append(pool_id[role])
+        fx, ph, bad = res.resolve(rs, pool_id)
+        for r, role in bad:
+            problems.append(
+                f"event {ev.name!r} uses pool placeholder {r!r} but no pool {role!r} is declared "
+                f"(declared pools: {pool_names or 'none'})"
+            )
         fixed.append(tuple(fx))
         placeholders.append(tuple(ph))
     return _Scan(
