@@ -24,9 +24,9 @@ import moeopt.megamoe.build.gmm as gmm
 from moeopt.core.events import Event
 from moeopt.megamoe.build.emitter import Emitter
 from moeopt.megamoe.build.handoff import GmmTiles
-from moeopt.megamoe.build.rankgraph import RankGraph
 from moeopt.megamoe.planning import Tile
 from moeopt.megamoe.simulate import build_graphs
+from moeopt.testing.rankgraph import rank_graph_rows
 from moeopt.trust.golden import default_configs
 
 
@@ -60,29 +60,6 @@ def l1_residency_by_tile(ctx: Any, stage: str, order: Any, cores: Any) -> list[g
     return keys
 
 
-def _graph_rows(rg: RankGraph) -> list[Any]:
-    """Everything a built rank holds, events in graph order with every field in its order."""
-    rows: list[Any] = [
-        (
-            ev.name,
-            ev.resources,
-            tuple(ev.deps.items()),
-            tuple(ev.acquires.items()),
-            tuple(ev.releases.items()),
-            ev.colocate_with,
-            ev.duration_us,
-            tuple(ev.labels.items()),
-            tuple(map(type, ev.labels.values())),
-        )
-        for ev in rg.graph
-    ]
-    rows.append(tuple(rg.graph.semaphores.items()))
-    rows.append(tuple(rg.graph.pools.items()))
-    for f in dataclasses.fields(rg):
-        if f.name not in ("graph", "_data_preds", "_greedy"):
-            v = getattr(rg, f.name)
-            rows.append((f.name, sorted(v) if isinstance(v, set) else v))
-    return rows
 
 
 SMALL = [c for c in default_configs() if c.scenario().workload.tokens <= 128]
@@ -91,9 +68,9 @@ SMALL = [c for c in default_configs() if c.scenario().workload.tokens <= 128]
 @pytest.mark.parametrize("cfg", SMALL, ids=lambda c: c.name)
 def test_whole_tiles_by_column_build_the_chunk_loops_graph(cfg, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     s = cfg.scenario()
-    fast = {rep: _graph_rows(rg) for rep, (rg, _r) in build_graphs(s).items()}
+    fast = {rep: rank_graph_rows(rg) for rep, (rg, _r) in build_graphs(s).items()}
     monkeypatch.setattr(gmm, "WHOLE_TILES_BY_COLUMN", False)
-    slow = {rep: _graph_rows(rg) for rep, (rg, _r) in build_graphs(s).items()}
+    slow = {rep: rank_graph_rows(rg) for rep, (rg, _r) in build_graphs(s).items()}
     assert fast == slow
 
 

@@ -16,7 +16,6 @@ field, in graph order, with every other field of the built rank (chain edges, tr
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Iterable, Mapping, Sequence
 from itertools import repeat
 from operator import attrgetter, itemgetter
@@ -32,10 +31,10 @@ from moeopt.core.events import Event
 from moeopt.errors import InputError
 from moeopt.megamoe.build.emitter import Emitter
 from moeopt.megamoe.build.handoff import GmmTiles
-from moeopt.megamoe.build.rankgraph import RankGraph
 from moeopt.megamoe.planning import Tile
 from moeopt.megamoe.scenario import Scenario, scenario_from_dict
 from moeopt.megamoe.simulate import build_graphs
+from moeopt.testing.rankgraph import rank_graph_rows
 from moeopt.trust.golden import BASES
 
 _event = Event.trusted
@@ -209,39 +208,13 @@ def _replaced(mp: pytest.MonkeyPatch) -> None:
     mp.setattr(gmm, "wire_full_experts", lambda ctx, em, tiles, waited=False: _wire_full_experts(ctx, em, tiles))
 
 
-def _graph_rows(rg: RankGraph) -> list[Any]:
-    """Everything a built rank holds, events in graph order with every field in its order (the
-    types of the labels' values and of the durations too)."""
-    rows: list[Any] = [
-        (
-            ev.name,
-            ev.resources,
-            tuple(ev.deps.items()),
-            tuple(map(type, ev.deps.values())),
-            tuple(ev.acquires.items()),
-            tuple(ev.releases.items()),
-            ev.colocate_with,
-            ev.duration_us,
-            type(ev.duration_us),
-            tuple(ev.labels.items()),
-            tuple(map(type, ev.labels.values())),
-        )
-        for ev in rg.graph
-    ]
-    rows.append(tuple(rg.graph.semaphores.items()))
-    rows.append(tuple(rg.graph.pools.items()))
-    for f in dataclasses.fields(rg):
-        if f.name not in ("graph", "_data_preds", "_greedy"):
-            v = getattr(rg, f.name)
-            rows.append((f.name, sorted(v) if isinstance(v, set) else v))
-    return rows
 
 
 def _both(s: Scenario) -> tuple[dict[int, list[Any]], dict[int, list[Any]]]:
-    new = {rep: _graph_rows(rg) for rep, (rg, _r) in build_graphs(s).items()}
+    new = {rep: rank_graph_rows(rg) for rep, (rg, _r) in build_graphs(s).items()}
     with pytest.MonkeyPatch.context() as mp:
         _replaced(mp)
-        old = {rep: _graph_rows(rg) for rep, (rg, _r) in build_graphs(s).items()}
+        old = {rep: rank_graph_rows(rg) for rep, (rg, _r) in build_graphs(s).items()}
     return new, old
 
 

@@ -11,6 +11,7 @@ import moeopt.megamoe as mm
 import moeopt.megamoe.build.implementation as impl_mod
 from moeopt.megamoe.build.implementation import NO_JOIN, build_rank, compose, implementation_for, join_expert
 from moeopt.megamoe.routing import counts_matrix
+from moeopt.testing.rankgraph import rank_graph_rows
 
 
 def _v1(tokens: int) -> mm.Scenario:
@@ -22,24 +23,6 @@ def _v1(tokens: int) -> mm.Scenario:
         hidden_dim=4096,
         profile="pto-a2a3-v1",
     )
-
-
-def _fields(rg: object) -> list[object]:
-    g = rg.graph  # type: ignore[attr-defined]
-    events = [
-        (
-            e.name,
-            list(e.deps.items()),
-            list(e.acquires.items()),
-            list(e.releases.items()),
-            tuple(e.resources),
-            e.colocate_with,
-            e.duration_us,
-            dict(e.labels),
-        )
-        for e in g.events.values()
-    ]
-    return [events, dict(g.semaphores), dict(g.pools), rg.chain_edges, rg.traffic_bytes, rg.macs]  # type: ignore[attr-defined]
 
 
 @pytest.mark.parametrize("tokens", [128, 512])
@@ -62,4 +45,4 @@ def test_v1_rank_plans_once_and_builds_the_same_graph(tokens: int, monkeypatch: 
     join = join_expert(alone, cfg, cfg.gmm2_join_check, cfg.c("epoch_sync_us"))
     assert join != NO_JOIN  # the case in which the rank is built twice
     ref = compose(impl, cfg, w.tokens, w.topk, w.world, rows, 0, w.shared_expert_num, own, join)
-    assert _fields(rg) == _fields(ref)
+    assert rank_graph_rows(rg) == rank_graph_rows(ref)
