@@ -197,7 +197,19 @@ def _emit_whole_tiles_by_replaced(
     )
 
 
-_wire_full_experts = gmm.wire_full_experts
+def _wire_full_experts_replaced(ctx: Any, em: Emitter, tiles: GmmTiles) -> str | None:
+    """gmm.wire_full_experts as of db7e175: the flags, and each next expert's tiles given the wait
+    on its flag afterwards (Emitter.add_deps)."""
+    if not ctx.layout.gmm1_full_experts:
+        return None
+    by_expert = tiles.events_by_expert()
+    last: str | None = None
+    for e, nxt in gmm._full_expert_order(ctx, by_expert):
+        last = em.flag(f"g1sync.e{e}", by_expert[e])
+        if nxt is not None:
+            for name in by_expert[nxt]:
+                em.add_deps(name, {last: ctx.sync.syncall_us})
+    return last
 
 
 def _replaced(mp: pytest.MonkeyPatch) -> None:
@@ -205,7 +217,7 @@ def _replaced(mp: pytest.MonkeyPatch) -> None:
     mp.setattr(gmm, "emit_whole_tiles", _emit_whole_tiles_by_replaced)
     mp.setattr(Emitter, "emit_run", emit_run_replaced)
     mp.setattr(gmm, "full_expert_waits", lambda ctx, order: {})
-    mp.setattr(gmm, "wire_full_experts", lambda ctx, em, tiles, waited=False: _wire_full_experts(ctx, em, tiles))
+    mp.setattr(gmm, "wire_full_experts", _wire_full_experts_replaced)
 
 
 

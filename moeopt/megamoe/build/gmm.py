@@ -123,7 +123,7 @@ def build_gmm1(ctx: BuildContext, em: Emitter, plan: RankPlan, dispatch: Dispatc
     waits = full_expert_waits(ctx, plan.gmm1.order)
     tiles = gmm_tiles(ctx, em, plan.gmm1, experts, wave_ready, None, 1, None, waits=waits)
     wire_lookahead(em, sync, dispatch.events, tiles.events_by_wave(len(plan.gmm1.waves)))
-    full_sync = wire_full_experts(ctx, em, tiles, waited=True)
+    full_sync = wire_full_experts(ctx, em, tiles)
     return Gmm1Out(tiles, em.flag("gmm1_done", tiles.events), full_sync)
 
 
@@ -149,22 +149,18 @@ def full_expert_waits(ctx: BuildContext, order: Sequence[Item]) -> dict[int, dic
     return {nxt: {f"g1sync.e{e}": lam} for e, nxt in _full_expert_order(ctx, experts) if nxt is not None}
 
 
-def wire_full_experts(ctx: BuildContext, em: Emitter, tiles: GmmTiles, waited: bool = False) -> str | None:
+def wire_full_experts(ctx: BuildContext, em: Emitter, tiles: GmmTiles) -> str | None:
     """``options.gmm1_full_experts``: after each GMM1 expert that runs on every cube core, an
     AIC-only SYNCALL (gmm1.h@HEAD L173-181): a flag ``g1sync.e{e}`` on the expert's tiles that
     the next expert's tiles wait for (λ = one SYNCALL). Returns the last such flag (GMM2's own
-    cores wait for it too before their first tile), or None. ``waited``: the tiles were emitted
-    with those waits (:func:`full_expert_waits`), only the flags are emitted here; else the
-    waits are added to them (:meth:`~moeopt.megamoe.build.emitter.Emitter.add_deps`)."""
+    cores wait for it too before their first tile), or None. Only the flags are emitted here:
+    the tiles were emitted with the waits on them (:func:`full_expert_waits`)."""
     if not ctx.layout.gmm1_full_experts:
         return None
     by_expert = tiles.events_by_expert()
     last: str | None = None
-    for e, nxt in _full_expert_order(ctx, by_expert):
+    for e, _nxt in _full_expert_order(ctx, by_expert):
         last = em.flag(f"g1sync.e{e}", by_expert[e])
-        if nxt is not None and not waited:
-            for name in by_expert[nxt]:
-                em.add_deps(name, {last: ctx.sync.syncall_us})
     return last
 
 

@@ -53,6 +53,7 @@ from moeopt.megamoe.build.emitter import Emitter
 from moeopt.megamoe.build.gmm import (
     _runs_of,
     build_gmm2,
+    full_expert_waits,
     gemm_k,
     gmm_tiles,
     tile_cube_us,
@@ -244,7 +245,10 @@ def build_layered_gmm1(
         return {dispatch.ready[(e, mb)]: lam}
 
     cores, _ = layered_cores(ctx, plan)
-    tiles = gmm_tiles(ctx, em, plan.gmm1, experts, lambda w, e: {}, ready, 1, None, cores=cores, chain=False)
+    waits = full_expert_waits(ctx, plan.gmm1.order)  # (emitted with the tiles, as in build_gmm1)
+    tiles = gmm_tiles(
+        ctx, em, plan.gmm1, experts, lambda w, e: {}, ready, 1, None, cores=cores, chain=False, waits=waits
+    )
     full_sync = wire_full_experts(ctx, em, tiles)
     return Gmm1Out(tiles, em.flag("gmm1_done", tiles.events), full_sync)
 
