@@ -356,3 +356,29 @@ def test_class_stretches_sum_to_the_role_sweep(case):
         for x in (av * (t - prev)).tolist():
             got += x
     assert got == ref
+
+
+def test_numpy_sweeps_equal_on_v1_with_two_classes_per_role():
+    # the V1 profile's AIC role holds two pools (GMM1's and GMM2's members): several classes of
+    # free ready events on one role, the case _class_stretches added to the arrays
+    from unittest import mock
+
+    from moeopt.megamoe.analysis import idle
+
+    s = mm.Scenario(
+        workload=mm.Workload(tokens=128, topk=4, world=4, local_experts=4, routing="zipf"),
+        h=1024,
+        hidden_dim=1024,
+        profile="pto-a2a3-v1",
+    )
+    seen: list[int] = []
+    real = idle._class_stretches
+
+    def spy(waits_of, merged, members, classes, span):
+        seen.append(len(classes))
+        return real(waits_of, merged, members, classes, span)
+
+    with mock.patch.object(idle, "_class_stretches", spy):
+        fast, slow = _idle_both_ways(s)
+    assert fast == slow
+    assert max(seen) >= 2
