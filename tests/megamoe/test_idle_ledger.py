@@ -316,3 +316,69 @@ def test_uncut_rows_is_uncut_per_row(rows):
     cut_to = [np.array([c[j][1] if j < len(c) else np.inf for _r, _s, c in rows]) for j in range(width)]
     got = _uncut_rows(r, stt, cut_from, cut_to)
     assert got == [_uncut(a, b, sorted(c)) for a, b, c in rows]
+
+
+@st.composite
+def role_sweeps(draw: st.DrawFn) -> tuple:
+    """A role's members with disjoint busy intervals, one to three classes of members (the pools
+    on the role), free ready spans per class and a span: the input of both role sweeps."""
+    grid = st.sampled_from([0.0, 0.5, 1.0, 1.5, 2.0, 2.5, 3.0, 4.0, 5.0, 6.0, 7.5, 9.0])
+    members = [f"c{k}.AIC" for k in range(draw(st.integers(1, 5)))]
+    merged: dict[str, list[tuple[float, float]]] = {}
+    for m in members:
+        cuts = sorted(set(draw(st.lists(grid, max_size=6))))
+        merged[m] = [(cuts[j], cuts[j + 1]) for j in range(0, len(cuts) - 1, 2)]
+    classes: list[frozenset[str]] = []
+    for _ in range(draw(st.integers(1, 3))):
+        own = frozenset(draw(st.lists(st.sampled_from(members), min_size=1, unique=True)))
+        if own not in classes:
+            classes.append(own)
+    spans = st.tuples(grid, grid).filter(lambda ab: ab[0] < ab[1])
+    waits_of = [draw(st.lists(spans, max_size=5)) for _ in classes]
+    return merged, members, classes, waits_of, draw(grid) + 1.0
+
+
+@settings(max_examples=400, deadline=None)
+@given(role_sweeps())
+def test_class_stretches_sum_to_the_role_sweep(case):
+    """With no ready event tied to a member, the role's avoidable idle from the stretches on
+    arrays (``_class_stretches``: every class set's Hall deficiency per stretch) is, to the bit,
+    the point-by-point ``_role_sweep`` (its ``_matched`` over the waiting classes only): several
+    classes, overlapping and nested member sets, ties between busy and ready times."""
+    from moeopt.megamoe.analysis.idle import _class_stretches, _role_sweep
+
+    merged, members, classes, waits_of, span = case
+    pts = [(t, 1, "", c, d) for c, ws in enumerate(waits_of) for a, b in ws for t, d in ((a, 1), (b, -1))]
+    ref = _role_sweep(pts, {m: list(v) for m, v in merged.items()}, members, classes, span) if pts else 0.0
+    got = 0.0
+    if any(waits_of):
+        prev, t, av = _class_stretches(waits_of, merged, members, classes, span)
+        for x in (av * (t - prev)).tolist():
+            got += x
+    assert got == ref
+
+
+def test_numpy_sweeps_equal_on_v1_with_two_classes_per_role():
+    # the V1 profile's AIC role holds two pools (GMM1's and GMM2's members): several classes of
+    # free ready events on one role, the case _class_stretches added to the arrays
+    from unittest import mock
+
+    from moeopt.megamoe.analysis import idle
+
+    s = mm.Scenario(
+        workload=mm.Workload(tokens=128, topk=4, world=4, local_experts=4, routing="zipf"),
+        h=1024,
+        hidden_dim=1024,
+        profile="pto-a2a3-v1",
+    )
+    seen: list[int] = []
+    real = idle._class_stretches
+
+    def spy(waits_of, merged, members, classes, span):
+        seen.append(len(classes))
+        return real(waits_of, merged, members, classes, span)
+
+    with mock.patch.object(idle, "_class_stretches", spy):
+        fast, slow = _idle_both_ways(s)
+    assert fast == slow
+    assert max(seen) >= 2

@@ -794,12 +794,15 @@ def _role_ledger(
         row_ids = [i for i, _b, _c in rows]
         spans.prime(row_ids)
         idle = len(members) * span - busy
-        if VECTOR_SWEEPS and len(classes) == 1 and not any_bound:
-            # one class of free ready events: _matched is min(waiting, idle members of the class)
-            waits = spans.of_all(row_ids)
+        if VECTOR_SWEEPS and not any_bound and len(classes) <= _VECTOR_CLASSES:
+            # free ready events only (none tied to a member): the stretches on arrays
+            by_class: list[list[int]] = [[] for _ in classes]
+            for i, _b, c in rows:
+                by_class[c].append(i)
+            waits_of = [spans.of_all(ids) for ids in by_class]
             avoid = 0.0
-            if waits:
-                prev, t, av, _idle, _ready = _free_stretches(waits, merged, classes[0], len(classes[0]), span)
+            if any(waits_of):
+                prev, t, av = _class_stretches(waits_of, merged, members, classes, span)
                 for x in (av * (t - prev)).tolist():  # in time order, one by one, as _role_sweep sums
                     avoid += x
         else:
@@ -849,6 +852,76 @@ _RolePoint = tuple[float, int, str, int, int]
 """``(t, kind, member, class, delta)``: kind 0 = a member's busy interval starts (+1) / ends
 (-1); kind 1 = an event becomes ready (+1) / stops (-1), tied to ``member`` (``""``: free) or,
 when free, able to use the members of ``classes[class]``."""
+
+
+_VECTOR_CLASSES = 8
+"""assumed: the most classes of free ready events on one role whose stretches are found on
+arrays (:func:`_class_stretches` evaluates every one of the 2**classes - 1 class sets per stretch);
+a role has a few (one per pool whose members it holds: two on the V1 profile's AIC)."""
+
+
+def _class_stretches(
+    waits_of: list[list[tuple[float, float]]],
+    merged: dict[str, list[Interval]],
+    members: list[str],
+    classes: list[frozenset[str]],
+    span: float,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(from, to, avoidable)`` of the stretches of :func:`_role_sweep` with avoidable idle, in
+    time order, when no ready event is tied to a member: ``waits_of[c]`` are the ready spans of
+    the free events of class ``c``.
+
+    Why it is the same: between two consecutive distinct point times the sweep holds integer
+    state -- the free ready events of each class, and the busy members of each *atom* (the
+    members that the same classes may use; each member's merged intervals are disjoint, so an
+    atom's busy members are the running sum of +1 / -1 at its members' interval starts and
+    ends) -- which :func:`_grouped` gives exactly, and it accounts each stretch ``[prev, t)``
+    with the state before ``t`` as :func:`_free_stretches` describes. The avoidable members of a
+    stretch are :func:`_matched` of that state, here for every stretch at once: Hall's deficiency
+    ``max(0, max over class sets T of Σ_{c∈T} waiting[c] − idle members of the atoms meeting T)``
+    taken over every non-empty set of classes instead of the sets of waiting ones (adding a
+    class with no waiting event to T adds nothing to its need and no less to its idle members,
+    and a set of classes with none waiting has a deficiency <= 0), so the same integer."""
+    n_cls = len(classes)
+    mask_of = {m: sum(1 << c for c, cs in enumerate(classes) if m in cs) for m in members}
+    atoms = sorted({a for a in mask_of.values() if a})
+    size = [sum(1 for m in members if mask_of[m] == a) for a in atoms]
+    iv = _intervals(merged)
+    k = len(iv)
+    row_mask = np.repeat(
+        np.array([mask_of[r] for r in merged], dtype=np.int64), [len(v) for v in merged.values()]
+    )
+    times = [iv[:, 0], iv[:, 1]]
+    zeros_iv = np.zeros(k, np.int64)
+    n_w = [len(w) for w in waits_of]
+    n_all = sum(n_w)
+    pairs = [_pairs(w, len(w)) for w in waits_of]
+    times += [p[:, 0] for p in pairs] + [p[:, 1] for p in pairs]
+    no_waits = np.zeros(2 * n_all, np.int64)
+    deltas: list[np.ndarray] = []
+    for a in atoms:
+        mine = (row_mask == a).astype(np.int64)
+        deltas.append(np.concatenate((mine, -mine, no_waits)))
+    for c in range(n_cls):
+        up = np.concatenate([np.full(n, 1 if d == c else 0, np.int64) for d, n in enumerate(n_w)])
+        deltas.append(np.concatenate((zeros_iv, zeros_iv, up, -up)))
+    t, state = _grouped(np.concatenate(times), *deltas)
+    cut = int(np.searchsorted(t, span, side="left"))  # the points before span
+    t = t[:cut]
+    before = [np.concatenate(([0], x[: cut - 1])) if cut else x[:0] for x in state]
+    idle = [size[j] - before[j] for j in range(len(atoms))]
+    waiting = before[len(atoms) :]
+    total = sum(waiting, np.zeros(len(t), np.int64))
+    worst = np.zeros(len(t), np.int64)
+    for chosen in range(1, 1 << n_cls):
+        need = sum((waiting[c] for c in range(n_cls) if chosen >> c & 1), np.zeros(len(t), np.int64))
+        have = sum((idle[j] for j, a in enumerate(atoms) if a & chosen), np.zeros(len(t), np.int64))
+        worst = np.maximum(worst, need - have)
+    av = total - worst
+    prev = np.concatenate(([0.0], t[:-1]))
+    prev = np.where(prev > 0.0, prev, 0.0)  # prev only moves forward, from 0.0
+    keep = (t > prev) & (av > 0)  # a stretch with av == 0 adds exactly 0.0
+    return prev[keep], t[keep], av[keep]
 
 
 def _role_sweep(
