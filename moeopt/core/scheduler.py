@@ -278,6 +278,7 @@ def _run_keyed(
     commit = state.commit
     done = state.done
     acq3 = state.acq3
+    acq1 = state.acq1
     gains = state.gains
     dur = cg.dur
     profiles = state.profiles
@@ -970,7 +971,20 @@ def _run_keyed(
                 movers = ()
                 acq = acq3[i]
                 if acq:
-                    s, sb, movers = admit_all(acq, s, dur[i])
+                    one = acq1[i]
+                    if one is not None:
+                        # admit_all(acq, s, dur[i]) for one acquire, inlined: the same steps
+                        # (admit's own first test, then one admission; the semaphore moved the
+                        # start or none did)
+                        sem, take, back, p = one
+                        if p.low < take:
+                            t2 = p.admit(s, take, back, dur[i])
+                            if t2 > s:
+                                s = t2
+                                sb = sem
+                                movers = acq
+                    else:
+                        s, sb, movers = admit_all(acq, s, dur[i])
             if s > lower:
                 # s is never below the lower bound; above it, i waits again
                 if g >= 0 and gate_sem[g]:

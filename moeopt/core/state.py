@@ -141,6 +141,11 @@ class SchedulerState:
             )
             seen_ops.append(ops if ops != NO_SEM_OPS else NO_SEM_OPS)
         self.acq3: list[tuple[tuple[int, int, int], ...]] = list(map(seen.__getitem__, sig))
+        # acq1: for an event with exactly one acquire, (semaphore, take, give back, its profile),
+        # else None: the scheduler admits such an event (most acquiring events of the MegaMoE
+        # graphs) without admit_all's call, tests and result tuple
+        seen_one = [(*a[0], profiles[a[0][0]]) if len(a) == 1 else None for a in seen]
+        self.acq1: list[tuple[int, int, int, SemaphoreProfile] | None] = list(map(seen_one.__getitem__, sig))
         self.gains: list[tuple[int, ...]] = list(map(seen_gain.__getitem__, sig))
         self.sig: list[int] = sig
         self.sem_ops: list[SemOps] = list(map(seen_ops.__getitem__, sig))
