@@ -38,7 +38,7 @@ from moeopt.core.normalize import drop_nonbinding_semaphores
 from moeopt.core.policies import Policy, make_policy
 from moeopt.core.restructure import Restructure, RestructureControl
 from moeopt.core.schedule import Schedule, SemaphoreLevels, Wait
-from moeopt.core.state import SchedulerState, WaitRecord
+from moeopt.core.state import NO_SEM_OPS, SchedulerState, WaitRecord
 from moeopt.core.view import SchedulerView
 from moeopt.errors import GraphError, SchedulingError
 
@@ -278,6 +278,7 @@ def _run_keyed(
     commit = state.commit
     done = state.done
     acq3 = state.acq3
+    acq1 = state.acq1
     gains = state.gains
     dur = cg.dur
     profiles = state.profiles
@@ -518,8 +519,7 @@ def _run_keyed(
             return
         ripe = gate_heap[g]
         pend = cls_pend[g]
-        trip = gate_acq[g][0]
-        sem, take, back = trip
+        sem, take, back = gate_acq[g][0]
         p = profiles[sem]
         d = gate_dur[g]
         stamp = -1
@@ -544,20 +544,20 @@ def _run_keyed(
                 if old >= 0 and in_gate[old] == g:
                     cur_key[old] = None
                 gate_version[g] += 1
-                register(n + g, gate_version[g], (trip,), INF)
+                register(n + g, gate_version[g], gate_acq[g], INF)
                 return
             while pend and pend[0][0] <= lb:
                 _f, a, j, ver = pop(pend)
                 if version[j] == ver and not done[j]:
                     push(ripe, (before[j], a, j, ver))
             while ripe:
-                _b, a, j, ver = ripe[0]
+                b, a, j, ver = ripe[0]
                 if version[j] != ver or done[j]:
                     pop(ripe)
                     continue
                 break
             if ripe:
-                break
+                break  # (b, a, j) is its live best-ranked member
             while pend:
                 _f, a, j, ver = pend[0]
                 if version[j] != ver or done[j]:
@@ -570,7 +570,6 @@ def _run_keyed(
             beta = pend[0][0]  # every member is pending: the least floor bounds them all
         cls_beta[g] = lb
         cls_stamp[g] = stamp
-        b, a, j, _ver = ripe[0]
         if old != j:
             if old >= 0 and in_gate[old] == g:
                 cur_key[old] = None  # its entry retires: the class's key is j's
@@ -883,7 +882,6 @@ def _run_keyed(
                 lower_bound(j)
 
         ctl = RestructureControl(cg, state.fixed, free, done, state.end, refresh)
-    committed = 0
     # Candidate mode (a view policy with ``candidates = k``): the verified minima of the heap
     # are the eligible events in order of (start, index) (before = after = 0 here), so the
     # first k of them are set aside instead of committed, the policy chooses among them, and
@@ -945,7 +943,8 @@ def _run_keyed(
                     # a class gate's key: re-key the class first (after a commit on its
                     # semaphore the bound usually moves, and then no member is evaluated)
                     push_cls(g)
-                    if cur_key[i] != entry:
+                    live_key = cur_key[i]
+                    if live_key is not entry and live_key != entry:
                         continue
                 in_gate[i] = -1
                 gate_live[g] -= 1
@@ -972,7 +971,20 @@ def _run_keyed(
                 movers = ()
                 acq = acq3[i]
                 if acq:
-                    s, sb, movers = admit_all(acq, s, dur[i])
+                    one = acq1[i]
+                    if one is not None:
+                        # admit_all(acq, s, dur[i]) for one acquire, inlined: the same steps
+                        # (admit's own first test, then one admission; the semaphore moved the
+                        # start or none did)
+                        sem, take, back, p = one
+                        if p.low < take:
+                            t2 = p.admit(s, take, back, dur[i])
+                            if t2 > s:
+                                s = t2
+                                sb = sem
+                                movers = acq
+                    else:
+                        s, sb, movers = admit_all(acq, s, dur[i])
             if s > lower:
                 # s is never below the lower bound; above it, i waits again
                 if g >= 0 and gate_sem[g]:
@@ -1038,14 +1050,16 @@ def _run_keyed(
             if grp >= 0 and group_site[grp] < 0:
                 group_site[grp] = res_site[rs[0]]
             waits[i] = (rpred[i], rb, tb, sb)
-            holds, takes, gives = sem_ops[i]
-            for p, a, back in holds:
-                p.hold(s, end, a, back)
-            for p, a in takes:
-                p.add(s, -a)
-            for sem, r in gives:
-                if profiles[sem].add(end, r) > sem_cap[sem]:
-                    state.capacity_error(i, sem, r)
+            ops = sem_ops[i]
+            if ops is not NO_SEM_OPS:  # (most events change no semaphore)
+                holds, takes, gives = ops
+                for p, a, back in holds:
+                    p.hold(s, end, a, back)
+                for p, a in takes:
+                    p.add(s, -a)
+                for sem, r in gives:
+                    if profiles[sem].add(end, r) > sem_cap[sem]:
+                        state.capacity_error(i, sem, r)
             new = ()
             for j, lam in succs[i]:
                 v = end + lam
@@ -1058,10 +1072,12 @@ def _run_keyed(
                     key = (before[j], ready[j], after[j], j)
                     cur_key[j] = key
                     push(heap, key)
-        committed += 1
         version[i] += 1
         if g >= 0:
-            push_rep(g)
+            if gate_cls[g]:
+                push_cls(g)
+            else:
+                push_rep(g)
         for sem in gains[i]:
             # on_release's own first tests: a delayed waiter starting after the release, a
             # starved one (most releases on the pinned graphs find neither)
@@ -1072,6 +1088,7 @@ def _run_keyed(
             lower_bound(j)
         if ctl is not None:
             hook.after_commit(i, ctl)  # type: ignore[union-attr]
+    committed = len(state.order)  # one entry per commit, in either mode
     if committed < n:
         stuck = [i for i in range(n) if not done[i] and state.indeg[i] == 0]
         raise SchedulingError(

@@ -272,12 +272,11 @@ class SemaphoreProfile:
             # never fewer than ``take`` units free at any time: admitted at once (``take`` is
             # the most the event needs at any instant)
             return t
-        after = take - give_back
-        if after < 0:
-            after = 0
         # units needed at the start instant itself (after every change at that instant): a
-        # zero-length hold gives its units back at the very instant it takes them
-        head = take if dur > 0 else after
+        # zero-length hold gives its units back at the very instant it takes them. (``after``,
+        # the units kept from the end on, max(take - give_back, 0), is found only past the
+        # shortcuts below: with ``dur <= 0``, ``head`` is it whenever positive)
+        head = take if dur > 0 else take - give_back
         if head <= 0:
             return t
         if t >= self._end:
@@ -286,8 +285,8 @@ class SemaphoreProfile:
             return t if self._fin >= head else INF
         times = self._t
         if times is not None:
-            levels = self._l
-            assert levels is not None
+            # (no assert: both lists are set together, and this runs per admission)
+            levels: list[int] = self._l  # type: ignore[assignment]
             k = bisect_right(times, t)  # the first breakpoint after t
             drop = self._drop
             if t >= drop:
@@ -306,6 +305,7 @@ class SemaphoreProfile:
             if kd - k < _FLAT and max(levels[k - 1 : kd] if k else [self.cap, *levels[:kd]]) < head:
                 kd = bisect_left(levels, head, kd)  # levels[kd:] ascend
                 return times[kd] if kd < len(levels) else INF
+        after = take - give_back
         if after > 0:
             # ``after`` units are needed from t' on for ever: t' is no earlier than the time
             # from which every level is at least ``after``; from there on every level is high
@@ -322,8 +322,7 @@ class SemaphoreProfile:
             return self._admit_blocks(t, take, head, dur)
         # flat: the same walk as _admit_blocks over one list, bounded by _FLAT steps (past
         # it, the profile turns into blocks and the blocked walk answers from the same t)
-        levels = self._l
-        assert levels is not None
+        levels = self._l  # type: ignore[assignment]
         n = len(times)
         k = bisect_right(times, t)  # the first breakpoint after t
         stop = k + _FLAT

@@ -52,6 +52,10 @@ SemOps = tuple[
 ]
 """An event's semaphore changes for commit, ``holds, takes, gives`` (see ``SchedulerState.sem_ops``)."""
 
+NO_SEM_OPS: SemOps = ((), (), ())
+"""The one :data:`SemOps` object of every event without semaphore changes (most events): a
+commit tests for it by identity and skips the three loops."""
+
 WaitRecord = tuple[int, int, float, int]
 """Why a committed event started when it did, read by unpacking:
 ``ready_pred, rb, t_base, sb = state.waits[i]`` (the predecessor that set its ready time, the
@@ -130,14 +134,18 @@ class SchedulerState:
             took = dict(acq)
             seen_gain.append(tuple([s for s, r in rel if r > took.get(s, 0)]))
             held = {s for s, a in acq if 0 <= own.get(s, -1) <= a}
-            seen_ops.append(
-                (
-                    tuple([(profiles[s], a, own[s]) for s, a in acq if s in held]),
-                    tuple([(profiles[s], a) for s, a in acq if s not in held]),
-                    tuple([(s, r) for s, r in rel if s not in held]),
-                )
+            ops: SemOps = (
+                tuple([(profiles[s], a, own[s]) for s, a in acq if s in held]),
+                tuple([(profiles[s], a) for s, a in acq if s not in held]),
+                tuple([(s, r) for s, r in rel if s not in held]),
             )
+            seen_ops.append(ops if ops != NO_SEM_OPS else NO_SEM_OPS)
         self.acq3: list[tuple[tuple[int, int, int], ...]] = list(map(seen.__getitem__, sig))
+        # acq1: for an event with exactly one acquire, (semaphore, take, give back, its profile),
+        # else None: the scheduler admits such an event (most acquiring events of the MegaMoE
+        # graphs) without admit_all's call, tests and result tuple
+        seen_one = [(*a[0], profiles[a[0][0]]) if len(a) == 1 else None for a in seen]
+        self.acq1: list[tuple[int, int, int, SemaphoreProfile] | None] = list(map(seen_one.__getitem__, sig))
         self.gains: list[tuple[int, ...]] = list(map(seen_gain.__getitem__, sig))
         self.sig: list[int] = sig
         self.sem_ops: list[SemOps] = list(map(seen_ops.__getitem__, sig))
@@ -455,17 +463,19 @@ class SchedulerState:
             if g >= 0 and group_site[g] < 0:
                 group_site[g] = res_site[rs[0]]
             waits[i] = (rpred[i], rb, tb, sb)
-            holds, takes, gives = sem_ops[i]
-            # a hold's two changes and the other acquires, then the other releases: each
-            # semaphore sees its changes in the order of before (acquires first), and only
-            # releases beyond what the event took can fail the capacity check
-            for p, a, back in holds:
-                p.hold(start, end, a, back)
-            for p, a in takes:
-                p.add(start, -a)
-            for s, r in gives:
-                if profiles[s].add(end, r) > sem_cap[s]:
-                    capacity_error(i, s, r)
+            ops = sem_ops[i]
+            if ops is not NO_SEM_OPS:
+                holds, takes, gives = ops
+                # a hold's two changes and the other acquires, then the other releases: each
+                # semaphore sees its changes in the order of before (acquires first), and only
+                # releases beyond what the event took can fail the capacity check
+                for p, a, back in holds:
+                    p.hold(start, end, a, back)
+                for p, a in takes:
+                    p.add(start, -a)
+                for s, r in gives:
+                    if profiles[s].add(end, r) > sem_cap[s]:
+                        capacity_error(i, s, r)
             new: list[int] = []
             for j, lam in succs[i]:
                 v = end + lam
