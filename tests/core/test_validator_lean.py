@@ -101,3 +101,24 @@ def test_forced_array_path_same_messages(late: bool, monkeypatch: pytest.MonkeyP
         bad = dataclasses.replace(s, **fields)  # type: ignore[arg-type]
         assert validate._passes(g, bad, True) == old._passes(g, bad, True)
         assert _messages(m.validate_schedule, g, bad, True) == _messages(old.validate_schedule, g, bad, True)
+
+
+def test_units_beyond_64_bits(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Units that do not fit 64 bits (the array check's unit column cannot hold them: it hands the
+    schedule to the event-by-event check) get the ff0cfec verdicts: accepted while the free units
+    stay within the capacity, refused with the same message when they do not."""
+    monkeypatch.setattr(validate, "VECTOR_MIN_EVENTS", 1)
+    monkeypatch.setattr(old, "VECTOR_MIN_EVENTS", 1)
+    big = 2**65
+    g = m.EventGraph(semaphores={"s": big})
+    g.add(m.Event("p", resources=["c0.a"], acquires={"s": big}, releases={"s": big}, duration_us=1.0))
+    g.add(m.Event("q", resources=["c1.a"], acquires={"s": big}, releases={"s": big}, duration_us=1.0))
+    names = list(g.events)
+    for q_start, ok in ((1.0, True), (0.5, False)):  # after p, or overlapping it (2 * big taken)
+        start = {"p": 0.0, "q": q_start}
+        end = {x: start[x] + 1.0 for x in names}
+        s = m.Schedule(start_us=start, end_us=end, resources={x: tuple(g[x].resources) for x in names})
+        assert not validate._passes(g, s, True)
+        got, ref = _messages(m.validate_schedule, g, s, True), _messages(old.validate_schedule, g, s, True)
+        assert got == ref
+        assert (got is None) == ok
