@@ -273,6 +273,8 @@ class _Scan:
     placeholders: list[tuple[int, ...]]
     # the events without dependencies in index order, when the scan gathered them
     sources: list[int] | None = None
+    # True when the scan knows that no event has a pool placeholder (no double-binding check)
+    no_placeholders: bool = False
 
 
 class _Resources:
@@ -426,6 +428,7 @@ def _scan_fast(
         fx_of[rs] = tuple(fx)
         ph_of[rs] = tuple(ph)
     no_ph: tuple[int, ...] = ()
+    any_ph = any(ph_of.values())
     return _Scan(
         res_names=res.names,
         res_index=rindex,
@@ -437,8 +440,9 @@ def _scan_fast(
         acq_kinds=list(acq_of.values()),
         rel_kinds=list(rel_of.values()),
         fixed=list(map(fx_of.__getitem__, rss)),
-        placeholders=list(map(ph_of.__getitem__, rss)) if any(ph_of.values()) else [no_ph] * n,
+        placeholders=list(map(ph_of.__getitem__, rss)) if any_ph else [no_ph] * n,
         sources=sources,
+        no_placeholders=not any_ph,
     )
 
 
@@ -674,11 +678,14 @@ def compile_graph(g: EventGraph) -> CompiledGraph:
     put = topo.append
     for i in topo:
         for j, _ in succ_lists[i]:
-            k = indeg[j] - 1
-            if k:
-                indeg[j] = k
-            else:  # (j's count is never read again: no store of its zero)
+            # the count is tested against 1 before it is lowered: the last predecessor's visit
+            # then costs one fused compare-and-jump and no subtraction (and j's count, never read
+            # again, is not stored)
+            k = indeg[j]
+            if k == 1:
                 put(j)
+            else:
+                indeg[j] = k - 1
     if len(topo) < n:
         done = set(topo)
         rest = [names[i] for i in range(n) if i not in done]
@@ -720,5 +727,11 @@ def compile_graph(g: EventGraph) -> CompiledGraph:
         group=tuple(group),
         group_sites=tuple(group_sites),
         events=tuple(events),
-        double_bound=_double_bound(names, res_names, fixed, placeholders, pool_members),
+        # (what _double_bound finds without placeholders, known from the scan without a look at
+        # every event)
+        double_bound=(
+            ()
+            if scan.no_placeholders
+            else _double_bound(names, res_names, fixed, placeholders, pool_members)
+        ),
     )
