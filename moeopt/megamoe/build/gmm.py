@@ -450,16 +450,26 @@ def l1_residency(
     same_expert = (prev >= 0) & fits & (e[p] == e)
     a_res = same_expert & (mb[p] == mb)
     b_res = same_expert & (nb[p] == nb)
-    return list(
+    a_seen, b_seen = _seen_before(e, mb), _seen_before(e, nb)
+    # one tuple per distinct key, which its tiles share: the few distinct keys are made once
+    # (not a tuple per tile), and later passes that compare neighbouring keys (the runs of
+    # TileCosts._runs) find equal ones by identity, in C. The code numbers the keys one to one
+    # (every column >= 0, the flags 0 or 1, the columns below their maximum + 1)
+    code = rows * (int(tcols.max()) + 1) + tcols
+    for flag in (a_res, b_res, a_seen, b_seen):
+        code = code * 2 + flag
+    _codes, first, key_no = np.unique(code, return_index=True, return_inverse=True)
+    distinct = list(
         zip(
-            rows.tolist(),
-            tcols.tolist(),
-            a_res.tolist(),
-            b_res.tolist(),
-            _seen_before(e, mb).tolist(),
-            _seen_before(e, nb).tolist(),
+            rows[first].tolist(),
+            tcols[first].tolist(),
+            a_res[first].tolist(),
+            b_res[first].tolist(),
+            a_seen[first].tolist(),
+            b_seen[first].tolist(),
         )
     )
+    return _take(distinct, key_no)
 
 
 def _seen_before(a: np.ndarray, b: np.ndarray) -> np.ndarray:
