@@ -828,16 +828,18 @@ def _running(total: float, per_class: list[float], cls: np.ndarray) -> float:
 
 def tile_event_names(stage: str, c: TileColumns) -> list[str]:
     """Each whole tile's event name, :func:`tile_names` ``+ ".mm"``, from the columns: the
-    strings of the expert and block numbers are made once per distinct number and joined per
-    tile (no int formatted per tile, no second pass to append ``.mm``)."""
+    head ``g1.e{expert}.m{mb}`` made once per distinct (expert, m-block), the tail
+    ``.n{nb}.mm`` once per n-block, and each tile's two joined by one elementwise addition of
+    object arrays (a string concatenation per tile, in C: no int formatted, no Python
+    statement per tile)."""
     pre = "g1" if stage == "gmm1" else "g2"
-    e_str = [f"{pre}.e{e}.m" for e in range(int(c.expert.max()) + 1)]
-    m_str = list(map(str, range(int(c.mb.max()) + 1)))
-    n_str = [f".n{nb}.mm" for nb in range(int(c.nb.max()) + 1)]
-    return [
-        f"{e_str[e]}{m_str[mb]}{n_str[nb]}"
-        for e, mb, nb in zip(c.expert.tolist(), c.mb.tolist(), c.nb.tolist())
-    ]
+    _codes, first, head_no = np.unique(
+        c.expert * (int(c.mb.max()) + 1) + c.mb, return_index=True, return_inverse=True
+    )
+    heads = [f"{pre}.e{e}.m{mb}" for e, mb in zip(c.expert[first].tolist(), c.mb[first].tolist())]
+    tails = [f".n{nb}.mm" for nb in range(int(c.nb.max()) + 1)]
+    joined = np.fromiter(heads, object, len(heads))[head_no] + np.fromiter(tails, object, len(tails))[c.nb]
+    return joined.tolist()
 
 
 def emit_tiles(
