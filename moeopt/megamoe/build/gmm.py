@@ -19,6 +19,7 @@ flag, or the activation's readiness) and in their hand-off.
 
 from __future__ import annotations
 
+import struct
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from itertools import chain as chained
 from itertools import groupby, pairwise, repeat
@@ -62,10 +63,16 @@ class TileColumns(NamedTuple):
     @classmethod
     def of(cls, order: Sequence[Item]) -> TileColumns:
         n = len(order)
-        t = np.fromiter(chained.from_iterable(map(_tile_of, order)), np.int64, 6 * n).reshape(n, 6)
+        # every integer of the items in one flat list (waves, experts, then each tile's six),
+        # packed as int64 by one struct call and read by numpy: fewer instructions per integer
+        # than np.fromiter's conversion of each (callgrind). The columns are read-only views of
+        # the packed bytes (nothing writes into them)
+        flat = [*map(_wave_of, order), *map(_expert_of, order), *chained.from_iterable(map(_tile_of, order))]
+        a = np.frombuffer(struct.pack(f"{len(flat)}q", *flat), np.int64)
+        t = a[2 * n :].reshape(n, 6)
         return cls(
-            np.fromiter(map(_wave_of, order), np.int64, n),
-            np.fromiter(map(_expert_of, order), np.int64, n),
+            a[:n],
+            a[n : 2 * n],
             t[:, 1] - t[:, 0],
             t[:, 3] - t[:, 2],
             t[:, 4],
