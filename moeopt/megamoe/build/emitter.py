@@ -26,8 +26,9 @@ import math
 from bisect import bisect_right
 from collections import Counter, deque
 from collections.abc import Iterable, Mapping, Sequence
-from itertools import compress, repeat
-from operator import attrgetter, itemgetter, not_, or_
+from itertools import chain as chain_iter
+from itertools import compress, islice
+from operator import attrgetter, itemgetter, or_
 from types import MappingProxyType
 from typing import Any
 
@@ -141,32 +142,40 @@ class Emitter:
         labels: Sequence[dict[str, Any]],
         chain: bool,
         sync_deps: Sequence[Mapping[str, float] | None] | None = None,
+        res_no: np.ndarray | None = None,
     ) -> None:
         """:meth:`emit` of many events of ``stage`` in order, given as columns (entry ``i`` of
         each is event ``i``'s argument; no colocation): the same events, dependencies, chain
         edges and stage order as one :meth:`emit` call per event, with ``chain_on`` the event's
         own resources when ``chain`` (else none) and ``sync_deps`` the column's entry. For the
-        stages that emit thousands of tiles: one call instead of one per event, and no Python
-        statement per event where every event has one resource (see :meth:`_chain_run`).
+        stages that emit thousands of tiles: one call instead of one per event, the events made
+        by one :meth:`Event.trusted_many`, and program order found on arrays where every event
+        has one resource (see :meth:`_chain_run`). ``res_no``: where every event has one
+        resource, each event's resource as a number (equal numbers for equal resources, any
+        numbering), if the caller has them (else they are worked out from ``resources``).
 
         The ``deps`` dicts are handed over as with :meth:`emit`; one dict may serve several
         events (it then becomes the read-only dependency map of each, see ``Event.trusted``)
-        only where nothing is added to it: ``chain`` off and no ``sync_deps`` entry for them."""
+        only where nothing is added to it: ``chain`` off and no ``sync_deps`` entry for them.
+        A name emitted before, or twice in ``names``, raises ``AssertionError`` as :meth:`emit`
+        does, but only once the run is recorded (a builder bug: the emitter is not used after it)."""
         events = self._events
-        if not events.keys().isdisjoint(names) or len(set(names)) != len(names):
-            seen = set(events)
+        before = len(events)
+        if chain:
+            self._chain_run(names, resources, deps, res_no)
+        if sync_deps is not None:
+            # (after every chain edge: each event's own dict gets its chain edge, then its sync)
+            _exhaust(map(dict.update, compress(deps, sync_deps), filter(None, sync_deps)))
+        made = Event.trusted_many(names, resources, deps, acquires, releases, None, durations, labels)
+        events.update(zip(names, made))
+        if len(events) != before + len(names):
+            # a name was there before or is repeated: the first such one, as emit reports it (the
+            # names there before are the dict's first ``before`` keys: an update keeps its place)
+            seen = set(islice(events, before))
             for name in names:
                 if name in seen:
                     raise AssertionError(f"builder emitted event {name!r} twice")
                 seen.add(name)
-        if chain:
-            self._chain_run(names, resources, deps)
-        if sync_deps is not None:
-            # (after every chain edge: each event's own dict gets its chain edge, then its sync)
-            _exhaust(map(dict.update, compress(deps, sync_deps), filter(None, sync_deps)))
-        # the events made by a C-level map, in order (the names were checked above)
-        made = map(_event, names, resources, deps, acquires, releases, repeat(None), durations, labels)
-        events.update(zip(names, made))
         by_stage = self._by_stage
         if stage in by_stage:
             by_stage[stage].extend(names)
@@ -174,22 +183,27 @@ class Emitter:
             by_stage[stage] = list(names)
 
     def _chain_run(
-        self, names: Sequence[str], resources: Sequence[Sequence[str]], deps: Sequence[dict[str, float]]
+        self,
+        names: Sequence[str],
+        resources: Sequence[Sequence[str]],
+        deps: Sequence[dict[str, float]],
+        res_no: np.ndarray | None = None,
     ) -> None:
         """The ``chain_on`` part of :meth:`emit` for each event of a run, in order: on each of its
         resources it depends (λ = 0) on the last event emitted there unless it already does, and
         becomes that resource's last.
 
-        Where every event has one resource (GMM tiles on their core's cube) the previous event
-        on each event's resource is found on arrays (a stable sort by resource: within a
-        resource, run order) and the edges are added by C-level passes; otherwise event by
-        event."""
+        Where every event has one resource (GMM tiles on their core's cube; ``res_no``, if
+        given, numbers them) the previous event on each event's resource is found on arrays (a
+        stable sort by resource: within a resource, run order), gathered from an object array of
+        the names, and the edges added by one plain loop (cheaper than the C-level maps of
+        ``dict`` methods it replaced, callgrind); otherwise event by event."""
         last = self._last
         edges = self.chain_edges
         n = len(names)
         if not n:
             return
-        if set(map(len, resources)) != {1}:
+        if res_no is None and set(map(len, resources)) != {1}:
             for name, res, d in zip(names, resources, deps):
                 for r in res:
                     prev = last.get(r)
@@ -198,24 +212,30 @@ class Emitter:
                         edges.add((prev, name))
                     last[r] = name  # (an event's resources are distinct: none is read again)
             return
-        on = list(map(_first_of, resources))
-        number = dict(zip(dict.fromkeys(on), range(n)))  # resource -> its number
-        res_no = np.fromiter(map(number.__getitem__, on), np.int64, n)
+        if res_no is None:
+            on = list(map(_first_of, resources))
+            number = dict(zip(dict.fromkeys(on), range(n)))  # resource -> its number
+            res_no = np.fromiter(map(number.__getitem__, on), np.int64, n)
         by_res = np.argsort(res_no, kind="stable")
         same = res_no[by_res[1:]] == res_no[by_res[:-1]]
         before = np.full(n, n, np.int64)  # the previous event on the same resource (n: none in the run)
         before[by_res[1:][same]] = by_res[:-1][same]
-        with_none = [*names, None]
-        prevs: list[Any] = list(map(with_none.__getitem__, before.tolist()))  # (str or None)
+        with_none = np.fromiter(chain_iter(names, (None,)), object, n + 1)
+        prevs: list[Any] = with_none[before].tolist()  # (str or None)
         for i in np.flatnonzero(before == n).tolist():  # each resource's first event of the run
-            prevs[i] = last.get(on[i])
-        at = list(compress(range(n), prevs))  # the events with a previous one (names are non-empty)
-        ds = list(map(deps.__getitem__, at))
-        ps = list(map(prevs.__getitem__, at))
-        new = list(map(not_, map(dict.__contains__, ds, ps)))  # not already a dependency
-        _exhaust(map(dict.__setitem__, compress(ds, new), compress(ps, new), repeat(0.0)))
-        edges.update(zip(compress(ps, new), compress(map(names.__getitem__, at), new)))
-        last.update(zip(on, names))  # (each resource's last event of the run is the last written)
+            prevs[i] = last.get(resources[i][0])
+        add = edges.add
+        for prev, d, name in zip(prevs, deps, names):
+            if prev is not None and prev not in d:
+                d[prev] = 0.0
+                add((prev, name))
+        # each resource's last event of the run becomes its last, the resources taken in the
+        # order of their first event (the order one by one would add a new one to the dict)
+        firsts = by_res[np.append(True, ~same)]
+        lasts = by_res[np.append(~same, True)]
+        by_first = np.argsort(firsts)
+        for i, j in zip(firsts[by_first].tolist(), lasts[by_first].tolist()):
+            last[resources[i][0]] = names[j]
 
     def flag(self, name: str, deps: Iterable[str]) -> str:
         """A zero-duration flag without resources that waits for ``deps`` (λ = 0; the sync

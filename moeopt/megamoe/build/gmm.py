@@ -19,6 +19,7 @@ flag, or the activation's readiness) and in their hand-off.
 
 from __future__ import annotations
 
+import struct
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from itertools import chain as chained
 from itertools import groupby, pairwise, repeat
@@ -62,10 +63,16 @@ class TileColumns(NamedTuple):
     @classmethod
     def of(cls, order: Sequence[Item]) -> TileColumns:
         n = len(order)
-        t = np.fromiter(chained.from_iterable(map(_tile_of, order)), np.int64, 6 * n).reshape(n, 6)
+        # every integer of the items in one flat list (waves, experts, then each tile's six),
+        # packed as int64 by one struct call and read by numpy: fewer instructions per integer
+        # than np.fromiter's conversion of each (callgrind). The columns are read-only views of
+        # the packed bytes (nothing writes into them)
+        flat = [*map(_wave_of, order), *map(_expert_of, order), *chained.from_iterable(map(_tile_of, order))]
+        a = np.frombuffer(struct.pack(f"{len(flat)}q", *flat), np.int64)
+        t = a[2 * n :].reshape(n, 6)
         return cls(
-            np.fromiter(map(_wave_of, order), np.int64, n),
-            np.fromiter(map(_expert_of, order), np.int64, n),
+            a[:n],
+            a[n : 2 * n],
             t[:, 1] - t[:, 0],
             t[:, 3] - t[:, 2],
             t[:, 4],
@@ -450,16 +457,26 @@ def l1_residency(
     same_expert = (prev >= 0) & fits & (e[p] == e)
     a_res = same_expert & (mb[p] == mb)
     b_res = same_expert & (nb[p] == nb)
-    return list(
+    a_seen, b_seen = _seen_before(e, mb), _seen_before(e, nb)
+    # one tuple per distinct key, which its tiles share: the few distinct keys are made once
+    # (not a tuple per tile), and later passes that compare neighbouring keys (the runs of
+    # TileCosts._runs) find equal ones by identity, in C. The code numbers the keys one to one
+    # (every column >= 0, the flags 0 or 1, the columns below their maximum + 1)
+    code = rows * (int(tcols.max()) + 1) + tcols
+    for flag in (a_res, b_res, a_seen, b_seen):
+        code = code * 2 + flag
+    _codes, first, key_no = np.unique(code, return_index=True, return_inverse=True)
+    distinct = list(
         zip(
-            rows.tolist(),
-            tcols.tolist(),
-            a_res.tolist(),
-            b_res.tolist(),
-            _seen_before(e, mb).tolist(),
-            _seen_before(e, nb).tolist(),
+            rows[first].tolist(),
+            tcols[first].tolist(),
+            a_res[first].tolist(),
+            b_res[first].tolist(),
+            a_seen[first].tolist(),
+            b_seen[first].tolist(),
         )
     )
+    return _take(distinct, key_no)
 
 
 def _seen_before(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -684,7 +701,7 @@ def emit_whole_tiles(
     else:
         res_of = [layout.core_res(k, "AIC")[1] for k in core_list]
         takes = [f"c{k}.onchip_{slot_key}" if onchip else None for k in core_list]
-    res = list(map(res_of.__getitem__, core_no.tolist()))
+    res = _take(res_of, core_no)
     # held units (by cost class and on-chip slot taken): one read-only pair of maps each
     hold_code = cls * len(core_list) + core_no if onchip else cls
     hold_ids, hold_no = np.unique(hold_code, return_inverse=True)
@@ -692,7 +709,6 @@ def emit_whole_tiles(
     for h in hold_ids.tolist():
         t, take = (tc[h // len(core_list)], takes[h % len(core_list)]) if onchip else (tc[h], takes[0])
         pairs.append(em.hold_maps((("hbm", t.hbm_units), ("gm_l1", t.load_units)), take))
-    held = list(map(pairs.__getitem__, hold_no.tolist()))
     # the wave's readiness with the pipeline fill on each edge, by (wave, expert, cost class); a
     # dict per tile when something is added to it (its chain edge, a sync wait), else shared
     n_exp = int(c.expert.max()) + 1
@@ -704,34 +720,18 @@ def emit_whole_tiles(
         fill = tc[k].fill_us
         ready.append({f: lam + fill for f, lam in wave_ready(w, e).items()})
     syncs = _tile_syncs(ctx, stage, join_flag, waits, c.expert, core_list, core_no)
-    ready_of = list(map(ready.__getitem__, ready_no.tolist()))
+    ready_of = _take(ready, ready_no)
     chained = chain and not late
-    deps = list(map(dict, ready_of)) if chained or syncs is not None else ready_of
+    deps = list(map(dict.copy, ready_of)) if chained or syncs is not None else ready_of
     # per-class columns given to the tiles by array lookups
     load_us = np.array([t.load_us for t in tc])[cls].tolist()
     compute_us = np.array([t.compute_us for t in tc])[cls].tolist()
     durs = np.array([t.dur_us for t in tc])[cls].tolist()
-    waves, exps = c.wave.tolist(), c.expert.tolist()
-    shared = list(map([ex.shared for ex in experts].__getitem__, exps))
-    rank = ctx.rank
-    labels = [
-        {
-            "stage": stage,
-            "rank": rank,
-            "wave": w,
-            "expert": e,
-            "tile": idx,
-            "shared": sh,
-            "chunk": 0,
-            "core": k,
-            "load_us": lu,
-            "compute_us": cu,
-        }
-        for idx, w, e, sh, k, lu, cu in zip(range(n), waves, exps, shared, cores, load_us, compute_us)
-    ]
+    shared = _take([ex.shared for ex in experts], c.expert)
+    labels = _tile_labels(stage, ctx.rank, c, shared, cores, load_us, compute_us)
     events = tile_event_names(stage, c)
-    acqs, rels = list(map(_first, held)), list(map(_second, held))
-    em.emit_run(stage, events, res, deps, acqs, rels, durs, labels, chained, syncs)
+    acqs, rels = _take(list(map(_first, pairs)), hold_no), _take(list(map(_second, pairs)), hold_no)
+    em.emit_run(stage, events, res, deps, acqs, rels, durs, labels, chained, syncs, None if late else core_no)
     # the running totals, each tile's bytes and MACs added in tile order (add.accumulate is the
     # running sum from the total: the same floats as a loop's +=; an HBM byte count of 0 added
     # leaves the non-negative total as it is)
@@ -741,6 +741,57 @@ def emit_whole_tiles(
     em.macs = _running(em.macs, [t.macs for t in tc], cls)
     out = tuple(events)
     return GmmTiles(tuple(order), out, tuple(cores), out)
+
+
+_T = TypeVar("_T")
+
+
+def _take(values: Sequence[_T], index: np.ndarray) -> list[_T]:
+    """``[values[i] for i in index]``, the very objects (shared maps stay shared), gathered in C
+    from an object array (cheaper than a C-level map of ``values.__getitem__`` over ``index``
+    as a list of ints, callgrind)."""
+    return np.fromiter(values, object, len(values))[index].tolist()
+
+
+def _tile_labels(
+    stage: str,
+    rank: int,
+    c: TileColumns,
+    shared: Sequence[bool],
+    cores: Sequence[int],
+    load_us: Sequence[float],
+    compute_us: Sequence[float],
+) -> list[dict[str, object]]:
+    """Each whole tile's labels (:func:`emit_tiles`' keys, in its order): a copy of one dict
+    holding the keys in order and the values every tile shares, its own values then stored
+    under their keys (fewer instructions than a dict display per tile, callgrind)."""
+    template: dict[str, object] = {
+        "stage": stage,
+        "rank": rank,
+        "wave": 0,
+        "expert": 0,
+        "tile": 0,
+        "shared": False,
+        "chunk": 0,
+        "core": 0,
+        "load_us": 0.0,
+        "compute_us": 0.0,
+    }
+    out: list[dict[str, object]] = []
+    append, copy = out.append, template.copy
+    for idx, w, e, sh, k, lu, cu in zip(
+        range(len(shared)), c.wave.tolist(), c.expert.tolist(), shared, cores, load_us, compute_us
+    ):
+        lab = copy()
+        lab["wave"] = w
+        lab["expert"] = e
+        lab["tile"] = idx
+        lab["shared"] = sh
+        lab["core"] = k
+        lab["load_us"] = lu
+        lab["compute_us"] = cu
+        append(lab)
+    return out
 
 
 def _tile_syncs(
@@ -784,16 +835,18 @@ def _running(total: float, per_class: list[float], cls: np.ndarray) -> float:
 
 def tile_event_names(stage: str, c: TileColumns) -> list[str]:
     """Each whole tile's event name, :func:`tile_names` ``+ ".mm"``, from the columns: the
-    strings of the expert and block numbers are made once per distinct number and joined per
-    tile (no int formatted per tile, no second pass to append ``.mm``)."""
+    head ``g1.e{expert}.m{mb}`` made once per distinct (expert, m-block), the tail
+    ``.n{nb}.mm`` once per n-block, and each tile's two joined by one elementwise addition of
+    object arrays (a string concatenation per tile, in C: no int formatted, no Python
+    statement per tile)."""
     pre = "g1" if stage == "gmm1" else "g2"
-    e_str = [f"{pre}.e{e}.m" for e in range(int(c.expert.max()) + 1)]
-    m_str = list(map(str, range(int(c.mb.max()) + 1)))
-    n_str = [f".n{nb}.mm" for nb in range(int(c.nb.max()) + 1)]
-    return [
-        f"{e_str[e]}{m_str[mb]}{n_str[nb]}"
-        for e, mb, nb in zip(c.expert.tolist(), c.mb.tolist(), c.nb.tolist())
-    ]
+    _codes, first, head_no = np.unique(
+        c.expert * (int(c.mb.max()) + 1) + c.mb, return_index=True, return_inverse=True
+    )
+    heads = [f"{pre}.e{e}.m{mb}" for e, mb in zip(c.expert[first].tolist(), c.mb[first].tolist())]
+    tails = [f".n{nb}.mm" for nb in range(int(c.nb.max()) + 1)]
+    joined = np.fromiter(heads, object, len(heads))[head_no] + np.fromiter(tails, object, len(tails))[c.nb]
+    return joined.tolist()
 
 
 def emit_tiles(
