@@ -150,7 +150,10 @@ def build_graphs(scenario: Scenario, *, progress: Steps | None = None) -> BuiltG
     counts, groups = rank_groups(scenario)
     builder = lookup("builder", cfg.builder)()
     out = BuiltGraphs()
-    with recording() as used:
+    # (the collector paused as for every build of this many objects, see moeopt.core.gcpause:
+    # a library call of this function alone paid about a fifth of a DeepSeek-V3-like rank's
+    # build in collections, callgrind; simulate and the search already pause it around it)
+    with gc_paused(), recording() as used:
         for ranks in groups:
             rep = ranks[0]
             out[rep] = (builder(cfg, w.tokens, w.topk, w.world, counts, rep, w.shared_expert_num), ranks)
