@@ -8,7 +8,7 @@ import re
 import pytest
 
 import moeopt.megamoe as mm
-from moeopt.megamoe.scenario import effective_table
+from moeopt.megamoe.scenario import effective_table, scenario_from_dict
 
 EXAMPLE = os.path.join(os.path.dirname(__file__), "..", "..", "examples", "scenario_basic.toml")
 
@@ -326,3 +326,26 @@ def test_staged_barriers_refuse_a_dispatch_look_ahead():
     ):
         mm.load_scenario(BS72, {**staged, "policy.dispatch_lookahead": 2})
     assert mm.simulate(mm.load_scenario(BS72, staged))["kernel_total_us"] > 0
+
+
+def test_onchip_gmm2_combine_link_needs_the_per_tile_combine():
+    # only the per-tile combine gives a GMM2 tile's on-chip slot back: with V1's by-source
+    # combine (pto-a2a3-v1's default) the tiles took slots never returned, and a scenario with
+    # more tiles per core than slots deadlocked in the scheduler instead of being refused here
+    link = {"producer": "gmm2", "consumer": "combine", "location": "onchip", "colocated_by_hardware": True, "depth": 2}
+    base = {
+        "h": 1024,
+        "hidden_dim": 1024,
+        "workload": {"tokens": 16, "topk": 8, "world": 2, "local_experts": 16, "routing": "zipf"},
+        "options": {"links": [link]},
+    }
+    with pytest.raises(mm.NotModelledError, match=r"gmm2->combine\] on-chip with options.combine_granularity = 'by_source'"):
+        scenario_from_dict({**base, "profile": "pto-a2a3-v1"})
+    # 'auto' resolves to per-expert past kernel.combine_small_max_routes: 16 x 8 = 128 routes > 64
+    auto = {**base, "profile": "pto-a2a3", "kernel": {"combine_small_max_routes": 64}}
+    auto["options"] = {**base["options"], "combine_granularity": "auto"}
+    with pytest.raises(mm.NotModelledError, match=r"'per_expert' \('auto' picks it: tokens x topk = 128 > "):
+        scenario_from_dict(auto)
+    # the per-tile combine consumes the slots: accepted, and it runs
+    tile = {**base, "profile": "pto-a2a3-v1", "options": {**base["options"], "combine_granularity": "per_tile"}}
+    assert mm.simulate(scenario_from_dict(tile))["kernel_total_us"] > 0

@@ -333,7 +333,8 @@ def _edge_rules(links: Links) -> None:
 
 def _link_combination_rules(s: Scenario, kern: Table, opt: Table, links: Links) -> None:
     """Links against other knobs: SwiGLU segments apply to a GM activation hand-off only; URMA
-    combine reads GM; staged barriers with an on-chip link would deadlock."""
+    combine reads GM, and so do the per-expert and by-source combines (an on-chip GMM2 slot is
+    consumed per tile only); staged barriers with an on-chip link would deadlock."""
     if links[("gmm1", "activation")].location == "onchip" and s.kernel.swiglu_segments is not None:
         raise NotModelledError(
             "kernel.swiglu_segments is set but gmm1->activation is on-chip (activation runs per GMM1 tile); "
@@ -344,6 +345,28 @@ def _link_combination_rules(s: Scenario, kern: Table, opt: Table, links: Links) 
             "options.links[gmm2->combine] on-chip with kernel.topo_urma: URMA combine PUTs are batched per "
             "wave from GM"
         )
+    if links[("gmm2", "combine")].location == "onchip" and not kern["topo_urma"]:
+        # only the per-tile combine gives a GMM2 tile's on-chip slot back (build/combine.py,
+        # tile_combine); the per-expert and by-source combines read whole experts after GMM2,
+        # so the slots their tiles take would never come back: a deadlock once a core's tiles
+        # outnumber its slots, the link silently unused otherwise
+        g = opt["combine_granularity"]
+        routes = s.workload.tokens * s.workload.topk
+        small = routes <= kern["combine_small_max_routes"]
+        mode = g if g != "auto" else "per_tile" if small else "per_expert"
+        if mode != "per_tile":
+            why = (
+                f" ('auto' picks it: tokens x topk = {routes} > kernel.combine_small_max_routes = "
+                f"{kern['combine_small_max_routes']})"
+                if g == "auto"
+                else ""
+            )
+            raise NotModelledError(
+                f"options.links[gmm2->combine] on-chip with options.combine_granularity = {mode!r}{why}: "
+                "only the per-tile combine consumes a GMM2 tile's on-chip slot; the per-expert and "
+                "by-source combines read whole experts from GM after GMM2; allowed: "
+                "combine_granularity 'per_tile' with an on-chip gmm2->combine link, or a GM link"
+            )
     if opt["barriers"] == "staged" and any(lk.location == "onchip" for lk in links.values()):
         raise ScenarioError(
             "options.barriers = 'staged' with an on-chip link: the producer stage cannot finish while its "
