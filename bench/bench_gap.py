@@ -19,8 +19,13 @@ e.g. ``--set profile="..."``); ``--m`` adds cases of the typical shape by M.
 
 Per case it prints the worst rank's (largest certified gap) events, greedy (the scenario's
 policy), best greedy over the policies, CP-SAT's best schedule, the bound, which bound won, the
-certified gap ``greedy / bound − 1``, the certificate's own gap ``best / bound − 1`` and, per
-constraint class, the largest bound that class reaches alone (``ExactResult.class_bounds_us``).
+certified gap ``greedy / bound − 1``, the certificate's own gap ``best / bound − 1``, what the
+certified gap is made of (``1 + certified = (greedy / best) · (best / bound)``: the greedy's own
+excess over a schedule that exists, which no bound can remove, times the certificate's gap; where
+the best schedule came from and how long CP-SAT actually searched, which under CPU contention is
+far less than the limit: the static analysis and the forward-backward passes take their shares
+of the wall-clock budget first) and, per constraint class, the largest bound that class reaches
+alone (``ExactResult.class_bounds_us``).
 The certified gap can only reach 1% when the greedy itself is within 1% of the optimum; the
 certificate's gap says how far the bound is from a schedule that exists. A verdict
 ``UNSOUND(rank r)`` flags a bound above a schedule of that rank (its best or any policy's greedy).
@@ -128,6 +133,15 @@ def main() -> None:
             f"{r.best_us:>10.2f} {r.lower_bound_us:>10.2f} {r.exact.bound_source:<24} "
             f"{100 * r.certified_gap:>8.2f}% {100 * r.bound_gap:>9.2f}% {wall:>7.1f} "
             f"{statistics.median(cpus):>7.1f}  {' '.join(verdict)}",
+            flush=True,
+        )
+        # what the certified gap is made of: (1 + certified) = (1 + greedy/best − 1)(1 + best/bound − 1);
+        # the first factor is the greedy's own order (a schedule that much shorter exists: no bound
+        # can remove it), the second the certificate's (a better bound or a better best closes it)
+        print(
+            f"    made of: greedy above best {100 * r.reachable_gap:.2f}% x best above bound "
+            f"{100 * r.bound_gap:.2f}%; best from {r.exact.best_source}, CP-SAT searched "
+            f"{r.exact.solve_s:.1f} s of the {args.time_limit:g} s",
             flush=True,
         )
         classes = getattr(r.exact, "class_bounds_us", None) or {}

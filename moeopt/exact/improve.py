@@ -56,6 +56,18 @@ NOISE_SHARES = (0.001, 0.003, 0.01)
 near-ties, did better than shares of 1-5%)."""
 JUSTIFY_ROUNDS = 2
 """Forward-backward passes after each randomised forward pass."""
+_clock = time.perf_counter
+"""The clock of the budget and of the stall test (a module attribute so that tests can drive it)."""
+STALL_SHARE = 0.25
+""":meth:`Improver.improve` gives up once it has gone without a better schedule for longer than
+both the time it took to find its last one and this share of its budget (the time then goes to
+the solver, which :func:`moeopt.exact.solve_exact` gives whatever is left). assumed: a quarter;
+measured on the seed-002 kernel graphs (``bench/bench_gap.py``, 24 s of passes, load 7 on 2
+cores): M = 512 reached its optimum on the 2nd pass (0.4 s) and then spent 23.6 s in vain, which
+under load left CP-SAT too little to prove it (1 of 2 runs at a 60 s limit); M = 16 and M = 128
+found their last schedule by 2 s; V1 at M = 512 kept improving until the end, never idle for
+more than 6 s (a quarter of the budget) or than the time already spent; scenario_basic with
+late-bound AIC gained 0.005% after 11.5 idle seconds (the one gain this gives up)."""
 
 
 class ListPolicy(Policy):
@@ -159,13 +171,24 @@ class Improver:
 
     def improve(self, starts: Sequence[Schedule], budget_s: float, target_us: float = 0.0) -> Schedule:
         """The best valid schedule found from ``starts`` (valid schedules) within ``budget_s``,
-        stopping early once a schedule reaches ``target_us`` (a lower bound: nothing to gain)."""
-        t_end = time.perf_counter() + budget_s
+        stopping early once a schedule reaches ``target_us`` (a lower bound: nothing to gain) or
+        once the passes have stalled (no better schedule for longer than both the time spent
+        until the last one and ``STALL_SHARE`` of the budget)."""
+        t_begin = _clock()
+        t_end = t_begin + budget_s
         best = min(starts, key=lambda s: s.makespan_us)
+        last_gain = t_begin  # when ``best`` last improved
 
         def done() -> bool:
             reached = best.makespan_us <= target_us + 1e-9 * max(1.0, target_us)
-            return reached or time.perf_counter() >= t_end
+            now = _clock()
+            stalled = now - last_gain > max(last_gain - t_begin, STALL_SHARE * budget_s)
+            return reached or now >= t_end or stalled
+
+        def take(s: Schedule | None) -> None:
+            nonlocal best, last_gain
+            if s is not None and s.makespan_us < best.makespan_us:
+                best, last_gain = s, _clock()
 
         for s in sorted(starts, key=lambda s: s.makespan_us):
             cur: Schedule | None = s
@@ -173,8 +196,7 @@ class Improver:
                 if done() or cur is None:
                     break
                 cur = self.justify(cur)
-                if cur is not None and cur.makespan_us < best.makespan_us:
-                    best = cur
+                take(cur)
         while not done():
             self.parallel = not self.parallel
             noise = self.rng.choice(NOISE_SHARES) * best.makespan_us
@@ -183,9 +205,7 @@ class Improver:
             for _ in range(JUSTIFY_ROUNDS):
                 if cur is None or done():
                     break
-                if cur.makespan_us < best.makespan_us:
-                    best = cur
+                take(cur)
                 cur = self.justify(cur)
-            if cur is not None and cur.makespan_us < best.makespan_us:
-                best = cur
+            take(cur)
         return best

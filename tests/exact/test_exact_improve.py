@@ -103,3 +103,57 @@ def test_solve_exact_reports_an_improved_hint() -> None:
     assert y.best_source in ("cpsat", "hint")
     with pytest.raises(m.InputError, match=r"improve_share must be a number in \[0, 1\), got 1.5"):
         solve_exact(g, 5.0, 1, improve_share=1.5)
+
+
+class _Ticking:
+    """A fake clock for :mod:`moeopt.exact.improve`: one second per reading."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        self.now += 1.0
+        return self.now
+
+
+class _Gaining(Improver):
+    """Every forward-backward pass 'finds' a schedule 0.1% shorter than the last it found (a
+    scaled copy: improve() only reads makespans and starts), or nothing at all with
+    ``gains=False``."""
+
+    def __init__(self, g: m.EventGraph, gains: bool) -> None:
+        super().__init__(g)
+        self.gains = gains
+        self.found: Schedule | None = None
+
+    def justify(self, s: Schedule) -> Schedule | None:
+        if not self.gains:
+            return None
+        last = s if self.found is None else self.found
+        k = 0.999
+        self.found = Schedule(
+            start_us={n: k * v for n, v in last.start_us.items()},
+            end_us={n: k * v for n, v in last.end_us.items()},
+            resources=dict(last.resources),
+        )
+        return self.found
+
+
+def test_the_passes_stop_once_stalled_and_not_while_they_gain(monkeypatch: pytest.MonkeyPatch) -> None:
+    import moeopt.exact.improve as improve
+
+    g = _greedy_trap()
+    start = m.schedule(g)
+    # no pass ever gains: with a 100 s budget, the passes give up once idle for STALL_SHARE of it
+    # (25 s on the fake clock, one second per reading), far before the budget
+    clock = _Ticking()
+    monkeypatch.setattr(improve, "_clock", clock)
+    best = _Gaining(g, gains=False).improve([start], 100.0)
+    assert best is start
+    assert 25.0 < clock.now <= 25.0 + 3.0  # the reading that found the stall, give or take a pass
+    # every pass gains: never stalled, the passes run until the budget is spent
+    clock = _Ticking()
+    monkeypatch.setattr(improve, "_clock", clock)
+    best = _Gaining(g, gains=True).improve([start], 100.0)
+    assert best.makespan_us < start.makespan_us
+    assert clock.now >= 100.0
