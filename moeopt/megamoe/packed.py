@@ -17,7 +17,9 @@ the same objects from them:
   :class:`_DeferredGraph`): the parent process of ``simulate`` reads none of its ranks' graphs,
   and unpickling and rebuilding them was most of its serial work (the largest
   DeepSeek-V3-like rank, 47k events, took 1.09 G instructions to unpickle and unpack, 0.32 G
-  without its graph);
+  without its graph). A sender whose receiver can make the graph itself leaves it out
+  (``pack(..., graph=False)``, ``unpack(..., graph=maker)``): simulate's workers do, see
+  :func:`moeopt.megamoe.kerneltime._graph_again`;
 * the schedule: the same starts, ends, bindings, waits (as plain ``Wait`` values: the lazy map's
   values, each built once), policy, commit order, recorded semaphore levels (recorded for the
   rebuilt start / end maps, as they were for the originals) and moved tiles;
@@ -284,34 +286,52 @@ def _graph_of(blob: bytes) -> EventGraph:
     return _unpack_graph(pickle.loads(blob))
 
 
-Packed = tuple[list[str], dict[str, Any], tuple[list[str], bytes], tuple[Any, ...]]
+Packed = tuple[list[str], dict[str, Any], tuple[list[str], bytes | None], tuple[Any, ...]]
 """What :func:`pack` makes of a rank's result (plain values only)."""
 
 
-def pack(res: RankResult) -> Packed:
+def pack(res: RankResult, *, graph: bool = True) -> Packed:
     """``res`` as plain values: its keys in order, every field but its graph, schedule and
     event rows as it is, its graph's event names and its graph as columns pickled apart (a
     byte string, unpickled only when the graph is first read), its schedule as columns (its
-    event rows are a view of the two)."""
+    event rows are a view of the two).
+
+    ``graph=False``: the graph's columns are left out, for a receiver that can make the same
+    graph itself when it is first read (:func:`unpack`'s ``graph``): packing and pickling a
+    large rank's graph was about a tenth of a DeepSeek-V3-like worker's time, and the parent
+    held every rank's byte string until the end."""
     if not isinstance(res["events"], EventRows):
         raise TypeError("pack takes a result of moeopt.megamoe.simulate.rank_result")
     g = res["graph"]
-    graph = _pack_graph(g)
-    names = graph[2]
+    if graph:
+        cols = _pack_graph(g)
+        names: list[str] = cols[2]
+        blob: bytes | None = pickle.dumps(cols, protocol=pickle.HIGHEST_PROTOCOL)
+    else:
+        names, blob = list(map(_NAME, g)), None
     return (
         list(res),
         {k: v for k, v in res.items() if k not in _OWN},
-        (names, pickle.dumps(graph, protocol=pickle.HIGHEST_PROTOCOL)),
+        (names, blob),
         _pack_schedule(res["schedule"], names),
     )
 
 
-def unpack(packed: Packed) -> RankResult:
+def unpack(packed: Packed, graph: Callable[[Schedule], EventGraph] | None = None) -> RankResult:
     """The result :func:`pack` was given, rebuilt (see the module docstring): its schedule now,
-    its graph and event table when first read."""
+    its graph and event table when first read. ``graph``: what makes the graph, from the
+    rebuilt schedule (a tile a restructuring rule moved is where ``schedule.repinned`` says),
+    when it was packed without it (``pack(..., graph=False)``): called when the graph is first
+    read, it must give the graph the result was made of, its events in the packed order."""
     keys, rest, (names, blob), sched = packed
     s = _unpack_schedule(sched, names)
-    g = _DeferredGraph(partial(_graph_of, blob))
+    if blob is not None:
+        make: Callable[[], EventGraph] = partial(_graph_of, blob)
+    elif graph is not None:
+        make = partial(graph, s)
+    else:
+        raise ValueError("the result was packed without its graph: unpack needs what makes it")
+    g = _DeferredGraph(make)
     rows = EventRows(_DeferredTable(partial(_table, g, s, names)))
     own = {"graph": g, "schedule": s, "events": rows}
     return cast(RankResult, {k: own[k] if k in own else rest[k] for k in keys})

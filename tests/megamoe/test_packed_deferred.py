@@ -148,3 +148,30 @@ def test_graph_made_once_across_threads() -> None:
         assert seen == [n] * 4
         assert type(g) is EventGraph
         assert len(g) == n
+
+
+def test_result_packed_without_its_graph_reads_as_the_original() -> None:
+    # pack(..., graph=False): the receiver makes the graph itself, from the rebuilt schedule,
+    # the first time it is read (simulate's workers send their results so, see
+    # kerneltime._graph_again); re-pinned tiles: the maker is handed the schedule that moved them
+    for res in _results("pto_m16.zipf.stealing"):
+        packed = pickle.loads(pickle.dumps(pack(res, graph=False)))
+        assert packed[2][1] is None  # (no graph columns sent)
+        with pytest.raises(ValueError, match="without its graph"):
+            unpack(packed)
+        made: list[object] = []
+
+        def make(s: object, g: EventGraph = res["graph"], made: list[object] = made) -> EventGraph:
+            made.append(s)
+            return g.copy_with()
+
+        got = unpack(packed, make)
+        assert made == []  # (not made before it is read)
+        assert got["schedule"] == res["schedule"]
+        assert list(got["events"]) == list(res["events"])
+        assert made == [got["schedule"]]  # once, from the rebuilt schedule
+        assert type(got["graph"]) is EventGraph
+        assert _graph_text(got["graph"]) == _graph_text(res["graph"])
+        assert {k: v for k, v in got.items() if k not in ("graph", "schedule", "events")} == {
+            k: v for k, v in res.items() if k not in ("graph", "schedule", "events")
+        }
