@@ -24,7 +24,8 @@ it stops at the first rank whose time reaches the best) and :func:`simulate_slow
 (``simulate(..., ranks="slowest")``: every rank timed here, the slowest one analysed where it
 was timed). :func:`parallel_rank_results` is ``simulate(...)``'s full result with the same
 workers: each rank built, scheduled and analysed in one, its result sent back packed
-(:mod:`moeopt.megamoe.packed`).
+(:mod:`moeopt.megamoe.packed`) without its graph, which this process builds again only if it is
+read (:func:`_graph_again`).
 """
 
 from __future__ import annotations
@@ -424,7 +425,8 @@ def parallel_rank_results(
     fork (:func:`_can_fork`).
 
     The same result, value for value: a worker sends its rank's result packed
-    (:mod:`moeopt.megamoe.packed`), rebuilt here; the barrier-delayed ends, which depend on
+    (:mod:`moeopt.megamoe.packed`), rebuilt here (its graph built again when first read,
+    :func:`_graph_again`); the barrier-delayed ends, which depend on
     every rank's time, are set here as :func:`~moeopt.megamoe.simulate.rank_results` sets them.
     The same error, too: the first build error in rank order, else the first scheduling or
     validation error, else the first analysis error (simulate builds every rank before it

@@ -20,12 +20,12 @@ binding could recover).
 
 The steps of :func:`idle_decomposition`: busy intervals per resource, merged
 (:func:`_merged_arrays`), and the events of each stage (:func:`_stage_events`), the pools to
-judge (:func:`_pools`), per pool the instants its events were ready (:func:`_ready_points`) and one sweep over those and the members' busy
-intervals (:func:`_sweep`); then the ledger per role (:func:`_role_ledger`), a sweep whose ready
-events may each use a different set of members (a maximum matching, :func:`_matched`). A pool
-or role where no event ever waited has a closed form. The analysis runs on every simulation, so
-the hot loops read the table's arrays into locals and the semaphore level curves are read (or
-rebuilt) only when an event waited.
+judge (:func:`_pools`), per pool the instants its events were ready (:func:`_ready_points`) and
+one sweep over those and the members' busy intervals (:func:`_sweep`); then the ledger per role
+(:func:`_role_ledger`), a sweep whose ready events may each use a different set of members (a
+maximum matching, :func:`_matched`). A pool or role where no event ever waited has a closed
+form. The analysis runs on every simulation, so the hot loops read the table's arrays into
+locals and the semaphore level curves are read (or rebuilt) only when an event waited.
 """
 
 from __future__ import annotations
