@@ -24,7 +24,8 @@ it stops at the first rank whose time reaches the best) and :func:`simulate_slow
 (``simulate(..., ranks="slowest")``: every rank timed here, the slowest one analysed where it
 was timed). :func:`parallel_rank_results` is ``simulate(...)``'s full result with the same
 workers: each rank built, scheduled and analysed in one, its result sent back packed
-(:mod:`moeopt.megamoe.packed`).
+(:mod:`moeopt.megamoe.packed`) without its graph, which this process builds again only if it is
+read (:func:`_graph_again`).
 """
 
 from __future__ import annotations
@@ -35,11 +36,13 @@ import math
 import multiprocessing
 import os
 import threading
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from functools import partial
 from typing import Any, NamedTuple, TypedDict, TypeGuard, cast
 
 import numpy as np
 
+from moeopt.core.events import EventGraph
 from moeopt.core.gcpause import gc_paused
 from moeopt.core.policies import make_policy
 from moeopt.core.restructure import repinned_graph
@@ -381,10 +384,34 @@ def _rank_analysed(rep: int) -> _Analysed:
             phase = "schedule"
             rg, s, last = scheduled_rank(rg, cfg, validate)
             phase = "analyse"
-            packed = pack(rank_result(rg, s, cfg, last, ranks_of[rep], 0.0))
+            # without its graph: the caller makes it again if it is ever read (_graph_again)
+            packed = pack(rank_result(rg, s, cfg, last, ranks_of[rep], 0.0), graph=False)
         except Exception as exc:  # handed back, raised by the caller
             return _Analysed(rep, None, _carried(phase, exc), frozenset(used))
     return _Analysed(rep, packed, None, frozenset(used))
+
+
+def _graph_again(
+    builder: Callable[[], Any], scenario: Scenario, counts: np.ndarray, rep: int, s: Schedule
+) -> EventGraph:
+    """The graph of distinct rank ``rep`` that a worker of :func:`parallel_rank_results`
+    analysed, made again in this process when its result's graph is first read (the worker
+    sends the result without it): built as the worker built it (the builder and the routing
+    counts are the ones the workers had; a build is a function of them and the scenario), with
+    every tile the restructuring rule moved where ``s`` (the rank's schedule) says it ran, as
+    :func:`~moeopt.megamoe.simulate.scheduled_rank` gives it to the analyses.
+
+    Why not send it: packing and pickling the graph cost about a tenth of a DeepSeek-V3-like
+    rank's worker time, and this process kept every rank's pickled graph until the end, while
+    most callers of ``simulate`` read no rank's graph; a caller that does pays a build per rank
+    it reads (about five times the unpickling it replaces)."""
+    cfg = scenario.config
+    w = scenario.workload
+    with gc_paused(), recording():  # (its constants were noted when the worker built it)
+        g = builder()(cfg, w.tokens, w.topk, w.world, counts, rep, w.shared_expert_num).graph
+    # a graph of those events without the caches the build filled (its compiled form), as the
+    # graph that crossed before was and as repinned_graph makes one when a tile moved
+    return repinned_graph(g, s.repinned) if s.repinned else g.copy_with()
 
 
 def parallel_rank_results(
@@ -398,7 +425,8 @@ def parallel_rank_results(
     fork (:func:`_can_fork`).
 
     The same result, value for value: a worker sends its rank's result packed
-    (:mod:`moeopt.megamoe.packed`), rebuilt here; the barrier-delayed ends, which depend on
+    (:mod:`moeopt.megamoe.packed`), rebuilt here (its graph built again when first read,
+    :func:`_graph_again`); the barrier-delayed ends, which depend on
     every rank's time, are set here as :func:`~moeopt.megamoe.simulate.rank_results` sets them.
     The same error, too: the first build error in rank order, else the first scheduling or
     validation error, else the first analysis error (simulate builds every rank before it
@@ -415,6 +443,7 @@ def parallel_rank_results(
     # the largest ranks first: the last one to finish is then a small one
     reps = [groups[k][0] for k in sorted(range(len(groups)), key=lambda k: -rows[k])]
     job = _FullJob(scenario, counts, {g[0]: g for g in groups}, validate)
+    builder = lookup("builder", cfg.builder)  # (the one the workers build with, kept)
     got: dict[int, RankResult] = {}
     failed: dict[int, _Failed] = {}
     with _pool(job, n) as pool:  # (leaving it stops the workers)
@@ -425,7 +454,8 @@ def parallel_rank_results(
                 failed[one.rep] = (phase, _rebuilt(cls, args, attrs))
                 continue
             assert one.result is not None
-            got[one.rep] = unpack(one.result)  # (while the workers go on)
+            # (while the workers go on) its graph was sent without: made here when first read
+            got[one.rep] = unpack(one.result, partial(_graph_again, builder, scenario, counts, one.rep))
             if steps is not None:
                 for what in ("built", "scheduled", "analysed"):
                     steps(f"rank {one.rep} {what}")

@@ -17,7 +17,9 @@ the same objects from them:
   :class:`_DeferredGraph`): the parent process of ``simulate`` reads none of its ranks' graphs,
   and unpickling and rebuilding them was most of its serial work (the largest
   DeepSeek-V3-like rank, 47k events, took 1.09 G instructions to unpickle and unpack, 0.32 G
-  without its graph);
+  without its graph). A sender whose receiver can make the graph itself leaves it out
+  (``pack(..., graph=False)``, ``unpack(..., graph=maker)``): simulate's workers do, see
+  :func:`moeopt.megamoe.kerneltime._graph_again`;
 * the schedule: the same starts, ends, bindings, waits (as plain ``Wait`` values: the lazy map's
   values, each built once), policy, commit order, recorded semaphore levels (recorded for the
   rebuilt start / end maps, as they were for the originals) and moved tiles;
@@ -38,13 +40,15 @@ import pickle
 import threading
 from collections.abc import Callable, Mapping
 from functools import partial
-from operator import attrgetter
+from itertools import repeat
+from operator import add, attrgetter, gt, mul, sub
 from types import MappingProxyType
 from typing import Any, TypeVar, cast
 
 from moeopt.core.events import Event, EventGraph
 from moeopt.core.gcpause import gc_paused
 from moeopt.core.schedule import Schedule, SemaphoreLevels, Wait
+from moeopt.core.scheduler import _LazyWaits
 from moeopt.megamoe.analysis.table import EventRows, Table
 from moeopt.megamoe.results import RankResult
 
@@ -136,9 +140,21 @@ def _column(m: Mapping[str, Any], names: list[str]) -> tuple[list[str] | None, l
     return (None if keys == names else keys), list(m.values())
 
 
-def _uncolumn(col: tuple[list[str] | None, list[Any]], names: list[str]) -> dict[str, Any]:
+def _uncolumn(
+    col: tuple[list[str] | None, list[Any]], names: list[str], like: dict[str, Any]
+) -> dict[str, Any]:
+    """The map :func:`_column` was given. ``like``: a dict whose keys are ``names``, in order
+    (the common case's keys): copied, then its values replaced, which gives the same dict
+    as ``dict(zip(names, values))`` (the same keys in the same order, the same values) several
+    times faster -- the copy takes the key table as it is (no key hashed, no table grown) and
+    the update finds every key in place (measured: 47k event names, 2.1 ms against 14 ms, in
+    the parent process, which rebuilds four such maps per rank one rank after another)."""
     keys, values = col
-    return dict(zip(names if keys is None else keys, values))
+    if keys is None:
+        out = like.copy()
+        out.update(zip(names, values))
+        return out
+    return dict(zip(keys, values))
 
 
 _WAIT = partial(tuple.__new__, Wait)
@@ -155,12 +171,11 @@ def _pack_schedule(s: Schedule, names: list[str]) -> tuple[Any, ...]:
             None if rec.for_end is s.end_us else dict(rec.for_end),
             dict(rec.curves),
         )
-    waits = _column(s.waits, names)
     return (
         _column(s.start_us, names),
         _column(s.end_us, names),
         _column(s.resources, names),
-        (waits[0], list(map(tuple, waits[1]))),
+        _wait_column(s.waits, names),
         s.policy,
         list(s.order),
         levels,
@@ -168,10 +183,48 @@ def _pack_schedule(s: Schedule, names: list[str]) -> tuple[Any, ...]:
     )
 
 
+def _wait_column(
+    waits: Mapping[str, Wait], names: list[str]
+) -> tuple[list[str] | None, list[tuple[Any, ...]]]:
+    """:func:`_column` of a schedule's waits, each as a plain tuple of its fields."""
+    if type(waits) is _LazyWaits and waits._cg.names == tuple(names):
+        return None, _lazy_wait_rows(waits)
+    keys, values = _column(waits, names)
+    return keys, list(map(tuple, values))
+
+
+def _lazy_wait_rows(waits: _LazyWaits) -> list[tuple[Any, ...]]:
+    """Every wait of the greedy scheduler's lazy map, in graph order, as the tuple of its fields,
+    worked out from the scheduler's records in columns rather than built one by one.
+
+    Why: the map builds each ``Wait`` on first read, a Python call per event, and reading all of
+    them through the ``Mapping`` protocol adds two more: a DeepSeek-V3-like rank's schedule took
+    408M instructions to pack (callgrind), nearly all of it in those calls. The fields here are
+    those ``_LazyWaits._build`` makes, by the same operations, each a C-level ``map`` over a
+    column: ``rw = t_base - ready`` and ``sw = start - t_base`` (the same float subtractions);
+    ``rw if rw > 0 else 0.0`` is ``max(0.0, rw)`` (``max`` keeps its first argument unless the
+    second is greater: ``-0.0`` and ``0.0`` give ``0.0`` as there); a name by index, ``None`` for
+    ``-1`` (the predecessor: the names with ``None`` appended, read at ``-1``); the resource (the
+    semaphore) only when ``rw > 0`` (``sw > 0``): read at ``(index + 1) * (wait > 0)`` in the
+    names with ``None`` put first. ``tests/megamoe/test_packed_deferred.py`` compares them with
+    the map's own values."""
+    cg = waits._cg
+    ready, start = waits._ready, waits._start
+    rp, rb, tb, sb = zip(*waits._raw) if cg.names else ((), (), (), ())
+    rw = list(map(sub, tb, ready))
+    sw = list(map(sub, start, tb))
+    pred = map([*cg.names, None].__getitem__, rp)
+    # (each repeat() an endless column of its own, read in step with the others)
+    res = map([None, *cg.res_names].__getitem__, map(mul, map(add, rb, repeat(1)), map(gt, rw, repeat(0.0))))
+    sem = map([None, *cg.sem_names].__getitem__, map(mul, map(add, sb, repeat(1)), map(gt, sw, repeat(0.0))))
+    return list(zip(ready, pred, res, map(max, repeat(0.0), rw), sem, map(max, repeat(0.0), sw)))
+
+
 def _unpack_schedule(packed: tuple[Any, ...], names: list[str]) -> Schedule:
     start, end, res, (wait_keys, waits), policy, order, levels, repinned = packed
-    start_us = _uncolumn(start, names)
-    end_us = _uncolumn(end, names)
+    like = dict.fromkeys(names)  # (the keys of every column sent without its own)
+    start_us = _uncolumn(start, names, like)
+    end_us = _uncolumn(end, names, like)
     rec = None
     if levels is not None:
         for_start, for_end, curves = levels
@@ -181,8 +234,8 @@ def _unpack_schedule(packed: tuple[Any, ...], names: list[str]) -> Schedule:
     return Schedule(
         start_us=start_us,
         end_us=end_us,
-        resources=_uncolumn(res, names),
-        waits=_uncolumn((wait_keys, list(map(_WAIT, waits))), names),
+        resources=_uncolumn(res, names, like),
+        waits=_uncolumn((wait_keys, list(map(_WAIT, waits))), names, like),
         policy=policy,
         order=tuple(order),
         recorded_levels=rec,
@@ -284,34 +337,52 @@ def _graph_of(blob: bytes) -> EventGraph:
     return _unpack_graph(pickle.loads(blob))
 
 
-Packed = tuple[list[str], dict[str, Any], tuple[list[str], bytes], tuple[Any, ...]]
+Packed = tuple[list[str], dict[str, Any], tuple[list[str], bytes | None], tuple[Any, ...]]
 """What :func:`pack` makes of a rank's result (plain values only)."""
 
 
-def pack(res: RankResult) -> Packed:
+def pack(res: RankResult, *, graph: bool = True) -> Packed:
     """``res`` as plain values: its keys in order, every field but its graph, schedule and
     event rows as it is, its graph's event names and its graph as columns pickled apart (a
     byte string, unpickled only when the graph is first read), its schedule as columns (its
-    event rows are a view of the two)."""
+    event rows are a view of the two).
+
+    ``graph=False``: the graph's columns are left out, for a receiver that can make the same
+    graph itself when it is first read (:func:`unpack`'s ``graph``): packing and pickling a
+    large rank's graph was about a tenth of a DeepSeek-V3-like worker's time, and the parent
+    held every rank's byte string until the end."""
     if not isinstance(res["events"], EventRows):
         raise TypeError("pack takes a result of moeopt.megamoe.simulate.rank_result")
     g = res["graph"]
-    graph = _pack_graph(g)
-    names = graph[2]
+    if graph:
+        cols = _pack_graph(g)
+        names: list[str] = cols[2]
+        blob: bytes | None = pickle.dumps(cols, protocol=pickle.HIGHEST_PROTOCOL)
+    else:
+        names, blob = list(map(_NAME, g)), None
     return (
         list(res),
         {k: v for k, v in res.items() if k not in _OWN},
-        (names, pickle.dumps(graph, protocol=pickle.HIGHEST_PROTOCOL)),
+        (names, blob),
         _pack_schedule(res["schedule"], names),
     )
 
 
-def unpack(packed: Packed) -> RankResult:
+def unpack(packed: Packed, graph: Callable[[Schedule], EventGraph] | None = None) -> RankResult:
     """The result :func:`pack` was given, rebuilt (see the module docstring): its schedule now,
-    its graph and event table when first read."""
+    its graph and event table when first read. ``graph``: what makes the graph, from the
+    rebuilt schedule (a tile a restructuring rule moved is where ``schedule.repinned`` says),
+    when it was packed without it (``pack(..., graph=False)``): called when the graph is first
+    read, it must give the graph the result was made of, its events in the packed order."""
     keys, rest, (names, blob), sched = packed
     s = _unpack_schedule(sched, names)
-    g = _DeferredGraph(partial(_graph_of, blob))
+    if blob is not None:
+        make: Callable[[], EventGraph] = partial(_graph_of, blob)
+    elif graph is not None:
+        make = partial(graph, s)
+    else:
+        raise ValueError("the result was packed without its graph: unpack needs what makes it")
+    g = _DeferredGraph(make)
     rows = EventRows(_DeferredTable(partial(_table, g, s, names)))
     own = {"graph": g, "schedule": s, "events": rows}
     return cast(RankResult, {k: own[k] if k in own else rest[k] for k in keys})

@@ -248,8 +248,10 @@ def test_numpy_sweeps_equal_on_bs72(bs72):
 
 def _spans_both_ways(s: mm.Scenario) -> tuple[int, int]:
     """Every event's ready spans of every rank of ``s`` primed on arrays (``_SpanCache.prime``)
-    and one by one (``_ready_spans``): asserted equal (values and float types); returns how
-    many events were primed and how many made a cut."""
+    and one by one (``_ready_spans``): asserted equal (values and float types), and read as one
+    array (``_SpanCache.pairs``); returns how many events were primed and how many made a cut."""
+    import numpy as np
+
     from moeopt.core.scheduler import schedule
     from moeopt.megamoe.analysis import idle
     from moeopt.megamoe.analysis.table import Table
@@ -263,13 +265,24 @@ def _spans_both_ways(s: mm.Scenario) -> tuple[int, int]:
         levels = idle._SemaphoreLevels(rg, tab)
         cache = idle._SpanCache(tab, levels, ready)
         cache.prime([i for i in range(len(tab.names)) if tab.start[i] > ready[i] + idle.EPS])
-        primed += len(cache._got)
+        primed += int(np.count_nonzero(cache.state))  # (the events whose spans it knows)
+        refs = []
         for i in range(len(tab.names)):
             ref = idle._ready_spans(i, tab, levels, ready[i])
             got = cache.of(i)
             assert got == ref, tab.names[i]
             assert all(type(a) is float and type(b) is float for a, b in got)
             cut += ref not in ([], [(ready[i], tab.start[i])])
+            refs.append(ref)
+        # the spans of any events as one array (what the sweeps read), event after event: here
+        # every event, the waiting ones, and a reordered selection with repeats
+        everyone = np.arange(len(tab.names))
+        waited = everyone[cache.start > cache.ready + idle.EPS]
+        for idx in (everyone, waited, np.concatenate((waited[::-1], waited[:3]))):
+            flat = [ab for i in idx.tolist() for ab in refs[i]]
+            got_pairs = cache.pairs(idx)
+            assert got_pairs.shape == (len(flat), 2)
+            assert got_pairs.tolist() == [list(ab) for ab in flat]
     return primed, cut
 
 
@@ -382,3 +395,29 @@ def test_numpy_sweeps_equal_on_v1_with_two_classes_per_role():
         fast, slow = _idle_both_ways(s)
     assert fast == slow
     assert max(seen) >= 2
+
+
+_BASE = st.sampled_from([0.0, 1.0, 2.5, 3.0])
+_NEAR = st.sampled_from([0.0, 5e-7, 1e-6, 2e-6])  # (the EPS of the analyses is 1e-6)
+_LONG = st.sampled_from([0.0, 5e-7, 0.5, 1.0, 1.5, 3.0])
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(_BASE, _NEAR, _LONG), max_size=80))
+def test_merged_arrays_is_merge(iv):
+    """``_merged_arrays`` (the busy intervals of a resource merged on arrays: a running maximum
+    of the ends) is ``_merge`` of the same intervals, to the bit: starts at, just within and
+    just beyond EPS after an end (``1.0 + 1e-6`` after ``(0.0, 1.0)`` is ``hi + EPS`` exactly)
+    exercise the tolerance, repeats and nesting the running maximum."""
+    import numpy as np
+
+    from moeopt.megamoe.analysis.idle import _merge, _merged_arrays
+
+    pairs = [(base + near, base + near + d) for base, near, d in iv]
+    start = np.array([a for a, _b in pairs], dtype=float)
+    end = np.array([b for _a, b in pairs], dtype=float)
+    ids = np.arange(len(iv))[::-1]  # (in any order: both sort)
+    want = _merge(pairs)
+    got = _merged_arrays(ids, start, end) if len(iv) else []
+    assert got == want
+    assert all(type(a) is float and type(b) is float for a, b in got)

@@ -258,7 +258,7 @@ def test_all_ranks_in_workers_is_the_same_result(monkeypatch: pytest.MonkeyPatch
 
     unpacked: list[int] = []
     real_unpack = kt.unpack
-    monkeypatch.setattr(kt, "unpack", lambda p: unpacked.append(1) or real_unpack(p))
+    monkeypatch.setattr(kt, "unpack", lambda p, *a: unpacked.append(1) or real_unpack(p, *a))
     calls: list[tuple[int, int, str]] = []
     got = simulate(sc, progress=lambda d, t, w: calls.append((d, t, w)))
     # every distinct rank came from a worker (none when one rank stands for all)

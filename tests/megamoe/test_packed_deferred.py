@@ -148,3 +148,78 @@ def test_graph_made_once_across_threads() -> None:
         assert seen == [n] * 4
         assert type(g) is EventGraph
         assert len(g) == n
+
+
+def test_result_packed_without_its_graph_reads_as_the_original() -> None:
+    # pack(..., graph=False): the receiver makes the graph itself, from the rebuilt schedule,
+    # the first time it is read (simulate's workers send their results so, see
+    # kerneltime._graph_again); re-pinned tiles: the maker is handed the schedule that moved them
+    for res in _results("pto_m16.zipf.stealing"):
+        packed = pickle.loads(pickle.dumps(pack(res, graph=False)))
+        assert packed[2][1] is None  # (no graph columns sent)
+        with pytest.raises(ValueError, match="without its graph"):
+            unpack(packed)
+        made: list[object] = []
+
+        def make(s: object, g: EventGraph = res["graph"], made: list[object] = made) -> EventGraph:
+            made.append(s)
+            return g.copy_with()
+
+        got = unpack(packed, make)
+        assert made == []  # (not made before it is read)
+        assert got["schedule"] == res["schedule"]
+        assert list(got["events"]) == list(res["events"])
+        assert made == [got["schedule"]]  # once, from the rebuilt schedule
+        assert type(got["graph"]) is EventGraph
+        assert _graph_text(got["graph"]) == _graph_text(res["graph"])
+        assert {k: v for k, v in got.items() if k not in ("graph", "schedule", "events")} == {
+            k: v for k, v in res.items() if k not in ("graph", "schedule", "events")
+        }
+
+
+def test_columns_rebuilt_from_a_copy_of_the_names_are_the_maps() -> None:
+    # _uncolumn copies a dict keyed by the names and replaces its values: the map _column was
+    # given, keys in the same order, the same value objects (and a fresh dict each time, the
+    # template untouched); a column with its own keys (another order) as before
+    from moeopt.megamoe.packed import _column, _uncolumn
+
+    names = [f"e{i}" for i in range(50)]
+    like = dict.fromkeys(names)
+    values = [object() for _ in names]
+    m = dict(zip(names, values))
+    for src in (m, dict(reversed(list(m.items()))), {n: m[n] for n in names[::3]}):
+        col = _column(src, names)
+        got = _uncolumn(col, names, like)
+        assert list(got.items()) == list(src.items())
+        assert all(a is b for a, b in zip(got.values(), src.values()))
+        assert got is not like
+    assert _column(m, names)[0] is None  # (the names' order: the copied case)
+    assert list(like.values()) == [None] * len(names)
+
+
+def test_waits_worked_out_in_columns_are_the_lazy_maps() -> None:
+    # pack reads the greedy scheduler's lazy waits in columns (_lazy_wait_rows) instead of
+    # building each Wait through the map: every field of every event the map's own (floats to
+    # the bit, None where the map has None), on schedules with dependency, resource and
+    # semaphore waits
+    from moeopt.core.scheduler import _LazyWaits
+    from moeopt.megamoe.packed import _lazy_wait_rows, _wait_column
+
+    kinds: set[str] = set()
+    results = [
+        res
+        for name in ("bs72.zipf", "basic_e8.late_aic_aiv1", "pto_m16.zipf.stealing")
+        for res in _results(name)
+    ]
+    for res in results:
+        s = res["schedule"]
+        names = list(s.start_us)
+        assert type(s.waits) is _LazyWaits
+        got = _lazy_wait_rows(s.waits)
+        want = [tuple(s.waits[n]) for n in names]  # (the map's own, one by one)
+        assert [tuple(map(repr, row)) for row in got] == [tuple(map(repr, row)) for row in want]
+        assert [tuple(map(type, row)) for row in got] == [tuple(map(type, row)) for row in want]
+        assert _wait_column(s.waits, names) == (None, got)
+        assert _wait_column(dict(s.waits), names) == (None, want)  # (any other map: as it is)
+        kinds |= {s.waits[n].kind for n in names}
+    assert {"dependency", "resource", "semaphore"} <= kinds

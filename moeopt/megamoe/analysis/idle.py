@@ -18,14 +18,14 @@ events pinned to one core are not data dependencies: they are how a pinned core 
 work, so an event waiting behind its core's previous event is ready (that queueing is what late
 binding could recover).
 
-The steps of :func:`idle_decomposition`: busy intervals per resource and the events of each
-stage (:func:`_busy_intervals`), the pools to judge (:func:`_pools`), per pool the instants its
-events were ready (:func:`_ready_points`) and one sweep over those and the members' busy
-intervals (:func:`_sweep`); then the ledger per role (:func:`_role_ledger`), a sweep whose ready
-events may each use a different set of members (a maximum matching, :func:`_matched`). A pool
-or role where no event ever waited has a closed form. The analysis runs on every simulation, so
-the hot loops read the table's arrays into locals and the semaphore level curves are read (or
-rebuilt) only when an event waited.
+The steps of :func:`idle_decomposition`: busy intervals per resource, merged
+(:func:`_merged_arrays`), and the events of each stage (:func:`_stage_events`), the pools to
+judge (:func:`_pools`), per pool the instants its events were ready (:func:`_ready_points`) and
+one sweep over those and the members' busy intervals (:func:`_sweep`); then the ledger per role
+(:func:`_role_ledger`), a sweep whose ready events may each use a different set of members (a
+maximum matching, :func:`_matched`). A pool or role where no event ever waited has a closed
+form. The analysis runs on every simulation, so the hot loops read the table's arrays into
+locals and the semaphore level curves are read (or rebuilt) only when an event waited.
 """
 
 from __future__ import annotations
@@ -99,7 +99,8 @@ def idle_decomposition(
     guardrail does not judge them, as it does not judge any statically pinned pool.
     """
     tab = table or Table.of(rg, s)
-    busy_iv, by_stage = _busy_intervals(rg, tab, events_on(tab) if on is None else on)
+    on_ = events_on(tab) if on is None else on
+    by_stage = _stage_events(rg, tab)
     levels = _SemaphoreLevels(rg, tab)  # built on first use: often no event ever waits
     index = rg.graph.compiled().index  # event name -> position in graph order (the table's order)
     ready = _data_ready(rg, tab)
@@ -108,9 +109,16 @@ def idle_decomposition(
     member_sets: dict[tuple[str, ...], _Merged] = {}
 
     def merged_of(r: str) -> list[Interval]:
+        # a resource's busy intervals (its events', in graph order) merged
         got = merged_busy.get(r)
         if got is None:
-            got = merged_busy[r] = _merge(busy_iv.get(r, []))
+            ids = on_.get(r, [])
+            if VECTOR_SWEEPS and len(ids) >= _MERGE_ARRAYS_MIN:
+                got = _merged_arrays(np.fromiter(ids, np.intp, len(ids)), spans.start, spans.end_array())
+            else:
+                start, end = tab.start, tab.end
+                got = _merge([(start[i], end[i]) for i in ids])
+            merged_busy[r] = got
         return got
 
     def merged_for(members: Sequence[str]) -> _Merged:
@@ -132,9 +140,9 @@ def idle_decomposition(
             merged.all_busy = _all_busy(merged)
         waits = _ready_points(pool, tab, ready, spans, index, merged.all_busy)
         found: list[IdleSample]
-        if not waits:
+        if not len(waits):
             avoid, found = 0.0, []  # no event of the pool ever waited
-        elif VECTOR_SWEEPS and not any(bound for _a, _b, bound in waits):
+        elif isinstance(waits, np.ndarray) or (VECTOR_SWEEPS and not any(bound for _a, _b, bound in waits)):
             avoid, found = _free_sweep(waits, merged, set(merged), n_mem, span, pool.key, max_samples)
         else:
             _forced, avoid, found = _sweep(_points(waits), merged, n_mem, span, pool.key, max_samples)
@@ -154,19 +162,15 @@ def idle_decomposition(
     }
 
 
-def _busy_intervals(
-    rg: RankGraph, tab: Table, on: Mapping[str, list[int]]
-) -> tuple[dict[str, list[Interval]], dict[str, list[int]]]:
-    """Every resource's busy intervals (its events' in graph order), and the indices of each
-    stage's events that hold a resource (stages with members only, in order of first event)."""
-    start, end = tab.start, tab.end
-    busy_iv = {r: [(start[i], end[i]) for i in ids] for r, ids in on.items()}
+def _stage_events(rg: RankGraph, tab: Table) -> dict[str, list[int]]:
+    """The indices of each stage's events that hold a resource (stages with members only, in
+    order of first event)."""
     by_stage: dict[str, list[int]] = defaultdict(list)
     stage_members_of = rg.stage_members
     for i, (rs, st) in enumerate(zip(tab.res, tab.stage)):
         if rs and st in stage_members_of:  # a stage name, so a string
             by_stage[st].append(i)
-    return busy_iv, by_stage
+    return by_stage
 
 
 def _pools(rg: RankGraph, tab: Table, by_stage: dict[str, list[int]]) -> list[_Pool]:
@@ -202,6 +206,10 @@ class _SpanCache:
     def __init__(self, tab: Table, levels: _SemaphoreLevels, ready: list[float]) -> None:
         self._tab, self._levels, self._ready = tab, levels, ready
         self._got: dict[int, list[tuple[float, float]]] = {}
+        # per event: _UNKNOWN, or its spans are known: _WHOLE ([(ready, start)], the whole wait),
+        # _NONE ([]) or _LISTED (in _got). prime() marks the first two on arrays, without a
+        # list per event (most waits are whole, and the sweeps read them as arrays, see pairs())
+        self.state = np.zeros(len(ready), np.int8)
         # (np.fromiter: a list read as an iterable of a known length, without np.array's
         # per-element type discovery; the same float64 values)
         self.start = np.fromiter(tab.start, float, len(tab.start))
@@ -221,18 +229,48 @@ class _SpanCache:
     def of(self, i: int) -> list[tuple[float, float]]:
         got = self._got.get(i)
         if got is None:
+            known = self.state[i]
+            if known == _WHOLE:
+                return [(self._ready[i], self._tab.start[i])]
+            if known == _NONE:
+                return []
             got = self._got[i] = _ready_spans(i, self._tab, self._levels, self._ready[i])
+            self.state[i] = _LISTED
         return got
 
     def of_all(self, idxs: Sequence[int]) -> list[tuple[float, float]]:
-        """The spans of the events ``idxs``, event after event, in one list (:meth:`of` of each
-        missing one first; the rest read from the record at C speed, without a call per event)."""
-        got = self._got
-        for i in [i for i in idxs if i not in got]:
-            self.of(i)
-        return list(chain.from_iterable(map(got.__getitem__, idxs)))
+        """The spans of the events ``idxs``, event after event, in one list."""
+        return list(chain.from_iterable(map(self.of, idxs)))
 
-    def prime(self, idxs: Sequence[int]) -> None:
+    def pairs(self, idx: np.ndarray) -> np.ndarray:
+        """:meth:`of_all` of the events ``idx`` as an ``(n, 2)`` array (what the sweeps on arrays
+        read): the whole waits read off the ready and start arrays, the listed spans placed
+        between them in event order, without a Python step per event but the listed ones."""
+        state = self.state
+        for i in idx[state[idx] == _UNKNOWN].tolist():
+            self.of(i)
+        known = state[idx]
+        listed = np.flatnonzero(known == _LISTED)
+        if not len(listed):
+            whole = idx[known == _WHOLE]
+            return np.stack((self.ready[whole], self.start[whole]), axis=1)
+        got = self._got
+        spans = [got[i] for i in idx[listed].tolist()]
+        count = (known == _WHOLE).astype(np.intp)
+        count[listed] = list(map(len, spans))
+        at = np.cumsum(count) - count  # each event's first row
+        out = np.empty((int(count.sum()), 2))
+        one = known == _WHOLE
+        out[at[one], 0] = self.ready[idx[one]]
+        out[at[one], 1] = self.start[idx[one]]
+        n_listed = int(count[listed].sum())
+        if n_listed:
+            rows = np.repeat(at[listed], count[listed])
+            rows += np.arange(n_listed) - np.repeat(np.cumsum(count[listed]) - count[listed], count[listed])
+            out[rows] = _pairs(chain.from_iterable(spans), n_listed)
+        return out
+
+    def prime(self, idxs: Sequence[int] | np.ndarray) -> None:
         """Work out together, on numpy arrays, the spans of the events ``idxs`` (each waited:
         start > ready + EPS) in the common cases, and record them: no semaphore could have held
         the event back during its wait (``[(ready, start)]``), one held it back over the whole
@@ -255,20 +293,19 @@ class _SpanCache:
         if not VECTOR_SWEEPS:
             return  # (the reference: every event one by one)
         got, tab, ready = self._got, self._tab, self._ready
-        events, start, end = tab.events, tab.start, tab.end
+        events, start = tab.events, tab.start
+        idx = np.asarray(idxs, np.intp)
         groups: dict[tuple[int, int], list[int]] = {}
-        for i in idxs:
-            if i not in got:
-                ev = events[i]
-                groups.setdefault((id(ev.acquires), id(ev.releases)), []).append(i)
+        for i in idx[self.state[idx] == _UNKNOWN].tolist():
+            ev = events[i]
+            groups.setdefault((id(ev.acquires), id(ev.releases)), []).append(i)
         for same in groups.values():
             if len(same) < _PRIME_MIN:
                 continue  # a few events: one by one is cheaper
             ev = events[same[0]]
-            n_same = len(same)
-            lo = np.fromiter(map(ready.__getitem__, same), float, n_same)
-            hi = np.fromiter(map(start.__getitem__, same), float, n_same)
-            d = np.fromiter(map(end.__getitem__, same), float, n_same) - hi
+            same_ids = np.array(same, np.intp)
+            lo, hi = self.ready[same_ids], self.start[same_ids]
+            d = self._end()[same_ids] - hi
             clear = hi > lo + EPS
             blocked = np.zeros(len(same), dtype=bool)
             single: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None = None
@@ -291,11 +328,8 @@ class _SpanCache:
                         cut_to = np.minimum(sp_to[np.maximum(k2 - 1, 0)], hi) - d
                         blocked |= hit & (cut_to >= hi)
             blocked &= hi > lo + EPS
-            for j in np.flatnonzero(clear).tolist():
-                i = same[j]
-                got[i] = [(ready[i], start[i])]
-            for j in np.flatnonzero(blocked).tolist():
-                got[same[j]] = []
+            self.state[same_ids[clear]] = _WHOLE
+            self.state[same_ids[blocked]] = _NONE
             if single is not None:
                 # one query, one span (clipped to [r, st) as below() clips it): _ready_spans's
                 # only cut is (span start - d, span end), and _uncut gives the rest of the wait
@@ -308,9 +342,19 @@ class _SpanCache:
                     for j, a, b in zip(one.tolist(), cut_from, cut_to):
                         i = same[j]
                         got[i] = _uncut(ready[i], start[i], [(a, b)])
-            rest = [i for i in same if i not in got]
+                    self.state[same_ids[one]] = _LISTED
+            rest = same_ids[self.state[same_ids] == _UNKNOWN]
             if len(rest) >= _GENERAL_MIN:
-                self._prime_group(np.array(rest, np.intp), ev)
+                self._prime_group(rest, ev)
+
+    def end_array(self) -> np.ndarray:
+        """The events' end times as an array (made when first asked)."""
+        return self._end()
+
+    def _end(self) -> np.ndarray:
+        if self.end is None:
+            self.end = np.fromiter(self._tab.end, float, len(self._tab.end))
+        return self.end
 
     def _prime_group(self, group: np.ndarray, ev: Event) -> None:
         """The spans of the events ``group`` (sharing ``ev``'s acquire and release maps) worked
@@ -326,10 +370,8 @@ class _SpanCache:
         several lists does (one list is sorted already: its spans are disjoint, in order), and
         runs :func:`_uncut` on them column by column (:func:`_uncut_rows`)."""
         got = self._got
-        if self.end is None:
-            self.end = np.fromiter(self._tab.end, float, len(self._tab.end))
         lo, hi = self.ready[group], self.start[group]
-        d = self.end[group] - hi
+        d = self._end()[group] - hi
         # every query of these events: (need, whether only its last span makes a cut)
         queries: list[tuple[str, int, bool]] = []
         for sem, take in ev.acquires.items():
@@ -344,10 +386,8 @@ class _SpanCache:
         waited = hi > lo + EPS  # (else _ready_spans finds none: st <= r + EPS)
         ids = group.tolist()
         # no cut: the whole wait (no semaphore could have held the event back)
-        free = np.flatnonzero(waited & (n_cuts == 0)).tolist()
-        got.update(zip([ids[j] for j in free], map(_one_span, lo[free].tolist(), hi[free].tolist())))
-        for j in np.flatnonzero(~waited).tolist():
-            got[ids[j]] = []
+        self.state[group[waited & (n_cuts == 0)]] = _WHOLE
+        self.state[group[~waited]] = _NONE
         cut = np.flatnonzero(waited & (n_cuts > 0) & (n_cuts <= _PRIME_MAX_CUTS))
         if len(cut) < _PRIME_MIN:
             return  # (a few events with cuts: one by one is cheaper)
@@ -357,10 +397,7 @@ class _SpanCache:
         for last, k, k2, sp_from, sp_to in found:
             _cuts(cut_from, cut_to, last, k[cut], k2[cut], sp_from, sp_to, lo, hi, d)
         got.update(zip([ids[j] for j in cut.tolist()], _uncut_rows(lo, hi, cut_from, cut_to)))
-
-
-def _one_span(a: float, b: float) -> list[tuple[float, float]]:
-    return [(a, b)]
+        self.state[group[cut]] = _LISTED
 
 
 def _cuts(
@@ -443,6 +480,10 @@ def _uncut_rows(
     return out
 
 
+_UNKNOWN, _WHOLE, _NONE, _LISTED = 0, 1, 2, 3
+"""What :class:`_SpanCache` knows of an event's ready spans (its ``state``): nothing yet, the
+whole wait ``[(ready, start)]``, none, or the list it keeps."""
+
 _GENERAL_MIN = 64
 """Events of a group left by :meth:`_SpanCache.prime`'s common cases from which they are worked
 out together by :meth:`_SpanCache._prime_group` (measured, callgrind: its ~100 numpy calls cost
@@ -482,7 +523,7 @@ def _ready_points(
     spans: _SpanCache,
     index: Mapping[str, int],
     all_busy: tuple[list[float], list[float]],
-) -> list[tuple[float, float, str]]:
+) -> list[tuple[float, float, str]] | np.ndarray:
     """The spans ``(from, to, member)`` where the pool's events were ready but not started (empty
     when none of them ever waited); ``member``: the member the event is bound to, ``""`` when any
     idle member could run it.
@@ -502,9 +543,11 @@ def _ready_points(
         k = np.searchsorted(np.fromiter(busy_from, float, len(busy_from)), spans.ready[idx], side="right") - 1
         inside = (k >= 0) & (np.fromiter(busy_to, float, len(busy_to))[np.maximum(k, 0)] >= spans.start[idx])
         idx = idx[~inside]
+    spans.prime(idx)
     ids: list[int] = idx.tolist()
-    spans.prime(ids)
     if not pool.late:  # (_bound_member: "" for every event of a pool that is not late-bound)
+        if VECTOR_SWEEPS:  # (for _free_sweep: the spans as an array)
+            return spans.pairs(idx)
         return [(a, b, "") for a, b in spans.of_all(ids)]
     of = spans.of
     return [(a, b, _bound_member(pool, i, tab, ready, index, members)) for i in ids for a, b in of(i)]
@@ -554,6 +597,11 @@ def _pairs(pairs: Iterable[tuple[float, float]], n: int) -> np.ndarray:
     return np.fromiter(chain.from_iterable(pairs), float, 2 * n).reshape(n, 2)
 
 
+def _as_pairs(pairs: Sequence[tuple[float, float]] | np.ndarray) -> np.ndarray:
+    """Spans ``(a, b)`` as an ``(n, 2)`` float array (an array of them as it is)."""
+    return pairs if isinstance(pairs, np.ndarray) else _pairs(pairs, len(pairs))
+
+
 class _Merged(dict[str, list[Interval]]):
     """Members -> merged busy intervals, and (once asked) all of them as one array."""
 
@@ -582,7 +630,7 @@ def _level(iv: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _free_stretches(
-    waits: Sequence[tuple[float, float]],
+    waits: Sequence[tuple[float, float]] | np.ndarray,
     merged: dict[str, list[Interval]],
     counted: set[str] | frozenset[str],
     n: int,
@@ -603,7 +651,7 @@ def _free_stretches(
     counted, as in the sweeps: the stretches, and so the floating-point products summed, are the
     same ones."""
     iv = _intervals(merged)
-    w = _pairs(waits, len(waits))
+    w = _as_pairs(waits)
     k, m = len(iv), len(w)
     mine = np.repeat(
         np.array([r in counted for r in merged], dtype=np.int64), [len(v) for v in merged.values()]
@@ -627,7 +675,7 @@ def _free_stretches(
 
 
 def _free_sweep(
-    waits: list[tuple[float, float, str]],
+    waits: list[tuple[float, float, str]] | np.ndarray,
     merged: dict[str, list[Interval]],
     counted: set[str],
     n_mem: int,
@@ -638,7 +686,8 @@ def _free_sweep(
     """``(avoidable, samples)`` of :func:`_sweep` for a pool none of whose ready events is bound to
     a member, from :func:`_free_stretches`; the products are summed in time order, one by one,
     as the sweep sums them."""
-    prev, t, av, idle, ready = _free_stretches([(a, b) for a, b, _m in waits], merged, counted, n_mem, span)
+    pairs = waits if isinstance(waits, np.ndarray) else [(a, b) for a, b, _m in waits]
+    prev, t, av, idle, ready = _free_stretches(pairs, merged, counted, n_mem, span)
     avoid = 0.0
     for x in (av * (t - prev)).tolist():
         avoid += x
@@ -754,7 +803,10 @@ def _role_ledger(
         # summed by the same builtin sum as a generator over the lists would be
         busy = sum((np.minimum(iv[before, 1], span) - iv[before, 0]).tolist())
         classes: list[frozenset[str]] = []
-        rows: list[tuple[int, str, int]] = []  # (event, bound member, class) of each waiting event
+        # the waiting events on the role, pool after pool: (events, class, []) for a pool that
+        # is not late-bound (every event free, of the pool's class), (events, -1, rows) for a
+        # late-bound one, a row (event, bound member, class) per event
+        chunks: list[tuple[np.ndarray, int, list[tuple[int, str, int]]]] = []
         any_bound = False  # whether some row is tied to a member
         windows = _idle_windows(merged, span)
         w_starts = np.array([a for a, _b in windows], dtype=float)
@@ -774,15 +826,18 @@ def _role_ledger(
             k = np.searchsorted(w_starts, spans.start[idx], side="left")
             idx = idx[(k > 0) & (w_ends[np.maximum(k - 1, 0)] > spans.ready[idx])]
             res = tab.res
+            ids = idx.tolist()
             if not pool.late:
                 # (_bound_member: "" for every event of a pool that is not late-bound) the
-                # events on the role's members, all free: one class
-                free = [i for i in idx.tolist() if not mset.isdisjoint(res[i])]
-                if free:
-                    cls = _class_no(classes, own)
-                rows.extend([(i, "", cls) for i in free])
+                # events on the role's members, all free: one class (whether an event holds a
+                # member of the role asked once per distinct resource tuple)
+                on_role = {rs: not mset.isdisjoint(rs) for rs in set(map(res.__getitem__, ids))}
+                free = idx[np.fromiter(map(on_role.__getitem__, map(res.__getitem__, ids)), bool, len(ids))]
+                if len(free):
+                    chunks.append((free, _class_no(classes, own), []))
                 continue
-            for i in idx.tolist():
+            rows: list[tuple[int, str, int]] = []
+            for i in ids:
                 if mset.isdisjoint(res[i]):
                     continue
                 bound = _bound_member(pool, i, tab, ready, index, mset)
@@ -791,26 +846,30 @@ def _role_ledger(
                 rows.append((i, bound, cls if not bound else -1))
                 if bound:
                     any_bound = True
-        row_ids = [i for i, _b, _c in rows]
-        spans.prime(row_ids)
+            if rows:
+                chunks.append((np.array([i for i, _b, _c in rows], np.intp), -1, rows))
+        if chunks:
+            spans.prime(np.concatenate([ids for ids, _c, _rows in chunks]))
         idle = len(members) * span - busy
         if VECTOR_SWEEPS and not any_bound and len(classes) <= _VECTOR_CLASSES:
-            # free ready events only (none tied to a member): the stretches on arrays
-            by_class: list[list[int]] = [[] for _ in classes]
-            for i, _b, c in rows:
-                by_class[c].append(i)
-            waits_of = [spans.of_all(ids) for ids in by_class]
+            # free ready events only (none tied to a member): the stretches on arrays, each
+            # class's events in the order of the rows
+            by_class: list[list[np.ndarray]] = [[] for _ in classes]
+            for ids_of, cls, rows in chunks:
+                by_class[rows[0][2] if rows else cls].append(ids_of)  # (a pool's rows: one class)
+            waits_of = [spans.pairs(np.concatenate(x)) if x else np.empty((0, 2)) for x in by_class]
             avoid = 0.0
-            if any(waits_of):
+            if any(map(len, waits_of)):
                 prev, t, av = _class_stretches(waits_of, merged, members, classes, span)
                 for x in (av * (t - prev)).tolist():  # in time order, one by one, as _role_sweep sums
                     avoid += x
         else:
             pts: list[_RolePoint] = []
-            for i, bound, c in rows:
-                for a, b in spans.of(i):
-                    pts.append((a, 1, bound, c, 1))
-                    pts.append((b, 1, bound, c, -1))
+            for ids_of, cls, rows in chunks:
+                for i, bound, c in rows or [(i, "", cls) for i in ids_of.tolist()]:
+                    for a, b in spans.of(i):
+                        pts.append((a, 1, bound, c, 1))
+                        pts.append((b, 1, bound, c, -1))
             avoid = _role_sweep(pts, merged, members, classes, span) if pts else 0.0
         out[role] = {
             "members": len(members),
@@ -861,7 +920,7 @@ a role has a few (one per pool whose members it holds: two on the V1 profile's A
 
 
 def _class_stretches(
-    waits_of: list[list[tuple[float, float]]],
+    waits_of: Sequence[Sequence[tuple[float, float]] | np.ndarray],
     merged: dict[str, list[Interval]],
     members: list[str],
     classes: list[frozenset[str]],
@@ -895,7 +954,7 @@ def _class_stretches(
     zeros_iv = np.zeros(k, np.int64)
     n_w = [len(w) for w in waits_of]
     n_all = sum(n_w)
-    pairs = [_pairs(w, len(w)) for w in waits_of]
+    pairs = [_as_pairs(w) for w in waits_of]
     times += [p[:, 0] for p in pairs] + [p[:, 1] for p in pairs]
     no_waits = np.zeros(2 * n_all, np.int64)
     deltas: list[np.ndarray] = []
@@ -1209,6 +1268,35 @@ def _uncut(r: float, st: float, cut: Sequence[tuple[float, float]]) -> list[tupl
     if cur < st - EPS:
         out.append((cur, st))
     return [(a, b) for a, b in out if b > a + EPS]
+
+
+def _merged_arrays(ids: np.ndarray, start: np.ndarray, end: np.ndarray) -> list[tuple[float, float]]:
+    """:func:`_merge` of the intervals ``(start[i], end[i])`` of the events ``ids``, on arrays.
+
+    Why it is the same: both sort by ``(start, end)`` (equal pairs are interchangeable). The loop
+    keeps ``hi``, the running maximum of the ends of its current run, and starts a new run at an
+    interval whose start is above ``hi + EPS``. That running maximum is the running maximum of
+    every end so far (``np.maximum.accumulate``): each interval ends no earlier than it starts,
+    so a new run's first end is above every earlier one. A run opens at the first interval and
+    at each start above the previous running maximum + EPS (the same float sum); it reaches
+    from its first start to the running maximum at its last interval. ``np.maximum`` keeps its
+    first operand on ties, as ``if b > hi`` keeps ``hi``."""
+    if not len(ids):
+        return []
+    a, b = start[ids], end[ids]
+    order = np.lexsort((b, a))
+    a, b = a[order], b[order]
+    hi = np.maximum.accumulate(b)
+    opens = np.flatnonzero(a[1:] > hi[:-1] + EPS) + 1
+    first = np.concatenate(([0], opens))
+    last = np.concatenate((opens - 1, [len(a) - 1]))
+    return list(zip(a[first].tolist(), hi[last].tolist()))
+
+
+_MERGE_ARRAYS_MIN = 64
+"""assumed: a resource with fewer events has its busy intervals merged in Python
+(:func:`_merge`); a dozen numpy calls cost about what merging that many intervals in Python does
+(the answer is the same either way)."""
 
 
 def _merge(iv: list[tuple[float, float]]) -> list[tuple[float, float]]:
