@@ -280,6 +280,7 @@ def _run_keyed(
     done = state.done
     acq3 = state.acq3
     acq1 = state.acq1
+    acq2 = state.acq2
     gains = state.gains
     dur = cg.dur
     profiles = state.profiles
@@ -1057,7 +1058,44 @@ def _run_keyed(
                                 sb = sem
                                 movers = acq
                     else:
-                        s, sb, movers = admit_all(acq, s, dur[i])
+                        two = acq2[i]
+                        if two is None:
+                            s, sb, movers = admit_all(acq, s, dur[i])
+                        else:
+                            # admit_all(acq, s, dur[i]) for two acquires, inlined: its cycle x,
+                            # y, x, ... until both admit the same start in turn (or none can),
+                            # the movers in the order they first moved it (its shortcut when
+                            # both admit at once gives what the cycle gives then: s, -1, ())
+                            x, y, px, py = two
+                            sx, ax, bx = x
+                            sy, ay, by = y
+                            d = dur[i]
+                            ok = 0
+                            while s < INF:
+                                t2 = s if px.low >= ax else px.admit(s, ax, bx, d)
+                                if t2 > s:
+                                    s = t2
+                                    sb = sx
+                                    ok = 1
+                                    if x not in movers:
+                                        movers += (x,)
+                                    if s == INF:
+                                        break
+                                else:
+                                    ok += 1
+                                    if ok == 2:
+                                        break
+                                t2 = s if py.low >= ay else py.admit(s, ay, by, d)
+                                if t2 > s:
+                                    s = t2
+                                    sb = sy
+                                    ok = 1
+                                    if y not in movers:
+                                        movers += (y,)
+                                else:
+                                    ok += 1
+                                    if ok == 2:
+                                        break
             if s > lower:
                 # s is never below the lower bound; above it, i waits again
                 if g >= 0 and gate_sem[g]:
