@@ -38,6 +38,7 @@ from moeopt.core.normalize import drop_nonbinding_semaphores
 from moeopt.core.policies import Policy, make_policy
 from moeopt.core.restructure import Restructure, RestructureControl
 from moeopt.core.schedule import Schedule, SemaphoreLevels, Wait
+from moeopt.core.semaphores import SemaphoreProfile
 from moeopt.core.state import NO_SEM_OPS, SchedulerState, WaitRecord
 from moeopt.core.view import SchedulerView
 from moeopt.errors import GraphError, SchedulingError
@@ -279,6 +280,7 @@ def _run_keyed(
     done = state.done
     acq3 = state.acq3
     acq1 = state.acq1
+    acq2 = state.acq2
     gains = state.gains
     dur = cg.dur
     profiles = state.profiles
@@ -301,6 +303,13 @@ def _run_keyed(
     sem_cap = cg.sem_cap
     succs = cg.succs
     indeg = state.indeg
+    # Events with one placeholder and no acquires (the combines and activations of the MegaMoE
+    # synthetic graphs: about half of all evaluations) are evaluated inline below, as evaluate
+    # would, once their members are known: the pool's (the one entry of its placeholders'
+    # member lists, the state's ``ph_lists``) when not colocated, else those at the group's site
+    # once it is fixed. Every other event with placeholders calls evaluate
+    ph_lists = state.ph_lists
+    members_at = state.members_at
     heap: list[tuple[float, float, float, int]] = []
     push = heapq.heappush
     pop = heapq.heappop
@@ -385,6 +394,9 @@ def _run_keyed(
     # was lowered since): while it is unchanged, H(beta) = beta (an admitted time is its own
     # admission) and push_cls needs no admission
     cls_stamp: list[int] = []
+    # the class semaphore's profile per gate (None for the other gates): the main loop compares
+    # its change count with ``cls_stamp`` before re-keying a popped class key
+    cls_prof: list[SemaphoreProfile | None] = []
     # As with signatures (``lone``), the first waiter of a class waits on its own (its own key,
     # its own registrations: no class work for the many classes that never gather two); a
     # second waiter arriving while it still waits so brings it into the class, where its key
@@ -621,6 +633,7 @@ def _run_keyed(
             cls_lone.append(-1)
             cls_lone_ver.append(0)
             cls_stamp.append(-1)
+            cls_prof.append(profiles[trip[0]])
         floor_of[j] = s
         a = after[j]
         if not gate_live[g]:
@@ -660,6 +673,13 @@ def _run_keyed(
             cls_beta[g] = s
             cls_stamp[g] = -1
         push(cls_pend[g], (s, a, j, vj))
+        r = cls_rep[g]
+        if s > cls_beta[g] and r >= 0 and r != j and in_gate[r] == g and cur_key[r] is not None:
+            # j is pending (its floor is above the class's bound) and the class's key, its
+            # representative's, is live: that key still bounds every member's, j's included
+            # (which is all a key must do; re-keying the class after a change of its semaphore
+            # waits until the key pops, as it would after any other commit)
+            return
         push_cls(g)
 
     def push_rep(g: int) -> None:
@@ -786,6 +806,7 @@ def _run_keyed(
             cls_lone.append(-1)
             cls_lone_ver.append(0)
             cls_stamp.append(-1)
+            cls_prof.append(None)
         elif dur[j] < gate_dur[g]:
             # the shortest member's admission bounds every member's (a semaphore gate reads
             # the shortest of its members still waiting from gate_durs instead)
@@ -939,9 +960,12 @@ def _run_keyed(
                 continue
             g = in_gate[i]
             if g >= 0:
-                if gate_cls[g]:
+                if gate_cls[g] and cls_stamp[g] != cls_prof[g].changes:  # type: ignore[union-attr]
                     # a class gate's key: re-key the class first (after a commit on its
-                    # semaphore the bound usually moves, and then no member is evaluated)
+                    # semaphore the bound usually moves, and then no member is evaluated).
+                    # With the semaphore unchanged since the key was found, push_cls would
+                    # find it again (beta is its own admission, every pending floor is above
+                    # it, and the live key is its representative's): no call then
                     push_cls(g)
                     live_key = cur_key[i]
                     if live_key is not entry and live_key != entry:
@@ -950,7 +974,57 @@ def _run_keyed(
                 gate_live[g] -= 1
             cur_key[i] = None
             if placeholders[i]:
-                s, tb, chosen, rb, sb, blk, movers = evaluate(i)
+                lists = ph_lists[i]
+                lst = None
+                if len(lists) == 1 and not acq3[i]:
+                    grp = group_of[i]
+                    if grp < 0:
+                        lst = lists[0]
+                    else:
+                        site = group_site[grp]
+                        if site >= 0:
+                            lst = members_at[(placeholders[i][0], site)]
+                if lst is None:
+                    s, tb, chosen, rb, sb, blk, movers = evaluate(i)
+                else:
+                    # evaluate(i) inlined for one placeholder whose members are known and no
+                    # acquires: the same steps (the earliest member to free up if every one is
+                    # busy past t_base, else the first free by then; nothing moves it further)
+                    s = ready[i]
+                    rb = -1
+                    blk = None
+                    for r in fixed_of[i]:
+                        f = free[r]
+                        if f > s:
+                            s = f
+                            rb = r
+                            blk = single[r]
+                    if len(lst) == 1:
+                        best = lst[0]
+                        bf = free[best]
+                        if bf > s:
+                            s = bf
+                            rb = best
+                            blk = lst
+                        chosen = lst
+                    else:
+                        vals = list(map(free.__getitem__, lst))
+                        bf = min(vals)
+                        if bf > s:
+                            best = lst[vals.index(bf)]
+                            s = bf
+                            rb = best
+                            blk = lst
+                        else:
+                            best = lst[0]
+                            for k, f in enumerate(vals):
+                                if f <= s:
+                                    best = lst[k]
+                                    break
+                        chosen = single[best]
+                    tb = s
+                    sb = -1
+                    movers = ()
             else:
                 # evaluate(i) inlined for an event without placeholders (most events of the
                 # MegaMoE graphs): SchedulerState.evaluate takes exactly these steps then (its
@@ -984,7 +1058,44 @@ def _run_keyed(
                                 sb = sem
                                 movers = acq
                     else:
-                        s, sb, movers = admit_all(acq, s, dur[i])
+                        two = acq2[i]
+                        if two is None:
+                            s, sb, movers = admit_all(acq, s, dur[i])
+                        else:
+                            # admit_all(acq, s, dur[i]) for two acquires, inlined: its cycle x,
+                            # y, x, ... until both admit the same start in turn (or none can),
+                            # the movers in the order they first moved it (its shortcut when
+                            # both admit at once gives what the cycle gives then: s, -1, ())
+                            x, y, px, py = two
+                            sx, ax, bx = x
+                            sy, ay, by = y
+                            d = dur[i]
+                            ok = 0
+                            while s < INF:
+                                t2 = s if px.low >= ax else px.admit(s, ax, bx, d)
+                                if t2 > s:
+                                    s = t2
+                                    sb = sx
+                                    ok = 1
+                                    if x not in movers:
+                                        movers += (x,)
+                                    if s == INF:
+                                        break
+                                else:
+                                    ok += 1
+                                    if ok == 2:
+                                        break
+                                t2 = s if py.low >= ay else py.admit(s, ay, by, d)
+                                if t2 > s:
+                                    s = t2
+                                    sb = sy
+                                    ok = 1
+                                    if y not in movers:
+                                        movers += (y,)
+                                else:
+                                    ok += 1
+                                    if ok == 2:
+                                        break
             if s > lower:
                 # s is never below the lower bound; above it, i waits again
                 if g >= 0 and gate_sem[g]:

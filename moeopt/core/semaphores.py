@@ -590,11 +590,18 @@ class SemaphoreProfile:
             times.insert(k2, e)
             levels.insert(k2, levels[k2 - 1])
             n += 1
-        for j in range(k, k2):
-            v = levels[j] - take
-            levels[j] = v
+        if k2 - k == 1:
+            # one level in the window (the loop below, without its range: the common case of
+            # events of one start and one end holding together)
+            v = levels[k] = levels[k] - take
             if v < low:
                 low = v
+        else:
+            for j in range(k, k2):
+                v = levels[j] - take
+                levels[j] = v
+                if v < low:
+                    low = v
         if back != take:
             d = back - take
             for j in range(k2, n):

@@ -146,6 +146,13 @@ class SchedulerState:
         # graphs) without admit_all's call, tests and result tuple
         seen_one = [(*a[0], profiles[a[0][0]]) if len(a) == 1 else None for a in seen]
         self.acq1: list[tuple[int, int, int, SemaphoreProfile] | None] = list(map(seen_one.__getitem__, sig))
+        # acq2: for an event with exactly two acquires, (first triple, second triple, their
+        # profiles), else None: the scheduler admits such an event (the slot and bandwidth of a
+        # tile's load) with admit_all's two-semaphore cycle inline, without its call
+        seen_two = [(a[0], a[1], profiles[a[0][0]], profiles[a[1][0]]) if len(a) == 2 else None for a in seen]
+        self.acq2: list[
+            tuple[tuple[int, int, int], tuple[int, int, int], SemaphoreProfile, SemaphoreProfile] | None
+        ] = list(map(seen_two.__getitem__, sig))
         self.gains: list[tuple[int, ...]] = list(map(seen_gain.__getitem__, sig))
         self.sig: list[int] = sig
         self.sem_ops: list[SemOps] = list(map(seen_ops.__getitem__, sig))

@@ -99,3 +99,22 @@ def test_acq1_is_the_one_acquire_of_acq3_with_its_profile() -> None:
     assert state.acq1[y] is None  # two acquires: admit_all
     assert state.acq1[z] is None  # none
     state.close()
+
+
+def test_acq2_is_the_two_acquires_of_acq3_with_their_profiles() -> None:
+    # the two-acquire events are admitted inline from acq2 (the cycle of admit_all); their
+    # schedules are compared with the naive scheduler's in test_class_gates and
+    # test_semaphore_waiters (loads holding a slot and bandwidth)
+    g = EventGraph(semaphores={"a": 2, "b": 3, "c": 1})
+    g.add(Event("x", resources=["c0.r"], acquires={"a": 2}, releases={"a": 1}, duration_us=1.0))
+    g.add(Event("y", resources=["c0.r"], acquires={"a": 1, "b": 2}, releases={"b": 2}, duration_us=1.0))
+    g.add(Event("w", resources=["c0.r"], acquires={"a": 1, "b": 1, "c": 1}, duration_us=1.0))
+    cg = g.compiled()
+    state = SchedulerState(cg)
+    x, y, w = (cg.index[k] for k in "xyw")
+    first, second = state.acq3[y]
+    assert state.acq2[y] == (first, second, state.profiles[first[0]], state.profiles[second[0]])
+    assert {first[1:], second[1:]} == {(1, 0), (2, 2)}
+    assert state.acq2[x] is None  # one acquire: acq1
+    assert state.acq2[w] is None  # three: admit_all
+    state.close()
