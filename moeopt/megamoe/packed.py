@@ -40,15 +40,14 @@ import pickle
 import threading
 from collections.abc import Callable, Mapping
 from functools import partial
-from itertools import repeat
-from operator import add, attrgetter, gt, mul, sub
+from operator import attrgetter
 from types import MappingProxyType
 from typing import Any, TypeVar, cast
 
 from moeopt.core.events import Event, EventGraph
 from moeopt.core.gcpause import gc_paused
 from moeopt.core.schedule import Schedule, SemaphoreLevels, Wait
-from moeopt.core.scheduler import _LazyWaits
+from moeopt.core.scheduler import wait_rows
 from moeopt.megamoe.analysis.table import EventRows, Table
 from moeopt.megamoe.results import RankResult
 
@@ -186,38 +185,13 @@ def _pack_schedule(s: Schedule, names: list[str]) -> tuple[Any, ...]:
 def _wait_column(
     waits: Mapping[str, Wait], names: list[str]
 ) -> tuple[list[str] | None, list[tuple[Any, ...]]]:
-    """:func:`_column` of a schedule's waits, each as a plain tuple of its fields."""
-    if type(waits) is _LazyWaits and waits._cg.names == tuple(names):
-        return None, _lazy_wait_rows(waits)
+    """:func:`_column` of a schedule's waits, each as a plain tuple of its fields (the greedy
+    scheduler's lazy map hands them over in columns: :func:`moeopt.core.scheduler.wait_rows`)."""
+    rows = wait_rows(waits, names)
+    if rows is not None:
+        return None, rows
     keys, values = _column(waits, names)
     return keys, list(map(tuple, values))
-
-
-def _lazy_wait_rows(waits: _LazyWaits) -> list[tuple[Any, ...]]:
-    """Every wait of the greedy scheduler's lazy map, in graph order, as the tuple of its fields,
-    worked out from the scheduler's records in columns rather than built one by one.
-
-    Why: the map builds each ``Wait`` on first read, a Python call per event, and reading all of
-    them through the ``Mapping`` protocol adds two more: a DeepSeek-V3-like rank's schedule took
-    408M instructions to pack (callgrind), nearly all of it in those calls. The fields here are
-    those ``_LazyWaits._build`` makes, by the same operations, each a C-level ``map`` over a
-    column: ``rw = t_base - ready`` and ``sw = start - t_base`` (the same float subtractions);
-    ``rw if rw > 0 else 0.0`` is ``max(0.0, rw)`` (``max`` keeps its first argument unless the
-    second is greater: ``-0.0`` and ``0.0`` give ``0.0`` as there); a name by index, ``None`` for
-    ``-1`` (the predecessor: the names with ``None`` appended, read at ``-1``); the resource (the
-    semaphore) only when ``rw > 0`` (``sw > 0``): read at ``(index + 1) * (wait > 0)`` in the
-    names with ``None`` put first. ``tests/megamoe/test_packed_deferred.py`` compares them with
-    the map's own values."""
-    cg = waits._cg
-    ready, start = waits._ready, waits._start
-    rp, rb, tb, sb = zip(*waits._raw) if cg.names else ((), (), (), ())
-    rw = list(map(sub, tb, ready))
-    sw = list(map(sub, start, tb))
-    pred = map([*cg.names, None].__getitem__, rp)
-    # (each repeat() an endless column of its own, read in step with the others)
-    res = map([None, *cg.res_names].__getitem__, map(mul, map(add, rb, repeat(1)), map(gt, rw, repeat(0.0))))
-    sem = map([None, *cg.sem_names].__getitem__, map(mul, map(add, sb, repeat(1)), map(gt, sw, repeat(0.0))))
-    return list(zip(ready, pred, res, map(max, repeat(0.0), rw), sem, map(max, repeat(0.0), sw)))
 
 
 def _unpack_schedule(packed: tuple[Any, ...], names: list[str]) -> Schedule:

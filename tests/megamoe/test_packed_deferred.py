@@ -198,12 +198,12 @@ def test_columns_rebuilt_from_a_copy_of_the_names_are_the_maps() -> None:
 
 
 def test_waits_worked_out_in_columns_are_the_lazy_maps() -> None:
-    # pack reads the greedy scheduler's lazy waits in columns (_lazy_wait_rows) instead of
+    # pack reads the greedy scheduler's lazy waits in columns (core's wait_rows) instead of
     # building each Wait through the map: every field of every event the map's own (floats to
     # the bit, None where the map has None), on schedules with dependency, resource and
     # semaphore waits
-    from moeopt.core.scheduler import _LazyWaits
-    from moeopt.megamoe.packed import _lazy_wait_rows, _wait_column
+    from moeopt.core.scheduler import _LazyWaits, wait_rows
+    from moeopt.megamoe.packed import _wait_column
 
     kinds: set[str] = set()
     results = [
@@ -215,11 +215,14 @@ def test_waits_worked_out_in_columns_are_the_lazy_maps() -> None:
         s = res["schedule"]
         names = list(s.start_us)
         assert type(s.waits) is _LazyWaits
-        got = _lazy_wait_rows(s.waits)
+        got = wait_rows(s.waits, names)
+        assert got is not None
         want = [tuple(s.waits[n]) for n in names]  # (the map's own, one by one)
         assert [tuple(map(repr, row)) for row in got] == [tuple(map(repr, row)) for row in want]
         assert [tuple(map(type, row)) for row in got] == [tuple(map(type, row)) for row in want]
         assert _wait_column(s.waits, names) == (None, got)
         assert _wait_column(dict(s.waits), names) == (None, want)  # (any other map: as it is)
+        assert wait_rows(dict(s.waits), names) is None
+        assert wait_rows(s.waits, names[::-1]) is None  # (not the graph's order: one by one)
         kinds |= {s.waits[n].kind for n in names}
     assert {"dependency", "resource", "semaphore"} <= kinds
