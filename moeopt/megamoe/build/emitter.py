@@ -24,11 +24,11 @@ from __future__ import annotations
 
 import math
 from bisect import bisect_right
-from collections import Counter, deque
+from collections import deque
 from collections.abc import Iterable, Mapping, Sequence
 from itertools import chain as chain_iter
 from itertools import compress, islice
-from operator import attrgetter, itemgetter, or_
+from operator import attrgetter, itemgetter
 from types import MappingProxyType
 from typing import Any
 
@@ -143,16 +143,18 @@ class Emitter:
         chain: bool,
         sync_deps: Sequence[Mapping[str, float] | None] | None = None,
         res_no: np.ndarray | None = None,
+        colocate: Sequence[str | None] | None = None,
     ) -> None:
         """:meth:`emit` of many events of ``stage`` in order, given as columns (entry ``i`` of
-        each is event ``i``'s argument; no colocation): the same events, dependencies, chain
-        edges and stage order as one :meth:`emit` call per event, with ``chain_on`` the event's
-        own resources when ``chain`` (else none) and ``sync_deps`` the column's entry. For the
-        stages that emit thousands of tiles: one call instead of one per event, the events made
-        by one :meth:`Event.trusted_many`, and program order found on arrays where every event
-        has one resource (see :meth:`_chain_run`). ``res_no``: where every event has one
-        resource, each event's resource as a number (equal numbers for equal resources, any
-        numbering), if the caller has them (else they are worked out from ``resources``).
+        each is event ``i``'s argument; ``colocate`` None: none colocated): the same events,
+        dependencies, chain edges and stage order as one :meth:`emit` call per event, with
+        ``chain_on`` the event's own resources when ``chain`` (else none) and ``sync_deps`` the
+        column's entry. For the stages that emit thousands of tiles: one call instead of one per
+        event, the events made by one :meth:`Event.trusted_many`, and program order found on
+        arrays where every event has one resource (see :meth:`_chain_run`). ``res_no``: where
+        every event has one resource, each event's resource as a number (equal numbers for equal
+        resources, any numbering), if the caller has them (else they are worked out from
+        ``resources``).
 
         The ``deps`` dicts are handed over as with :meth:`emit`; one dict may serve several
         events (it then becomes the read-only dependency map of each, see ``Event.trusted``)
@@ -166,7 +168,7 @@ class Emitter:
         if sync_deps is not None:
             # (after every chain edge: each event's own dict gets its chain edge, then its sync)
             _exhaust(map(dict.update, compress(deps, sync_deps), filter(None, sync_deps)))
-        made = Event.trusted_many(names, resources, deps, acquires, releases, None, durations, labels)
+        made = Event.trusted_many(names, resources, deps, acquires, releases, colocate, durations, labels)
         events.update(zip(names, made))
         if len(events) != before + len(names):
             # a name was there before or is repeated: the first such one, as emit reports it (the
@@ -391,30 +393,45 @@ class Emitter:
             for i in compress(range(len(specs)), map(late.__contains__, map(_name_of, specs))):
                 specs[i] = self._with_late_deps(specs[i])
         # events with equal acquire / release maps share one mapping object (see Event.trusted):
-        # the demand and the dropped-semaphore test are worked out once per distinct map
+        # the demand and the dropped-semaphore test are worked out once per distinct map object,
+        # the maps told apart by their ids on arrays (np.unique: each distinct id's first event,
+        # every event's number among them, the events per id; hashing each event's id into a
+        # dict and a Counter cost about twice the instructions, callgrind)
+        n = len(specs)
         acqs = list(map(_acq_of, specs))
-        acq_maps = dict(zip(map(id, acqs), acqs))
+        acq_ids = np.fromiter(map(id, acqs), np.int64, n)
+        _ids, acq_first, acq_no, acq_uses = np.unique(
+            acq_ids, return_index=True, return_inverse=True, return_counts=True
+        )
+        acq_maps = [acqs[i] for i in acq_first.tolist()]  # each distinct map
         demand: dict[str, int] = dict.fromkeys(self._sems, 0)
-        for key, uses in Counter(map(id, acqs)).items():
-            for sem, a in acq_maps[key].items():
+        for m, uses in zip(acq_maps, acq_uses.tolist()):
+            for sem, a in m.items():
                 demand[sem] += a * uses
         sems = {name: cap for name, cap in self._sems.items() if cap < demand[name]}
         dropped = set(self._sems) - set(sems)
         graph = EventGraph(semaphores=sems, pools=self._pools)
-        touched: set[int] = set()
         if dropped:  # (the release maps are only read to find those naming a dropped semaphore)
             rels = list(map(_rel_of, specs))
-            touched = {key for key, m in acq_maps.items() if not dropped.isdisjoint(m)}
-            rel_maps = dict(zip(map(id, rels), rels))
-            touched.update(key for key, m in rel_maps.items() if not dropped.isdisjoint(m))
-        if touched:
-            # the events with a touched map (found by C-level passes) remade without the dropped
-            # semaphores, each in its place
-            hit = map(or_, map(touched.__contains__, map(id, acqs)), map(touched.__contains__, map(id, rels)))
-            for i in compress(range(len(specs)), hit):
+            _ids, rel_first, rel_no = np.unique(
+                np.fromiter(map(id, rels), np.int64, n), return_index=True, return_inverse=True
+            )
+            rel_maps = [rels[i] for i in rel_first.tolist()]
+            acq_hit = np.fromiter((not dropped.isdisjoint(m) for m in acq_maps), bool, len(acq_maps))
+            rel_hit = np.fromiter((not dropped.isdisjoint(m) for m in rel_maps), bool, len(rel_maps))
+            # the events with a touched map remade without the dropped semaphores, each in its
+            # place (each distinct map filtered once; the same filtered dict for its events)
+            hits = np.flatnonzero(acq_hit[acq_no] | rel_hit[rel_no]).tolist()
+            acq_kept: dict[int, dict[str, int]] = {}
+            rel_kept: dict[int, dict[str, int]] = {}
+            for i, a_no, r_no in zip(hits, acq_no[hits].tolist(), rel_no[hits].tolist()):
+                acq = acq_kept.get(a_no)
+                if acq is None:
+                    acq = acq_kept[a_no] = {k: v for k, v in acq_maps[a_no].items() if k not in dropped}
+                rel = rel_kept.get(r_no)
+                if rel is None:
+                    rel = rel_kept[r_no] = {k: v for k, v in rel_maps[r_no].items() if k not in dropped}
                 sp = specs[i]
-                acq = {k: v for k, v in sp.acquires.items() if k not in dropped}
-                rel = {k: v for k, v in sp.releases.items() if k not in dropped}
                 specs[i] = _remade(sp, sp.deps, acq, rel)
         graph.add_all(specs)
         return graph, sorted(dropped)
