@@ -44,6 +44,7 @@ package's own code. Those with late dependencies (:meth:`Emitter.add_deps`) or n
 semaphore are made again when the graph is assembled."""
 
 _name_of = attrgetter("name")
+_deps_of = attrgetter("deps")
 _acq_of = attrgetter("acquires")
 _rel_of = attrgetter("releases")
 _first_of = itemgetter(0)
@@ -451,23 +452,25 @@ class Emitter:
         moved events without an anchor (each followed by what is anchored to it, and so on),
         then every event that stays, each followed by the moved events anchored to it, in
         ``seq`` order, each followed by its own. Keys are kept only to pick anchors: the order
-        itself is built from the tree, without sorting every event."""
+        itself is built from the tree, or, when every moved event is anchored to one that stays
+        (no deeper tree), by one stable sort of the positions on arrays."""
         moved = {name for st in early for name in self._by_stage.get(st, ())}
         if not moved:
             return specs
         events = self._events
         flags = self._flags
-        moved |= {d for name in moved for d in events[name].deps if d in flags}
+        # (the flags they wait for, found by C-level passes over their dependency maps)
+        moved |= flags.intersection(chain_iter.from_iterable(map(_deps_of, map(events.__getitem__, moved))))
         position = dict(zip(events, range(len(specs))))
         late = self._late
         key: dict[str, tuple[int, ...]] = {}  # moved event -> its key
-        anchored: dict[str | None, list[Event]] = {}  # anchor (None: none) -> its moved events
+        anchor_at: list[int] = []  # each moved event's anchor's position (-1: none), in moved_at order
+        add_anchor = anchor_at.append
         seq = 0
-        for i in sorted(map(position.__getitem__, moved)):
+        moved_at = sorted(map(position.__getitem__, moved))
+        for i in moved_at:
             sp = specs[i]
             name = sp.name
-            best: tuple[int, ...] = (-1,)
-            anchor: str | None = None
             deps = sp.deps
             if len(deps) == 1 and name not in late:
                 # the common case, a write-back waiting for its tile: the one dependency is the
@@ -478,27 +481,63 @@ class Emitter:
                     if last < i:
                         seq += 1
                         key[name] = (last, seq)
-                        anchored.setdefault(d, []).append(sp)
+                        add_anchor(last)
                         continue
-            elif deps and name not in late and moved.isdisjoint(deps):
+            elif len(deps) > 2 and name not in late and moved.isdisjoint(deps):
                 # (a flag waiting for a stage's tiles: hundreds of dependencies) when none of them
                 # moves, each key is (j,): the anchor is the one emitted last, if before this event
                 last = max(map(position.__getitem__, deps)) if position.keys() >= deps.keys() else i
                 if last < i:
                     seq += 1
                     key[name] = (last, seq)
-                    anchored.setdefault(specs[last].name, []).append(sp)
+                    add_anchor(last)
                     continue
-            for d in (*deps, *late.get(name, ())):
+            # the general rule without a key tuple per staying dependency: a staying one's key
+            # (j,) is below a moved one's key k (two or more entries) iff j <= k[0], so the
+            # anchor is the moved dependency with the largest key if its first entry is at least
+            # the last position of a staying one, else that staying one
+            last = -1  # the last position of a staying dependency emitted before this event
+            stay: str | None = None
+            best: tuple[int, ...] | None = None  # the largest key of a moved one
+            mv: str | None = None
+            for d in (*deps, *late[name]) if name in late else deps:
                 j = position.get(d)
                 if j is None or j >= i:  # not emitted, or emitted after this event
                     continue
-                k = key.get(d, (j,))
-                if k > best:
-                    best, anchor = k, d
+                k = key.get(d)
+                if k is None:
+                    if j > last:
+                        last, stay = j, d
+                elif best is None or k > best:
+                    best, mv = k, d
             seq += 1
-            key[name] = (*best, seq)
-            anchored.setdefault(anchor, []).append(sp)
+            if best is not None and mv is not None and best[0] >= last:
+                key[name] = (*best, seq)
+                add_anchor(position[mv])
+            elif stay is not None:
+                key[name] = (last, seq)
+                add_anchor(last)
+            else:
+                key[name] = (-1, seq)
+                add_anchor(-1)
+
+        n = len(specs)
+        anchors = np.array(anchor_at, np.int64)
+        is_moved = np.zeros(n, bool)
+        is_moved[moved_at] = True
+        if (anchors >= 0).all() and not is_moved[anchors].any():
+            # no moved event is a root or an anchor (a stage whose events each wait for one
+            # event that stays): the walk is every staying event followed by the moved events
+            # anchored to it in order, the order of a stable sort by (anchor's position, 1)
+            # for moved events, (position, 0) for staying ones
+            sort_key = np.arange(0, 2 * n, 2, dtype=np.int64)
+            sort_key[moved_at] = anchors * 2 + 1
+            order = np.argsort(sort_key, kind="stable")
+            out_specs: list[Event] = np.fromiter(specs, object, n)[order].tolist()
+            return out_specs
+        anchored: dict[str | None, list[Event]] = {}  # anchor (None: none) -> its moved events
+        for i, a in zip(moved_at, anchor_at):
+            anchored.setdefault(specs[a].name if a >= 0 else None, []).append(specs[i])
 
         out: list[Event] = []
 
@@ -512,7 +551,6 @@ class Emitter:
                     stack += below[::-1]
 
         walk(anchored.get(None, []))
-        moved_at = sorted(map(position.__getitem__, moved))
         # the events that stay, in order: the runs between moved positions (slices, where a
         # filter would test every event)
         staying: list[Event] = []
