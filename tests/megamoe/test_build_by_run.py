@@ -5,7 +5,9 @@ event-by-event code they replaced, kept in their modules as the reference
 and field for field in graph order, with every other field of the built rank (chain edges,
 traffic, pools), on scenarios drawn over the knobs those two stages read (on-chip links,
 late-bound cubes and vector cores, the per-tile combine forced on larger shapes, shared experts,
-both sync protocols).
+both sync protocols). The dispatch events' costs, worked out once per distinct (remote, rows,
+concurrency) (``dispatch.DISPATCH_MEMO``), are compared the same way with their per-event
+computation.
 
 The emitter's assembly, which now tells shared acquire / release maps apart on arrays, is
 compared with the rule it implements worked out event by event (SPEC §4's special case: a
@@ -14,6 +16,7 @@ event's mention of it)."""
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import pytest
@@ -22,6 +25,7 @@ from hypothesis import strategies as st
 
 import moeopt.megamoe.build.activation as activation
 import moeopt.megamoe.build.combine as combine
+import moeopt.megamoe.build.dispatch as dispatch
 from moeopt.errors import GraphError, InputError, SchedulingError
 from moeopt.megamoe.build.emitter import Emitter
 from moeopt.megamoe.scenario import Scenario, scenario_from_dict
@@ -42,6 +46,7 @@ def _by_run_and_by_event(s: Scenario) -> tuple[Any, Any]:
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(activation, "TILE_ACTIVATION_BY_RUN", False)
         mp.setattr(combine, "TILE_COMBINE_BY_RUN", False)
+        mp.setattr(dispatch, "DISPATCH_MEMO", False)
         by_event = _rows(s)
     return by_run, by_event
 
@@ -67,6 +72,7 @@ FAMILIES: list[dict[str, Any]] = [
     {"options.bandwidth_contention": False},
     {"workload.shared_expert_num": 1},
     {"options.sync_protocol": "software_epochs"},
+    {"policy.dispatch_lookahead": 1, "options.event_granularity": {"dispatch": 2}},
 ]
 
 
@@ -167,3 +173,36 @@ def test_assembly_leaves_out_what_never_binds(em: Emitter) -> None:
         ev = graph.events[name]
         assert dict(ev.acquires) == {k: v for k, v in acq.items() if k not in dropped}
         assert dict(ev.releases) == {k: v for k, v in rel.items() if k not in dropped}
+
+
+def test_dispatch_memo_tells_concurrency_apart(monkeypatch: pytest.MonkeyPatch) -> None:
+    # a remote source's stream gets a fair share of remote_in among the wave's concurrent
+    # sources: with the link's aggregate cut to 20,000 B/µs, one and eight concurrent sources
+    # give different times (asserted below); the memo must keep them apart (in the golden
+    # shapes every wave has the same concurrency, so the whole-graph test cannot tell)
+    s = scenario_from_dict(BASES["bs72"]).with_overrides({"calibration.remote_in_bytes_per_us": 20000.0})
+    got: dict[str, Any] = {}
+    real = dispatch.build_dispatch
+
+    def grab(ctx: Any, em: Emitter, plan: Any, head: str) -> Any:
+        got.update(ctx=ctx, em=em, plan=plan, head=head)
+        return real(ctx, em, plan, head)
+
+    monkeypatch.setattr(dispatch, "build_dispatch", grab)
+    monkeypatch.setattr(dispatch, "DISPATCH_MEMO", True)
+    import moeopt.megamoe.build.implementation as impl
+
+    monkeypatch.setattr(impl, "implementation_for", lambda cfg: dataclasses.replace(impl.BASELINE, dispatch=grab))
+    build_graphs(s)
+    ctx, em, plan, head = got["ctx"], got["em"], got["plan"], got["head"]
+    src = next(s_ for s_ in range(ctx.world) if s_ != ctx.rank)
+    pack = [(e, src) for e, ex in enumerate(plan.experts) if not ex.shared and ex.rows_by_src[src]][:1]
+    memo: dict[Any, Any] = {}
+    names = [dispatch.dispatch_event(ctx, em, plan.experts, 900 + k, src, pack, head, None, conc, memo)
+             for k, conc in enumerate((1, 8, 1, 8))]
+    plain = [dispatch.dispatch_event(ctx, em, plan.experts, 950 + k, src, pack, head, None, conc)
+             for k, conc in enumerate((1, 8, 1, 8))]
+    evs = em._events
+    cost = [(evs[n].duration_us, dict(evs[n].acquires)) for n in names]
+    assert cost == [(evs[n].duration_us, dict(evs[n].acquires)) for n in plain]
+    assert cost[0] != cost[1]  # (the case where concurrency matters is there)
