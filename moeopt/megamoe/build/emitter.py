@@ -462,12 +462,34 @@ class Emitter:
         # (the flags they wait for, found by C-level passes over their dependency maps)
         moved |= flags.intersection(chain_iter.from_iterable(map(_deps_of, map(events.__getitem__, moved))))
         position = dict(zip(events, range(len(specs))))
+        moved_at = sorted(map(position.__getitem__, moved))
+        anchor_at = self._anchors(specs, moved, position, moved_at)
+        n = len(specs)
+        anchors = np.array(anchor_at, np.int64)
+        is_moved = np.zeros(n, bool)
+        is_moved[moved_at] = True
+        if (anchors >= 0).all() and not is_moved[anchors].any():
+            # no moved event is a root or an anchor (a stage whose events each wait for one
+            # event that stays): the walk is every staying event followed by the moved events
+            # anchored to it in order, the order of a stable sort by (anchor's position, 1)
+            # for moved events, (position, 0) for staying ones
+            sort_key = np.arange(0, 2 * n, 2, dtype=np.int64)
+            sort_key[moved_at] = anchors * 2 + 1
+            order = np.argsort(sort_key, kind="stable")
+            out_specs: list[Event] = np.fromiter(specs, object, n)[order].tolist()
+            return out_specs
+        return _tree_order(specs, moved, position, moved_at, anchor_at)
+
+    def _anchors(
+        self, specs: list[Event], moved: set[str], position: dict[str, int], moved_at: list[int]
+    ) -> list[int]:
+        """Each moved event's anchor's position (-1: none), the moved events taken at their
+        positions ``moved_at`` (ascending): see :meth:`_early_order`."""
         late = self._late
         key: dict[str, tuple[int, ...]] = {}  # moved event -> its key
-        anchor_at: list[int] = []  # each moved event's anchor's position (-1: none), in moved_at order
+        anchor_at: list[int] = []
         add_anchor = anchor_at.append
         seq = 0
-        moved_at = sorted(map(position.__getitem__, moved))
         for i in moved_at:
             sp = specs[i]
             name = sp.name
@@ -520,64 +542,57 @@ class Emitter:
             else:
                 key[name] = (-1, seq)
                 add_anchor(-1)
-
-        n = len(specs)
-        anchors = np.array(anchor_at, np.int64)
-        is_moved = np.zeros(n, bool)
-        is_moved[moved_at] = True
-        if (anchors >= 0).all() and not is_moved[anchors].any():
-            # no moved event is a root or an anchor (a stage whose events each wait for one
-            # event that stays): the walk is every staying event followed by the moved events
-            # anchored to it in order, the order of a stable sort by (anchor's position, 1)
-            # for moved events, (position, 0) for staying ones
-            sort_key = np.arange(0, 2 * n, 2, dtype=np.int64)
-            sort_key[moved_at] = anchors * 2 + 1
-            order = np.argsort(sort_key, kind="stable")
-            out_specs: list[Event] = np.fromiter(specs, object, n)[order].tolist()
-            return out_specs
-        anchored: dict[str | None, list[Event]] = {}  # anchor (None: none) -> its moved events
-        for i, a in zip(moved_at, anchor_at):
-            anchored.setdefault(specs[a].name if a >= 0 else None, []).append(specs[i])
-
-        out: list[Event] = []
-
-        def walk(roots: list[Event]) -> None:  # each root, then what is anchored to it, depth first
-            stack = roots[::-1]
-            while stack:
-                sp = stack.pop()
-                out.append(sp)
-                below = anchored.get(sp.name)
-                if below:
-                    stack += below[::-1]
-
-        walk(anchored.get(None, []))
-        # the events that stay, in order: the runs between moved positions (slices, where a
-        # filter would test every event)
-        staying: list[Event] = []
-        at = 0
-        for j in moved_at:
-            staying += specs[at:j]
-            at = j + 1
-        staying += specs[at:]
-        done = 0  # events of ``staying`` already in ``out``
-        # when no moved event is an anchor (a stage whose events each wait for one event that
-        # stays), the walk from each anchor is its list of moved events: appended as it is
-        flat = moved.isdisjoint(anchored)
-        for i in sorted(position[a] for a in anchored if a is not None and a not in moved):
-            upto = i - bisect_right(moved_at, i) + 1  # ``staying``'s events up to and with specs[i]
-            out += staying[done:upto]
-            done = upto
-            if flat:
-                out += anchored[specs[i].name]
-            else:
-                walk(anchored[specs[i].name])
-        out += staying[done:]
-        return out
+        return anchor_at
 
     def _with_late_deps(self, old: Event) -> Event:
         deps = dict(old.deps)
         deps.update(self._late[old.name])
         return _remade(old, deps, old.acquires, old.releases)
+
+
+def _tree_order(
+    specs: list[Event], moved: set[str], position: dict[str, int], moved_at: list[int], anchor_at: list[int]
+) -> list[Event]:
+    """:meth:`Emitter._early_order`'s walk of the anchor tree (``anchor_at``: each moved event's
+    anchor's position, -1: none, the moved events at ``moved_at``)."""
+    anchored: dict[str | None, list[Event]] = {}  # anchor (None: none) -> its moved events
+    for i, a in zip(moved_at, anchor_at):
+        anchored.setdefault(specs[a].name if a >= 0 else None, []).append(specs[i])
+
+    out: list[Event] = []
+
+    def walk(roots: list[Event]) -> None:  # each root, then what is anchored to it, depth first
+        stack = roots[::-1]
+        while stack:
+            sp = stack.pop()
+            out.append(sp)
+            below = anchored.get(sp.name)
+            if below:
+                stack += below[::-1]
+
+    walk(anchored.get(None, []))
+    # the events that stay, in order: the runs between moved positions (slices, where a
+    # filter would test every event)
+    staying: list[Event] = []
+    at = 0
+    for j in moved_at:
+        staying += specs[at:j]
+        at = j + 1
+    staying += specs[at:]
+    done = 0  # events of ``staying`` already in ``out``
+    # when no moved event is an anchor (a stage whose events each wait for one event that
+    # stays), the walk from each anchor is its list of moved events: appended as it is
+    flat = moved.isdisjoint(anchored)
+    for i in sorted(position[a] for a in anchored if a is not None and a not in moved):
+        upto = i - bisect_right(moved_at, i) + 1  # ``staying``'s events up to and with specs[i]
+        out += staying[done:upto]
+        done = upto
+        if flat:
+            out += anchored[specs[i].name]
+        else:
+            walk(anchored[specs[i].name])
+    out += staying[done:]
+    return out
 
 
 def _exhaust(calls: Iterable[object]) -> None:
