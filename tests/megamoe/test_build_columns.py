@@ -157,7 +157,8 @@ def runs(draw: st.DrawFn) -> tuple[list[Any], bool, bool]:
         earlier = [f"pre{j}" for j in range(3)] + [f"x{j}" for j in range(k)]
         deps = dict.fromkeys(draw(st.lists(st.sampled_from(earlier), max_size=2, unique=True)), 0.5)
         sync = draw(st.sampled_from([None, {}, {"pre2": 1.0}, {"pre0": 0.25}]))
-        rows.append((f"x{k}", res, deps, float(k), sync))
+        colocate = draw(st.sampled_from([None, *earlier]))
+        rows.append((f"x{k}", res, deps, float(k), sync, colocate))
     return rows, draw(st.booleans()), draw(st.booleans())
 
 
@@ -174,8 +175,8 @@ def test_emit_run_is_emit_per_event(drawn: tuple[list[Any], bool, bool]) -> None
     rows, chain, with_sync = drawn
     one, many = _emitter_after_pre(True), _emitter_after_pre(True)
     acq = {"s": 1}
-    for name, res, deps, dur, sync in rows:
-        one.emit(name, "st", res, dict(deps), acq, None, dur, {"k": dur}, None, res if chain else None,
+    for name, res, deps, dur, sync, colocate in rows:
+        one.emit(name, "st", res, dict(deps), acq, None, dur, {"k": dur}, colocate, res if chain else None,
                  sync if with_sync else None)
     many.emit_run(
         "st",
@@ -188,11 +189,12 @@ def test_emit_run_is_emit_per_event(drawn: tuple[list[Any], bool, bool]) -> None
         [{"k": r[3]} for r in rows],
         chain,
         [r[4] for r in rows] if with_sync else None,
+        colocate=[r[5] for r in rows],
     )
 
     def state(em: Emitter) -> Any:
-        evs = [(e.name, e.resources, tuple(e.deps.items()), dict(e.acquires), e.duration_us, dict(e.labels))
-               for e in em._events.values()]
+        evs = [(e.name, e.resources, tuple(e.deps.items()), dict(e.acquires), e.duration_us, dict(e.labels),
+                e.colocate_with) for e in em._events.values()]
         return evs, sorted(em.chain_edges), em._last, em._by_stage
 
     assert state(one) == state(many)

@@ -66,6 +66,44 @@ def test_early_order_is_the_sort_by_keys(case: tuple[Emitter, list[str]]) -> Non
     assert [sp.name for sp in got] == [sp.name for sp in want]
 
 
+@st.composite
+def one_anchor_emissions(draw: st.DrawFn) -> tuple[Emitter, list[str]]:
+    """Emissions where most early events wait for one event that stays (the write-backs of a
+    per-tile combine: the order is then found by one stable sort), with now and then one that
+    waits for another early event, for none, or for a late dependency."""
+    em = Emitter(rank=0, contention=False, unit=1000.0)
+    staying: list[str] = []
+    early: list[str] = []
+    for k in range(draw(st.integers(1, 30))):
+        name = f"e{k}"
+        if not staying or draw(st.integers(0, 2)) == 0:
+            em.emit(name, "x", ("c0.AIC",), {}, duration_us=1.0)
+            staying.append(name)
+            continue
+        kind = draw(st.integers(0, 9))
+        if kind == 0 and early:
+            deps = [draw(st.sampled_from(early))]
+        elif kind == 1:
+            deps = []
+        else:
+            deps = [draw(st.sampled_from(staying))]
+        em.emit(name, "e", ("c0.AIV0",), dict.fromkeys(deps, 0.5), duration_us=1.0)
+        early.append(name)
+    if early and draw(st.booleans()):
+        em.add_deps(draw(st.sampled_from(early)), {draw(st.sampled_from(staying)): 0.25})
+    return em, ["e"]
+
+
+@settings(max_examples=150, deadline=None)
+@given(one_anchor_emissions())
+def test_early_order_of_one_anchor_stages_is_the_sort_by_keys(case: tuple[Emitter, list[str]]) -> None:
+    em, early = case
+    specs = list(em._events.values())
+    got = em._early_order(list(specs), early)
+    want = _early_order_by_sort(em, list(specs), early)
+    assert [sp.name for sp in got] == [sp.name for sp in want]
+
+
 def test_early_order_by_hand() -> None:
     # a, b stay; c (early) depends on a: right after a; d (early) depends on c: after c (its key
     # extends c's); f (early) has no dependency: first of all

@@ -26,6 +26,8 @@ import pytest
 from hypothesis import HealthCheck, given, reject, settings
 from hypothesis import strategies as st
 
+import moeopt.megamoe.build.activation as activation
+import moeopt.megamoe.build.combine as combine
 import moeopt.megamoe.build.gmm as gmm
 from moeopt.core.events import Event
 from moeopt.errors import InputError, SchedulingError
@@ -213,8 +215,12 @@ def _wire_full_experts_replaced(ctx: Any, em: Emitter, tiles: GmmTiles) -> str |
 
 
 def _replaced(mp: pytest.MonkeyPatch) -> None:
-    """Swap the replaced code in: its emission, its emit_run, its late full-expert waits."""
+    """Swap the replaced code in: its emission, its emit_run, its late full-expert waits (and the
+    per-tile activation and combine event by event, as they were: the replaced emit_run has no
+    colocation column)."""
     mp.setattr(gmm, "emit_whole_tiles", _emit_whole_tiles_by_replaced)
+    mp.setattr(activation, "TILE_ACTIVATION_BY_RUN", False)
+    mp.setattr(combine, "TILE_COMBINE_BY_RUN", False)
     mp.setattr(Emitter, "emit_run", emit_run_replaced)
     mp.setattr(gmm, "full_expert_waits", lambda ctx, order: {})
     mp.setattr(gmm, "wire_full_experts", _wire_full_experts_replaced)

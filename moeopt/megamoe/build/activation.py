@@ -11,8 +11,9 @@ Two hand-offs, chosen by the GMM1 -> activation link:
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from operator import itemgetter
 from types import MappingProxyType
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from moeopt.megamoe.build.context import BuildContext
 from moeopt.megamoe.build.emitter import Emitter, Units
@@ -26,7 +27,8 @@ K = TypeVar("K", bound=tuple[int, ...])
 def build_activation(ctx: BuildContext, em: Emitter, plan: RankPlan, gmm1: Gmm1Out) -> ActivationOut:
     """The activation events; returns what GMM2 waits on per m-group and per K chunk."""
     if ctx.cfg.link("gmm1", "activation").location == "onchip":
-        return tile_activation(ctx, em, gmm1.tiles)
+        tiles = tile_activation if TILE_ACTIVATION_BY_RUN else tile_activation_by_event
+        return tiles(ctx, em, gmm1.tiles)
     return segment_activation(ctx, em, plan, gmm1.tiles)
 
 
@@ -40,11 +42,104 @@ def activation_us(ctx: BuildContext, in_bytes: float) -> float:
     return ctx.c("act_startup_us") + in_bytes / ctx.c("act_bytes_per_us")
 
 
+TILE_ACTIVATION_BY_RUN = True
+"""Whether :func:`build_activation` takes :func:`tile_activation` (False:
+:func:`tile_activation_by_event`, the reference it is tested against)."""
+
+
 def tile_activation(ctx: BuildContext, em: Emitter, tiles: GmmTiles) -> ActivationOut:
     """One event per GMM1 tile, colocated with the tile's compute phase: :func:`activation_us` of
     the tile read from L0C -> UB (``rows × cols × 2`` bytes), writing ``rows × cols/2 × bpe``
     bytes to GM while holding HBM bandwidth for them; it gives back the on-chip link slot. A
-    vector role runs on the tile core's AIV ``nb mod aiv_per_core``."""
+    vector role runs on the tile core's AIV ``nb mod aiv_per_core``.
+
+    The events of :func:`tile_activation_by_event` (same order, fields and running totals), made
+    as one row per event and emitted by one :meth:`Emitter.emit_run` (not chained: an
+    activation follows its own tile on the core); what depends only on the tile's extent or on
+    (core, HBM units, AIV) is looked up once per distinct value."""
+    cfg, layout = ctx.cfg, ctx.layout
+    inter = cfg.hidden_dim // 2
+    late_aic = "gmm1" in layout.late
+    pooled = "activation" in layout.late or late_aic
+    role = layout.groups["activation"].role
+    lk = cfg.link("activation", "gmm2")
+    chunks = lk.chunks if lk.readiness == "per_chunk" else 1
+    aiv_subs = [f"AIV{j}" for j in range(cfg.aiv_per_core)]
+    aiv_per_core = cfg.aiv_per_core
+    by_mgroup: dict[tuple[int, int], list[str]] = {}
+    by_chunk: dict[tuple[int, int, int], list[str]] = {}
+    memo: dict[tuple[int, int], tuple[float, int, int]] = {}
+    # per (tile rows, tile cols, core, AIV): the event's duration, bytes, resources and hold
+    # maps (each (rows, cols) costed, each (core, units, AIV) placed once, as the reference does)
+    placed: dict[tuple[int, int, int], tuple[Sequence[str], Units, Units]] = {}
+    per_class: dict[tuple[int, int, int, int], tuple[float, int, Sequence[str], Units, Units]] = {}
+    traffic, rank = em.traffic, ctx.rank
+    # the chunks' column ranges [lo, hi) of the intermediate dimension
+    bounds = [(c, c * inter // chunks, (c + 1) * inter // chunks) for c in range(chunks)]
+    # running totals accumulated here, in order, and stored back (nothing else adds to them
+    # while this loop runs: em.units(count=False), hold_maps and pool count nothing)
+    hbm_total, ub_gm_total = traffic["hbm"], traffic["ub_to_gm"]
+    rows: list[tuple[Any, ...]] = []  # per event: its emit_run columns
+    append = rows.append
+    for (w, e, t), mm, core in zip(tiles.items, tiles.events, tiles.cores, strict=True):
+        m0, m1, n0, n1, mb, nb = t
+        sub = nb % aiv_per_core
+        ckey = (m1 - m0, n1 - n0, core, sub)
+        got = per_class.get(ckey)
+        if got is None:
+            cost = memo.get(ckey[:2])
+            if cost is None:
+                out_bytes = (m1 - m0) * ((n1 - n0) // 2) * ctx.bpe
+                dur = activation_us(ctx, (m1 - m0) * (n1 - n0) * 2)
+                cost = memo[ckey[:2]] = (dur, out_bytes, em.units("hbm", out_bytes, dur, count=False))
+            dur, out_bytes, units = cost
+            where = placed.get((core, units, sub))
+            if where is None:
+                give = "onchip_act" if late_aic else f"c{core}.onchip_act"
+                acq, rel = em.hold_maps((("hbm", units),), give=give)
+                resources: Sequence[str]
+                if pooled:
+                    resources = (em.pool("AIV-activation", layout.members["activation"]),)
+                else:
+                    resources = layout.core_res(core, role if role != "AIV" else aiv_subs[sub])[1]
+                where = placed[(core, units, sub)] = (resources, acq, rel)
+            got = per_class[ckey] = (dur, out_bytes, *where)
+        hbm_total += got[1]
+        ub_gm_total += got[1]
+        name = mm.replace(".mm", ".act")
+        append((name, got, {mm: 0.0}, {"stage": "activation", "rank": rank, "expert": e, "wave": w}, mm))
+        if (e, mb) in by_mgroup:
+            by_mgroup[(e, mb)].append(name)
+        else:
+            by_mgroup[(e, mb)] = [name]
+        c0, c1 = n0 // 2, n1 // 2
+        for c, lo, hi in bounds:
+            if c0 < hi and c1 > lo:
+                by_chunk.setdefault((e, mb, c), []).append(name)
+    traffic["hbm"], traffic["ub_to_gm"] = hbm_total, ub_gm_total
+    if rows:
+        names, got_of, deps, labels, colocate = zip(*rows)
+        em.emit_run(
+            "activation",
+            names,
+            list(map(_resources, got_of)),
+            deps,
+            list(map(_acq, got_of)),
+            list(map(_rel, got_of)),
+            list(map(_dur, got_of)),
+            labels,
+            False,
+            colocate=colocate,
+        )
+    return ActivationOut(_frozen(by_mgroup), _frozen(by_chunk), colocated=True)
+
+
+_dur, _resources, _acq, _rel = itemgetter(0), itemgetter(2), itemgetter(3), itemgetter(4)
+
+
+def tile_activation_by_event(ctx: BuildContext, em: Emitter, tiles: GmmTiles) -> ActivationOut:
+    """:func:`tile_activation` event by event, one :meth:`Emitter.emit` call each: the code it
+    replaced, kept as the reference it is tested against (``TILE_ACTIVATION_BY_RUN`` False)."""
     cfg, layout = ctx.cfg, ctx.layout
     inter = cfg.hidden_dim // 2
     late_aic = "gmm1" in layout.late

@@ -13,6 +13,7 @@ Three modes (``options.combine_granularity``, ``auto`` by the kernel's small-pat
 from __future__ import annotations
 
 from collections.abc import Sequence
+from operator import itemgetter
 from types import MappingProxyType
 from typing import Any
 
@@ -43,7 +44,8 @@ def build_combine(ctx: BuildContext, em: Emitter, plan: RankPlan, gmm2: Gmm2Out)
     writes = RowWrites(ctx, em)
     mode = combine_mode(ctx)
     if mode == "per_tile":
-        out = tile_combine(ctx, em, plan, gmm2, writes)
+        tiles = tile_combine if TILE_COMBINE_BY_RUN else tile_combine_by_event
+        out = tiles(ctx, em, plan, gmm2, writes)
     elif mode == "by_source":
         out = source_combine(ctx, em, plan, gmm2, writes)
     else:
@@ -198,12 +200,129 @@ def concurrency(n_events: int, members: int) -> int:
     return max(1, min(n_events, members))
 
 
+TILE_COMBINE_BY_RUN = True
+"""Whether :func:`build_combine` takes :func:`tile_combine` (False: :func:`tile_combine_by_event`,
+the reference it is tested against)."""
+
+
 def tile_combine(
     ctx: BuildContext, em: Emitter, plan: RankPlan, gmm2: Gmm2Out, writes: RowWrites
 ) -> CombineOut:
     """Per GMM2 tile of a local expert, one write-back per sub-core of the paired core (the tile's
     rows split evenly), waiting for the tile's compute (λ = flag latency). On-chip hand-off: no
-    readback, colocated with the tile, the last sub-core gives the link slot back."""
+    readback, colocated with the tile, the last sub-core gives the link slot back.
+
+    The events of :func:`tile_combine_by_event` (same order, fields and running totals), made
+    as one row per event and emitted by one :meth:`Emitter.emit_run` (program order on the
+    pinned sub-core when the protocol asks for it: ``chain``); what depends only on (core,
+    sub-core) or on the write-back's rows is looked up once per distinct value."""
+    cfg, layout = ctx.cfg, ctx.layout
+    lam = ctx.sync.flag_us
+    onchip = cfg.link("gmm2", "combine").location == "onchip"
+    g2_late = "gmm2" in layout.late
+    late = "combine" in layout.late or (onchip and g2_late)
+    role = layout.groups["combine"].role
+    subs = [f"AIV{j}" for j in range(cfg.aiv_per_core)] if role == "AIV" else [role]
+    n_subs = len(subs)
+    items, events, cores = gmm2.tiles.items, gmm2.tiles.events, gmm2.tiles.cores
+    per_expert: dict[int, int] = {}
+    for _w, e, t in items:  # (min(t.rows, n_subs) without the property and min calls)
+        r = t[1] - t[0]
+        per_expert[e] = per_expert.get(e, 0) + (r if r < n_subs else n_subs)
+    members = len(layout.members["combine"])
+    together = {e: concurrency(n, members) for e, n in per_expert.items()}
+
+    def placed(i: int, k: int) -> tuple[Sequence[str], str | None]:
+        """(resources, released slot) of sub-core ``i`` of core ``k``'s write-backs (a pool is
+        declared where the reference declares it: at the first event that names it)."""
+        resources: Sequence[str]
+        if late:
+            resources = (em.pool("AIV-combine", layout.members["combine"]),)
+        elif g2_late:
+            # the paired combine follows its GMM2 tile, whose core is only chosen when the
+            # tile is scheduled: the same sub-core of whichever core that is
+            every = [f"c{c}.{subs[i]}" for c in range(cfg.aic_num)]
+            resources = (em.pool(f"{subs[i]}-paired-combine", every),)
+        else:
+            resources = layout.core_res(k, subs[i])[1]
+        release = None
+        if onchip and i == n_subs - 1:
+            release = "onchip_comb" if g2_late else f"c{k}.onchip_comb"
+        return resources, release
+
+    # colocated with the tile on-chip, and the paired combine of a late-bound GMM2 tile; pinned
+    # (and then chained when the protocol has program order) unless late-bound or paired
+    colocated = onchip or (g2_late and not late)
+    chain = ctx.sync.program_order and not late and not g2_late
+    splits: dict[tuple[int, int], list[tuple[int, int, int]]] = {}  # (m0, m1) -> (i, m0, m1)
+    where: dict[tuple[int, int], tuple[Sequence[str], str | None]] = {}  # (i, core) -> placed(i, core)
+    # (expert, m0, m1, cols, released slot) -> (dur, readback bytes, HBM bytes, remote bytes,
+    # acquires, releases): the reference's memo
+    cost_of: dict[tuple[int, int, int, int, str | None], tuple[float, int, float, float, Units, Units]] = {}
+    suffix = [f".comb{i}" for i in range(n_subs)]
+    readback = not onchip
+    rank, traffic, experts_plan = ctx.rank, em.traffic, plan.experts
+    hbm_total, remote_total, gm_ub_total = traffic["hbm"], traffic["remote_out"], traffic["gm_to_ub"]
+    rows: list[tuple[Any, ...]] = []  # per event: its emit_run columns and its expert
+    append = rows.append
+    for (w, e, t), mm, core in zip(items, events, cores, strict=True):
+        ex = experts_plan[e]
+        if ex.shared:
+            continue
+        m0, m1, n0, n1 = t[0], t[1], t[2], t[3]
+        rows_split = splits.get((m0, m1))
+        if rows_split is None:  # the tile's rows split evenly over the sub-cores (empty parts left out)
+            r = m1 - m0
+            rows_split = splits[(m0, m1)] = [
+                (i, lo, hi)
+                for i in range(n_subs)
+                for lo, hi in ((m0 + (r * i) // n_subs, m0 + (r * (i + 1)) // n_subs),)
+                if hi > lo
+            ]
+        labels = {"stage": "combine", "rank": rank, "expert": e, "wave": w}
+        for i, lo, hi in rows_split:
+            placed_at = where.get((i, core))
+            if placed_at is None:
+                placed_at = where[(i, core)] = placed(i, core)
+            key = (e, lo, hi, n1 - n0, placed_at[1])
+            got = cost_of.get(key)
+            if got is None:
+                src_rows = writes.src_rows_in(ex, lo, hi)
+                got = cost_of[key] = writes.cost(src_rows, n1 - n0, readback, placed_at[1], together[e])
+            hbm_total += got[2]
+            if got[3]:
+                remote_total += got[3]
+            gm_ub_total += got[1]
+            # (each event its own labels dict only when several share a tile: one per event)
+            labels_i = labels if n_subs == 1 else dict(labels)
+            append((mm.replace(".mm", suffix[i]), placed_at[0], {mm: lam}, got, labels_i, mm, e))
+    traffic["hbm"], traffic["remote_out"], traffic["gm_to_ub"] = hbm_total, remote_total, gm_ub_total
+    if not rows:
+        return CombineOut((), colocated=onchip, experts=())
+    names, resources, deps, got_of, labels_of, tiles_of, experts = zip(*rows)
+    em.emit_run(
+        "combine",
+        names,
+        resources,
+        deps,
+        list(map(_acq, got_of)),
+        list(map(_rel, got_of)),
+        list(map(_dur, got_of)),
+        labels_of,
+        chain,
+        colocate=tiles_of if colocated else None,
+    )
+    return CombineOut(names, colocated=onchip, experts=experts)
+
+
+_dur, _acq, _rel = itemgetter(0), itemgetter(4), itemgetter(5)
+
+
+def tile_combine_by_event(
+    ctx: BuildContext, em: Emitter, plan: RankPlan, gmm2: Gmm2Out, writes: RowWrites
+) -> CombineOut:
+    """:func:`tile_combine` event by event, one :meth:`Emitter.emit` call each: the code it
+    replaced, kept as the reference it is tested against (``TILE_COMBINE_BY_RUN`` False)."""
     cfg, layout = ctx.cfg, ctx.layout
     lam = ctx.sync.flag_us
     onchip = cfg.link("gmm2", "combine").location == "onchip"

@@ -32,6 +32,9 @@ def build_dispatch(ctx: BuildContext, em: Emitter, plan: RankPlan, head: str) ->
     flags: list[str] = []
     events: list[tuple[str, ...]] = []
     prev_flag: str | None = None
+    memo: dict[tuple[bool, int, int], tuple[float, dict[str, int], dict[str, int]]] | None = (
+        {} if DISPATCH_MEMO else None
+    )
     for w in range(len(waves)):
         segs = by_wave.get(w, [])
         names: list[str] = []
@@ -45,11 +48,18 @@ def build_dispatch(ctx: BuildContext, em: Emitter, plan: RankPlan, head: str) ->
             for s, items in sorted(per_slot.items()):
                 for i in range(0, len(items), gran):
                     pack = items[i : i + gran]
-                    names.append(dispatch_event(ctx, em, plan.experts, w, s, pack, head, prev_flag, remote))
+                    names.append(
+                        dispatch_event(ctx, em, plan.experts, w, s, pack, head, prev_flag, remote, memo)
+                    )
         prev_flag = em.flag(f"d2c.w{w}", names or [head])
         flags.append(prev_flag)
         events.append(tuple(names))
     return DispatchOut(tuple(flags), tuple(events))
+
+
+DISPATCH_MEMO = True
+"""Whether :func:`build_dispatch` works out each distinct event cost once (False: per event,
+the reference it is tested against)."""
 
 
 def segments_by_wave(plan: RankPlan, tile_m: int) -> dict[int, list[Segment]]:
@@ -107,21 +117,37 @@ def dispatch_event(
     head: str,
     prev_flag: str | None,
     concurrent: int,
+    memo: dict[tuple[bool, int, int], tuple[float, dict[str, int], dict[str, int]]] | None = None,
 ) -> str:
     """One AIV event of wave ``w`` pulling the segments ``pack`` from source ``s`` among
     ``concurrent`` remote sources of the wave: :func:`segment_us` of their rows, holding
     ``remote_in`` (remote source) and ``hbm`` bandwidth for the rows' bytes; waits for the head
-    (λ = cross-rank flag), in program order on its AIV."""
+    (λ = cross-rank flag), in program order on its AIV.
+
+    ``memo`` (one per stage build, if given): (remote, rows, concurrency) -> the event's time
+    and its acquire / release maps, worked out once (events by the hundred pull a few distinct
+    row counts; a builder's event takes copies of the maps, see ``Event.trusted``)."""
     remote = s != ctx.rank
     rows = sum(experts[e].rows_by_src[s] for e, _s in pack)
-    rate = stream_rate(ctx, "read", remote, concurrent).bytes_per_us
-    dur = segment_us(ctx, remote, rows, rate)
     nbytes = rows * ctx.row_bytes
-    acq: dict[str, int] = {}
-    rel: dict[str, int] = {}
+    key = (remote, rows, concurrent)
+    got = memo.get(key) if memo is not None else None
+    if got is None:
+        rate = stream_rate(ctx, "read", remote, concurrent).bytes_per_us
+        dur = segment_us(ctx, remote, rows, rate)
+        acq: dict[str, int] = {}
+        rel: dict[str, int] = {}
+        if remote:
+            em.bw(acq, rel, "remote_in", nbytes, dur, count=False)
+        em.bw(acq, rel, "hbm", nbytes, dur, count=False)
+        got = (dur, acq, rel)
+        if memo is not None:
+            memo[key] = got
+    dur, acq, rel = got
+    # (the traffic of each event, in event order, as em.bw counted it)
     if remote:
-        em.bw(acq, rel, "remote_in", nbytes, dur)
-    em.bw(acq, rel, "hbm", nbytes, dur)
+        em.count("remote_in", nbytes)
+    em.count("hbm", nbytes)
     em.count("ub_to_gm", nbytes)
     resources, pinned = ctx.layout.vector_res(em, "dispatch", s)
     sync = ctx.sync

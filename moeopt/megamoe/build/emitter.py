@@ -24,11 +24,11 @@ from __future__ import annotations
 
 import math
 from bisect import bisect_right
-from collections import Counter, deque
+from collections import deque
 from collections.abc import Iterable, Mapping, Sequence
 from itertools import chain as chain_iter
 from itertools import compress, islice
-from operator import attrgetter, itemgetter, or_
+from operator import attrgetter, itemgetter
 from types import MappingProxyType
 from typing import Any
 
@@ -44,6 +44,7 @@ package's own code. Those with late dependencies (:meth:`Emitter.add_deps`) or n
 semaphore are made again when the graph is assembled."""
 
 _name_of = attrgetter("name")
+_deps_of = attrgetter("deps")
 _acq_of = attrgetter("acquires")
 _rel_of = attrgetter("releases")
 _first_of = itemgetter(0)
@@ -143,16 +144,18 @@ class Emitter:
         chain: bool,
         sync_deps: Sequence[Mapping[str, float] | None] | None = None,
         res_no: np.ndarray | None = None,
+        colocate: Sequence[str | None] | None = None,
     ) -> None:
         """:meth:`emit` of many events of ``stage`` in order, given as columns (entry ``i`` of
-        each is event ``i``'s argument; no colocation): the same events, dependencies, chain
-        edges and stage order as one :meth:`emit` call per event, with ``chain_on`` the event's
-        own resources when ``chain`` (else none) and ``sync_deps`` the column's entry. For the
-        stages that emit thousands of tiles: one call instead of one per event, the events made
-        by one :meth:`Event.trusted_many`, and program order found on arrays where every event
-        has one resource (see :meth:`_chain_run`). ``res_no``: where every event has one
-        resource, each event's resource as a number (equal numbers for equal resources, any
-        numbering), if the caller has them (else they are worked out from ``resources``).
+        each is event ``i``'s argument; ``colocate`` None: none colocated): the same events,
+        dependencies, chain edges and stage order as one :meth:`emit` call per event, with
+        ``chain_on`` the event's own resources when ``chain`` (else none) and ``sync_deps`` the
+        column's entry. For the stages that emit thousands of tiles: one call instead of one per
+        event, the events made by one :meth:`Event.trusted_many`, and program order found on
+        arrays where every event has one resource (see :meth:`_chain_run`). ``res_no``: where
+        every event has one resource, each event's resource as a number (equal numbers for equal
+        resources, any numbering), if the caller has them (else they are worked out from
+        ``resources``).
 
         The ``deps`` dicts are handed over as with :meth:`emit`; one dict may serve several
         events (it then becomes the read-only dependency map of each, see ``Event.trusted``)
@@ -166,7 +169,7 @@ class Emitter:
         if sync_deps is not None:
             # (after every chain edge: each event's own dict gets its chain edge, then its sync)
             _exhaust(map(dict.update, compress(deps, sync_deps), filter(None, sync_deps)))
-        made = Event.trusted_many(names, resources, deps, acquires, releases, None, durations, labels)
+        made = Event.trusted_many(names, resources, deps, acquires, releases, colocate, durations, labels)
         events.update(zip(names, made))
         if len(events) != before + len(names):
             # a name was there before or is repeated: the first such one, as emit reports it (the
@@ -391,30 +394,45 @@ class Emitter:
             for i in compress(range(len(specs)), map(late.__contains__, map(_name_of, specs))):
                 specs[i] = self._with_late_deps(specs[i])
         # events with equal acquire / release maps share one mapping object (see Event.trusted):
-        # the demand and the dropped-semaphore test are worked out once per distinct map
+        # the demand and the dropped-semaphore test are worked out once per distinct map object,
+        # the maps told apart by their ids on arrays (np.unique: each distinct id's first event,
+        # every event's number among them, the events per id; hashing each event's id into a
+        # dict and a Counter cost about twice the instructions, callgrind)
+        n = len(specs)
         acqs = list(map(_acq_of, specs))
-        acq_maps = dict(zip(map(id, acqs), acqs))
+        acq_ids = np.fromiter(map(id, acqs), np.int64, n)
+        _ids, acq_first, acq_no, acq_uses = np.unique(
+            acq_ids, return_index=True, return_inverse=True, return_counts=True
+        )
+        acq_maps = [acqs[i] for i in acq_first.tolist()]  # each distinct map
         demand: dict[str, int] = dict.fromkeys(self._sems, 0)
-        for key, uses in Counter(map(id, acqs)).items():
-            for sem, a in acq_maps[key].items():
+        for m, uses in zip(acq_maps, acq_uses.tolist()):
+            for sem, a in m.items():
                 demand[sem] += a * uses
         sems = {name: cap for name, cap in self._sems.items() if cap < demand[name]}
         dropped = set(self._sems) - set(sems)
         graph = EventGraph(semaphores=sems, pools=self._pools)
-        touched: set[int] = set()
         if dropped:  # (the release maps are only read to find those naming a dropped semaphore)
             rels = list(map(_rel_of, specs))
-            touched = {key for key, m in acq_maps.items() if not dropped.isdisjoint(m)}
-            rel_maps = dict(zip(map(id, rels), rels))
-            touched.update(key for key, m in rel_maps.items() if not dropped.isdisjoint(m))
-        if touched:
-            # the events with a touched map (found by C-level passes) remade without the dropped
-            # semaphores, each in its place
-            hit = map(or_, map(touched.__contains__, map(id, acqs)), map(touched.__contains__, map(id, rels)))
-            for i in compress(range(len(specs)), hit):
+            _ids, rel_first, rel_no = np.unique(
+                np.fromiter(map(id, rels), np.int64, n), return_index=True, return_inverse=True
+            )
+            rel_maps = [rels[i] for i in rel_first.tolist()]
+            acq_hit = np.fromiter((not dropped.isdisjoint(m) for m in acq_maps), bool, len(acq_maps))
+            rel_hit = np.fromiter((not dropped.isdisjoint(m) for m in rel_maps), bool, len(rel_maps))
+            # the events with a touched map remade without the dropped semaphores, each in its
+            # place (each distinct map filtered once; the same filtered dict for its events)
+            hits = np.flatnonzero(acq_hit[acq_no] | rel_hit[rel_no]).tolist()
+            acq_kept: dict[int, dict[str, int]] = {}
+            rel_kept: dict[int, dict[str, int]] = {}
+            for i, a_no, r_no in zip(hits, acq_no[hits].tolist(), rel_no[hits].tolist()):
+                acq = acq_kept.get(a_no)
+                if acq is None:
+                    acq = acq_kept[a_no] = {k: v for k, v in acq_maps[a_no].items() if k not in dropped}
+                rel = rel_kept.get(r_no)
+                if rel is None:
+                    rel = rel_kept[r_no] = {k: v for k, v in rel_maps[r_no].items() if k not in dropped}
                 sp = specs[i]
-                acq = {k: v for k, v in sp.acquires.items() if k not in dropped}
-                rel = {k: v for k, v in sp.releases.items() if k not in dropped}
                 specs[i] = _remade(sp, sp.deps, acq, rel)
         graph.add_all(specs)
         return graph, sorted(dropped)
@@ -434,23 +452,47 @@ class Emitter:
         moved events without an anchor (each followed by what is anchored to it, and so on),
         then every event that stays, each followed by the moved events anchored to it, in
         ``seq`` order, each followed by its own. Keys are kept only to pick anchors: the order
-        itself is built from the tree, without sorting every event."""
+        itself is built from the tree, or, when every moved event is anchored to one that stays
+        (no deeper tree), by one stable sort of the positions on arrays."""
         moved = {name for st in early for name in self._by_stage.get(st, ())}
         if not moved:
             return specs
         events = self._events
         flags = self._flags
-        moved |= {d for name in moved for d in events[name].deps if d in flags}
+        # (the flags they wait for, found by C-level passes over their dependency maps)
+        moved |= flags.intersection(chain_iter.from_iterable(map(_deps_of, map(events.__getitem__, moved))))
         position = dict(zip(events, range(len(specs))))
+        moved_at = sorted(map(position.__getitem__, moved))
+        anchor_at = self._anchors(specs, moved, position, moved_at)
+        n = len(specs)
+        anchors = np.array(anchor_at, np.int64)
+        is_moved = np.zeros(n, bool)
+        is_moved[moved_at] = True
+        if (anchors >= 0).all() and not is_moved[anchors].any():
+            # no moved event is a root or an anchor (a stage whose events each wait for one
+            # event that stays): the walk is every staying event followed by the moved events
+            # anchored to it in order, the order of a stable sort by (anchor's position, 1)
+            # for moved events, (position, 0) for staying ones
+            sort_key = np.arange(0, 2 * n, 2, dtype=np.int64)
+            sort_key[moved_at] = anchors * 2 + 1
+            order = np.argsort(sort_key, kind="stable")
+            out_specs: list[Event] = np.fromiter(specs, object, n)[order].tolist()
+            return out_specs
+        return _tree_order(specs, moved, position, moved_at, anchor_at)
+
+    def _anchors(
+        self, specs: list[Event], moved: set[str], position: dict[str, int], moved_at: list[int]
+    ) -> list[int]:
+        """Each moved event's anchor's position (-1: none), the moved events taken at their
+        positions ``moved_at`` (ascending): see :meth:`_early_order`."""
         late = self._late
         key: dict[str, tuple[int, ...]] = {}  # moved event -> its key
-        anchored: dict[str | None, list[Event]] = {}  # anchor (None: none) -> its moved events
+        anchor_at: list[int] = []
+        add_anchor = anchor_at.append
         seq = 0
-        for i in sorted(map(position.__getitem__, moved)):
+        for i in moved_at:
             sp = specs[i]
             name = sp.name
-            best: tuple[int, ...] = (-1,)
-            anchor: str | None = None
             deps = sp.deps
             if len(deps) == 1 and name not in late:
                 # the common case, a write-back waiting for its tile: the one dependency is the
@@ -461,68 +503,96 @@ class Emitter:
                     if last < i:
                         seq += 1
                         key[name] = (last, seq)
-                        anchored.setdefault(d, []).append(sp)
+                        add_anchor(last)
                         continue
-            elif deps and name not in late and moved.isdisjoint(deps):
+            elif len(deps) > 2 and name not in late and moved.isdisjoint(deps):
                 # (a flag waiting for a stage's tiles: hundreds of dependencies) when none of them
                 # moves, each key is (j,): the anchor is the one emitted last, if before this event
                 last = max(map(position.__getitem__, deps)) if position.keys() >= deps.keys() else i
                 if last < i:
                     seq += 1
                     key[name] = (last, seq)
-                    anchored.setdefault(specs[last].name, []).append(sp)
+                    add_anchor(last)
                     continue
-            for d in (*deps, *late.get(name, ())):
+            # the general rule without a key tuple per staying dependency: a staying one's key
+            # (j,) is below a moved one's key k (two or more entries) iff j <= k[0], so the
+            # anchor is the moved dependency with the largest key if its first entry is at least
+            # the last position of a staying one, else that staying one
+            last = -1  # the last position of a staying dependency emitted before this event
+            stay: str | None = None
+            best: tuple[int, ...] | None = None  # the largest key of a moved one
+            mv: str | None = None
+            for d in (*deps, *late[name]) if name in late else deps:
                 j = position.get(d)
                 if j is None or j >= i:  # not emitted, or emitted after this event
                     continue
-                k = key.get(d, (j,))
-                if k > best:
-                    best, anchor = k, d
+                k = key.get(d)
+                if k is None:
+                    if j > last:
+                        last, stay = j, d
+                elif best is None or k > best:
+                    best, mv = k, d
             seq += 1
-            key[name] = (*best, seq)
-            anchored.setdefault(anchor, []).append(sp)
-
-        out: list[Event] = []
-
-        def walk(roots: list[Event]) -> None:  # each root, then what is anchored to it, depth first
-            stack = roots[::-1]
-            while stack:
-                sp = stack.pop()
-                out.append(sp)
-                below = anchored.get(sp.name)
-                if below:
-                    stack += below[::-1]
-
-        walk(anchored.get(None, []))
-        moved_at = sorted(map(position.__getitem__, moved))
-        # the events that stay, in order: the runs between moved positions (slices, where a
-        # filter would test every event)
-        staying: list[Event] = []
-        at = 0
-        for j in moved_at:
-            staying += specs[at:j]
-            at = j + 1
-        staying += specs[at:]
-        done = 0  # events of ``staying`` already in ``out``
-        # when no moved event is an anchor (a stage whose events each wait for one event that
-        # stays), the walk from each anchor is its list of moved events: appended as it is
-        flat = moved.isdisjoint(anchored)
-        for i in sorted(position[a] for a in anchored if a is not None and a not in moved):
-            upto = i - bisect_right(moved_at, i) + 1  # ``staying``'s events up to and with specs[i]
-            out += staying[done:upto]
-            done = upto
-            if flat:
-                out += anchored[specs[i].name]
+            if best is not None and mv is not None and best[0] >= last:
+                key[name] = (*best, seq)
+                add_anchor(position[mv])
+            elif stay is not None:
+                key[name] = (last, seq)
+                add_anchor(last)
             else:
-                walk(anchored[specs[i].name])
-        out += staying[done:]
-        return out
+                key[name] = (-1, seq)
+                add_anchor(-1)
+        return anchor_at
 
     def _with_late_deps(self, old: Event) -> Event:
         deps = dict(old.deps)
         deps.update(self._late[old.name])
         return _remade(old, deps, old.acquires, old.releases)
+
+
+def _tree_order(
+    specs: list[Event], moved: set[str], position: dict[str, int], moved_at: list[int], anchor_at: list[int]
+) -> list[Event]:
+    """:meth:`Emitter._early_order`'s walk of the anchor tree (``anchor_at``: each moved event's
+    anchor's position, -1: none, the moved events at ``moved_at``)."""
+    anchored: dict[str | None, list[Event]] = {}  # anchor (None: none) -> its moved events
+    for i, a in zip(moved_at, anchor_at):
+        anchored.setdefault(specs[a].name if a >= 0 else None, []).append(specs[i])
+
+    out: list[Event] = []
+
+    def walk(roots: list[Event]) -> None:  # each root, then what is anchored to it, depth first
+        stack = roots[::-1]
+        while stack:
+            sp = stack.pop()
+            out.append(sp)
+            below = anchored.get(sp.name)
+            if below:
+                stack += below[::-1]
+
+    walk(anchored.get(None, []))
+    # the events that stay, in order: the runs between moved positions (slices, where a
+    # filter would test every event)
+    staying: list[Event] = []
+    at = 0
+    for j in moved_at:
+        staying += specs[at:j]
+        at = j + 1
+    staying += specs[at:]
+    done = 0  # events of ``staying`` already in ``out``
+    # when no moved event is an anchor (a stage whose events each wait for one event that
+    # stays), the walk from each anchor is its list of moved events: appended as it is
+    flat = moved.isdisjoint(anchored)
+    for i in sorted(position[a] for a in anchored if a is not None and a not in moved):
+        upto = i - bisect_right(moved_at, i) + 1  # ``staying``'s events up to and with specs[i]
+        out += staying[done:upto]
+        done = upto
+        if flat:
+            out += anchored[specs[i].name]
+        else:
+            walk(anchored[specs[i].name])
+    out += staying[done:]
+    return out
 
 
 def _exhaust(calls: Iterable[object]) -> None:
