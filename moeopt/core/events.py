@@ -81,7 +81,7 @@ def _finite_nonneg(value: Any) -> bool:
 
 _NO_AMOUNTS: Mapping[str, int] = MappingProxyType({})
 _NO_LABELS: Mapping[str, Any] = MappingProxyType({})
-_NO_DEPS_MAP: dict[str, float] = {}  # (never changed: shared by every event without dependencies)
+_NO_DEPS_MAP: Mapping[str, float] = {}  # (never changed: shared by every event without dependencies)
 _NO_DEPS: Mapping[str, float] = MappingProxyType(_NO_DEPS_MAP)
 
 
@@ -148,10 +148,10 @@ class Event:
     colocate_with: str | None = None
     duration_us: float = 0.0
     labels: Mapping[str, Any] = field(default_factory=dict)
-    # the dict ``deps`` wraps: the consumers that read every edge of a big graph subscript and
-    # iterate it without the read-only wrapper's indirection (see moeopt.core.compiled._scan_fast
-    # and moeopt.core.validate._passes); never changed
-    _deps_map: dict[str, float] = field(init=False, repr=False, compare=False)
+    # the mapping ``deps`` wraps (a dict, unless the caller of ``trusted`` handed another
+    # mapping): the consumers that read every edge of a big graph subscript and iterate it without
+    # the read-only wrapper's indirection (see moeopt.core.compiled._scan_fast); never changed
+    _deps_map: Mapping[str, float] = field(init=False, repr=False, compare=False)
 
     def __init__(
         self,
@@ -246,9 +246,7 @@ class Event:
         names that are ``<site>.<role>`` or ``<role>:*``, none twice; dependency names other than
         the event's own with float λ >= 0; positive integer units; float durations. It also hands
         the ``deps`` and ``labels`` mappings over: they are wrapped read-only, not copied, so the
-        caller must not change them afterwards (the MegaMoE builders pass a fresh dict each time;
-        a ``deps`` that is not a plain dict, e.g. another event's read-only ``deps``, is copied
-        to one, which the event keeps as ``_deps_map``).
+        caller must not change them afterwards (the MegaMoE builders pass a fresh dict each time).
         Acquire and release maps are copied, once per distinct map: events with equal maps share
         one read-only copy, as with the checking constructor; a read-only map
         (``MappingProxyType``) is kept as it is, for callers that share one map between many
@@ -273,10 +271,6 @@ class Event:
         ev.name = name
         ev.resources = tuple(resources)
         if deps:
-            if type(deps) is not dict:
-                # (another mapping, e.g. another event's read-only deps: copied, so that every
-                # event wraps a dict, which its consumers read as one)
-                deps = dict(deps)
             ev.deps = MappingProxyType(deps)
             ev._deps_map = deps
         else:
@@ -339,8 +333,6 @@ class Event:
             ev.name = name
             ev.resources = res if type(res) is tuple else tuple(res)
             if dd:
-                if type(dd) is not dict:  # (copied, see trusted)
-                    dd = dict(dd)
                 ev.deps = proxy(dd)
                 ev._deps_map = dd
             else:
@@ -396,7 +388,7 @@ class _Unfrozen:
     colocate_with: str | None
     duration_us: float
     labels: Mapping[str, Any]
-    _deps_map: dict[str, float]
+    _deps_map: Mapping[str, float]
 
 
 assert _Unfrozen.__slots__ == tuple(Event.__dataclass_fields__)
@@ -419,9 +411,8 @@ def _trusted_by_setters(
     s_name, s_res, s_deps, s_acq, s_rel, s_coloc, s_dur, s_labels, s_map = _SLOT_SETTERS
     s_name(ev, name)
     s_res(ev, tuple(resources))
-    dd = (deps if type(deps) is dict else dict(deps)) if deps else _NO_DEPS_MAP  # (see trusted)
-    s_deps(ev, MappingProxyType(dd) if dd else _NO_DEPS)
-    s_map(ev, dd)
+    s_deps(ev, MappingProxyType(deps) if deps else _NO_DEPS)
+    s_map(ev, deps if deps else _NO_DEPS_MAP)
     s_acq(ev, acquires if type(acquires) is MappingProxyType and acquires else _shared_amounts(acquires))
     s_rel(ev, releases if type(releases) is MappingProxyType and releases else _shared_amounts(releases))
     s_coloc(ev, colocate_with)

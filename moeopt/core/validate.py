@@ -362,7 +362,7 @@ def _bools(values: Iterable[bool]) -> np.ndarray:
 _CODE_DTYPE = {"d": np.dtype(np.float64), "n": np.dtype(np.intp), "q": np.dtype(np.int64)}
 
 
-def _flat_values(maps: Sequence[Mapping[str, float]], code: str, count: int) -> np.ndarray:
+def _flat_values(maps: list[Mapping[str, float]], code: str, count: int) -> np.ndarray:
     """The values of all ``maps``, map after map, as one array (:func:`_packed`). Events hold
     dicts (the dependencies' ``Event._deps_map``) or read-only ``MappingProxyType`` maps (the
     acquire and release maps): that type's own ``values`` is called directly, about twice as fast

@@ -1,9 +1,8 @@
-"""``Event._deps_map``, the dict an event's read-only ``deps`` wraps, which ``compile_graph``'s
+"""``Event._deps_map``, the mapping an event's read-only ``deps`` wraps, which ``compile_graph``'s
 lean scan and the validator's array check read instead of ``deps``: every way of making an event
-gives a dict with ``deps``' very entries in its order (the objects too), also when
-``Event.trusted`` is handed another mapping (a read-only map: copied); a graph made so compiles
-and is judged as the same graph made with plain dicts; and the validator reads the values of a
-list of mixed mappings."""
+gives one with ``deps``' very entries in its order (the objects too), and a graph whose events
+carry other mappings there (``Event.trusted`` handed a read-only map: the proxy itself) compiles
+and is judged as the same graph made with plain dicts."""
 
 from __future__ import annotations
 
@@ -52,11 +51,11 @@ def test_every_constructor_keeps_the_wrapped_map(deps: dict[str, float] | None, 
     for ev in made:
         assert _entries(ev._deps_map) == _entries(ev.deps)
         assert list(ev._deps_map.items()) == list((handed or {}).items())
-    for ev in made:
-        assert type(ev._deps_map) is dict  # (what its readers take it for)
-    for ev in made[1:4]:  # the trusted constructors hand a dict over (not copied)
-        if handed and not proxy:
+    for ev in made[1:4]:  # the trusted constructors hand the very map over (not copied)
+        if handed:
             assert ev._deps_map is handed
+        else:
+            assert ev._deps_map == {}
 
 
 def test_flat_values_of_mixed_maps() -> None:
