@@ -365,13 +365,12 @@ def _scan_fast(
     a_pairs = r_pairs = no_pairs
     try:  # (a KeyError: a dependency on a missing event, or an undeclared semaphore)
         for i, ev in enumerate(events):
-            # (the dict the event's read-only deps wraps, read without the wrapper's indirection)
-            d = ev._deps_map
+            d = ev.deps
             nd = len(d)
-            # the names by unpacking the map itself and each λ by subscript: about a third of the
-            # instructions of unpacking ``d.items()`` (a method call through the proxy, a view,
-            # an iterator and a pair tuple per entry; callgrind, DeepSeek-V3-like rank 1 of 47k
-            # events: this scan 412M -> 386M instructions, 381M reading the dict)
+            # the names by unpacking the read-only map itself and each λ by subscript: about a
+            # third of the instructions of unpacking ``d.items()`` (a method call through the
+            # proxy, a view, an iterator and a pair tuple per entry; callgrind, DeepSeek-V3-like
+            # rank 1 of 47k events: this scan 412M -> 386M instructions)
             if nd == 2:
                 pn, pn2 = d
                 lam, lam2 = d[pn], d[pn2]

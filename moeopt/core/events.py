@@ -81,8 +81,7 @@ def _finite_nonneg(value: Any) -> bool:
 
 _NO_AMOUNTS: Mapping[str, int] = MappingProxyType({})
 _NO_LABELS: Mapping[str, Any] = MappingProxyType({})
-_NO_DEPS_MAP: Mapping[str, float] = {}  # (never changed: shared by every event without dependencies)
-_NO_DEPS: Mapping[str, float] = MappingProxyType(_NO_DEPS_MAP)
+_NO_DEPS: Mapping[str, float] = MappingProxyType({})
 
 
 # one read-only mapping per distinct acquire / release map (in insertion order): graphs repeat a
@@ -148,10 +147,6 @@ class Event:
     colocate_with: str | None = None
     duration_us: float = 0.0
     labels: Mapping[str, Any] = field(default_factory=dict)
-    # the mapping ``deps`` wraps (a dict, unless the caller of ``trusted`` handed another
-    # mapping): the consumers that read every edge of a big graph subscript and iterate it without
-    # the read-only wrapper's indirection (see moeopt.core.compiled._scan_fast); never changed
-    _deps_map: Mapping[str, float] = field(init=False, repr=False, compare=False)
 
     def __init__(
         self,
@@ -211,15 +206,10 @@ class Event:
             )
         if colocate_with == name:
             raise GraphError(f"event {name!r}: colocate_with names the event itself")
-        s_name, s_res, s_deps, s_acq, s_rel, s_coloc, s_dur, s_labels, s_map = _SLOT_SETTERS
+        s_name, s_res, s_deps, s_acq, s_rel, s_coloc, s_dur, s_labels = _SLOT_SETTERS
         s_name(self, name)
         s_res(self, res)
-        if dd:
-            s_deps(self, MappingProxyType(dd))
-            s_map(self, dd)
-        else:
-            s_deps(self, _NO_DEPS)
-            s_map(self, _NO_DEPS_MAP)
+        s_deps(self, MappingProxyType(dd))
         s_acq(self, _amounts(name, "acquires", acquires))
         s_rel(self, _amounts(name, "releases", releases))
         s_coloc(self, colocate_with)
@@ -270,12 +260,7 @@ class Event:
         ev = _Unfrozen()
         ev.name = name
         ev.resources = tuple(resources)
-        if deps:
-            ev.deps = MappingProxyType(deps)
-            ev._deps_map = deps
-        else:
-            ev.deps = _NO_DEPS
-            ev._deps_map = _NO_DEPS_MAP
+        ev.deps = MappingProxyType(deps) if deps else _NO_DEPS
         # a non-empty read-only map is kept as it is (what _shared_amounts does with it, without
         # the call: the builders pass shared read-only maps for most events)
         ev.acquires = (
@@ -319,7 +304,7 @@ class Event:
         out: list[Event] = []
         append = out.append
         unfrozen, event, proxy, shared = _Unfrozen, Event, MappingProxyType, _shared_amounts
-        no_deps, no_map, no_labels, inf = _NO_DEPS, _NO_DEPS_MAP, _NO_LABELS, _INF
+        no_deps, no_labels, inf = _NO_DEPS, _NO_LABELS, _INF
         coloc = repeat(None) if colocate_with is None else colocate_with
         # (the loop body is trusted's, inlined: a local-bound name per global it reads)
         for name, res, dd, acq, rel, co, dur, lab in zip(
@@ -332,12 +317,7 @@ class Event:
             ev = unfrozen()
             ev.name = name
             ev.resources = res if type(res) is tuple else tuple(res)
-            if dd:
-                ev.deps = proxy(dd)
-                ev._deps_map = dd
-            else:
-                ev.deps = no_deps
-                ev._deps_map = no_map
+            ev.deps = proxy(dd) if dd else no_deps
             ev.acquires = acq if type(acq) is proxy and acq else shared(acq)
             ev.releases = rel if type(rel) is proxy and rel else shared(rel)
             ev.colocate_with = co
@@ -367,10 +347,7 @@ _name_of = attrgetter("name")
 
 _SLOT_SETTERS = tuple(
     Event.__dict__[f].__set__
-    for f in (
-        "name", "resources", "deps", "acquires", "releases", "colocate_with", "duration_us", "labels",
-        "_deps_map",
-    )
+    for f in ("name", "resources", "deps", "acquires", "releases", "colocate_with", "duration_us", "labels")
 )
 
 
@@ -388,7 +365,6 @@ class _Unfrozen:
     colocate_with: str | None
     duration_us: float
     labels: Mapping[str, Any]
-    _deps_map: Mapping[str, float]
 
 
 assert _Unfrozen.__slots__ == tuple(Event.__dataclass_fields__)
@@ -408,11 +384,10 @@ def _trusted_by_setters(
     """:meth:`Event.trusted` for a subclass of :class:`Event`: each field by its slot's setter
     (the frozen class's ``__setattr__`` refuses, ``object.__setattr__`` looks each name up)."""
     ev = object.__new__(cls)
-    s_name, s_res, s_deps, s_acq, s_rel, s_coloc, s_dur, s_labels, s_map = _SLOT_SETTERS
+    s_name, s_res, s_deps, s_acq, s_rel, s_coloc, s_dur, s_labels = _SLOT_SETTERS
     s_name(ev, name)
     s_res(ev, tuple(resources))
     s_deps(ev, MappingProxyType(deps) if deps else _NO_DEPS)
-    s_map(ev, deps if deps else _NO_DEPS_MAP)
     s_acq(ev, acquires if type(acquires) is MappingProxyType and acquires else _shared_amounts(acquires))
     s_rel(ev, releases if type(releases) is MappingProxyType and releases else _shared_amounts(releases))
     s_coloc(ev, colocate_with)
