@@ -367,21 +367,28 @@ def _scan_fast(
         for i, ev in enumerate(events):
             d = ev.deps
             nd = len(d)
+            # the names by unpacking the read-only map itself and each λ by subscript: about a
+            # third of the instructions of unpacking ``d.items()`` (a method call through the
+            # proxy, a view, an iterator and a pair tuple per entry; callgrind, DeepSeek-V3-like
+            # rank 1 of 47k events: this scan 412M -> 386M instructions)
             if nd == 2:
-                (pn, lam), (pn2, lam2) = d.items()
+                pn, pn2 = d
+                lam, lam2 = d[pn], d[pn2]
                 q, q2 = index[pn], index[pn2]
                 pl = ((q, lam), (q2, lam2))
                 succ_lists[q].append((i, lam))
                 succ_lists[q2].append((i, lam2))
             elif nd == 3:
-                (pn, lam), (pn2, lam2), (pn3, lam3) = d.items()
+                pn, pn2, pn3 = d
+                lam, lam2, lam3 = d[pn], d[pn2], d[pn3]
                 q, q2, q3 = index[pn], index[pn2], index[pn3]
                 pl = ((q, lam), (q2, lam2), (q3, lam3))
                 succ_lists[q].append((i, lam))
                 succ_lists[q2].append((i, lam2))
                 succ_lists[q3].append((i, lam3))
             elif nd == 1:
-                ((pn, lam),) = d.items()
+                (pn,) = d
+                lam = d[pn]
                 q = index[pn]
                 pl = ((q, lam),)
                 succ_lists[q].append((i, lam))
