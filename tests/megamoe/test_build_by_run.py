@@ -20,18 +20,19 @@ import dataclasses
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, reject, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import moeopt.megamoe.build.activation as activation
 import moeopt.megamoe.build.combine as combine
 import moeopt.megamoe.build.dispatch as dispatch
-from moeopt.errors import GraphError, InputError, SchedulingError
+from moeopt.errors import GraphError, SchedulingError
 from moeopt.megamoe.build.emitter import Emitter
 from moeopt.megamoe.scenario import Scenario, scenario_from_dict
 from moeopt.megamoe.simulate import build_graphs
 from moeopt.testing.rankgraph import rank_graph_rows
 from moeopt.trust.golden import BASES
+from tests.megamoe.knob_mixes import knob_mixes
 
 
 def _rows(s: Scenario) -> dict[int, list[Any]] | str:
@@ -76,22 +77,8 @@ FAMILIES: list[dict[str, Any]] = [
 ]
 
 
-@st.composite
-def scenarios(draw: st.DrawFn) -> Scenario:
-    base = draw(st.sampled_from(sorted(BASES)))
-    over: dict[str, Any] = {}
-    if base == "pto_m16":
-        over["profile"] = draw(st.sampled_from(["pto-a2a3", "pto-a2a3-v1"]))
-    for fam in draw(st.lists(st.sampled_from(FAMILIES), max_size=2, unique_by=id)):
-        over.update(fam)
-    over["workload.tokens"] = draw(st.sampled_from([8, 16, 40]))
-    over["workload.routing"] = draw(st.sampled_from(["uniform", "cyclic", "zipf", "random"]))
-    over["workload.seed"] = draw(st.integers(0, 3))
-    over["workload.world"] = draw(st.sampled_from([2, 4]))
-    try:
-        return scenario_from_dict(BASES[base]).with_overrides(over)
-    except InputError:
-        reject()
+def scenarios() -> st.SearchStrategy[Scenario]:
+    return knob_mixes(FAMILIES, [8, 16, 40])
 
 
 @settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.filter_too_much, HealthCheck.too_slow])
