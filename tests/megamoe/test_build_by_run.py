@@ -1,7 +1,6 @@
 """The per-tile activation and combine emitted as one run (issue 17, build9) are pinned to the
-event-by-event code they replaced, kept in their modules as the reference
-(``activation.tile_activation_by_event``, ``combine.tile_combine_by_event``, reached with
-``TILE_ACTIVATION_BY_RUN`` / ``TILE_COMBINE_BY_RUN`` False): whole rank graphs, event for event
+event-by-event code they replaced, kept as the reference in ``by_event_emitters.py`` and
+swapped in for the comparison: whole rank graphs, event for event
 and field for field in graph order, with every other field of the built rank (chain edges,
 traffic, pools), on scenarios drawn over the knobs those two stages read (on-chip links,
 late-bound cubes and vector cores, the per-tile combine forced on larger shapes, shared experts,
@@ -32,6 +31,7 @@ from moeopt.megamoe.scenario import Scenario, scenario_from_dict
 from moeopt.megamoe.simulate import build_graphs
 from moeopt.testing.rankgraph import rank_graph_rows
 from moeopt.trust.golden import BASES
+from tests.megamoe.by_event_emitters import tile_activation_by_event, tile_combine_by_event
 from tests.megamoe.knob_mixes import knob_mixes
 
 
@@ -45,8 +45,8 @@ def _rows(s: Scenario) -> dict[int, list[Any]] | str:
 def _by_run_and_by_event(s: Scenario) -> tuple[Any, Any]:
     by_run = _rows(s)
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(activation, "TILE_ACTIVATION_BY_RUN", False)
-        mp.setattr(combine, "TILE_COMBINE_BY_RUN", False)
+        mp.setattr(activation, "tile_activation", tile_activation_by_event)
+        mp.setattr(combine, "tile_combine", tile_combine_by_event)
         mp.setattr(dispatch, "DISPATCH_MEMO", False)
         by_event = _rows(s)
     return by_run, by_event

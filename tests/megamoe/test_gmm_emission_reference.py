@@ -38,6 +38,7 @@ from moeopt.megamoe.scenario import Scenario, scenario_from_dict
 from moeopt.megamoe.simulate import build_graphs
 from moeopt.testing.rankgraph import rank_graph_rows
 from moeopt.trust.golden import BASES
+from tests.megamoe.by_event_emitters import tile_activation_by_event, tile_combine_by_event
 from tests.megamoe.knob_mixes import knob_mixes
 
 _event = Event.trusted
@@ -220,8 +221,8 @@ def _replaced(mp: pytest.MonkeyPatch) -> None:
     per-tile activation and combine event by event, as they were: the replaced emit_run has no
     colocation column)."""
     mp.setattr(gmm, "emit_whole_tiles", _emit_whole_tiles_by_replaced)
-    mp.setattr(activation, "TILE_ACTIVATION_BY_RUN", False)
-    mp.setattr(combine, "TILE_COMBINE_BY_RUN", False)
+    mp.setattr(activation, "tile_activation", tile_activation_by_event)
+    mp.setattr(combine, "tile_combine", tile_combine_by_event)
     mp.setattr(Emitter, "emit_run", emit_run_replaced)
     mp.setattr(gmm, "full_expert_waits", lambda ctx, order: {})
     mp.setattr(gmm, "wire_full_experts", _wire_full_experts_replaced)

@@ -27,8 +27,7 @@ K = TypeVar("K", bound=tuple[int, ...])
 def build_activation(ctx: BuildContext, em: Emitter, plan: RankPlan, gmm1: Gmm1Out) -> ActivationOut:
     """The activation events; returns what GMM2 waits on per m-group and per K chunk."""
     if ctx.cfg.link("gmm1", "activation").location == "onchip":
-        tiles = tile_activation if TILE_ACTIVATION_BY_RUN else tile_activation_by_event
-        return tiles(ctx, em, gmm1.tiles)
+        return tile_activation(ctx, em, gmm1.tiles)
     return segment_activation(ctx, em, plan, gmm1.tiles)
 
 
@@ -42,18 +41,14 @@ def activation_us(ctx: BuildContext, in_bytes: float) -> float:
     return ctx.c("act_startup_us") + in_bytes / ctx.c("act_bytes_per_us")
 
 
-TILE_ACTIVATION_BY_RUN = True
-"""Whether :func:`build_activation` takes :func:`tile_activation` (False:
-:func:`tile_activation_by_event`, the reference it is tested against)."""
-
-
 def tile_activation(ctx: BuildContext, em: Emitter, tiles: GmmTiles) -> ActivationOut:
     """One event per GMM1 tile, colocated with the tile's compute phase: :func:`activation_us` of
     the tile read from L0C -> UB (``rows × cols × 2`` bytes), writing ``rows × cols/2 × bpe``
     bytes to GM while holding HBM bandwidth for them; it gives back the on-chip link slot. A
     vector role runs on the tile core's AIV ``nb mod aiv_per_core``.
 
-    The events of :func:`tile_activation_by_event` (same order, fields and running totals), made
+    The events the code it replaced made with one :meth:`Emitter.emit` each (same order, fields
+    and running totals; ``tests/megamoe/by_event_emitters.py`` keeps it as the reference), made
     as one row per event and emitted by one :meth:`Emitter.emit_run` (not chained: an
     activation follows its own tile on the core); what depends only on the tile's extent or on
     (core, HBM units, AIV) is looked up once per distinct value."""
@@ -135,68 +130,6 @@ def tile_activation(ctx: BuildContext, em: Emitter, tiles: GmmTiles) -> Activati
 
 
 _dur, _resources, _acq, _rel = itemgetter(0), itemgetter(2), itemgetter(3), itemgetter(4)
-
-
-def tile_activation_by_event(ctx: BuildContext, em: Emitter, tiles: GmmTiles) -> ActivationOut:
-    """:func:`tile_activation` event by event, one :meth:`Emitter.emit` call each: the code it
-    replaced, kept as the reference it is tested against (``TILE_ACTIVATION_BY_RUN`` False)."""
-    cfg, layout = ctx.cfg, ctx.layout
-    inter = cfg.hidden_dim // 2
-    late_aic = "gmm1" in layout.late
-    pooled = "activation" in layout.late or late_aic
-    role = layout.groups["activation"].role
-    lk = cfg.link("activation", "gmm2")
-    chunks = lk.chunks if lk.readiness == "per_chunk" else 1
-    aiv_subs = [f"AIV{j}" for j in range(cfg.aiv_per_core)]
-    by_mgroup: dict[tuple[int, int], list[str]] = {}
-    by_chunk: dict[tuple[int, int, int], list[str]] = {}
-    memo: dict[tuple[int, int], tuple[float, int, int]] = {}
-    # per (core, HBM units, AIV): the event's resources and hold maps (each asked once)
-    placed: dict[tuple[int, int, int], tuple[Sequence[str], Units, Units]] = {}
-    emit, traffic, rank = em.emit, em.traffic, ctx.rank
-    # running totals accumulated here, in order, and stored back (nothing else adds to them
-    # while this loop runs: em.units(count=False), hold_maps, pool and emit count nothing)
-    hbm_total, ub_gm_total = traffic["hbm"], traffic["ub_to_gm"]
-    for (w, e, t), mm, core in zip(tiles.items, tiles.events, tiles.cores, strict=True):
-        got = memo.get((t.rows, t.cols))
-        if got is None:
-            out_bytes = t.rows * (t.cols // 2) * ctx.bpe
-            dur = activation_us(ctx, t.rows * t.cols * 2)
-            got = memo[(t.rows, t.cols)] = (dur, out_bytes, em.units("hbm", out_bytes, dur, count=False))
-        dur, out_bytes, units = got
-        hbm_total += out_bytes
-        ub_gm_total += out_bytes
-        sub = t.nb % cfg.aiv_per_core
-        where = placed.get((core, units, sub))
-        if where is None:
-            give = "onchip_act" if late_aic else f"c{core}.onchip_act"
-            acq, rel = em.hold_maps((("hbm", units),), give=give)
-            resources: Sequence[str]
-            if pooled:
-                resources = (em.pool("AIV-activation", layout.members["activation"]),)
-            else:
-                resources = layout.core_res(core, role if role != "AIV" else aiv_subs[sub])[1]
-            where = placed[(core, units, sub)] = (resources, acq, rel)
-        resources, acq, rel = where
-        name = emit(
-            mm.replace(".mm", ".act"),
-            "activation",
-            resources,
-            {mm: 0.0},
-            acq,
-            rel,
-            dur,
-            {"stage": "activation", "rank": rank, "expert": e, "wave": w},
-            colocate_with=mm,
-        )
-        by_mgroup.setdefault((e, t.mb), []).append(name)
-        c0, c1 = t.n0 // 2, t.n1 // 2
-        for c in range(chunks):
-            lo, hi = c * inter // chunks, (c + 1) * inter // chunks
-            if c0 < hi and c1 > lo:
-                by_chunk.setdefault((e, t.mb, c), []).append(name)
-    traffic["hbm"], traffic["ub_to_gm"] = hbm_total, ub_gm_total
-    return ActivationOut(_frozen(by_mgroup), _frozen(by_chunk), colocated=True)
 
 
 def segment_activation(ctx: BuildContext, em: Emitter, plan: RankPlan, tiles: GmmTiles) -> ActivationOut:

@@ -44,8 +44,7 @@ def build_combine(ctx: BuildContext, em: Emitter, plan: RankPlan, gmm2: Gmm2Out)
     writes = RowWrites(ctx, em)
     mode = combine_mode(ctx)
     if mode == "per_tile":
-        tiles = tile_combine if TILE_COMBINE_BY_RUN else tile_combine_by_event
-        out = tiles(ctx, em, plan, gmm2, writes)
+        out = tile_combine(ctx, em, plan, gmm2, writes)
     elif mode == "by_source":
         out = source_combine(ctx, em, plan, gmm2, writes)
     else:
@@ -200,11 +199,6 @@ def concurrency(n_events: int, members: int) -> int:
     return max(1, min(n_events, members))
 
 
-TILE_COMBINE_BY_RUN = True
-"""Whether :func:`build_combine` takes :func:`tile_combine` (False: :func:`tile_combine_by_event`,
-the reference it is tested against)."""
-
-
 def tile_combine(
     ctx: BuildContext, em: Emitter, plan: RankPlan, gmm2: Gmm2Out, writes: RowWrites
 ) -> CombineOut:
@@ -212,7 +206,8 @@ def tile_combine(
     rows split evenly), waiting for the tile's compute (λ = flag latency). On-chip hand-off: no
     readback, colocated with the tile, the last sub-core gives the link slot back.
 
-    The events of :func:`tile_combine_by_event` (same order, fields and running totals), made
+    The events the code it replaced made with one :meth:`Emitter.emit` each (same order, fields
+    and running totals; ``tests/megamoe/by_event_emitters.py`` keeps it as the reference), made
     as one row per event and emitted by one :meth:`Emitter.emit_run` (program order on the
     pinned sub-core when the protocol asks for it: ``chain``); what depends only on (core,
     sub-core) or on the write-back's rows is looked up once per distinct value."""
@@ -316,97 +311,6 @@ def tile_combine(
 
 
 _dur, _acq, _rel = itemgetter(0), itemgetter(4), itemgetter(5)
-
-
-def tile_combine_by_event(
-    ctx: BuildContext, em: Emitter, plan: RankPlan, gmm2: Gmm2Out, writes: RowWrites
-) -> CombineOut:
-    """:func:`tile_combine` event by event, one :meth:`Emitter.emit` call each: the code it
-    replaced, kept as the reference it is tested against (``TILE_COMBINE_BY_RUN`` False)."""
-    cfg, layout = ctx.cfg, ctx.layout
-    lam = ctx.sync.flag_us
-    onchip = cfg.link("gmm2", "combine").location == "onchip"
-    g2_late = "gmm2" in layout.late
-    late = "combine" in layout.late or (onchip and g2_late)
-    role = layout.groups["combine"].role
-    subs = [f"AIV{j}" for j in range(cfg.aiv_per_core)] if role == "AIV" else [role]
-    splits: dict[tuple[int, int], list[tuple[int, int]]] = {}
-    names: list[str] = []
-    experts: list[int] = []
-    per_expert: dict[int, int] = {}
-    for _w, e, t in gmm2.tiles.items:
-        per_expert[e] = per_expert.get(e, 0) + min(t.rows, len(subs))
-    members = len(layout.members["combine"])
-    # what RowWrites.event does per event, with each expert's concurrency, each (expert, rows)'s
-    # rows by source and each write-back's cost looked up once, and the traffic totals summed
-    # here in the same order and stored back (nothing else adds to them while this loop runs:
-    # RowWrites.cost counts nothing, pool and emit neither)
-    together = {e: concurrency(n, members) for e, n in per_expert.items()}
-    rows_of: dict[tuple[int, int, int], RowsBySrc] = {}
-    cost_of: dict[tuple[int, int, int, int, str | None], tuple[float, int, float, float, Units, Units]] = {}
-    suffix = [f".comb{i}" for i in range(len(subs))]
-    readback = not onchip
-    program_order = ctx.sync.program_order
-    emit, traffic, rank = em.emit, em.traffic, ctx.rank
-    hbm_total, remote_total, gm_ub_total = traffic["hbm"], traffic["remote_out"], traffic["gm_to_ub"]
-    for (w, e, t), mm, core in zip(gmm2.tiles.items, gmm2.tiles.events, gmm2.tiles.cores, strict=True):
-        ex = plan.experts[e]
-        if ex.shared:
-            continue
-        rows_split = splits.get((t.m0, t.rows))
-        if rows_split is None:  # the tile's rows split evenly over the sub-cores
-            rows_split = splits[(t.m0, t.rows)] = [
-                (t.m0 + (t.rows * i) // len(subs), t.m0 + (t.rows * (i + 1)) // len(subs))
-                for i in range(len(subs))
-            ]
-        for i, (sub, (m0, m1)) in enumerate(zip(subs, rows_split, strict=False)):
-            if m1 <= m0:
-                continue
-            colocate = mm if onchip else None
-            resources: Sequence[str]
-            pinned: Sequence[str] | None
-            if late:
-                resources, pinned = (em.pool("AIV-combine", layout.members["combine"]),), None
-            elif g2_late:
-                # the paired combine follows its GMM2 tile, whose core is only chosen when the
-                # tile is scheduled: the same sub-core of whichever core that is
-                every = [f"c{k}.{sub}" for k in range(cfg.aic_num)]
-                resources, pinned = (em.pool(f"{sub}-paired-combine", every),), None
-                colocate = mm
-            else:
-                resources = pinned = layout.core_res(core, sub)[1]
-            release = None
-            if onchip and i == len(subs) - 1:
-                release = "onchip_comb" if g2_late else f"c{core}.onchip_comb"
-            key = (e, m0, m1, t.cols, release)
-            got = cost_of.get(key)
-            if got is None:
-                rows = rows_of.get(key[:3])
-                if rows is None:
-                    rows = rows_of[key[:3]] = writes.src_rows_in(ex, m0, m1)
-                got = cost_of[key] = writes.cost(rows, t.cols, readback, release, together[e])
-            dur, rb_bytes, hbm_bytes, rem, acq, rel = got
-            hbm_total += hbm_bytes
-            if rem:
-                remote_total += rem
-            gm_ub_total += rb_bytes
-            experts.append(e)
-            names.append(
-                emit(
-                    mm.replace(".mm", suffix[i]),
-                    "combine",
-                    resources,
-                    {mm: lam},
-                    acq,
-                    rel,
-                    dur,
-                    {"stage": "combine", "rank": rank, "expert": e, "wave": w},
-                    colocate,
-                    pinned if program_order else None,
-                )
-            )
-    traffic["hbm"], traffic["remote_out"], traffic["gm_to_ub"] = hbm_total, remote_total, gm_ub_total
-    return CombineOut(tuple(names), colocated=onchip, experts=tuple(experts))
 
 
 def source_combine(
