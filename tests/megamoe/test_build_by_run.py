@@ -5,8 +5,8 @@ and field for field in graph order, with every other field of the built rank (ch
 traffic, pools), on scenarios drawn over the knobs those two stages read (on-chip links,
 late-bound cubes and vector cores, the per-tile combine forced on larger shapes, shared experts,
 both sync protocols). The dispatch events' costs, worked out once per distinct (remote, rows,
-concurrency) (``dispatch.DISPATCH_MEMO``), are compared the same way with their per-event
-computation.
+concurrency) (the memo ``build_dispatch`` hands ``dispatch_event``), are compared the same way
+with their per-event computation.
 
 The emitter's assembly, which now tells shared acquire / release maps apart on arrays, is
 compared with the rule it implements worked out event by event (SPEC §4's special case: a
@@ -16,6 +16,7 @@ event's mention of it)."""
 from __future__ import annotations
 
 import dataclasses
+from functools import partial
 from typing import Any
 
 import pytest
@@ -42,12 +43,18 @@ def _rows(s: Scenario) -> dict[int, list[Any]] | str:
         return f"{type(e).__name__}: {e}"
 
 
+def _without_memo(real: Any, *args: Any) -> str:
+    """``dispatch_event`` without the memo it was given (its tenth argument)."""
+    return str(real(*args[:9]))
+
+
 def _by_run_and_by_event(s: Scenario) -> tuple[Any, Any]:
     by_run = _rows(s)
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(activation, "tile_activation", tile_activation_by_event)
         mp.setattr(combine, "tile_combine", tile_combine_by_event)
-        mp.setattr(dispatch, "DISPATCH_MEMO", False)
+        # every dispatch event costed on its own: the memo build_dispatch passes is dropped
+        mp.setattr(dispatch, "dispatch_event", partial(_without_memo, dispatch.dispatch_event))
         by_event = _rows(s)
     return by_run, by_event
 
@@ -176,7 +183,6 @@ def test_dispatch_memo_tells_concurrency_apart(monkeypatch: pytest.MonkeyPatch) 
         return real(ctx, em, plan, head)
 
     monkeypatch.setattr(dispatch, "build_dispatch", grab)
-    monkeypatch.setattr(dispatch, "DISPATCH_MEMO", True)
     import moeopt.megamoe.build.implementation as impl
 
     monkeypatch.setattr(impl, "implementation_for", lambda cfg: dataclasses.replace(impl.BASELINE, dispatch=grab))

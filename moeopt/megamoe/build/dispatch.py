@@ -32,9 +32,7 @@ def build_dispatch(ctx: BuildContext, em: Emitter, plan: RankPlan, head: str) ->
     flags: list[str] = []
     events: list[tuple[str, ...]] = []
     prev_flag: str | None = None
-    memo: dict[tuple[bool, int, int], tuple[float, dict[str, int], dict[str, int]]] | None = (
-        {} if DISPATCH_MEMO else None
-    )
+    memo: dict[tuple[bool, int, int], tuple[float, dict[str, int], dict[str, int]]] = {}
     for w in range(len(waves)):
         segs = by_wave.get(w, [])
         names: list[str] = []
@@ -55,11 +53,6 @@ def build_dispatch(ctx: BuildContext, em: Emitter, plan: RankPlan, head: str) ->
         flags.append(prev_flag)
         events.append(tuple(names))
     return DispatchOut(tuple(flags), tuple(events))
-
-
-DISPATCH_MEMO = True
-"""Whether :func:`build_dispatch` works out each distinct event cost once (False: per event,
-the reference it is tested against)."""
 
 
 def segments_by_wave(plan: RankPlan, tile_m: int) -> dict[int, list[Segment]]:
