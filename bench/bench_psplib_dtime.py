@@ -16,6 +16,18 @@ What a 2-second solve gets (OR-Tools 9.15, one worker, load ~0.3 on 2 cores): 0.
 deterministic units on the hard instances (``bench_psplib_timeidx.py --question opt --time-limit 2
 --dtime 0``: j3029_8 0.37, j3013_2 0.69, j3029_3 0.90), so ``--dtime 0.7`` is the default.
 
+Findings (OR-Tools 9.15; with ``{"use_sat_inprocessing": true}`` as the old default): without
+inprocessing 474/480 proven at 0.7 units instead of 473, 479/480 at 5 either way (j3029_3 open),
+20.6 units in all instead of 27.1; hence ``SMALL_MODEL_PARAMS`` in ``solve_exact``. A split of
+one budget between the two (part without, the rest with inprocessing) cannot prove more at 0.7:
+only j3029_4 and the 473 others are proven below 0.7 units by either, and no instance is proven
+faster with inprocessing by more than the seed-to-seed spread (j3013_1 0.46 against 0.51 with
+the default seed, 0.86 against 0.58 with seed 2). Timetable edge finding on top costs twice the
+CPU seconds per instance proven. The six left (j3013_2/5/6, j3029_3/6/8) are out of reach of
+parameters: refuting ``makespan <= OPT - 1`` alone (``bench_psplib_proof.py --question proof``)
+takes 0.86-1.76 units on three of them and more than 3 on the other three, while finding OPT
+takes 0.01-0.73.
+
     python bench/bench_psplib_dtime.py [--dtime 0.7] [--variants default,noinproc]
                                        [--only NAME,...] [--limit N]
     # variants: names below, or a JSON object of CP-SAT parameters
