@@ -35,7 +35,7 @@ from psplib_set import add_data_argument, instance_paths, open_set
 
 import moeopt as m
 from moeopt.exact.model import ExactModel, semaphore_models, tick_instance
-from moeopt.exact.solve import DEFAULT_PARAMS, DELAYS_BUDGET
+from moeopt.exact.solve import DEFAULT_PARAMS, DELAYS_BUDGET, SMALL_MODEL_PARAMS
 from moeopt.exact.ticks import choose_grid
 
 
@@ -55,7 +55,8 @@ def decision_model(graph: m.EventGraph, limit: int) -> ExactModel:
 
 
 def one_worker_solver(time_limit: float, params: dict[str, Any], dtime: float = 0.0) -> cp_model.CpSolver:
-    """A CP-SAT solver on one worker with ``solve_exact``'s default parameters, then ``params``
+    """A CP-SAT solver on one worker with the parameters of ``solve_exact``'s main search on a
+    small graph (its defaults and ``SMALL_MODEL_PARAMS``: j30 has 32 events), then ``params``
     (enum values by name, repeated fields as lists), limited by ``time_limit`` wall seconds and,
     when ``dtime > 0``, by deterministic time."""
     solver = cp_model.CpSolver()
@@ -64,7 +65,7 @@ def one_worker_solver(time_limit: float, params: dict[str, Any], dtime: float = 
     p.max_time_in_seconds = time_limit
     if dtime > 0:
         p.max_deterministic_time = dtime
-    for key, value in {**DEFAULT_PARAMS, **params}.items():
+    for key, value in {**DEFAULT_PARAMS, **SMALL_MODEL_PARAMS, **params}.items():
         current = getattr(p, key)
         if isinstance(value, str) and hasattr(type(current), "__members__"):
             value = type(current).__members__[value]

@@ -75,6 +75,26 @@ LARGE_MODEL_PARAMS: Mapping[str, Any] = {
 }
 """Added to :data:`DEFAULT_PARAMS` for models with more than ``LARGE_MODEL_INTERVALS`` intervals."""
 
+SMALL_MODEL_EVENTS = 300
+SMALL_MODEL_PARAMS: Mapping[str, Any] = {
+    # sat_parameters.proto `use_sat_inprocessing` (clause database vivification, subsumption and
+    # probing between restarts). PSPLIB j30 with one worker, solve_exact's search limited by
+    # deterministic time (bench_psplib_dtime.py, OR-Tools 9.15): at 0.7 units per instance
+    # (about what a 2 s solve gets on an idle core) 474/480 proven instead of 473 (j3029_4
+    # gained, none lost) with 6.60 units used in all instead of 7.73; at 5 units 479/480 either
+    # way, 20.6 units instead of 27.1. To optimal: j3029_4 0.24 units instead of 1.02, j3013_6
+    # 1.96 instead of 3.71, j3013_5 2.21 instead of 3.33, j3013_2 3.45 instead of 4.52, j3029_6
+    # 3.23 instead of 4.01, j3029_8 2.34 instead of 2.70; j3013_1 0.51 instead of 0.46. With
+    # random_seed 2 (the default is 1) the seven took 14.7 units instead of 16.9 (j3013_1 0.58
+    # instead of 0.86; j3013_5 2.21 instead of 1.97). CPU seconds per unit the same (2.0 either
+    # way at that load).
+    "use_sat_inprocessing": False,
+}
+"""Added to :data:`DEFAULT_PARAMS` for the main search of graphs of at most
+``SMALL_MODEL_EVENTS`` events. assumed: 300, the size up to which PSPLIB-like graphs were
+measured (j30 has 32 events) and the bound phase runs; the kernel graphs of thousands of events
+(bench_gap.py) were not measured with it and keep CP-SAT's default."""
+
 RESERVOIR_EXPAND_LIMIT = 100
 LARGE_RESERVOIR_PARAMS: Mapping[str, Any] = {
     # sat_parameters.proto `expand_reservoir_constraints`. Expanding a reservoir creates a
@@ -296,7 +316,8 @@ def solve_exact(
         defaults.update(LARGE_MODEL_PARAMS)
     if model.largest_reservoir > RESERVOIR_EXPAND_LIMIT:
         defaults.update(LARGE_RESERVOIR_PARAMS)
-    used = _apply_params(solver, workers, defaults, params)
+    main_defaults = {**defaults, **SMALL_MODEL_PARAMS} if cg.n <= SMALL_MODEL_EVENTS else defaults
+    used = _apply_params(solver, workers, main_defaults, params)
     reserve = REPLAY_RESERVE_S + REPLAY_RESERVE_PER_EVENT_S * cg.n
     budget = max(MIN_SOLVE_S, time_limit_s - (time.perf_counter() - t_begin) - reserve)
     solver.parameters.max_time_in_seconds = budget
