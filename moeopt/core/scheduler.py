@@ -1048,19 +1048,20 @@ def _run_keyed(
                             blk = lst
                         chosen = lst
                     else:
-                        vals = list(map(free.__getitem__, lst))
-                        bf = min(vals)
-                        if bf > s:
+                        # the first member free by s, else (every member busy past s) the
+                        # earliest to free up, first on ties: evaluate's choice, found by a walk
+                        # that stops at the first free member (about 4 of the 24 of a pool on
+                        # the pinned graphs), the free times listed only when none is free
+                        for best in lst:
+                            if free[best] <= s:
+                                break
+                        else:
+                            vals = list(map(free.__getitem__, lst))
+                            bf = min(vals)
                             best = lst[vals.index(bf)]
                             s = bf
                             rb = best
                             blk = lst
-                        else:
-                            best = lst[0]
-                            for k, f in enumerate(vals):
-                                if f <= s:
-                                    best = lst[k]
-                                    break
                         chosen = single[best]
                     tb = s
                     sb = -1
