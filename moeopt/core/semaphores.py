@@ -550,20 +550,24 @@ class SemaphoreProfile:
             self._fin = v
             return
         n = len(times)
-        if s == last:
-            k = n - 1
+        # k: the breakpoint at s, the first at or after s (s <= last: there is one), inserted
+        # if it is after s. The walk test is add's: more than _FLAT breakpoints after s's
+        # (from k + 1 on when s is one, from k on when it is inserted at k)
+        k = bisect_left(times, s)
+        if times[k] == s:
+            if n - k > _FLAT:
+                self.add(s, -take)
+                self.add(e, back)
+                return
         else:
-            k = bisect_right(times, s)
             if n - k >= _FLAT:
                 self.add(s, -take)
                 self.add(e, back)
                 return
-            if k and times[k - 1] == s:
-                k -= 1
-            else:  # a new breakpoint, at the level in force before it
-                times.insert(k, s)
-                levels.insert(k, levels[k - 1] if k else self.cap)
-                n += 1
+            # a new breakpoint, at the level in force before it
+            times.insert(k, s)
+            levels.insert(k, levels[k - 1] if k else self.cap)
+            n += 1
         low = self.low
         if e > last:
             # every level from s on drops by take, then (e, the final level + back) is appended
@@ -583,12 +587,10 @@ class SemaphoreProfile:
         # back) would give it too once lowered and raised again); the levels from s until e drop
         # by take, those from e on by take - back (not at all for a hold giving back all it took,
         # the common case)
-        k2 = bisect_right(times, e, k)  # > k: times[k] == s <= e
-        if times[k2 - 1] == e:
-            k2 -= 1
-        else:
+        k2 = bisect_left(times, e, k)  # the first breakpoint at or after e (e <= last, s <= e)
+        if times[k2] != e:
             times.insert(k2, e)
-            levels.insert(k2, levels[k2 - 1])
+            levels.insert(k2, levels[k2 - 1])  # (k2 > k: times[k] == s < e here)
             n += 1
         if k2 - k == 1:
             # one level in the window (the loop below, without its range: the common case of

@@ -363,22 +363,19 @@ class SchedulerState:
                             blk = lst
                         chosen = lst
                     else:
-                        # (a C-level map: a list comprehension ran a few bytecodes per member,
-                        # the largest single line of the pinned graphs' schedule)
-                        vals = list(map(free.__getitem__, lst))
-                        bf = min(vals)
-                        if bf > t:
-                            # every member is busy past t: the earliest to free up (first on ties)
+                        # the first member free by t (a walk that stops there: a few members of
+                        # a pool of many); else every member is busy past t, and the earliest to
+                        # free up is taken (first on ties), from the free times in one C-level map
+                        for best in lst:
+                            if free[best] <= t:
+                                break
+                        else:
+                            vals = list(map(free.__getitem__, lst))
+                            bf = min(vals)
                             best = lst[vals.index(bf)]
                             t = bf
                             rb = best
                             blk = lst
-                        else:
-                            best = lst[0]
-                            for k, f in enumerate(vals):
-                                if f <= t:
-                                    best = lst[k]
-                                    break
                         chosen = single[best]
                 else:
                     # the start is the latest of each placeholder's earliest member; then take,
