@@ -31,7 +31,9 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Mapping, Sequence
+from itertools import compress, repeat
+from operator import eq
 from typing import cast
 
 import numpy as np
@@ -345,7 +347,17 @@ def _last_combine(rg: RankGraph, s: Schedule) -> str:
     """The event whose end is the rank's time: its last combine (the last event but the tail
     in a graph without combines), the greatest name on ties."""
     comb = rg.combine_events or [n for n in rg.graph.events if n != rg.tail_event]
-    return max(comb, key=lambda n: (s.end_us[n], n))
+    return last_of(comb, s.end_us)
+
+
+def last_of(names: Sequence[str], end: Mapping[str, float]) -> str:
+    """The name with the latest ``end``, the greatest name on ties: ``max(names, key=lambda n:
+    (end[n], n))``, without a key tuple per name (a rank has up to thousands of combines): the
+    latest end first, then the greatest of the names ending then (``==`` is the tuples' tie
+    test, so 0.0 and -0.0 tie as there). Empty ``names``: ValueError, as ``max``."""
+    ends = list(map(end.__getitem__, names))
+    top = max(ends)
+    return max(compress(names, map(eq, ends, repeat(top))))
 
 
 def rank_result(
