@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import repeat
 from operator import attrgetter
@@ -77,6 +77,17 @@ def _finite_nonneg(value: Any) -> bool:
         and math.isfinite(value)
         and value >= 0
     )
+
+
+def _plain_durations(durations: Sequence[float]) -> bool:
+    """Whether every duration is a float in ``[0, inf)`` (what :meth:`Event.trusted` checks one
+    by one), by C-level passes: all of type float, and their sum finite and their minimum >= 0.
+    A NaN makes the sum NaN (and could hide from the minimum), an infinity makes it infinite once
+    no entry is negative or NaN; a sum that overflows only sends the caller to the one-by-one
+    check, which decides."""
+    if not durations:
+        return True
+    return set(map(type, durations)) == {float} and 0.0 <= sum(durations) < _INF and min(durations) >= 0.0
 
 
 _NO_AMOUNTS: Mapping[str, int] = MappingProxyType({})
@@ -296,33 +307,43 @@ class Event:
         emits tens of thousands of events spends about a third less on making them (callgrind,
         ``tests/core/test_trusted_many.py`` holds the two equal). A duration that is not a finite
         float >= 0 raises as :meth:`trusted` does, before any event is returned."""
-        if cls is not Event:  # (a subclass: one by one, see trusted)
-            coloc = repeat(None) if colocate_with is None else colocate_with
+        coloc = repeat(None) if colocate_with is None else colocate_with
+        if cls is not Event or not _plain_durations(durations):
+            # one by one: a subclass (see trusted), or a duration that is not a finite float
+            # >= 0 (each event made and checked in turn: the first bad one raises, by its name)
             return list(
                 map(cls.trusted, names, resources, deps, acquires, releases, coloc, durations, labels)
             )
+        proxy = MappingProxyType
+        # every column that trusted would convert entry by entry is converted here by one
+        # C-level pass (or kept as it is when no entry needs it: one C-level test), so that the
+        # loop below only stores (no Python call, test or branch per event)
+        if set(map(type, resources)) != {tuple}:
+            resources = list(map(tuple, resources))  # (a tuple stays the same object)
+        wrap: Callable[[Any], Any] = proxy  # (mypy: the type, called as a function of a map)
+        deps = list(map(wrap, deps)) if all(deps) else [proxy(d) if d else _NO_DEPS for d in deps]
+        labels = list(map(wrap, labels)) if all(labels) else [proxy(d) if d else _NO_LABELS for d in labels]
+        # (_shared_amounts keeps a non-empty read-only map as it is: the builders pass those)
+        if set(map(type, acquires)) != {proxy} or not all(acquires):
+            acquires = list(map(_shared_amounts, acquires))
+        if set(map(type, releases)) != {proxy} or not all(releases):
+            releases = list(map(_shared_amounts, releases))
         out: list[Event] = []
         append = out.append
-        unfrozen, event, proxy, shared = _Unfrozen, Event, MappingProxyType, _shared_amounts
-        no_deps, no_labels, inf = _NO_DEPS, _NO_LABELS, _INF
-        coloc = repeat(None) if colocate_with is None else colocate_with
-        # (the loop body is trusted's, inlined: a local-bound name per global it reads)
+        unfrozen, event = _Unfrozen, Event
+        # (the loop body is trusted's stores, with a local-bound name per global it reads)
         for name, res, dd, acq, rel, co, dur, lab in zip(
             names, resources, deps, acquires, releases, coloc, durations, labels
         ):
-            if not (type(dur) is float and 0.0 <= dur < inf):
-                raise GraphError(
-                    f"event {name!r}: duration_us must be a finite float >= 0, got {dur!r}"
-                )
             ev = unfrozen()
             ev.name = name
-            ev.resources = res if type(res) is tuple else tuple(res)
-            ev.deps = proxy(dd) if dd else no_deps
-            ev.acquires = acq if type(acq) is proxy and acq else shared(acq)
-            ev.releases = rel if type(rel) is proxy and rel else shared(rel)
+            ev.resources = res
+            ev.deps = dd
+            ev.acquires = acq
+            ev.releases = rel
             ev.colocate_with = co
             ev.duration_us = dur
-            ev.labels = proxy(lab) if lab else no_labels
+            ev.labels = lab
             ev.__class__ = event  # type: ignore[assignment]
             append(ev)  # type: ignore[arg-type]
         return out

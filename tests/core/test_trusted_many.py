@@ -8,6 +8,7 @@ from __future__ import annotations
 from types import MappingProxyType
 from typing import Any
 
+import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -79,6 +80,9 @@ def columns(draw: st.DrawFn) -> tuple[list[Any], ...]:
     return names, res, deps, acq, rel, coloc, durs, labels
 
 
+_OTHER_ACQ = MappingProxyType({"gm_l1": 2})
+
+
 @settings(max_examples=60, deadline=None)
 @given(columns(), st.booleans())
 def test_trusted_many_makes_trusteds_events(cols: tuple[list[Any], ...], no_coloc: bool) -> None:
@@ -101,18 +105,81 @@ def test_trusted_many_makes_trusteds_events(cols: tuple[list[Any], ...], no_colo
             assert ev.acquires is _SHARED_ACQ
 
 
+def _bulk_columns(n: int) -> list[list[Any]]:
+    """Columns trusted_many converts by whole-column passes (the builders' GMM runs): every
+    resource list a tuple, every dependency and label map non-empty, every acquire / release map
+    a non-empty read-only one, every duration a plain float."""
+    return [
+        [f"ev{i}" for i in range(n)],
+        [("c0.AIC",), ("c1.AIC", "c1.AIV")] * (n // 2),
+        [{"x": float(i)} for i in range(n)],
+        [_SHARED_ACQ, _OTHER_ACQ] * (n // 2),
+        [_OTHER_ACQ, _SHARED_ACQ] * (n // 2),
+        [None, "x"] * (n // 2),
+        [float(i) for i in range(n)],
+        [{"stage": "s", "tile": i} for i in range(n)],
+    ]
+
+
+# per column, the entries that trusted converts one by one (one of them sends the whole column to
+# the entry-wise conversion)
+_ODD = {
+    1: [["c2.AIC"]],
+    2: [None, {}],
+    3: [None, {}, MappingProxyType({}), {"hbm": 1}],
+    4: [None, {}, MappingProxyType({}), {"hbm": 1}],
+    7: [None, {}],
+}
+
+
+@pytest.mark.parametrize(("col", "odd"), [(c, v) for c, vs in _ODD.items() for v in vs] + [(0, None)])
+@pytest.mark.parametrize("at", [0, 3])
+def test_trusted_many_converts_whole_columns_as_trusted(col: int, odd: Any, at: int) -> None:
+    # (col 0: no odd entry, every column taken by its whole-column pass)
+    names, res, deps, acq, rel, coloc, durs, labels = cols = _bulk_columns(4)
+    if col:
+        cols[col][at] = odd
+    one = [
+        Event.trusted(*args)
+        for args in zip(names, res, _copied(deps), acq, rel, coloc, durs, _copied(labels))
+    ]
+    many = Event.trusted_many(names, res, _copied(deps), acq, rel, coloc, durs, _copied(labels))
+    assert list(map(_row, many)) == list(map(_row, one))
+    assert _sharing(many) == _sharing(one)
+    for ev, ref in zip(many, one):  # an empty map is the one shared empty map, as trusted's
+        for f in ("deps", "acquires", "releases", "labels"):
+            if not getattr(ref, f):
+                assert getattr(ev, f) is getattr(ref, f)
+
+
+_OTHER_ACQ = MappingProxyType({"gm_l1": 2})
+
+
 def _copied(maps: list[Any]) -> list[Any]:
     return [dict(m) if isinstance(m, dict) else m for m in maps]
 
 
-@pytest.mark.parametrize("bad", [-1.0, float("nan"), float("inf"), 1])
-def test_trusted_many_refuses_a_duration_trusted_refuses(bad: Any) -> None:
+@pytest.mark.parametrize("bad", [-1.0, float("nan"), float("inf"), 1, np.float64(1.0)])
+@pytest.mark.parametrize("at", [0, 1, 2])
+def test_trusted_many_refuses_a_duration_trusted_refuses(bad: Any, at: int) -> None:
+    # the durations are first checked as a whole (types, sum, minimum): a NaN anywhere, before or
+    # after an ordinary value, an infinity, a negative, or a non-float still raises, by its name
     with pytest.raises(GraphError, match="duration_us must be a finite float"):
         Event.trusted("b", (), None, None, None, None, bad, None)
-    with pytest.raises(GraphError, match="'b': duration_us must be a finite float"):
+    durs = [1.0, 2.0, 0.0]
+    durs[at] = bad
+    with pytest.raises(GraphError, match=f"'e{at}': duration_us must be a finite float"):
         Event.trusted_many(
-            ["a", "b"], [(), ()], [None, None], [None, None], [None, None], None, [1.0, bad], [None, None]
+            ["e0", "e1", "e2"], [()] * 3, [None] * 3, [None] * 3, [None] * 3, None, durs, [None] * 3
         )
+
+
+def test_trusted_many_takes_durations_whose_sum_overflows() -> None:
+    # each finite, their float sum infinite: the whole-column test fails, the one-by-one check
+    # decides (and takes them)
+    big = [1e308, 1e308]
+    evs = Event.trusted_many(["a", "b"], [(), ()], [None] * 2, [None] * 2, [None] * 2, None, big, [None] * 2)
+    assert [ev.duration_us for ev in evs] == big
 
 
 def test_trusted_many_of_a_subclass_is_trusted_one_by_one() -> None:

@@ -5,11 +5,15 @@ way is the graph built from a fresh plan (the pre-issue-17 way: compose planning
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import pytest
 
 import moeopt.megamoe as mm
 import moeopt.megamoe.build.implementation as impl_mod
+from moeopt.core.scheduler import schedule
 from moeopt.megamoe.build.implementation import NO_JOIN, build_rank, compose, implementation_for, join_expert
+from moeopt.megamoe.build.rankgraph import RankGraph
 from moeopt.megamoe.routing import counts_matrix
 from moeopt.testing.rankgraph import rank_graph_rows
 
@@ -46,3 +50,46 @@ def test_v1_rank_plans_once_and_builds_the_same_graph(tokens: int, monkeypatch: 
     assert join != NO_JOIN  # the case in which the rank is built twice
     ref = compose(impl, cfg, w.tokens, w.topk, w.world, rows, 0, w.shared_expert_num, own, join)
     assert rank_graph_rows(rg) == rank_graph_rows(ref)
+
+
+def _first_join_by_event(rg: RankGraph, start_us: Mapping[str, float], g1_done: float, check_from: int) -> int:
+    """The event-by-event reading of a schedule that first_join replaced (the reference)."""
+    first: dict[int, float] = {}
+    for name, ev in rg.graph.events.items():
+        lab = ev.labels
+        if lab.get("stage") == "gmm2" and not lab.get("shared"):
+            e = int(lab["expert"])
+            first[e] = min(first.get(e, float("inf")), start_us[name])
+    for e in sorted(first):
+        if e >= check_from and g1_done <= first[e]:
+            return e
+    return NO_JOIN
+
+
+@pytest.mark.parametrize("profile", ["pto-a2a3-v1", "pto-a2a3"])
+def test_first_join_reads_the_schedule_as_the_event_loop_did(profile: str) -> None:
+    # a V1 rank (a shared expert too, so that shared GMM2 tiles are left out) and a baseline one,
+    # every GMM1 end from before the first boundary to after the last, every check expert
+    s = mm.Scenario(
+        workload=mm.Workload(tokens=256, topk=8, world=8, local_experts=16, routing="zipf", shared_expert_num=1),
+        h=7168,
+        hidden_dim=4096,
+        profile=profile,
+    )
+    cfg, w = s.config, s.workload
+    counts = counts_matrix(w)
+    impl = implementation_for(cfg)
+    n_local = counts.shape[1] // w.world
+    for rank in (0, 3):
+        rows, own = counts[:, rank * n_local : (rank + 1) * n_local], counts[rank]
+        rg = compose(impl, cfg, w.tokens, w.topk, w.world, rows, rank, w.shared_expert_num, own, NO_JOIN)
+        start = schedule(rg.graph, normalize=False).start_us
+        tiles = [n for n, ev in rg.graph.events.items() if ev.labels.get("stage") == "gmm2"]
+        assert tiles
+        assert any(rg.graph[n].labels.get("shared") for n in tiles)
+        ends = sorted({start[n] for n in tiles})
+        for g1_done in (-1.0, ends[0], ends[len(ends) // 2], ends[-1], ends[-1] + 1.0):
+            for check_from in (0, 1, 5, 16):
+                want = _first_join_by_event(rg, start, g1_done, check_from)
+                assert impl_mod.first_join(rg.graph.events, start, g1_done, check_from) == want
+

@@ -14,11 +14,13 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from itertools import chain
-from operator import attrgetter
+from itertools import chain, compress, repeat
+from operator import attrgetter, eq, not_
+from types import MappingProxyType
 
 import numpy as np
 
+from moeopt.core.events import Event
 from moeopt.core.scheduler import schedule as greedy_schedule
 from moeopt.megamoe.build.activation import build_activation
 from moeopt.megamoe.build.combine import COMBINE_PATHS, build_combine, combine_mode
@@ -308,14 +310,34 @@ def join_expert(rg: RankGraph, cfg: Config, check_from: int, epoch_us: float) ->
     hook = restructure_rule(cfg.restructure).hook(rg, cfg)
     s = greedy_schedule(rg.graph, policy=cfg.scheduling, normalize=False, restructure=hook)
     rg.keep_schedule((cfg.scheduling, cfg.restructure), s)
-    g1_done = s.end_us["gmm1_done"] + epoch_us
-    first: dict[int, float] = {}
-    for name, ev in rg.graph.events.items():
-        lab = ev.labels
-        if lab.get("stage") == "gmm2" and not lab.get("shared"):
-            e = int(lab["expert"])
-            first[e] = min(first.get(e, float("inf")), s.start_us[name])
-    for e in sorted(first):
-        if e >= check_from and g1_done <= first[e]:
-            return e
+    return first_join(rg.graph.events, s.start_us, s.end_us["gmm1_done"] + epoch_us, check_from)
+
+
+_labels_of = attrgetter("labels")
+_get = MappingProxyType.get
+
+
+def first_join(
+    events: Mapping[str, Event], start_us: Mapping[str, float], g1_done: float, check_from: int
+) -> int:
+    """:func:`join_expert`'s reading of a schedule: the first expert ``e >= check_from`` whose
+    boundary (the earliest start of its GMM2 tiles, the events labelled ``stage = "gmm2"`` and
+    not ``shared``) is at or after ``g1_done``; :data:`NO_JOIN` when none is.
+
+    The labels are read by C-level maps over every event (a Python statement per event over the
+    tens of thousands of a large rank cost more than the rest of the function), the GMM2 tiles'
+    experts and starts gathered into arrays, and each expert's earliest start taken on them (a
+    minimum of floats: the same value in any order). ``tests/megamoe/test_join_one_plan.py``
+    holds it equal to the event-by-event loop it replaced."""
+    # (Event wraps every labels map read-only: MappingProxyType.get reads each in C)
+    labs = list(map(_labels_of, events.values()))
+    is_gmm2 = list(map(eq, map(_get, labs, repeat("stage")), repeat("gmm2")))
+    tiles = list(compress(labs, is_gmm2))
+    own = list(map(not_, map(_get, tiles, repeat("shared"))))
+    experts = np.fromiter(map(_get, compress(tiles, own), repeat("expert")), np.int64)
+    names = compress(compress(events, is_gmm2), own)
+    starts = np.fromiter(map(start_us.__getitem__, names), float, len(experts))
+    for e in np.unique(experts).tolist():  # (ascending)
+        if e >= check_from and g1_done <= float(starts[experts == e].min()):
+            return int(e)
     return NO_JOIN
