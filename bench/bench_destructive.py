@@ -23,7 +23,7 @@ import statistics
 import sys
 import time
 
-from psplib_set import add_data_argument, add_selection_arguments, instance_paths, open_set
+from psplib_set import add_data_argument, add_selection_arguments, chosen_set
 
 import moeopt as m
 from moeopt.core.scheduler import schedule as greedy_schedule
@@ -41,14 +41,10 @@ def main() -> int:
     ap.add_argument("--no-lp", action="store_true", help="propagation only (no LP test)")
     ap.add_argument("--shave", action="store_true", help="shave the windows before the LP test")
     args = ap.parse_args()
-    got = open_set(args.data)
-    if got is None:
-        return 2
-    data, opt = got
-    chosen = instance_paths(data, args.only, args.limit)
+    chosen = chosen_set(args)
     if chosen is None:
         return 2
-    paths = chosen
+    opt, paths = chosen
     print(
         f"destructive bound on {len(paths)} PSPLIB j30 instances: LP {'off' if args.no_lp else 'on'}, "
         f"shaving {'on' if args.shave else 'off'}, deadline {args.deadline or 'none'}"

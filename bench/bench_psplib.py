@@ -24,7 +24,7 @@ import sys
 import time
 from pathlib import Path
 
-from psplib_set import add_data_argument, add_selection_arguments, instance_paths, open_set
+from psplib_set import add_data_argument, add_selection_arguments, chosen_set
 
 import moeopt as m
 from moeopt.core.policies import BUILTIN_POLICIES
@@ -45,14 +45,10 @@ def main() -> int:
     add_selection_arguments(ap)
     ap.add_argument("--json", help="write per-instance results to this file")
     args = ap.parse_args()
-    got = open_set(args.data)
-    if got is None:
-        return 2
-    data, opt = got
-    chosen = instance_paths(data, args.only, args.limit)
+    chosen = chosen_set(args)
     if chosen is None:
         return 2
-    paths = chosen
+    opt, paths = chosen
     n = len(paths)
     print(
         f"PSPLIB j30: {n} instances; CP-SAT {args.time_limit:g} s per instance, "

@@ -44,7 +44,7 @@ from pathlib import Path
 from typing import Any
 
 from ortools.sat.python import cp_model
-from psplib_set import add_data_argument, add_selection_arguments, instance_paths, open_set
+from psplib_set import add_data_argument, add_selection_arguments, chosen_set
 
 import moeopt as m
 from moeopt.exact import graph_optimality_gap
@@ -76,13 +76,10 @@ def main() -> int:
     add_selection_arguments(ap)
     ap.add_argument("--json", help="write per-variant, per-instance results to this file")
     args = ap.parse_args()
-    got = open_set(args.data)
-    if got is None:
+    chosen = chosen_set(args)
+    if chosen is None:
         return 2
-    data, opt = got
-    paths = instance_paths(data, args.only, args.limit)
-    if paths is None:
-        return 2
+    opt, paths = chosen
     variants: list[tuple[str, dict[str, Any]]] = []
     for v in args.variants.split(";" if "{" in args.variants else ","):
         v = v.strip()

@@ -47,3 +47,15 @@ def instance_paths(data: Path, only: str, limit: int = 0) -> list[Path] | None:
             return None
         paths = [known[x] for x in wanted]
     return paths[:limit] if limit > 0 else paths
+
+
+def chosen_set(args: argparse.Namespace) -> tuple[dict[str, int], list[Path]] | None:
+    """:func:`open_set` on ``args.data``, then :func:`instance_paths` by ``args.only`` and
+    ``args.limit`` (0 when the bench has no ``--limit``): the optima and the chosen ``.sm``
+    files; ``None`` (after saying why) without data or with an unknown name."""
+    got = open_set(args.data)
+    if got is None:
+        return None
+    data, opt = got
+    paths = instance_paths(data, args.only, getattr(args, "limit", 0))
+    return None if paths is None else (opt, paths)
