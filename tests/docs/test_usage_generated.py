@@ -4,6 +4,7 @@ part of the installed package) and must stay equal to what the code generates no
 from __future__ import annotations
 
 import argparse
+import os
 import re
 import subprocess
 import sys
@@ -11,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+import moeopt
 from moeopt.cli import COMMANDS
 from moeopt.megamoe.knobs import knob_catalogue
 from tests.docs.tool import TOOL, load_gen_docs
@@ -29,10 +31,17 @@ def checked_in() -> str:
 
 
 def test_usage_md_equals_the_generated_text() -> None:
-    # in a fresh interpreter: names other tests registered in this process must not leak in
+    # in a fresh interpreter: names other tests registered in this process must not leak in. It
+    # imports the moeopt under test (this process's), not whichever one the interpreter's
+    # site-packages point to (an editable install of another checkout would document that one).
+    package_root = str(Path(moeopt.__file__).resolve().parents[1])
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
+        p for p in (package_root, os.environ.get("PYTHONPATH", "")) if p
+    )}
     p = subprocess.run(
         [sys.executable, str(TOOL), "--check"],
         cwd=docs_gen.REPO,
+        env=env,
         capture_output=True,
         text=True,
         timeout=300,
