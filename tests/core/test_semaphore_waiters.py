@@ -19,6 +19,7 @@ Two fast paths are checked here:
 from __future__ import annotations
 
 import math
+from bisect import bisect_left
 from unittest import mock
 
 import pytest
@@ -38,6 +39,12 @@ KEYED = [p for p in BUILTIN_POLICIES if not make_policy(p).wants_view]
 def _level(changes: list[tuple[float, int]], cap: int, t: float) -> int:
     """Free units at ``t``: the capacity plus every change at or before ``t``."""
     return cap + sum(d for u, d in changes if u <= t)
+
+
+def _drop_hint_holds(p: SemaphoreProfile) -> bool:
+    """The flat form's search start ``_hd``: every time before it is earlier than the last drop
+    (admission and hold search from there for times at or after the drop)."""
+    return p._t is None or all(u < p._drop for u in p._t[: p._hd])
 
 
 def _admit(changes: list[tuple[float, int]], cap: int, t: float, take: int, back: int, dur: float) -> float:
@@ -127,6 +134,7 @@ def _check_profile(
     for step, (t, d) in enumerate(ops):
         hi = p.add(float(t), d)
         seen.append((float(t), d))
+        assert _drop_hint_holds(p)
         # add returns the highest level from t on
         assert hi == max(_level(seen, cap, u) for u, _d in seen if u >= t)
         times = sorted({u for u, _d in seen})
@@ -282,6 +290,8 @@ def test_hold_changes_the_profile_as_its_two_adds(ops, flat, threshold) -> None:
                 ref.add(float(s + dur + 1), 1)
             if threshold:
                 assert p.free_from(2) == ref.free_from(2)
+            assert _drop_hint_holds(p)
+            assert _drop_hint_holds(ref)
             assert p.curve() == ref.curve()
             assert p.final_level() == ref.final_level()
             assert ref.low <= p.low <= min(ref.curve()[1], default=cap)
@@ -355,6 +365,10 @@ def test_admission_after_the_last_drop_is_the_first_time_with_enough_units(holds
         p.hold(float(start), float(start + dur), take, back)
         seen += [(float(start), -take), (float(start + dur), back)]
         kept += take - back
+        # each hold after the last drop moves the search start to the drop's own breakpoint
+        # (every earlier time is before it), so later searches skip every older breakpoint
+        assert p._t is not None
+        assert p._hd == bisect_left(p._t, p._drop)
     assert p._drop == max(t for t, d in seen if d < 0)
     for r in releases:
         if kept:
