@@ -9,10 +9,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from moeopt.megamoe.analysis.bounds import _needed_work
+from moeopt.megamoe.analysis.bounds import _needed_work, _tails, data_paths
 from moeopt.megamoe.analysis.busy import busy_times
 from moeopt.megamoe.analysis.critical import _Ended, _Ends
-from moeopt.megamoe.analysis.idle import _stage_events
+from moeopt.megamoe.analysis.idle import _data_ready, _stage_events
 from moeopt.megamoe.analysis.table import Columns, Table, events_on, packed
 from moeopt.megamoe.simulate import build_graphs, scheduled_rank
 
@@ -185,3 +185,47 @@ def test_columns_are_the_tables_lists(bs72):
     assert c.n_res.tolist() == [len(rs) for rs in t.res]
     assert [c.stage_labels[k] for k in c.stage_code.tolist()] == t.stage
     assert list(_stage_events(rg, c).items()) == list(_stage_events_loop(rg.stage_members, t).items())
+
+
+class _Compiled:
+    def __init__(self, topo, dur):
+        self.n, self.topo, self.dur = len(dur), topo, dur
+
+
+class _Graph:
+    def __init__(self, cg):
+        self._cg = cg
+
+    def compiled(self):
+        return self._cg
+
+
+class _Rank:
+    def __init__(self, topo, dur, preds):
+        self.graph = _Graph(_Compiled(topo, dur))
+        self._preds = preds
+
+    def data_preds(self):
+        return self._preds
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.data())
+def test_data_paths_are_the_two_walks_to_the_bit(data):
+    """:func:`data_paths` (one walk) against the two walks it replaces: the floors' longest data
+    path per event (``_tails``) and the idle ledger's data-ready times (``_data_ready``), on a
+    random DAG in a random topological order, with negative λ and ready times at or below 0."""
+    n = data.draw(st.integers(0, 30))
+    topo = data.draw(st.permutations(range(n)))
+    times = st.floats(-50.0, 1e3, allow_nan=False)
+    preds: list[tuple[tuple[int, float], ...]] = [()] * n
+    for k, i in enumerate(topo):
+        before = data.draw(st.lists(st.sampled_from(topo[:k]), max_size=4, unique=True)) if k else []
+        preds[i] = tuple((p, data.draw(times)) for p in before)
+    dur = [data.draw(st.floats(0.0, 1e3, allow_nan=False)) for _ in range(n)]
+    end = [data.draw(times) for _ in range(n)]
+    rg = _Rank(topo, dur, preds)
+    tails, ready = data_paths(rg, end)  # type: ignore[arg-type]
+    ref_ready = _data_ready(rg, SimpleNamespace(end=end, names=[""] * n))  # type: ignore[arg-type]
+    assert [x.hex() for x in tails] == [x.hex() for x in _tails(rg)]  # type: ignore[arg-type]
+    assert [x.hex() for x in ready] == [x.hex() for x in ref_ready]

@@ -85,6 +85,7 @@ def idle_decomposition(
     table: Table | None = None,
     on: Mapping[str, list[int]] | None = None,
     cols: Columns | None = None,
+    ready: list[float] | None = None,
 ) -> IdleDecomposition:
     """The idle ledger per role and the avoidable idle per stage pool (see the module docstring).
 
@@ -101,7 +102,9 @@ def idle_decomposition(
     guardrail does not judge them, as it does not judge any statically pinned pool.
 
     ``on``: :func:`~moeopt.megamoe.analysis.table.events_on` of the table, ``cols``: its
-    :class:`~moeopt.megamoe.analysis.table.Columns`, if already made.
+    :class:`~moeopt.megamoe.analysis.table.Columns`, ``ready``: :func:`_data_ready` of it (as
+    :func:`~moeopt.megamoe.analysis.bounds.data_paths` works it out with the floors' longest
+    paths), if already made.
     """
     tab = table or Table.of(rg, s)
     on_ = events_on(tab) if on is None else on
@@ -109,7 +112,7 @@ def idle_decomposition(
     by_stage = _stage_events(rg, cols_)
     levels = _SemaphoreLevels(rg, tab)  # built on first use: often no event ever waits
     index = rg.graph.compiled().index  # event name -> position in graph order (the table's order)
-    ready = _data_ready(rg, tab)
+    ready = _data_ready(rg, tab) if ready is None else ready
     spans = _SpanCache(tab, levels, ready, cols_)
     merged_busy: dict[str, list[Interval]] = {}
     member_sets: dict[tuple[str, ...], _Merged] = {}
