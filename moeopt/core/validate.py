@@ -496,7 +496,11 @@ def _passes(graph: EventGraph, schedule: Schedule, durations_exact: bool) -> boo
     s1, e1 = st[span_ev], en[span_ev]
     keep = e1 > s1  # a zero-length event occupies nothing
     rid, s1, e1 = rid_all[keep], s1[keep], e1[keep]
-    order = np.argsort(s1)
+    # (a stable sort: numpy's timsort for floats, which finds the runs already in time order
+    # that graph order leaves; about 0.64x the instructions of the default quicksort on
+    # scenario_basic's spans and 0.69x on its semaphore changes, callgrind. Any order of equal
+    # starts would do: two spans starting together on one resource are refused below)
+    order = np.argsort(s1, kind="stable")
     order = order[np.argsort(_small(rid[order]), kind="stable")]
     rid, s1, e1 = rid[order], s1[order], e1[order]
     same = rid[1:] == rid[:-1]
@@ -556,8 +560,9 @@ def _semaphores_pass(graph: EventGraph, evs: list[Event], st: np.ndarray, en: np
     if float(np.abs(units).max()) * len(units) + float(cap_of.max()) >= _BIG:
         return False  # the running sums might not fit in 64 bits
     # by semaphore, then time: the order of the changes at one time does not matter (only the
-    # level after the last of them is judged), so the time sort need not be stable
-    order = np.argsort(t)
+    # level after the last of them is judged), so the time sort need not be stable; it is, as
+    # the stable sort costs fewer instructions here (see the spans' sort in _passes)
+    order = np.argsort(t, kind="stable")
     order = order[np.argsort(_small(sem[order]), kind="stable")]
     sem, t, units = sem[order], t[order], units[order]
     cum = np.cumsum(units)

@@ -55,7 +55,8 @@ from moeopt.megamoe.analysis import (
     judge_floors,
     physical_bounds,
 )
-from moeopt.megamoe.analysis.table import events_on
+from moeopt.megamoe.analysis.bounds import data_paths
+from moeopt.megamoe.analysis.table import Columns, events_on
 from moeopt.megamoe.build import RankGraph
 from moeopt.megamoe.config.budgets import BUDGET_CONSTANTS, PROFILE_BUDGETS
 from moeopt.megamoe.config.implementation import IMPL, implementation_constants_used
@@ -369,6 +370,10 @@ def rank_result(
     g = rg.graph
     t = Table.of(rg, s)
     on = events_on(t)  # each resource's events, for three of the analyses
+    cols = Columns(t)  # the table's columns as arrays, for the same three
+    # each event's longest data path (the floors) and data-ready time (the idle ledger), in
+    # one walk of the data predecessors
+    tails, ready = data_paths(rg, t.end)
     total = s.end_us[last]
     return {
         "rank": rg.rank,
@@ -378,9 +383,9 @@ def rank_result(
         "head_us": g[rg.head_event].duration_us,
         "events": EventRows(t),
         "bounds": judge_bounds(physical_bounds(rg, cfg), total),
-        "floors": judge_floors(graph_floors(rg), total),
-        "idle_decomposition": idle_decomposition(rg, s, total, table=t, on=on),
-        "critical_path": critical_path(rg, s, last, table=t, on=on),
+        "floors": judge_floors(graph_floors(rg, tails), total),
+        "idle_decomposition": idle_decomposition(rg, s, total, table=t, on=on, cols=cols, ready=ready),
+        "critical_path": critical_path(rg, s, last, table=t, on=on, cols=cols),
         "traffic_bytes": dict(rg.traffic_bytes),
         "contract": {
             "group_sizes": list(rg.contract.group_sizes),
@@ -393,7 +398,7 @@ def rank_result(
         "n_events": len(g),
         "schedule": s,
         "graph": g,
-        **busy_times(rg, s, s.makespan_us, table=t, on=on),
+        **busy_times(rg, s, s.makespan_us, table=t, on=on, cols=cols),
         "ranks_sharing_signature": ranks,
         "kernel_dag_end_us": dag_end,
     }

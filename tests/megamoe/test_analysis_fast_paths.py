@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
+import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from moeopt.megamoe.analysis.bounds import _needed_work
+from moeopt.megamoe.analysis.bounds import _needed_work, _tails, data_paths
 from moeopt.megamoe.analysis.busy import busy_times
 from moeopt.megamoe.analysis.critical import _Ended, _Ends
-from moeopt.megamoe.analysis.table import Table, events_on
+from moeopt.megamoe.analysis.idle import _data_ready, _stage_events
+from moeopt.megamoe.analysis.table import Columns, Table, events_on, packed
 from moeopt.megamoe.simulate import build_graphs, scheduled_rank
 
 
@@ -126,3 +130,102 @@ def test_busy_times_are_the_loops_sums_to_the_bit(bs72, variant):
     stage_busy, res_busy = _busy_loop(t, on)
     assert list(got["stage_busy_us"].items()) == list(stage_busy.items())
     assert got["resource_busy_us"] == {r: res_busy.get(r, 0.0) for r in sorted(set(rg.graph.resources()))}
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.one_of(st.floats(), st.integers(-(2**53), 2**53)), max_size=30))
+def test_packed_floats_are_fromiters_to_the_bit(values):
+    """:func:`packed` (``struct``) converts each value as ``np.fromiter`` does: the same bytes
+    (NaN, -0.0 and integers included)."""
+    got = packed("d", values, len(values))
+    assert got.tobytes() == np.fromiter(values, float, len(values)).tobytes()
+    assert packed("n", range(len(values)), len(values)).tolist() == list(range(len(values)))
+
+
+class _Labelled:
+    def __init__(self, stage):
+        self.labels = {} if stage is None else {"stage": stage}
+
+
+def _stage_events_loop(stage_members, t):
+    """The loop :func:`moeopt.megamoe.analysis.idle._stage_events` ran before it read the
+    columns (the reference)."""
+    by_stage: dict[str, list[int]] = {}
+    for i, (rs, label) in enumerate(zip(t.res, t.stage)):
+        if rs and label in stage_members:
+            by_stage.setdefault(label, []).append(i)
+    return by_stage
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.data())
+def test_stage_events_are_the_loops(data):
+    """Per stage with members, the events holding a resource, in graph order, stages in order of
+    first such event: the same dict, in the same order, as the loop over the events."""
+    n = data.draw(st.integers(0, 40))
+    labels = [data.draw(st.sampled_from(["gmm1", "gmm2", "flag", "none", None])) for _ in range(n)]
+    res = [data.draw(st.sampled_from([(), ("c0.AIC",), ("c0.AIV0", "c0.AIV1")])) for _ in range(n)]
+    evs = [_Labelled(label) for label in labels]
+    names = [f"e{i}" for i in range(n)]
+    t = Table(names=names, events=evs, start=[0.0] * n, end=[1.0] * n, res=res, schedule=None)  # type: ignore[arg-type]
+    members = dict.fromkeys(data.draw(st.sets(st.sampled_from(["gmm1", "gmm2", "flag", "other"]))), ("c0.AIC",))
+    rg = SimpleNamespace(stage_members=members)
+    got = _stage_events(rg, Columns(t))  # type: ignore[arg-type]
+    assert list(got.items()) == list(_stage_events_loop(members, t).items())
+
+
+def test_columns_are_the_tables_lists(bs72):
+    """The shared columns hold the table's own values (start, end, resources held, stage)."""
+    rg = next(iter(build_graphs(bs72).values()))[0]
+    rg, sch, _last = scheduled_rank(rg, bs72.config, False)
+    t = Table.of(rg, sch)
+    c = Columns(t)
+    assert c.start.tolist() == t.start
+    assert c.end.tolist() == t.end
+    assert c.n_res.tolist() == [len(rs) for rs in t.res]
+    assert [c.stage_labels[k] for k in c.stage_code.tolist()] == t.stage
+    assert list(_stage_events(rg, c).items()) == list(_stage_events_loop(rg.stage_members, t).items())
+
+
+class _Compiled:
+    def __init__(self, topo, dur):
+        self.n, self.topo, self.dur = len(dur), topo, dur
+
+
+class _Graph:
+    def __init__(self, cg):
+        self._cg = cg
+
+    def compiled(self):
+        return self._cg
+
+
+class _Rank:
+    def __init__(self, topo, dur, preds):
+        self.graph = _Graph(_Compiled(topo, dur))
+        self._preds = preds
+
+    def data_preds(self):
+        return self._preds
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.data())
+def test_data_paths_are_the_two_walks_to_the_bit(data):
+    """:func:`data_paths` (one walk) against the two walks it replaces: the floors' longest data
+    path per event (``_tails``) and the idle ledger's data-ready times (``_data_ready``), on a
+    random DAG in a random topological order, with negative λ and ready times at or below 0."""
+    n = data.draw(st.integers(0, 30))
+    topo = data.draw(st.permutations(range(n)))
+    times = st.floats(-50.0, 1e3, allow_nan=False)
+    preds: list[tuple[tuple[int, float], ...]] = [()] * n
+    for k, i in enumerate(topo):
+        before = data.draw(st.lists(st.sampled_from(topo[:k]), max_size=4, unique=True)) if k else []
+        preds[i] = tuple((p, data.draw(times)) for p in before)
+    dur = [data.draw(st.floats(0.0, 1e3, allow_nan=False)) for _ in range(n)]
+    end = [data.draw(times) for _ in range(n)]
+    rg = _Rank(topo, dur, preds)
+    tails, ready = data_paths(rg, end)  # type: ignore[arg-type]
+    ref_ready = _data_ready(rg, SimpleNamespace(end=end, names=[""] * n))  # type: ignore[arg-type]
+    assert [x.hex() for x in tails] == [x.hex() for x in _tails(rg)]  # type: ignore[arg-type]
+    assert [x.hex() for x in ready] == [x.hex() for x in ref_ready]

@@ -9,7 +9,7 @@ from itertools import chain
 import numpy as np
 
 from moeopt.core.schedule import Schedule
-from moeopt.megamoe.analysis.table import Table, events_on
+from moeopt.megamoe.analysis.table import Columns, Table, events_on, packed
 from moeopt.megamoe.build import RankGraph
 from moeopt.megamoe.results import BusyTimes
 
@@ -20,23 +20,26 @@ def busy_times(
     span: float,
     table: Table | None = None,
     on: Mapping[str, list[int]] | None = None,
+    cols: Columns | None = None,
 ) -> BusyTimes:
     """Busy µs per resource and per stage (an event on several resources counts on each), idle
     µs within ``span`` and busy / ``span`` per resource and per role (the part after the dot of
-    ``c3.AIV0``). ``on``: :func:`~moeopt.megamoe.analysis.table.events_on` of the table, if
-    already made."""
+    ``c3.AIV0``). ``on``: :func:`~moeopt.megamoe.analysis.table.events_on` of the table, and
+    ``cols``: its :class:`~moeopt.megamoe.analysis.table.Columns`, if already made."""
     t = table or Table.of(rg, s)
-    n = len(t.names)
+    c = Columns(t) if cols is None else cols
     # every sum below is a running sum in graph order, as one loop over the events made it:
     # np.bincount with weights adds each bin's terms one by one in input order, in float64,
     # from 0.0 (the same IEEE operations as the loop's Python floats)
-    dur = np.fromiter(t.end, float, n) - np.fromiter(t.start, float, n)
-    n_res = np.fromiter(map(len, t.res), np.intp, n)
+    dur = c.end - c.start
+    n_res = c.n_res
     # per stage (its label as a string, None as "None"), the events holding a resource, each
-    # counted once per resource it holds; stages in order of their first such event
+    # counted once per resource it holds; stages in order of their first such event (the
+    # labels' codes mapped to their strings' codes: labels in order of first event, as the
+    # strings are numbered)
     keys: dict[str, int] = {}
-    code_of = {label: keys.setdefault(str(label), len(keys)) for label in dict.fromkeys(t.stage)}
-    code = np.fromiter(map(code_of.__getitem__, t.stage), np.intp, n)
+    str_code = [keys.setdefault(str(label), len(keys)) for label in c.stage_labels]
+    code = packed("n", str_code, len(str_code))[c.stage_code]
     held = n_res > 0
     code, w = code[held], (dur * n_res)[held]
     sums = np.bincount(code, weights=w, minlength=len(keys)).tolist()
@@ -44,8 +47,8 @@ def busy_times(
     names = list(keys)
     stage_busy = {names[c]: sums[c] for c in code[np.sort(first)].tolist()}
     on_ = events_on(t) if on is None else on
-    ids = np.fromiter(chain.from_iterable(on_.values()), np.intp, int(sum(map(len, on_.values()))))
-    which = np.repeat(np.arange(len(on_)), np.fromiter(map(len, on_.values()), np.intp, len(on_)))
+    ids = packed("n", chain.from_iterable(on_.values()), int(sum(map(len, on_.values()))))
+    which = np.repeat(np.arange(len(on_)), packed("n", map(len, on_.values()), len(on_)))
     res_busy = dict(zip(on_, np.bincount(which, weights=dur[ids], minlength=len(on_)).tolist()))
     all_res = sorted(set(rg.graph.resources()))
     rb = {r: res_busy.get(r, 0.0) for r in all_res}

@@ -15,7 +15,7 @@ from operator import attrgetter
 import numpy as np
 
 from moeopt.core.schedule import Schedule, Wait, WaitKind
-from moeopt.megamoe.analysis.table import EPS, Table, events_on
+from moeopt.megamoe.analysis.table import EPS, Columns, Table, events_on, packed
 from moeopt.megamoe.build import RankGraph
 from moeopt.megamoe.results import CriticalStep, CriticalStepWait, Why
 
@@ -38,9 +38,12 @@ class _Ends:
     that a step finds the last end before its start by bisection instead of a scan of the
     resource's whole history."""
 
-    def __init__(self, t: Table, on: Mapping[str, list[int]] | None = None) -> None:
+    def __init__(
+        self, t: Table, on: Mapping[str, list[int]] | None = None, cols: Columns | None = None
+    ) -> None:
         self._t = t
         self._events_on = on
+        self._cols = cols
         self._on: dict[str, _Ended] = {}
         self._releasers: dict[str, _Ended] = {}
         self._by_map: tuple[list[Mapping[str, int]], np.ndarray] | None = None
@@ -70,10 +73,10 @@ class _Ends:
             if self._by_map is None:
                 events = t.events
                 n = len(events)
-                ids = np.fromiter(map(id, map(_releases, events)), np.intp, n)
+                ids = packed("n", map(id, map(_releases, events)), n)
                 _ids, first, which = np.unique(ids, return_index=True, return_inverse=True)
                 self._by_map = ([events[i].releases for i in first.tolist()], which.reshape(-1))
-                self._end = np.fromiter(t.end, float, n)
+                self._end = (Columns(t) if self._cols is None else self._cols).end
             maps, which = self._by_map
             mine = [j for j, m in enumerate(maps) if sem in m]
             if mine:
@@ -130,11 +133,13 @@ def critical_path(
     limit: int = 10000,
     table: Table | None = None,
     on: Mapping[str, list[int]] | None = None,
+    cols: Columns | None = None,
 ) -> list[CriticalStep]:
     """Walk back from ``last``: each step names the event, its stage and why it started when it
-    did (``on``: :func:`~moeopt.megamoe.analysis.table.events_on` of the table, if made)."""
+    did (``on``: :func:`~moeopt.megamoe.analysis.table.events_on` of the table, ``cols``: its
+    :class:`~moeopt.megamoe.analysis.table.Columns`, if made)."""
     t = table or Table.of(rg, s)
-    ends = _Ends(t, on)
+    ends = _Ends(t, on, cols)
     path: list[CriticalStep] = []
     cur: str | None = last
     seen = set()

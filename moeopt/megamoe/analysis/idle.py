@@ -36,12 +36,13 @@ from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import chain
+from typing import cast
 
 import numpy as np
 
 from moeopt.core.events import Event
 from moeopt.core.schedule import Schedule
-from moeopt.megamoe.analysis.table import EPS, Table, events_on
+from moeopt.megamoe.analysis.table import EPS, Columns, Table, events_on, packed
 from moeopt.megamoe.build import RankGraph
 from moeopt.megamoe.results import IdleDecomposition, IdleSample, RoleIdle, StageIdle
 
@@ -83,6 +84,8 @@ def idle_decomposition(
     max_samples: int = 5,
     table: Table | None = None,
     on: Mapping[str, list[int]] | None = None,
+    cols: Columns | None = None,
+    ready: list[float] | None = None,
 ) -> IdleDecomposition:
     """The idle ledger per role and the avoidable idle per stage pool (see the module docstring).
 
@@ -97,14 +100,20 @@ def idle_decomposition(
     A late-bound stage's events that are pinned all the same (the URMA GETs and PUTs, issued in
     program order from one AIV1) form a pool ``"<stage>:pinned"`` that is not late-bound: the
     guardrail does not judge them, as it does not judge any statically pinned pool.
+
+    ``on``: :func:`~moeopt.megamoe.analysis.table.events_on` of the table, ``cols``: its
+    :class:`~moeopt.megamoe.analysis.table.Columns`, ``ready``: :func:`_data_ready` of it (as
+    :func:`~moeopt.megamoe.analysis.bounds.data_paths` works it out with the floors' longest
+    paths), if already made.
     """
     tab = table or Table.of(rg, s)
     on_ = events_on(tab) if on is None else on
-    by_stage = _stage_events(rg, tab)
+    cols_ = Columns(tab) if cols is None else cols
+    by_stage = _stage_events(rg, cols_)
     levels = _SemaphoreLevels(rg, tab)  # built on first use: often no event ever waits
     index = rg.graph.compiled().index  # event name -> position in graph order (the table's order)
-    ready = _data_ready(rg, tab)
-    spans = _SpanCache(tab, levels, ready)
+    ready = _data_ready(rg, tab) if ready is None else ready
+    spans = _SpanCache(tab, levels, ready, cols_)
     merged_busy: dict[str, list[Interval]] = {}
     member_sets: dict[tuple[str, ...], _Merged] = {}
 
@@ -114,7 +123,7 @@ def idle_decomposition(
         if got is None:
             ids = on_.get(r, [])
             if VECTOR_SWEEPS and len(ids) >= _MERGE_ARRAYS_MIN:
-                got = _merged_arrays(np.fromiter(ids, np.intp, len(ids)), spans.start, spans.end_array())
+                got = _merged_arrays(packed("n", ids, len(ids)), spans.start, spans.end_array())
             else:
                 start, end = tab.start, tab.end
                 got = _merge([(start[i], end[i]) for i in ids])
@@ -162,15 +171,32 @@ def idle_decomposition(
     }
 
 
-def _stage_events(rg: RankGraph, tab: Table) -> dict[str, list[int]]:
+def _stage_events(rg: RankGraph, cols: Columns) -> dict[str, list[int]]:
     """The indices of each stage's events that hold a resource (stages with members only, in
-    order of first event)."""
-    by_stage: dict[str, list[int]] = defaultdict(list)
-    stage_members_of = rg.stage_members
-    for i, (rs, st) in enumerate(zip(tab.res, tab.stage)):
-        if rs and st in stage_members_of:  # a stage name, so a string
-            by_stage[st].append(i)
-    return by_stage
+    order of first event), in graph order.
+
+    Read off the columns the busy times read as well (each event's stage label code and how
+    many resources it holds) rather than by a loop over the events: the events of the stages
+    wanted that hold a resource, grouped by code by a stable sort (graph order kept within a
+    stage), the stages ordered by their first such event."""
+    labels = cols.stage_labels
+    members = rg.stage_members
+    wanted = np.zeros(len(labels), bool)
+    for k, label in enumerate(labels):
+        wanted[k] = label in members  # (a stage name, so a string; None never is)
+    code = cols.stage_code
+    idx = np.flatnonzero(wanted[code] & (cols.n_res > 0)) if len(code) else code
+    if not len(idx):
+        return {}
+    c = code[idx]
+    order = np.argsort(c, kind="stable")
+    idx, c = idx[order], c[order]
+    cuts = np.flatnonzero(c[1:] != c[:-1]) + 1
+    starts = np.concatenate(([0], cuts)).tolist()
+    ends = np.concatenate((cuts, [len(c)])).tolist()
+    # (each run's first index is its stage's first event: graph order within a run)
+    runs = sorted(zip(idx[starts].tolist(), c[starts].tolist(), starts, ends))
+    return {cast(str, labels[k]): idx[a:b].tolist() for _first, k, a, b in runs}
 
 
 def _pools(rg: RankGraph, tab: Table, by_stage: dict[str, list[int]]) -> list[_Pool]:
@@ -203,17 +229,19 @@ def _has_placeholder(resources: Sequence[str]) -> bool:
 class _SpanCache:
     """Each event's ready spans (:func:`_ready_spans`), computed once for the pools and the roles."""
 
-    def __init__(self, tab: Table, levels: _SemaphoreLevels, ready: list[float]) -> None:
+    def __init__(
+        self, tab: Table, levels: _SemaphoreLevels, ready: list[float], cols: Columns | None = None
+    ) -> None:
         self._tab, self._levels, self._ready = tab, levels, ready
         self._got: dict[int, list[tuple[float, float]]] = {}
         # per event: _UNKNOWN, or its spans are known: _WHOLE ([(ready, start)], the whole wait),
         # _NONE ([]) or _LISTED (in _got). prime() marks the first two on arrays, without a
         # list per event (most waits are whole, and the sweeps read them as arrays, see pairs())
         self.state = np.zeros(len(ready), np.int8)
-        # (np.fromiter: a list read as an iterable of a known length, without np.array's
-        # per-element type discovery; the same float64 values)
-        self.start = np.fromiter(tab.start, float, len(tab.start))
-        self.ready = np.fromiter(ready, float, len(ready))
+        # (read-only arrays: the start and end times shared with the other analyses)
+        self._cols = cols = Columns(tab) if cols is None else cols
+        self.start = cols.start
+        self.ready = packed("d", ready, len(ready))
         self._waited: dict[str, np.ndarray] = {}
         self.end: np.ndarray | None = None  # (made when first needed)
 
@@ -222,7 +250,7 @@ class _SpanCache:
         ready (``start > ready + EPS``: the others never wait, see :func:`_ready_spans`)."""
         got = self._waited.get(pool.key)
         if got is None:
-            idx = np.fromiter(pool.events, np.intp, len(pool.events))
+            idx = packed("n", pool.events, len(pool.events))
             got = self._waited[pool.key] = idx[self.start[idx] > self.ready[idx] + EPS]
         return got
 
@@ -353,7 +381,7 @@ class _SpanCache:
 
     def _end(self) -> np.ndarray:
         if self.end is None:
-            self.end = np.fromiter(self._tab.end, float, len(self._tab.end))
+            self.end = self._cols.end
         return self.end
 
     def _prime_group(self, group: np.ndarray, ev: Event) -> None:
@@ -540,8 +568,8 @@ def _ready_points(
     if busy_from and len(idx):
         # the same test as bisect_right(busy_from, ready) - 1 = k >= 0 and busy_to[k] >= start:
         # waited while every member was busy, nothing avoidable (see above)
-        k = np.searchsorted(np.fromiter(busy_from, float, len(busy_from)), spans.ready[idx], side="right") - 1
-        inside = (k >= 0) & (np.fromiter(busy_to, float, len(busy_to))[np.maximum(k, 0)] >= spans.start[idx])
+        k = np.searchsorted(packed("d", busy_from, len(busy_from)), spans.ready[idx], side="right") - 1
+        inside = (k >= 0) & (packed("d", busy_to, len(busy_to))[np.maximum(k, 0)] >= spans.start[idx])
         idx = idx[~inside]
     spans.prime(idx)
     ids: list[int] = idx.tolist()
@@ -594,7 +622,7 @@ def _intervals(merged: dict[str, list[Interval]]) -> np.ndarray:
 def _pairs(pairs: Iterable[tuple[float, float]], n: int) -> np.ndarray:
     """``n`` pairs ``(a, b)`` as an ``(n, 2)`` float array, read flat (np.array of a list of
     tuples discovers each tuple's shape and type, which cost about twice as much)."""
-    return np.fromiter(chain.from_iterable(pairs), float, 2 * n).reshape(n, 2)
+    return packed("d", chain.from_iterable(pairs), 2 * n).reshape(n, 2)
 
 
 def _as_pairs(pairs: Sequence[tuple[float, float]] | np.ndarray) -> np.ndarray:

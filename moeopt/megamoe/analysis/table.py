@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+import struct
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from typing import TypeVar, overload
+
+import numpy as np
 
 from moeopt.core.events import Event
 from moeopt.core.schedule import Schedule, Wait
@@ -79,6 +82,59 @@ def events_on(t: Table) -> dict[str, list[int]]:
             else:
                 got.append(i)
     return on
+
+
+def packed(code: str, values: Iterable[object], count: int) -> np.ndarray:
+    """The ``count`` ``values`` as a read-only array of the struct type ``code`` (``d``: float64,
+    ``n``: intp), each converted as ``np.fromiter`` converts a Python number (``d``: by
+    ``float()``; ``n``: an integer, which must fit). :func:`struct.pack` converts a sequence in
+    one C loop, about half the instructions of ``np.fromiter``'s generic per-item assignment
+    (callgrind, see :func:`moeopt.core.validate._packed`, the validator's own copy: the validator
+    shares no code with the analyses). Raises :class:`struct.error` unless there are exactly
+    ``count`` values."""
+    return np.frombuffer(struct.pack(f"{count}{code}", *values), _DTYPE[code])
+
+
+_DTYPE = {"d": np.dtype(np.float64), "n": np.dtype(np.intp)}
+
+
+class Columns:
+    """A table's per-event columns as arrays (read-only), each made when first asked and then
+    shared: the busy times, the idle ledger and the critical path each read the start and end
+    times, and the busy times and the idle ledger each the stage of every event and whether it
+    holds a resource. Like :func:`events_on`, made once per rank by
+    :func:`moeopt.megamoe.simulate.rank_result` and handed to each analysis (an analysis called
+    alone makes its own), and not kept on the table."""
+
+    def __init__(self, t: Table) -> None:
+        self.t = t
+
+    @cached_property
+    def start(self) -> np.ndarray:
+        """Per event, its start time."""
+        return packed("d", self.t.start, len(self.t.start))
+
+    @cached_property
+    def end(self) -> np.ndarray:
+        """Per event, its end time."""
+        return packed("d", self.t.end, len(self.t.end))
+
+    @cached_property
+    def n_res(self) -> np.ndarray:
+        """Per event, how many resources it held."""
+        return packed("n", map(len, self.t.res), len(self.t.res))
+
+    @cached_property
+    def stage_labels(self) -> list[str | None]:
+        """The distinct ``stage`` labels (None: none) in order of their first event."""
+        return list(dict.fromkeys(self.t.stage))
+
+    @cached_property
+    def stage_code(self) -> np.ndarray:
+        """Per event, the position of its ``stage`` label in :attr:`stage_labels`."""
+        code_of = {label: k for k, label in enumerate(self.stage_labels)}
+        stage = self.t.stage
+        return packed("n", map(code_of.__getitem__, stage), len(stage))
 
 
 class EventRows(Sequence[EventRow]):
