@@ -132,6 +132,54 @@ def test_share_hbm_is_the_loop(got: tuple[list[gmm.Item], list[int]], hbm_rate: 
     assert all(type(x) is float for x in costs.stretch)
 
 
+@settings(max_examples=60, deadline=None)
+@given(tile_orders(), st.sampled_from([0.0, 1000.0, 1.6e6, 3e7]))
+def test_coded_share_hbm_and_cost_classes_are_the_runs(
+    got: tuple[list[gmm.Item], list[int]], hbm_rate: float
+) -> None:
+    """The coded paths (the keys' numbering from ``l1_residency_coded``): ``share_hbm`` gives
+    the loop's stretches, the codes number the keys one to one, and ``_cost_classes`` numbers
+    the (key, stretch) pairs as the runs path does (first appearance), with the same costs.
+    ``hbm_rate`` 0: no contention (every stretch 1.0, one stretch number)."""
+    order, cores = got
+    consts = {
+        "l1_bytes": 1 << 19,
+        "gm_l1_bytes_per_us": 64_000.0,
+        "b_reuse_load_factor": 0.53,
+        "gm_unaligned_load_efficiency": 0.8,
+        "hbm_bytes_per_us": hbm_rate,
+        "cube_mac_per_us_int8": 1.5e7,
+    }
+    contention = hbm_rate > 0
+    cfg = SimpleNamespace(h=7168, hidden_dim=4096, quant="w8a8", tile_k=512, l1_stages=2, bandwidth_contention=contention)
+    ctx: Any = SimpleNamespace(cfg=cfg, bpe=1, c=consts.__getitem__, cube_rate=lambda: 1.5e7)
+    em = Emitter(0, contention, 1000.0)
+    if contention:
+        em.bandwidth("hbm", hbm_rate)
+    codes = gmm.l1_residency_coded(ctx, "gmm1", order, cores)
+    keys = l1_residency_by_tile(ctx, "gmm1", order, cores)
+    assert codes.keys == keys
+    assert [codes.distinct[i] for i in codes.no.tolist()] == keys
+    assert len(set(codes.distinct)) == len(codes.distinct)
+    n_cores = [1 + abs(k) for k in cores]
+    coded = gmm.TileCosts(ctx, em, "gmm1", 1)
+    coded.share_hbm(codes.keys, np.array(n_cores), codes)
+    plain = gmm.TileCosts(ctx, em, "gmm1", 1)
+    plain.share_hbm(keys, n_cores)
+    assert coded.stretch == plain.stretch
+    if contention:
+        assert coded.stretch == _stretch_by_tile(coded, keys, n_cores)
+    assert all(type(x) is float for x in coded.stretch)
+    assert coded.stretch_no is not None
+    # equal stretch numbers exactly where the stretches are equal
+    s_no = coded.stretch_no.tolist()
+    assert all((s_no[i] == s_no[j]) == (coded.stretch[i] == coded.stretch[j]) for i in range(len(keys)) for j in range(i))
+    cls, tc = gmm._cost_classes(codes.keys, coded, codes)
+    ref_cls, ref_tc = gmm._cost_classes(keys, plain, None)
+    assert cls.tolist() == ref_cls.tolist()
+    assert tc == ref_tc
+
+
 @settings(max_examples=100, deadline=None)
 @given(tile_orders())
 def test_tiles_by_wave_and_expert_are_the_append_loops(got: tuple[list[gmm.Item], list[int]]) -> None:

@@ -193,6 +193,7 @@ def _emit_whole_tiles_by_replaced(
     chain: bool = True,
     cols: gmm.TileColumns | None = None,
     waits: Mapping[int, Mapping[str, float]] | None = None,
+    codes: gmm.KeyCodes | None = None,  # (the keys' numbering: the replaced code hashed the keys)
 ) -> GmmTiles:
     assert not waits  # (the replaced flow adds them late, see _replaced)
     names = gmm.tile_names(stage, order)

@@ -20,7 +20,6 @@ flag, or the activation's readiness) and in their hand-off.
 from __future__ import annotations
 
 import struct
-from collections import deque
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from itertools import chain as chained
 from itertools import groupby, pairwise, repeat
@@ -272,16 +271,18 @@ def gmm_tiles(
         cores = [-1] * len(order)
     elif cores is None:
         cores = assign_cores(ctx, stage, experts, order, carry, cols)
-    keys = l1_residency(ctx, stage, order, cores, cols)
+    codes = l1_residency_coded(ctx, stage, order, cores, cols)
+    keys = codes.keys
     costs = TileCosts(ctx, em, stage, chunks)
-    n_cores: dict[int, int] = {}  # per expert: the cores running it (one lookup per expert)
-    for e in dict.fromkeys(cols.expert.tolist()):
+    n_cores = np.zeros(len(experts), np.int64)  # per expert: the cores running it
+    for e in np.unique(cols.expert).tolist():
         own, joined = ctx.layout.gmm_cores(stage, experts[e])
         n_cores[e] = len(set(own + joined))
-    costs.share_hbm(keys, list(map(n_cores.__getitem__, cols.expert.tolist())))
+    costs.share_hbm(keys, n_cores[cols.expert], codes)
     if chunks == 1 and chunk_ready is None and WHOLE_TILES_BY_COLUMN:
         return emit_whole_tiles(
-            ctx, em, stage, experts, order, cores, keys, costs, wave_ready, join_flag, chain, cols, waits
+            ctx, em, stage, experts, order, cores, keys, costs, wave_ready, join_flag, chain, cols, waits,
+            codes,
         )
     names = tile_names(stage, order)
     return emit_tiles(
@@ -419,6 +420,16 @@ def _gather(
     return runs
 
 
+class KeyCodes(NamedTuple):
+    """:func:`l1_residency`'s keys with their numbering: ``keys[i] is distinct[no[i]]``, the
+    distinct keys in ascending code order (equal keys, equal numbers: one tuple per distinct
+    key)."""
+
+    keys: list[CostKey]
+    no: np.ndarray
+    distinct: list[CostKey]
+
+
 def l1_residency(
     ctx: BuildContext,
     stage: str,
@@ -426,6 +437,17 @@ def l1_residency(
     cores: Sequence[int],
     cols: TileColumns | None = None,
 ) -> list[CostKey]:
+    """:func:`l1_residency_coded`'s keys."""
+    return l1_residency_coded(ctx, stage, order, cores, cols).keys
+
+
+def l1_residency_coded(
+    ctx: BuildContext,
+    stage: str,
+    order: Sequence[Item],
+    cores: Sequence[int],
+    cols: TileColumns | None = None,
+) -> KeyCodes:
     """Per tile, its :class:`TileCosts` key: its extent and what it finds on chip.
 
     * A (B) resident in L1: the previous tile on the same core was the same expert's same M
@@ -437,7 +459,7 @@ def l1_residency(
     replaced is kept in ``tests/megamoe/test_build_columns.py`` as the reference."""
     n = len(order)
     if not n:
-        return []
+        return KeyCodes([], np.zeros(0, np.int64), [])
     c = TileColumns.of(order) if cols is None else cols
     k_dim = gemm_k(ctx, stage)
     bpe = ctx.bpe
@@ -477,7 +499,7 @@ def l1_residency(
             b_seen[first].tolist(),
         )
     )
-    return _take(distinct, key_no)
+    return KeyCodes(_take(distinct, key_no), key_no, distinct)
 
 
 def _seen_before(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -541,8 +563,11 @@ class TileCosts:
         self._fabric = em.has("gm_l1")
         self._hbm = ctx.c("hbm_bytes_per_us") if ctx.cfg.bandwidth_contention else 0.0
         self.stretch: list[float] = []
+        self.stretch_no: np.ndarray | None = None
+        """per tile, its stretch's number among the distinct stretch values (set by
+        :meth:`share_hbm` given the keys' codes; None otherwise)"""
 
-    def share_hbm(self, keys: Sequence[CostKey], cores: Sequence[int]) -> None:
+    def share_hbm(self, keys: Sequence[CostKey], cores: Sequence[int], codes: KeyCodes | None = None) -> None:
         """Slow every tile alike when the cores running it together ask more of HBM than it gives.
 
         With ``P`` cores streaming at once (the cores that run the tile's expert, at most its
@@ -552,10 +577,20 @@ class TileCosts:
         HBM units at that slower rate, so as many tiles run together as there are cores. Below it
         nothing changes (the HBM semaphore still arbitrates against other stages). Without this,
         whole tiles would queue for HBM units and the last one that does not fit would leave up
-        to one tile's rate of HBM idle. ``cores``: per tile, the cores of its expert."""
+        to one tile's rate of HBM idle. ``cores``: per tile, the cores of its expert.
+
+        ``codes``: the keys' numbering (:func:`l1_residency_coded`), if known: the per-tile
+        arrays are then gathered by it, the runs of equal core counts found on an array, and
+        each tile's stretch numbered (:attr:`stretch_no`), without a Python step per run of
+        keys (callgrind); the same stretches (``tests/megamoe/test_build_columns.py``)."""
         n = len(keys)
         self.stretch = [1.0] * n
+        if codes is not None:
+            self.stretch_no = np.zeros(n, np.int64)
         if not self._hbm or not keys:
+            return
+        if codes is not None:
+            self._share_hbm_coded(codes, np.asarray(cores, np.int64))
             return
         # Consecutive tiles mostly share a key (runs of an expert's blocks): the keys are
         # compared along the order in C, and only the runs' keys hashed (hashing every tile's
@@ -578,6 +613,21 @@ class TileCosts:
         p = np.minimum(np.fromiter(core_runs, np.int64, len(core_runs)), n)
         per_core_run = np.maximum(1.0, p * rho / self._hbm).tolist()
         self.stretch = list(chained.from_iterable(map(repeat, per_core_run, core_lens)))
+
+    def _share_hbm_coded(self, codes: KeyCodes, cores: np.ndarray) -> None:
+        """:meth:`share_hbm` given the keys' codes: the same sums (each tile's value, added one
+        by one in tile order) and the same stretch per run of equal core counts."""
+        n = len(codes.no)
+        raw = [self._raw(key) for key in codes.distinct]  # few distinct keys
+        hbm = float(np.add.accumulate(np.array([r[5] for r in raw], float)[codes.no])[-1])
+        dur = float(np.add.accumulate(np.array([r[0] for r in raw], float)[codes.no])[-1])
+        rho = hbm / dur if dur > 0 else 0.0
+        starts = np.flatnonzero(np.append(True, cores[1:] != cores[:-1]))
+        core_lens = np.diff(np.append(starts, n))
+        per_run = np.maximum(1.0, np.minimum(cores[starts], n) * rho / self._hbm)
+        self.stretch = list(chained.from_iterable(map(repeat, per_run.tolist(), core_lens.tolist())))
+        _values, value_no = np.unique(per_run, return_inverse=True)
+        self.stretch_no = np.repeat(value_no, core_lens)
 
     @staticmethod
     def _runs(seq: Iterable[_G]) -> tuple[list[_G], list[int]]:
@@ -662,6 +712,7 @@ def emit_whole_tiles(
     chain: bool = True,
     cols: TileColumns | None = None,
     waits: Mapping[int, Mapping[str, float]] | None = None,
+    codes: KeyCodes | None = None,
 ) -> GmmTiles:
     """:func:`emit_tiles` of tiles that are not cut into K chunks (one event each) and wait for
     their wave's readiness (no ``chunk_ready``): the same events, in the same order, with the
@@ -686,11 +737,7 @@ def emit_whole_tiles(
         em.emit_run(stage, [], [], [], [], [], [], [], chain and not late)
         return GmmTiles((), (), (), ())
     # the cost classes: each distinct (key, stretch) costed once (in order of first appearance)
-    run_pairs, run_lens = TileCosts._runs(zip(keys, costs.stretch if costs.stretch else repeat(1.0, n)))
-    number = dict(zip(dict.fromkeys(run_pairs), range(n)))  # (key, stretch) -> its class
-    memo = costs.memo
-    tc = [memo.get(p) or costs.compute(*p) for p in number]  # each class's TileCost
-    cls = np.repeat(np.fromiter(map(number.__getitem__, run_pairs), np.int64, len(run_pairs)), run_lens)
+    cls, tc = _cost_classes(keys, costs, codes)
     n_cls = len(tc)
     # the cores: each tile's core numbered among the stage's (the pool's one entry when late-bound)
     core_arr = np.fromiter(cores, np.int64, n)
@@ -726,7 +773,8 @@ def emit_whole_tiles(
     chained = chain and not late
     deps = list(map(dict.copy, ready_of)) if chained or syncs is not None else ready_of
     # per-class columns given to the tiles by array lookups
-    durs = np.array([t.dur_us for t in tc])[cls].tolist()
+    # (each class's float object given to its tiles: no float made per tile)
+    durs = _take([t.dur_us for t in tc], cls)
     labels = _tile_labels(stage, ctx.rank, experts, tc, ready_codes, n_exp, ready_no, cores)
     events = tile_event_names(stage, c)
     acqs, rels = _take(list(map(_first, pairs)), hold_no), _take(list(map(_second, pairs)), hold_no)
@@ -740,6 +788,35 @@ def emit_whole_tiles(
     em.macs = _running(em.macs, [t.macs for t in tc], cls)
     out = tuple(events)
     return GmmTiles(tuple(order), out, tuple(cores), out)
+
+
+def _cost_classes(
+    keys: Sequence[CostKey], costs: TileCosts, codes: KeyCodes | None
+) -> tuple[np.ndarray, list[TileCost]]:
+    """Each tile's cost class (its distinct ``(key, stretch)``, numbered in order of first
+    appearance) and each class's :class:`TileCost`. With the keys' codes and the stretches'
+    numbers (:meth:`TileCosts.share_hbm`) the pairs are numbered on arrays; otherwise the runs of
+    equal consecutive pairs are compared in C (tiles come in runs of an expert's blocks) and
+    only the runs' pairs hashed."""
+    n = len(keys)
+    memo = costs.memo
+    stretch_no = costs.stretch_no
+    if codes is not None and stretch_no is not None and len(stretch_no) == n:
+        pair = codes.no * (int(stretch_no.max()) + 1) + stretch_no
+        _pairs, first, pair_no = np.unique(pair, return_index=True, return_inverse=True)
+        by_first = np.argsort(first)
+        renumber = np.empty(len(first), np.int64)
+        renumber[by_first] = np.arange(len(first))
+        stretch = costs.stretch
+        firsts = first[by_first].tolist()
+        pairs = zip(map(keys.__getitem__, firsts), map(stretch.__getitem__, firsts))
+        tc = [memo.get(p) or costs.compute(*p) for p in pairs]
+        return renumber[pair_no], tc
+    run_pairs, run_lens = TileCosts._runs(zip(keys, costs.stretch if costs.stretch else repeat(1.0, n)))
+    number = dict(zip(dict.fromkeys(run_pairs), range(n)))  # (key, stretch) -> its class
+    tc = [memo.get(p) or costs.compute(*p) for p in number]  # each class's TileCost
+    cls = np.repeat(np.fromiter(map(number.__getitem__, run_pairs), np.int64, len(run_pairs)), run_lens)
+    return cls, tc
 
 
 _T = TypeVar("_T")
@@ -766,9 +843,10 @@ def _tile_labels(
     distinct ``(wave × n_exp + expert) × classes + cost class`` of the tiles (the readiness
     codes of :func:`emit_whole_tiles`), ``code_no`` each tile's number among them: every label
     but the tile's index and core is the same for the tiles of one code, so one dict per code
-    holds them (with the keys in order), each tile gets a copy, and its index and core are
-    stored by C-level maps (no Python statement per tile: about half the instructions of a
-    copy and seven stores per tile, callgrind)."""
+    holds them (with the keys in order), each tile gets a copy (a C-level map), and its index
+    and core are stored by a plain loop. (A C-level ``map`` of ``dict.__setitem__`` costs more
+    than the loop's two subscript stores: the unbound slot wrapper builds an argument tuple per
+    call; callgrind, 46k tiles: 97.4M against 39.4M instructions.)"""
     n_cls = len(tc)
     templates: list[dict[str, object]] = []
     for code in codes:
@@ -789,9 +867,9 @@ def _tile_labels(
             }
         )
     out: list[dict[str, object]] = list(map(dict.copy, _take(templates, code_no)))
-    n = len(out)
-    deque(map(dict.__setitem__, out, repeat("tile", n), range(n)), maxlen=0)
-    deque(map(dict.__setitem__, out, repeat("core", n), cores), maxlen=0)
+    for d, i, k in zip(out, range(len(out)), cores):
+        d["tile"] = i
+        d["core"] = k
     return out
 
 
