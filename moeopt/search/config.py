@@ -132,11 +132,15 @@ class ShapeSpec:
     overrides: Mapping[str, Any]
     weight: float = 1.0
 
+    def table(self, trial_overrides: Mapping[str, Any] | None = None) -> dict[str, Any]:
+        """The scenario table of this shape with ``trial_overrides`` on top: everything
+        :meth:`scenario` builds the scenario from (ScenarioError for an unknown path)."""
+        data = apply_overrides(self.base, self.overrides)
+        return apply_overrides(data, trial_overrides or {})
+
     def scenario(self, trial_overrides: Mapping[str, Any] | None = None) -> Scenario:
         """The validated scenario of this shape with ``trial_overrides`` on top (ScenarioError if not)."""
-        data = apply_overrides(self.base, self.overrides)
-        data = apply_overrides(data, trial_overrides or {})
-        return scenario_from_dict(data)
+        return scenario_from_dict(self.table(trial_overrides))
 
 
 @dataclass(frozen=True)

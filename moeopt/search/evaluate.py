@@ -32,6 +32,7 @@ The order is the cheapest-first order a kernel engineer expects of an auto-tuner
 
 from __future__ import annotations
 
+import copy
 import traceback
 from collections.abc import Mapping, Sequence
 from typing import Any, cast
@@ -54,7 +55,7 @@ from moeopt.megamoe.scenario import Scenario
 from moeopt.megamoe.simulate import BuiltGraphs, build_graphs, simulate, simulate_built
 from moeopt.search.config import ShapeSpec, StudyConfig
 from moeopt.search.metrics import TIME_METRICS, Result, metric_value
-from moeopt.search.space import to_overrides, violated_constraint
+from moeopt.search.space import point_key, to_overrides, violated_constraint
 from moeopt.search.trials import Outcome
 
 TIME_ONLY_METRICS = ("kernel_total_us", "kernel_dag_end_us")
@@ -104,11 +105,55 @@ def aggregate(
     return float(sum(vals) / len(vals))
 
 
+def scenario_overrides(cfg: StudyConfig, overrides: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    """The trial overrides of the scenarios a shape stands for: the point's, or the point's with
+    each routing seed."""
+    if not cfg.objective.seeds:
+        return [overrides]
+    return [{**overrides, "workload.seed": s} for s in cfg.objective.seeds]
+
+
 def shape_scenarios(cfg: StudyConfig, shape: ShapeSpec, overrides: Mapping[str, Any]) -> list[Scenario]:
     """The scenarios one shape stands for: one, or one per routing seed."""
-    if not cfg.objective.seeds:
-        return [shape.scenario(overrides)]
-    return [shape.scenario({**overrides, "workload.seed": s}) for s in cfg.objective.seeds]
+    return [shape.scenario(o) for o in scenario_overrides(cfg, overrides)]
+
+
+_LEAVES = (str, int, float, bool, type(None))
+
+
+def identical(a: Any, b: Any) -> bool:
+    """Whether two scenario tables are one input: dicts with the same keys in the same order,
+    lists / tuples of the same length, and leaves of the same plain type that print the same
+    (so ``1`` and ``1.0``, ``True`` and ``1``, ``0.0`` and ``-0.0`` differ, and NaN differs from
+    itself), recursively; any other kind of value is never taken as identical."""
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, dict):
+        return list(a) == list(b) and all(identical(a[k], b[k]) for k in a)
+    if isinstance(a, (list, tuple)):
+        return len(a) == len(b) and all(identical(x, y) for x, y in zip(a, b, strict=True))
+    if isinstance(a, float):
+        return a == b and repr(a) == repr(b)  # (repr tells 0.0 from -0.0; NaN != NaN)
+    return isinstance(a, _LEAVES) and a == b
+
+
+def is_base_point(cfg: StudyConfig, point: Mapping[str, Any]) -> bool:
+    """Whether ``point`` stands for the base scenarios themselves: it breaks no constraint, and
+    for every shape (and routing seed) its overrides leave the scenario table exactly as the
+    base's (:func:`identical`). ``evaluate`` builds each scenario from its table alone, so such a
+    point evaluated without a best gives the base's outcome bit for bit."""
+    if violated_constraint(cfg, point) is not None:
+        return False
+    try:
+        ov = scenario_overrides(cfg, to_overrides(cfg, point))
+        base = scenario_overrides(cfg, {})
+        return all(
+            identical(shape.table(o), shape.table(b))
+            for shape in cfg.shapes
+            for o, b in zip(ov, base, strict=True)
+        )
+    except MoeoptError:  # an override the adapter refuses: not the base
+        return False
 
 
 Graphs = BuiltGraphs
@@ -155,6 +200,26 @@ class Evaluator:
         )
         # the metrics read nothing but the kernel's times: no analysis needs to run
         self.time_only = set(cfg.metrics) <= set(TIME_ONLY_METRICS)
+        # point key -> what evaluate(point, None) gives, known without running it (take_baseline)
+        self._exact: dict[str, Outcome] = {}
+
+    def take_baseline(self, base: Outcome, point: Mapping[str, Any] | None) -> None:
+        """Use the base scenarios' outcome ``base``, which ``evaluate({}, None)`` gave in this
+        run (for the same study, by this code), instead of evaluating the base again.
+
+        A complete ``base`` gives the per-shape baseline values (``mean_ratio`` divides by them;
+        ``evaluate({}, None)`` is what :meth:`_base` would run for them), and when ``point`` (the
+        base scenario's own values of the space, queued as the study's first trial) stands for
+        the base scenarios themselves (:func:`is_base_point`), it is that point's outcome when
+        evaluated without a best. Without a best ``evaluate`` neither checks a bound nor counts
+        anything, so the copy leaves nothing different. Failed or pruned baselines are not used:
+        they are cheap to evaluate again."""
+        if base.state != "complete":
+            return
+        if self._baseline is None:
+            self._baseline = copy.deepcopy(base.per_shape)
+        if point is not None and is_base_point(self.cfg, point):
+            self._exact[point_key(point)] = copy.deepcopy(base)
 
     def _base(self, metric: str) -> dict[str, float] | None:
         """Per-shape baseline values of ``metric`` (only the ``mean_ratio`` aggregate needs them)."""
@@ -283,6 +348,10 @@ class Evaluator:
 
     def evaluate(self, point: Mapping[str, Any], best: float | None) -> Outcome:
         cfg = self.cfg
+        if best is None and self._exact:
+            same = self._exact.get(point_key(point))
+            if same is not None:
+                return copy.deepcopy(same)
         why = violated_constraint(cfg, point)
         if why is not None:
             return Outcome("pruned", "constraint", reason=why)

@@ -12,8 +12,11 @@ import collections
 import csv
 import json
 import math
+import multiprocessing
 import os
+import signal
 import tempfile
+import threading
 import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -127,38 +130,13 @@ def write_outputs(
     best_info: dict[str, Any] | None = None
     gap: dict[str, Any] = {"available": False, "reason": "no completed trial"}
     best_runs: dict[str, Any] = {}
-    if best is not None:
-        shown = f"{best.values[0]:.3f} (trial {best.number})"
-        if study.user_attrs.get("best") != shown:  # for people: optuna studies, optuna-dashboard
-            study.set_user_attr("best", shown)
-        overrides = to_overrides(cfg, best.params)
-        best_info = {
-            "trial": best.number,
-            "value": best.values[0],
-            "values": list(best.values),
-            "params": dict(best.params),
-            "overrides": overrides,
-            "per_shape": attrs(best).get("per_shape", {}),
-        }
-        say(f"checking the best point (trial {best.number}): writing best.toml, simulating it again")
-        best_info["files"], best_runs, best_info["reproduced"], best_info["reproduce_note"] = _write_best(
-            cfg, best, overrides
-        )
-        files.update({f"best:{k}": v for k, v in best_info["files"].items()})
-        files["best_toml"] = best_info["files"][cfg.shapes[0].name]
-        stored = _stored_gap(cfg, study, best.number)
-        if stored is not None:
-            gap = stored
-        else:
-            if cfg.exact_gap is not None:
-                say(
-                    "optimality gap of the best point: CP-SAT on each distinct rank "
-                    f"(a time limit of {cfg.exact_gap.time_limit_s:g} s each)"
-                )
-            gap = _gap(cfg, best_runs)
-            if gap.get("available"):
-                _store_gap(cfg, study, best.number, gap)
-        best_info["noise_pct"] = _noise(cfg, best_runs)
+    base_noise = BaseNoise(cfg) if best is not None and cfg.objective.metric in TIME_METRICS else None
+    try:
+        if best is not None:
+            best_info, best_runs, gap = _best_outputs(cfg, study, best, files, say, base_noise)
+    finally:
+        if base_noise is not None:
+            base_noise.close()
 
     states = collections.Counter(t.state.name for t in trials)
     kinds = collections.Counter(attrs(t).get("kind", "?") for t in trials if t.state != TrialState.COMPLETE)
@@ -236,6 +214,55 @@ def write_outputs(
         summary=summary,
         status=status,
     )
+
+
+def _best_outputs(
+    cfg: StudyConfig,
+    study: optuna.Study,
+    best: FrozenTrial,
+    files: dict[str, str],
+    say: Callable[[str], None],
+    base_noise: BaseNoise | None,
+) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
+    """The best point's outputs: ``best.toml`` checked by simulating it again, the optimality gap
+    (CP-SAT), the scheduling-anomaly noise; returns the ``best`` record, the best point's
+    results per shape and the gap (the files written are added to ``files``)."""
+    best_info: dict[str, Any]
+    best_runs: dict[str, Any]
+    gap: dict[str, Any]
+    shown = f"{best.values[0]:.3f} (trial {best.number})"
+    if study.user_attrs.get("best") != shown:  # for people: optuna studies, optuna-dashboard
+        study.set_user_attr("best", shown)
+    overrides = to_overrides(cfg, best.params)
+    best_info = {
+        "trial": best.number,
+        "value": best.values[0],
+        "values": list(best.values),
+        "params": dict(best.params),
+        "overrides": overrides,
+        "per_shape": attrs(best).get("per_shape", {}),
+    }
+    say(f"checking the best point (trial {best.number}): writing best.toml, simulating it again")
+    best_info["files"], best_runs, best_info["reproduced"], best_info["reproduce_note"] = _write_best(
+        cfg, best, overrides
+    )
+    files.update({f"best:{k}": v for k, v in best_info["files"].items()})
+    files["best_toml"] = best_info["files"][cfg.shapes[0].name]
+    stored = _stored_gap(cfg, study, best.number)
+    if stored is not None:
+        gap = stored
+    else:
+        if cfg.exact_gap is not None:
+            say(
+                "optimality gap of the best point: CP-SAT on each distinct rank "
+                f"(a time limit of {cfg.exact_gap.time_limit_s:g} s each)"
+            )
+        gap = _gap(cfg, best_runs)
+        if gap.get("available"):
+            _store_gap(cfg, study, best.number, gap)
+    best_info["noise_pct"] = _noise(cfg, best_runs, base_noise)
+
+    return best_info, best_runs, gap
 
 
 def _run_summary(cfg: StudyConfig, stats: WorkerStats, elapsed_s: float) -> dict[str, Any]:
@@ -327,26 +354,110 @@ def _store_gap(cfg: StudyConfig, study: optuna.Study, best: int, gap: Mapping[st
     )
 
 
-def _noise(cfg: StudyConfig, runs: Mapping[str, Any]) -> dict[str, float] | None:
+def _noise(
+    cfg: StudyConfig, runs: Mapping[str, Any], base: BaseNoise | None = None
+) -> dict[str, float] | None:
     """Per shape, the scheduling-anomaly noise of the best point against the baseline, measured
     as ``python -m moeopt compare`` measures it (:func:`moeopt.trust.compare.anomaly_pct`: the
     largest |Δ%| of the time when one critical-path input of the baseline or the best point is
-    made 0.01 µs longer); ``None`` when the objective is not a kernel time."""
+    made 0.01 µs longer); ``None`` when the objective is not a kernel time. ``base``: the
+    baseline's side, when it was started earlier (:class:`BaseNoise`)."""
     if cfg.objective.metric not in TIME_METRICS:
         return None
     from moeopt.trust.compare import anomaly_pct
 
+    if base is None:
+        base = BaseNoise(cfg, fork=False)
+    base_pct = base.result()
     out: dict[str, float] = {}
     for shape in cfg.shapes:
         r = runs.get(shape.name)
-        if r is None:
+        b = base_pct.get(shape.name)
+        if r is None or b is None:  # the baseline may be refused or stopped: no Δ to judge then
             continue
         try:
-            base = simulate(shape.scenario({}))
-            out[shape.name] = max(anomaly_pct(r), anomaly_pct(base))
-        except MoeoptError:  # the baseline may be refused or stopped: no Δ to judge then
+            out[shape.name] = max(anomaly_pct(r), b)
+        except MoeoptError:
             continue
     return out
+
+
+def base_anomaly(cfg: StudyConfig) -> dict[str, float | None]:
+    """Per shape, :func:`moeopt.trust.compare.anomaly_pct` of the base scenario (``None`` where
+    simulating it or perturbing it raises a :class:`MoeoptError`)."""
+    from moeopt.trust.compare import anomaly_pct
+
+    out: dict[str, float | None] = {}
+    for shape in cfg.shapes:
+        try:
+            out[shape.name] = anomaly_pct(simulate(shape.scenario({})))
+        except MoeoptError:
+            out[shape.name] = None
+    return out
+
+
+class BaseNoise:
+    """The baseline's side of :func:`_noise` (:func:`base_anomaly`), computed in a forked child
+    process while this one writes ``best.toml``, simulates the best point again and runs CP-SAT.
+
+    It depends on the study file alone, and it is the larger half of the noise: a full
+    ``simulate`` of the base scenario, then one schedule per probe (about 1.7 s of a study on
+    examples/scenario_basic.toml went into the noise, with the two cores otherwise idle while
+    the outputs are written). The child computes exactly what this process would (the same
+    code on a copy of the same memory; the numbers come back pickled, bit for bit). Without
+    ``fork``, with other threads running (a forked child gets no copy of them, and a lock one
+    of them held would never be released there), or when the child does not deliver, the
+    result is computed here, so any error is raised as it would be without the child.
+    """
+
+    def __init__(self, cfg: StudyConfig, fork: bool = True) -> None:
+        self.cfg = cfg
+        self._proc: Any = None
+        self._conn: Any = None
+        if not (fork and hasattr(os, "fork") and threading.active_count() == 1):
+            return
+        ctx = multiprocessing.get_context("fork")
+        recv, send = ctx.Pipe(duplex=False)
+        proc = ctx.Process(target=_base_noise_child, args=(cfg, send), daemon=True)
+        proc.start()
+        send.close()
+        self._proc, self._conn = proc, recv
+
+    def result(self) -> dict[str, float | None]:
+        """The child's numbers, or (without a child, or when it delivered none) this process's."""
+        got: Any = None
+        if self._proc is not None:
+            try:
+                got = self._conn.recv()
+            except (EOFError, OSError):  # it died without sending
+                got = None
+            finally:
+                self.close()
+        if isinstance(got, dict):
+            return got
+        return base_anomaly(self.cfg)
+
+    def close(self) -> None:
+        """Stop the child if it is still running (an error or Ctrl-C in this process meanwhile)."""
+        proc, self._proc = self._proc, None
+        if proc is None:
+            return
+        self._conn.close()
+        if proc.is_alive():
+            proc.terminate()
+        proc.join()
+
+
+def _base_noise_child(cfg: StudyConfig, send: Any) -> None:
+    # the parent handles Ctrl-C and stops this child itself (no traceback from here)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    try:
+        got: Any = base_anomaly(cfg)
+    except BaseException:  # the parent computes it again and raises the error there
+        got = None
+    send.send(got)
+    send.close()
 
 
 def _gap(cfg: StudyConfig, runs: Mapping[str, Any]) -> dict[str, Any]:

@@ -77,6 +77,8 @@ from moeopt.search.trials import (
 )
 
 Say = Callable[[str], None]
+Baseline = tuple[Outcome, dict[str, Any] | None]
+"""The base scenarios' outcome (``evaluate({}, None)``) and the base's own point of the space."""
 
 
 class Interrupted(KeyboardInterrupt):
@@ -153,16 +155,23 @@ def worker_loop(
     deadline: float | None,
     on_trial: Callable[[int, float | None], None] | None = None,
     parent_pid: int | None = None,
+    baseline: Baseline | None = None,
 ) -> WorkerStats:
-    """Run trials until the study has ``cfg.trials`` counted trials, the deadline, or a stop."""
+    """Run trials until the study has ``cfg.trials`` counted trials, the deadline, or a stop.
+
+    ``baseline``: the base scenarios' outcome evaluated by this run, and the base's own point of
+    the space (see :meth:`Evaluator.take_baseline`)."""
     stats = WorkerStats()
     t_start = time.perf_counter()
     storage = spec.open()
     study = optuna.load_study(study_name=cfg.name, storage=storage, sampler=make_sampler(cfg, worker_index))
     target = target_trials(cfg)
     ev = Evaluator(cfg)
+    if baseline is not None:
+        ev.take_baseline(*baseline)
     ident = worker_identity()
-    known: dict[str, FrozenTrial] = {}
+    known: dict[str, FrozenTrial] = {}  # point key -> the first finished trial seen with that point
+    entered: set[int] = set()  # the finished trials already looked at for ``known``
     trial: optuna.trial.Trial | None = None
     sig = _Signals()
     try:
@@ -190,9 +199,13 @@ def worker_loop(
                 if not spec.local and _surplus(study, trial, target):
                     trial = None
                     break
-            for t in trials:
-                if finished(t) and t.params and cfg.duplicates:
-                    known.setdefault(point_key(t.params), t)
+            if cfg.duplicates:
+                # a finished trial stays finished with its point: each is keyed once, in the
+                # order of the trials as before (setdefault keeps the first trial of a point)
+                for t in trials:
+                    if t.number not in entered and finished(t) and t.params:
+                        entered.add(t.number)
+                        known.setdefault(point_key(t.params), t)
             best = best_value(trials, cfg)
             with _heartbeat(storage, trial_id(trial)):
                 point = suggest(trial, cfg)
@@ -356,13 +369,19 @@ def _interrupt(study: optuna.Study, trial: optuna.trial.Trial) -> None:
 
 
 def _child_main(
-    cfg: StudyConfig, spec: StorageSpec, index: int, deadline: float | None, parent: int, q: Any
+    cfg: StudyConfig,
+    spec: StorageSpec,
+    index: int,
+    deadline: float | None,
+    parent: int,
+    q: Any,
+    baseline: Baseline | None = None,
 ) -> None:
     signal.signal(signal.SIGTERM, _raise_interrupted)
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
     try:
-        stats = worker_loop(cfg, spec, index, deadline, parent_pid=parent)
+        stats = worker_loop(cfg, spec, index, deadline, parent_pid=parent, baseline=baseline)
     except KeyboardInterrupt:
         stats = WorkerStats(interrupted=True)
     except Exception as exc:  # reported by the parent; the other workers go on
@@ -485,6 +504,7 @@ def run_study(
 
     # a write cut short by a crash is repaired before anything is added
     check_journal(spec, tell_user, fresh_hint=names.set("out", "DIR"))
+    baseline: Baseline | None = None
     with _quiet_optuna():
         study_obj, created = _open_study(cfg, spec, resume, tell_user, names)
         if study_record(study_obj, BASELINE_ATTR) is None:
@@ -504,6 +524,8 @@ def run_study(
             point = _baseline_point(cfg)
             if created and point is not None and cfg.baseline_trial:
                 study_obj.enqueue_trial(point, user_attrs={BASELINE_TRIAL_ATTR: True})
+            # the workers take this outcome as the base point's instead of simulating it again
+            baseline = (base, point)
         target = target_trials(cfg)
         if target < cfg.trials:
             tell_user(f"the space has {target} distinct points: running {target} trials, not {cfg.trials}")
@@ -524,7 +546,7 @@ def run_study(
             )
             stats = WorkerStats()
         else:
-            stats = _run_workers(cfg, spec, deadline, target, shown)
+            stats = _run_workers(cfg, spec, deadline, target, shown, baseline)
         elapsed = time.perf_counter() - t0
         status = run_status(cfg, spec, stats, deadline, target)
         for err in stats.errors:
@@ -573,7 +595,12 @@ def run_status(
 
 
 def _run_workers(
-    cfg: StudyConfig, spec: StorageSpec, deadline: float | None, target: int, progress: Progress
+    cfg: StudyConfig,
+    spec: StorageSpec,
+    deadline: float | None,
+    target: int,
+    progress: Progress,
+    baseline: Baseline | None = None,
 ) -> WorkerStats:
     def on_trial(n_done: int, best: float | None) -> None:
         progress.update(n_done, "" if best is None else f"best {best:.3f}")
@@ -585,10 +612,14 @@ def _run_workers(
     stats = WorkerStats()
     try:
         for i in range(1, cfg.workers):
-            p = ctx.Process(target=_child_main, args=(cfg, spec, i, deadline, os.getpid(), q), daemon=False)
+            p = ctx.Process(
+                target=_child_main, args=(cfg, spec, i, deadline, os.getpid(), q, baseline), daemon=False
+            )
             p.start()
             children.append(p)
-        stats = worker_loop(cfg, spec, 0, deadline, on_trial)
+        # (the trials are read again after each one only to show the progress)
+        shown = on_trial if progress.mode is not None else None
+        stats = worker_loop(cfg, spec, 0, deadline, shown, baseline=baseline)
     except KeyboardInterrupt:  # a stop before the main worker's own handling was in place
         stats.interrupted = True
     except BaseException:

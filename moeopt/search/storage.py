@@ -102,8 +102,9 @@ class StudyFileHold:
     def __init__(self, url: str, path: str, fd: int) -> None:
         self.url, self.path, self.fd = url, path, fd
 
-    def check(self) -> None:
-        """Raise :class:`StudyError` when the path no longer names the file this worker opened."""
+    def check(self) -> os.stat_result:
+        """Raise :class:`StudyError` when the path no longer names the file this worker opened;
+        else the file's status (its size, for a reader)."""
         held = os.fstat(self.fd)
         try:
             now = os.stat(self.path)
@@ -116,6 +117,7 @@ class StudyFileHold:
                 "this worker stopped without writing to it (a study's output folder must stay in place "
                 "until its workers have finished)"
             )
+        return held
 
     def close(self, _close: Any = os.close) -> None:
         # (os.close is bound at definition: when this runs from __del__ at interpreter exit,
@@ -138,21 +140,52 @@ class HeldJournalBackend(JournalFileBackend):
     was removed (and made again) would read another study's records or write into its journal.
     This one holds the file open (:class:`StudyFileHold`) and checks before every read and write
     that the path still names it; if not, one :class:`StudyError` says so and nothing is written.
+    It reads and appends through the descriptor it holds, never by the path: a folder replaced
+    between the check and the write (a worker paused in between) cannot receive the record, and
+    no file is opened per record (Optuna's storage reads the journal after every write and before
+    every read: some twenty times a trial).
     """
 
     def __init__(self, url: str, path: str, lock: FlockLock) -> None:
         super().__init__(path, lock_obj=lock)  # creates the file when it is missing
-        self._hold = StudyFileHold(url, path, os.open(path, os.O_RDONLY))
+        # O_APPEND: each write lands at the end of the file, after every other worker's records
+        self._hold = StudyFileHold(url, path, os.open(path, os.O_RDWR | os.O_APPEND))
         self._path = path
         self._flock = lock
+        self._offsets: dict[int, int] = {0: 0}  # log number -> byte offset of its record
 
     def read_logs(self, log_number_from: int) -> Generator[dict[str, Any], None, None]:
-        self._hold.check()
-        try:
-            yield from super().read_logs(log_number_from)
-        except FileNotFoundError:
-            self._hold.check()  # removed in between: say so
-            raise
+        """The records from number ``log_number_from`` on, as Optuna's backend reads them: the
+        complete lines of the file as it is now (a last line without its end of line, being
+        written or torn, is left for a later read), each a JSON record; a line that is not a
+        record raises its error once another line follows it."""
+        size = self._hold.check().st_size
+        number = log_number_from if log_number_from in self._offsets else 0
+        pos = self._offsets[number]
+        if pos >= size:
+            return  # nothing new (most reads)
+        data = os.pread(self._hold.fd, size - pos, pos)
+        error: Exception | None = None
+        start = 0
+        while True:
+            end = data.find(b"\n", start)
+            if end < 0 and start == len(data):
+                return
+            if error is not None:  # a line follows the one that is not a record
+                raise error
+            if end < 0:
+                return  # the last line is not complete yet
+            self._offsets.setdefault(number + 1, pos + end + 1)
+            if number >= log_number_from:
+                try:
+                    record = json.loads(data[start : end + 1])
+                except json.JSONDecodeError as err:
+                    error = err
+                    del self._offsets[number + 1]
+                else:
+                    yield record
+            number += 1
+            start = end + 1
 
     def append_logs(self, logs: list[dict[str, Any]]) -> None:
         """Optuna's append (the same records, under the same lock), forced to the disk only
@@ -160,21 +193,23 @@ class HeldJournalBackend(JournalFileBackend):
         system at once, so other workers read it and a killed worker loses nothing; a power cut
         can lose the progress of the trials running at that moment, never a finished trial,
         a queued one or a change to the study. (Optuna forces every append to the disk: about
-        nine a trial, a few milliseconds each, a sixth of a small scenario's trial.)"""
+        nine a trial, a few milliseconds each, a sixth of a small scenario's trial.) The force
+        waits for the disk after the lock is released, so other workers append meanwhile."""
+        fd = self._hold.fd
         self._hold.check()
-        data = "".join(json.dumps(log, separators=(",", ":")) + "\n" for log in logs).encode("utf-8")
+        data = memoryview(
+            "".join(json.dumps(log, separators=(",", ":")) + "\n" for log in logs).encode("utf-8")
+        )
         try:
-            with self._flock.held(), open(self._path, "ab") as f:
-                f.write(data)
-                f.flush()
-                if settles(logs):
-                    # the file's every earlier record too, whichever worker wrote it
-                    os.fsync(f.fileno())
-        except FileNotFoundError:
+            with self._flock.held():
+                while data:  # (a regular file takes it in one write; a short one is continued)
+                    data = data[os.write(fd, data) :]
+        except FileNotFoundError:  # the lock file's folder is gone
             self._hold.check()
             raise
-
-
+        if settles(logs):
+            # the file's every earlier record too, whichever worker wrote it
+            os.fsync(fd)
 
 
 def settles(logs: list[dict[str, Any]]) -> bool:
