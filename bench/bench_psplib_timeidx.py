@@ -26,6 +26,11 @@ instance, which every schedule of makespan ``<= L`` meets):
 * ``act``: ``base`` plus the dominance "every job starts at 0 or at another job's end"
   (:func:`add_left_justified`).
 * ``rev``: ``base`` of the reversed project (same feasibility for every ``L``).
+* ``win`` / ``winp``: ``base`` with every start restricted to the windows of the destructive
+  layer at ``L`` (:func:`moeopt.exact.destructive.shaved_windows`: propagation and shaving;
+  ``winp``: propagation only), which every schedule of makespan ``<= L`` respects.
+* ``pairs``: ``base`` plus a no-overlap per pair of jobs not ordered by the precedences whose
+  demands exceed a capacity together (explicit disjunctions).
 * ``fixed[:VAR:VAL]``: ``base`` with a decision strategy on the start variables (default
   CHOOSE_LOWEST_MIN / SELECT_MIN_VALUE, set-times style); pair with
   ``--params '{"search_branching": "FIXED_SEARCH"}'``.
@@ -38,6 +43,18 @@ with ``fs`` / ``base``); ``ti`` and ``chan`` do not refute even the easiest two 
 within the seed-to-seed spread of ``base`` (j3029_8: 0.98-1.87 over six seeds) or are worse.
 ``--question opt`` with ``{"use_sat_inprocessing": false}`` is the one lead: 0.24-3.45 units
 against 1.02-4.52 on six of the seven (j3029_3 open at 5 either way).
+
+Later (same CP-SAT, load 5-10, the six left: j3013_2/5/6, j3029_3/6/8; seeds 1-3 where a range
+is given): ``winp`` is ``base`` (the propagation narrows nothing beyond the heads and tails);
+``win`` refutes in 2.72-3.35 units (``base`` 3.00-3.28), 1.65 (1.44-1.76), 1.82 (1.63-1.91),
+4.55 (not within 5), 2.36 (3.05-3.67), 0.74 (0.86-0.90), after 0.3-4.5 CPU s of shaving;
+``pairs`` (j3013_6, j3013_5, j3029_8) 1.92-1.95, 1.48, 1.06-1.08 against 1.63-1.91, 1.44-1.76,
+0.86-0.90. Two more that this script does not run: splitting ``OPT - 1`` by the start of the
+longest job into 2 or 4 windows and refuting each (0.77-5.38 units in all, as often above as
+below ``base``), and dropping resources (with any 1-3 of the 4 resources ``OPT - 1`` is
+feasible on j3013_5, j3013_6 and j3029_8: the refutation needs all four). None brings a proof
+within the ~0.7 units of a 2-second solve; see ``moeopt/exact/destructive.py`` ("The windows as
+CP-SAT domains") for the stronger shavings tried.
 
     python bench/bench_psplib_timeidx.py --only j3013_5,j3029_8 --variants base,ti,chan --dtime 4
     python bench/bench_psplib_timeidx.py --only j3029_4 --question opt --params '{"use_sat_inprocessing": false}'
@@ -234,6 +251,43 @@ def add_left_justified(cp: cp_model.CpModel, model: ExactModel, limit: int) -> N
         cp.add_bool_or(lits)
 
 
+def add_windows(model: ExactModel, limit: int, shave: bool) -> None:
+    """Restrict every start to the window of :func:`moeopt.exact.destructive.shaved_windows` at
+    ``limit`` (propagation, and shaving when ``shave``): every schedule of makespan ``<= limit``
+    starts each event within it (that module's docstring), so the question keeps its answer.
+    A makespan the propagation refutes gets an empty clause."""
+    from moeopt.exact.destructive import build as build_problem
+    from moeopt.exact.destructive import shaved_windows
+
+    got = shaved_windows(build_problem(model.inst), limit, shave=shave)
+    if got is None:
+        model.cp.add_bool_or([])
+        return
+    es, ls, _cut = got
+    for j, s in enumerate(model.start):
+        model.cp.add(s >= int(es[j]))
+        model.cp.add(s <= int(ls[j]))
+
+
+def add_conflict_pairs(model: ExactModel) -> None:
+    """A no-overlap per pair of jobs not ordered by the precedences whose demands exceed a
+    capacity together (implied by that cumulative): explicit disjunctions for CP-SAT."""
+    inst = model.inst
+    dur, dem, cap = jobs(model)
+    n = len(dur)
+    reach = [set() for _ in range(n)]
+    for i in reversed(list(inst.cg.topo)):
+        for j, _lam in inst.succs[i]:
+            reach[i].add(j)
+            reach[i] |= reach[j]
+    for i in range(n):
+        for j in range(i + 1, n):
+            if dur[i] <= 0 or dur[j] <= 0 or j in reach[i] or i in reach[j]:
+                continue
+            if any(dem[i].get(r, 0) + dem[j].get(r, 0) > c for r, c in enumerate(cap)):
+                model.cp.add_no_overlap([model.interval[i], model.interval[j]])
+
+
 def reversed_graph(graph: m.EventGraph) -> m.EventGraph:
     """The same project with every precedence reversed (a schedule of makespan ``L`` maps to one
     of the reversed project by ``s' = L - e``, and back)."""
@@ -267,6 +321,12 @@ def build(graph: m.EventGraph, limit: int, variant: str) -> cp_model.CpModel:
         return model.cp
     if variant.startswith("fs"):
         add_forbidden_sets(model.cp, model, model.start, triples="3" in variant, reify="r" in variant)
+        return model.cp
+    if variant in ("win", "winp"):
+        add_windows(model, limit, shave=variant == "win")
+        return model.cp
+    if variant == "pairs":
+        add_conflict_pairs(model)
         return model.cp
     if variant.startswith("plain"):
         return plain(model, limit, with_cliques="cl" in variant, with_delays="dl" in variant)

@@ -74,6 +74,24 @@ acquires, a descendant releases) and units never released (held from the acquire
 end, ``T``) take part through their compulsory parts and energies; only event intervals are
 adjusted. Semaphores without a pairing (reservoirs) are left out: leaving a constraint out only
 relaxes. Nothing here knows what the events mean.
+
+**The windows as CP-SAT domains (measured, not used).** The windows of :func:`shaved_windows` at
+``T = best − 1`` may restrict the starts of a CP-SAT decision model "makespan ``≤ T``" (every
+schedule it must find or refute respects them), so that ``INFEASIBLE`` proves ``best`` optimal.
+On the six PSPLIB j30 instances CP-SAT cannot prove within a 2 s solve (OR-Tools 9.15, one
+worker, ``T = OPT − 1``, ``bench_psplib_timeidx.py --variants base,winp,win``): propagation
+alone narrows nothing beyond the heads and tails (same deterministic time as without); shaving
+narrows the windows by 2-13% in all and changes CP-SAT's refutation by −28% to +6% against the
+mean of three seeds (j3029_6 3.05-3.67 -> 2.36 units, j3029_3 not refuted in 5 -> 4.55, j3029_8
+0.86-0.90 -> 0.74, j3013_2 3.00-3.28 -> 2.72-3.35, j3013_5 1.44-1.76 -> 1.65, j3013_6
+1.63-1.91 -> 1.82), while the shaving itself took 0.3-4.5 CPU s (load ~7 on 2 cores). Still
+0.74-4.55 units where a 2 s solve has about 0.7: not enough for those proofs, so ``solve_exact``
+does not do it. Stronger windows do not refute ``OPT − 1`` either: shaving with energetic
+reasoning in the probes (2-14 CPU s; refutations no faster: j3013_6 2.23, j3029_8 0.85), or with
+the LP test on every probe (j3013_5, j3013_6, j3029_8: 160-260 LPs, 19-33 CPU s, windows 6-11%
+narrower, not refuted); nor does "order shaving" (a probe per ordered pair of events "``i`` ends
+before ``j`` starts", about 1,200 probes, 1.3 s): 5 and 16 new distances on j3013_6 and j3013_5,
+windows unchanged, CP-SAT's refutation unchanged.
 """
 
 from __future__ import annotations
