@@ -11,7 +11,7 @@ worked out here, so the scheduler can never run into a group that has no legal s
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import compress, repeat
 from operator import attrgetter, is_not, not_
@@ -275,6 +275,10 @@ class _Scan:
     sources: list[int] | None = None
     # True when the scan knows that no event has a pool placeholder (no double-binding check)
     no_placeholders: bool = False
+    # the events' durations, when the scan read them
+    dur: list[float] | None = None
+    # whether any event names a colocation partner (None: the scan did not look)
+    linked: bool | None = None
 
 
 class _Resources:
@@ -325,7 +329,7 @@ _resources_of = attrgetter("resources")
 
 
 def _scan_fast(
-    events: list[Event],
+    events: Sequence[Event],
     index: Mapping[str, int],
     sem_id: Mapping[str, int],
     pools: Mapping[str, Sequence[str]],
@@ -336,13 +340,17 @@ def _scan_fast(
     what :func:`_scan_events` gives (tests/core/test_compiled_lean_scan.py holds both to the
     earlier compile_graph), with less work per event: no problem to report in the loop, one to
     three dependencies unpacked, the previous event's semaphore pairs reused when its maps are
-    the very same objects, the sources gathered on the way, and the resources worked out once
-    per distinct resource tuple after the loop."""
+    the very same objects, the sources gathered on the way, the resources worked out once per
+    distinct resource tuple, and the durations and whether any event is colocated read in the
+    same loop (an attribute read in the loop costs about a tenth of a C-level ``attrgetter``
+    call per event; callgrind)."""
     n = len(events)
     preds: list[tuple[tuple[int, float], ...]] = []
-    succ_lists: list[list[tuple[int, float]]] = [[] for _ in range(n)]
+    # (one empty list per event: a comprehension over ``repeat`` skips range's int per event)
+    succ_lists: list[list[tuple[int, float]]] = [[] for _ in repeat(None, n)]
     acq: list[tuple[tuple[int, int], ...]] = []
     rel: list[tuple[tuple[int, int], ...]] = []
+    dur: list[float] = []
     no_pairs: tuple[tuple[int, int], ...] = ()
     # the pairs of each distinct acquire / release map, keyed by the map's identity, as in
     # _scan_events (every event with that map gets that very tuple: the scheduler's state
@@ -352,6 +360,16 @@ def _scan_fast(
     sources: list[int] = []
     pl: tuple[tuple[int, float], ...]
     get_acq, get_rel = acq_of.get, rel_of.get
+    # the resources: the pools' members are numbered first, then each distinct resource tuple
+    # when an event first names it (so in the order the events name them, as _scan_events does)
+    res = _Resources()
+    pool_id = {p: k for k, p in enumerate(pools)}
+    pool_members = [tuple(map(res.rid, members)) for members in pools.values()]
+    fx_of: dict[Sequence[str], tuple[int, ...]] = {}
+    ph_of: dict[Sequence[str], tuple[int, ...]] = {}
+    fixed: list[tuple[int, ...]] = []
+    get_fx = fx_of.get
+    linked = False
 
     def new_pairs(
         amounts: Mapping[str, int], memo: dict[int, tuple[tuple[int, int], ...]]
@@ -360,10 +378,19 @@ def _scan_fast(
         pairs = memo[id(amounts)] = tuple([(sem_id[sm], u) for sm, u in amounts.items()])
         return pairs
 
+    def new_resources(rs: Sequence[str]) -> tuple[int, ...]:
+        # a resource tuple not seen yet (a KeyError: it names an undeclared pool)
+        fx, ph, bad = res.resolve(rs, pool_id)
+        if bad:
+            raise KeyError(bad[0][1])
+        ph_of[rs] = tuple(ph)
+        out = fx_of[rs] = tuple(fx)
+        return out
+
     last_a: Mapping[str, int] | None = None  # the previous event's maps and their pairs
     last_r: Mapping[str, int] | None = None
     a_pairs = r_pairs = no_pairs
-    try:  # (a KeyError: a dependency on a missing event, or an undeclared semaphore)
+    try:  # (a KeyError: a missing event, an undeclared semaphore or an undeclared pool)
         for i, ev in enumerate(events):
             d = ev.deps
             nd = len(d)
@@ -417,28 +444,19 @@ def _scan_fast(
                 # (a non-empty map's pairs are never empty)
                 r_pairs = (get_rel(id(r_map)) or new_pairs(r_map, rel_of)) if r_map else no_pairs
             rel.append(r_pairs)
+            rs = ev.resources
+            fx = get_fx(rs)
+            fixed.append(new_resources(rs) if fx is None else fx)
+            dur.append(ev.duration_us)
+            if ev.colocate_with is not None:
+                linked = True
     except KeyError:
         return None
-    res = _Resources()
-    pool_id = {p: k for k, p in enumerate(pools)}
-    pool_members = [tuple(map(res.rid, members)) for members in pools.values()]
-    # the resources per distinct resource tuple (a few dozen over thousands of events), in
-    # order of first appearance: the resources are numbered in the order the events name them
-    rss = list(map(_resources_of, events))
-    fx_of: dict[Sequence[str], tuple[int, ...]] = {}
-    ph_of: dict[Sequence[str], tuple[int, ...]] = {}
-    rindex = res.index
-    for rs in dict.fromkeys(rss):
-        fx, ph, bad = res.resolve(rs, pool_id)
-        if bad:
-            return None
-        fx_of[rs] = tuple(fx)
-        ph_of[rs] = tuple(ph)
     no_ph: tuple[int, ...] = ()
     any_ph = any(ph_of.values())
     return _Scan(
         res_names=res.names,
-        res_index=rindex,
+        res_index=res.index,
         pool_members=pool_members,
         preds=preds,
         succ_lists=succ_lists,
@@ -446,10 +464,14 @@ def _scan_fast(
         rel=rel,
         acq_kinds=list(acq_of.values()),
         rel_kinds=list(rel_of.values()),
-        fixed=list(map(fx_of.__getitem__, rss)),
-        placeholders=list(map(ph_of.__getitem__, rss)) if any_ph else [no_ph] * n,
+        fixed=fixed,
+        placeholders=(
+            list(map(ph_of.__getitem__, map(_resources_of, events))) if any_ph else [no_ph] * n
+        ),
         sources=sources,
         no_placeholders=not any_ph,
+        dur=dur,
+        linked=linked,
     )
 
 
@@ -582,7 +604,7 @@ def compile_graph(g: EventGraph) -> CompiledGraph:
     """Validate ``g`` and build its :class:`CompiledGraph`; raise :class:`GraphError` on any problem."""
     events = list(g.events.values())
     names = list(g.events)  # the keys are the events' names, in the same order
-    index = dict(zip(names, range(len(names))))
+    index = g._positions()  # names -> positions, in the same order
     sems = dict(g.semaphores)
     pools = dict(g.pools)
     problems: list[str] = []
@@ -628,9 +650,13 @@ def compile_graph(g: EventGraph) -> CompiledGraph:
 
     # --- colocation groups
     partner: dict[str, str] = {}
-    colocs = list(map(_coloc_of, events))
-    # (most graphs have no colocation: one count, not a compress over every event)
-    linked = compress(events, map(is_not, colocs, repeat(None))) if colocs.count(None) < n else ()
+    linked: Iterable[Event] = ()
+    # (most graphs have no colocation: the lean scan says so, else one count, not a compress
+    # over every event)
+    if scan.linked is not False:
+        colocs = list(map(_coloc_of, events))
+        if colocs.count(None) < n:
+            linked = compress(events, map(is_not, colocs, repeat(None)))
     for ev in linked:
         if ev.colocate_with not in index:
             problems.append(f"event {ev.name!r} is colocated with missing event {ev.colocate_with!r}")
@@ -682,15 +708,16 @@ def compile_graph(g: EventGraph) -> CompiledGraph:
     # (a list iterated while it grows reaches every appended item, in order), which saves a
     # deque's pop and push per event
     topo = list(compress(range(n), map(not_, indeg))) if scan.sources is None else scan.sources
-    put = topo.append
     for i in topo:
         for j, _ in succ_lists[i]:
             # the count is tested against 1 before it is lowered: the last predecessor's visit
             # then costs one fused compare-and-jump and no subtraction (and j's count, never read
-            # again, is not stored)
+            # again, is not stored); ``topo.append`` as a method call, which the interpreter
+            # specialises for lists (a bound ``append`` kept in a local is a plain C call:
+            # DeepSeek-V3-like rank 1, this loop 2M instructions more)
             k = indeg[j]
             if k == 1:
-                put(j)
+                topo.append(j)
             else:
                 indeg[j] = k - 1
     if len(topo) < n:
@@ -715,7 +742,7 @@ def compile_graph(g: EventGraph) -> CompiledGraph:
     return CompiledGraph(
         names=tuple(names),
         index=MappingProxyType(index),
-        dur=tuple(map(_duration, events)),
+        dur=tuple(map(_duration, events)) if scan.dur is None else tuple(scan.dur),
         preds=tuple(preds),
         succs=tuple(succs),
         topo=tuple(topo),

@@ -592,6 +592,16 @@ class EventGraph:
             self._compiled = compile_graph(self)
         return self._compiled
 
+    def _positions(self) -> dict[str, int]:
+        """A new dict of event name -> position in insertion order (``compile_graph``'s index).
+
+        Made from a copy of the events' own dict, whose table is copied as it is (no insertion
+        and no growth per name), each value then replaced by the position: about three quarters
+        of the instructions of ``dict(zip(names, range(n)))`` (callgrind, 47k events)."""
+        out: dict[str, Any] = self._events.copy()
+        out.update(zip(self._events, range(len(out))))
+        return out
+
     # used by compile_graph; kept here so the raw networkx graph stays private
     def _raw_nx(self) -> _DiGraph:
         """The networkx graph of the events (built in bulk on first use, cached until a change).
