@@ -162,6 +162,16 @@ def plain(model: ExactModel, limit: int, with_cliques: bool, with_delays: bool) 
     return cp
 
 
+def _reach(inst: Any) -> list[set[int]]:
+    """Per job, the jobs reachable from it along the precedences (its transitive successors)."""
+    reach: list[set[int]] = [set() for _ in range(inst.cg.n)]
+    for i in reversed(list(inst.cg.topo)):
+        for j, _lam in inst.succs[i]:
+            reach[i].add(j)
+            reach[i] |= reach[j]
+    return reach
+
+
 def add_forbidden_sets(
     cp: cp_model.CpModel, model: ExactModel, starts: list[Any], triples: bool, reify: bool
 ) -> int:
@@ -173,11 +183,7 @@ def add_forbidden_sets(
     inst = model.inst
     dur, dem, cap = jobs(model)
     n = len(dur)
-    reach = [set() for _ in range(n)]
-    for i in reversed(list(inst.cg.topo)):
-        for j, _lam in inst.succs[i]:
-            reach[i].add(j)
-            reach[i] |= reach[j]
+    reach = _reach(inst)
     real = [j for j in range(n) if dur[j] > 0]
     free = lambda i, j: j not in reach[i] and i not in reach[j]  # noqa: E731
     p: dict[tuple[int, int], Any] = {}
@@ -231,11 +237,7 @@ def add_left_justified(cp: cp_model.CpModel, model: ExactModel, limit: int) -> N
     n = len(dur)
     lo = [inst.head[j] for j in range(n)]
     hi = [max(inst.head[j], limit - inst.tail[j]) for j in range(n)]
-    reach = [set() for _ in range(n)]
-    for i in reversed(list(inst.cg.topo)):
-        for j, _lam in inst.succs[i]:
-            reach[i].add(j)
-            reach[i] |= reach[j]
+    reach = _reach(inst)
     for j in range(n):
         if lo[j] == 0 or dur[j] == 0:
             continue
@@ -275,11 +277,7 @@ def add_conflict_pairs(model: ExactModel) -> None:
     inst = model.inst
     dur, dem, cap = jobs(model)
     n = len(dur)
-    reach = [set() for _ in range(n)]
-    for i in reversed(list(inst.cg.topo)):
-        for j, _lam in inst.succs[i]:
-            reach[i].add(j)
-            reach[i] |= reach[j]
+    reach = _reach(inst)
     for i in range(n):
         for j in range(i + 1, n):
             if dur[i] <= 0 or dur[j] <= 0 or j in reach[i] or i in reach[j]:
