@@ -108,10 +108,9 @@ def _stretch_by_tile(costs: gmm.TileCosts, keys: list[gmm.CostKey], cores: list[
     return [max(1.0, min(p, len(keys)) * rho / costs._hbm) for p in cores]
 
 
-@settings(max_examples=60, deadline=None)
-@given(tile_orders(), st.sampled_from([1000.0, 1.6e6, 3e7]))
-def test_share_hbm_is_the_loop(got: tuple[list[gmm.Item], list[int]], hbm_rate: float) -> None:
-    order, cores = got
+def _cost_context(hbm_rate: float) -> tuple[Any, Emitter]:
+    """A GMM1 tile-cost context (DeepSeek-V3-like h and hidden_dim, w8a8) and its emitter, with
+    an HBM bandwidth of ``hbm_rate`` bytes/µs (0: no bandwidth contention)."""
     consts = {
         "l1_bytes": 1 << 19,
         "gm_l1_bytes_per_us": 64_000.0,
@@ -120,10 +119,20 @@ def test_share_hbm_is_the_loop(got: tuple[list[gmm.Item], list[int]], hbm_rate: 
         "hbm_bytes_per_us": hbm_rate,
         "cube_mac_per_us_int8": 1.5e7,
     }
-    cfg = SimpleNamespace(h=7168, hidden_dim=4096, quant="w8a8", tile_k=512, l1_stages=2, bandwidth_contention=True)
+    contention = hbm_rate > 0
+    cfg = SimpleNamespace(h=7168, hidden_dim=4096, quant="w8a8", tile_k=512, l1_stages=2, bandwidth_contention=contention)
     ctx: Any = SimpleNamespace(cfg=cfg, bpe=1, c=consts.__getitem__, cube_rate=lambda: 1.5e7)
-    em = Emitter(0, True, 1000.0)
-    em.bandwidth("hbm", hbm_rate)
+    em = Emitter(0, contention, 1000.0)
+    if contention:
+        em.bandwidth("hbm", hbm_rate)
+    return ctx, em
+
+
+@settings(max_examples=60, deadline=None)
+@given(tile_orders(), st.sampled_from([1000.0, 1.6e6, 3e7]))
+def test_share_hbm_is_the_loop(got: tuple[list[gmm.Item], list[int]], hbm_rate: float) -> None:
+    order, cores = got
+    ctx, em = _cost_context(hbm_rate)
     costs = gmm.TileCosts(ctx, em, "gmm1", 1)
     keys = l1_residency_by_tile(ctx, "gmm1", order, cores)
     n_cores = [1 + abs(k) for k in cores]
@@ -142,20 +151,8 @@ def test_coded_share_hbm_and_cost_classes_are_the_runs(
     the (key, stretch) pairs as the runs path does (first appearance), with the same costs.
     ``hbm_rate`` 0: no contention (every stretch 1.0, one stretch number)."""
     order, cores = got
-    consts = {
-        "l1_bytes": 1 << 19,
-        "gm_l1_bytes_per_us": 64_000.0,
-        "b_reuse_load_factor": 0.53,
-        "gm_unaligned_load_efficiency": 0.8,
-        "hbm_bytes_per_us": hbm_rate,
-        "cube_mac_per_us_int8": 1.5e7,
-    }
     contention = hbm_rate > 0
-    cfg = SimpleNamespace(h=7168, hidden_dim=4096, quant="w8a8", tile_k=512, l1_stages=2, bandwidth_contention=contention)
-    ctx: Any = SimpleNamespace(cfg=cfg, bpe=1, c=consts.__getitem__, cube_rate=lambda: 1.5e7)
-    em = Emitter(0, contention, 1000.0)
-    if contention:
-        em.bandwidth("hbm", hbm_rate)
+    ctx, em = _cost_context(hbm_rate)
     codes = gmm.l1_residency_coded(ctx, "gmm1", order, cores)
     keys = l1_residency_by_tile(ctx, "gmm1", order, cores)
     assert codes.keys == keys
