@@ -433,9 +433,10 @@ class _SentSchedule:
 
     def schedule(self) -> Schedule:
         self._load()
-        cols, self._cols = self._cols, None
-        assert cols is not None, "a sent schedule is made once"
-        return _unpack_schedule(cols, self._names)
+        assert self._cols is not None, "a sent schedule is made once"
+        made = _unpack_schedule(self._cols, self._names)
+        self._cols = None  # (dropped once made: an error leaves them for another try)
+        return made
 
 
 def _table_sent(g: EventGraph, s: Schedule, sent: _SentSchedule) -> Table:
