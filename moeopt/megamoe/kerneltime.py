@@ -425,8 +425,8 @@ def parallel_rank_results(
     fork (:func:`_can_fork`).
 
     The same result, value for value: a worker sends its rank's result packed
-    (:mod:`moeopt.megamoe.packed`), rebuilt here (its graph built again when first read,
-    :func:`_graph_again`); the barrier-delayed ends, which depend on
+    (:mod:`moeopt.megamoe.packed`), rebuilt here (its schedule unpickled and its graph built
+    again when first read, :func:`_graph_again`); the barrier-delayed ends, which depend on
     every rank's time, are set here as :func:`~moeopt.megamoe.simulate.rank_results` sets them.
     The same error, too: the first build error in rank order, else the first scheduling or
     validation error, else the first analysis error (simulate builds every rank before it

@@ -22,7 +22,10 @@ the same objects from them:
   :func:`moeopt.megamoe.kerneltime._graph_again`;
 * the schedule: the same starts, ends, bindings, waits (as plain ``Wait`` values: the lazy map's
   values, each built once), policy, commit order, recorded semaphore levels (recorded for the
-  rebuilt start / end maps, as they were for the originals) and moved tiles;
+  rebuilt start / end maps, as they were for the originals) and moved tiles. Its columns and
+  the graph's event names are pickled apart too, and the schedule is rebuilt the first time
+  anything of it is read (:class:`_DeferredSchedule`): the parent process of ``simulate``
+  reads no rank's schedule either (the guardrails read the analyses);
 * the event rows: a :class:`~moeopt.megamoe.analysis.table.Table` of the rebuilt graph and
   schedule, built as ``Table.of`` builds it, when the rows first read it (it holds the
   graph's events);
@@ -37,17 +40,20 @@ the one made in this process, field by field.
 from __future__ import annotations
 
 import pickle
+import struct
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from functools import partial
 from operator import attrgetter
 from types import MappingProxyType
 from typing import Any, TypeVar, cast
 
+import numpy as np
+
 from moeopt.core.events import Event, EventGraph
 from moeopt.core.gcpause import gc_paused
 from moeopt.core.schedule import Schedule, SemaphoreLevels, Wait
-from moeopt.core.scheduler import wait_rows
+from moeopt.core.scheduler import _LazyWaits, wait_rows
 from moeopt.megamoe.analysis.table import EventRows, Table
 from moeopt.megamoe.results import RankResult
 
@@ -174,7 +180,7 @@ def _pack_schedule(s: Schedule, names: list[str]) -> tuple[Any, ...]:
         _column(s.start_us, names),
         _column(s.end_us, names),
         _column(s.resources, names),
-        _wait_column(s.waits, names),
+        _pack_waits(s.waits, names),
         s.policy,
         list(s.order),
         levels,
@@ -194,8 +200,94 @@ def _wait_column(
     return keys, list(map(tuple, values))
 
 
+def _pack_waits(waits: Mapping[str, Wait], names: list[str]) -> tuple[Any, ...]:
+    """A schedule's waits for :func:`_unpack_waits`: the greedy scheduler's records worked out
+    in arrays when ``waits`` is its lazy map over exactly ``names`` in that order and every
+    time in them is a float (:func:`_record_arrays`), else one column per field of ``Wait`` of
+    :func:`_wait_column`'s rows (six tuples; none when there is no event)."""
+    arrays = _record_arrays(waits, names)
+    if arrays is not None:
+        return ("arrays", *arrays)
+    keys, rows = _wait_column(waits, names)
+    return ("fields", keys, list(zip(*rows)))
+
+
+def _record_arrays(waits: Mapping[str, Wait], names: list[str]) -> tuple[Any, ...] | None:
+    """The fields of every event's wait as :meth:`moeopt.core.scheduler._LazyWaits.rows` works
+    them out, in numpy arrays of indices and floats (and the resource and semaphore names the
+    indices are into), or ``None`` when ``waits`` is not the greedy scheduler's lazy map over
+    ``names`` (:func:`~moeopt.core.scheduler.wait_rows`'s test), or some ``t_base`` is not a
+    float.
+
+    Why: ``rows`` makes six Python objects per event through a dozen C-level maps; a
+    DeepSeek-V3-like rank's 47k waits took 300M instructions to pack that way, and pickle then
+    wrote each one (callgrind). The same subtractions and comparisons on float64 arrays are the
+    same IEEE operations: ``rw = t_base - ready`` and ``sw = start - t_base`` with ``t_base`` a
+    float (an int ``ready`` or ``start`` is made a float by the subtraction there too, exactly
+    as ``struct`` makes it one here; two ints would give an int there, hence the test of
+    ``t_base``); a wait is kept where it is ``> 0``, else ``0.0``; the resource / semaphore
+    index where its wait is ``> 0``, else ``-1`` (``None``). ``ready`` goes as it is, and the
+    arrays pickle as their bytes."""
+    if type(waits) is not _LazyWaits or waits._cg.names != tuple(names):
+        return None
+    # (the lazy map's own columns, which rows() reads: see moeopt.core.scheduler._LazyWaits)
+    cg, raw, ready, start = waits._cg, waits._raw, waits._ready, waits._start
+    n = len(raw)
+    if n == 0:
+        return None
+    pred, res, t_base, sem = zip(*raw)
+    if not _FLOATS.issuperset(map(type, t_base)):
+        return None
+    tb = _array("d", t_base)
+    rw = tb - _array("d", ready)
+    sw = _array("d", start) - tb
+    rpos, spos = rw > 0, sw > 0
+    return (
+        list(ready),
+        _array("n", pred),
+        np.where(rpos, _array("n", res), -1),
+        np.where(rpos, rw, 0.0),
+        np.where(spos, _array("n", sem), -1),
+        np.where(spos, sw, 0.0),
+        list(cg.res_names),
+        list(cg.sem_names),
+    )
+
+
+_FLOATS = frozenset({float})
+
+
+def _array(code: str, values: Sequence[Any]) -> np.ndarray:
+    """``values`` as an array of the struct type ``code`` (``d``: float64, ``n``: intp), each
+    converted by :func:`struct.pack` (a float by ``float()``)."""
+    return np.frombuffer(struct.pack(f"{len(values)}{code}", *values), np.float64 if code == "d" else np.intp)
+
+
+def _unpack_waits(
+    sent: tuple[Any, ...], names: list[str]
+) -> tuple[list[str] | None, Iterable[tuple[Any, ...]]]:
+    """The keys (``None``: ``names``) and the rows of fields :func:`_pack_waits` was given."""
+    if sent[0] == "fields":
+        return sent[1], zip(*sent[2])
+    ready, pred, res, rw, sem, sw, res_names, sem_names = sent[1:]
+    # index -1 reads the None appended to each list of names
+    return None, zip(
+        ready,
+        map([*names, None].__getitem__, pred.tolist()),
+        map([*res_names, None].__getitem__, res.tolist()),
+        rw.tolist(),
+        map([*sem_names, None].__getitem__, sem.tolist()),
+        sw.tolist(),
+    )
+
+
+def _waits_column(sent: tuple[Any, ...], names: list[str]) -> tuple[list[str] | None, list[Wait]]:
+    keys, rows = _unpack_waits(sent, names)
+    return keys, list(map(_WAIT, rows))
+
+
 def _unpack_schedule(packed: tuple[Any, ...], names: list[str]) -> Schedule:
-    start, end, res, (wait_keys, waits), policy, order, levels, repinned = packed
+    start, end, res, waits, policy, order, levels, repinned = packed
     like = dict.fromkeys(names)  # (the keys of every column sent without its own)
     start_us = _uncolumn(start, names, like)
     end_us = _uncolumn(end, names, like)
@@ -209,7 +301,7 @@ def _unpack_schedule(packed: tuple[Any, ...], names: list[str]) -> Schedule:
         start_us=start_us,
         end_us=end_us,
         resources=_uncolumn(res, names, like),
-        waits=_uncolumn((wait_keys, list(map(_WAIT, waits))), names, like),
+        waits=_uncolumn(_waits_column(waits, names), names, like),
         policy=policy,
         order=tuple(order),
         recorded_levels=rec,
@@ -307,19 +399,66 @@ class _DeferredTable(Table):
         object.__getattribute__(self, "__dict__")[_MAKE] = make
 
 
+@_deferring
+class _DeferredSchedule(Schedule):
+    """A rank's :class:`Schedule` made from its packed columns the first time anything of it is
+    read (see :class:`_DeferredGraph`; a frozen dataclass still, once made). The parent process
+    of ``simulate`` reads none of its ranks' schedules (the guardrails and the result's totals
+    read the analyses): unpickling and rebuilding them was most of its serial work once the
+    graphs were deferred (the largest DeepSeek-V3-like rank, 47k events: 132M instructions to
+    unpickle its packed result, 169M to unpack it, callgrind)."""
+
+    def __init__(self, make: Callable[[], Schedule]) -> None:  # (no Schedule.__init__)
+        object.__getattribute__(self, "__dict__")[_MAKE] = make
+
+
+class _SentSchedule:
+    """A schedule and its graph's event names as :func:`pack` pickled them (one byte string),
+    unpickled when the schedule or the event rows first need them (both made while
+    :data:`_BECOMING` is held, so once), the schedule's columns dropped once it is made."""
+
+    def __init__(self, blob: bytes) -> None:
+        self._blob: bytes | None = blob
+        self._names: list[str] = []
+        self._cols: tuple[Any, ...] | None = None
+
+    def _load(self) -> None:
+        if self._blob is not None:
+            self._names, self._cols = pickle.loads(self._blob)
+            self._blob = None
+
+    def names(self) -> list[str]:
+        self._load()
+        return self._names
+
+    def schedule(self) -> Schedule:
+        self._load()
+        assert self._cols is not None, "a sent schedule is made once"
+        made = _unpack_schedule(self._cols, self._names)
+        self._cols = None  # (dropped once made: an error leaves them for another try)
+        return made
+
+
+def _table_sent(g: EventGraph, s: Schedule, sent: _SentSchedule) -> Table:
+    return _table(g, s, sent.names())
+
+
 def _graph_of(blob: bytes) -> EventGraph:
     return _unpack_graph(pickle.loads(blob))
 
 
-Packed = tuple[list[str], dict[str, Any], tuple[list[str], bytes | None], tuple[Any, ...]]
-"""What :func:`pack` makes of a rank's result (plain values only)."""
+Packed = tuple[list[str], dict[str, Any], bytes | None, bytes]
+"""What :func:`pack` makes of a rank's result (plain values only): its keys, its other fields,
+its graph's columns pickled (``None``: left out) and its graph's event names and schedule's
+columns pickled."""
 
 
 def pack(res: RankResult, *, graph: bool = True) -> Packed:
     """``res`` as plain values: its keys in order, every field but its graph, schedule and
-    event rows as it is, its graph's event names and its graph as columns pickled apart (a
-    byte string, unpickled only when the graph is first read), its schedule as columns (its
-    event rows are a view of the two).
+    event rows as it is, its graph as columns pickled apart (a byte string, unpickled only when
+    the graph is first read), its graph's event names and its schedule as columns pickled apart
+    too (unpickled when the schedule or the event rows are first read; the rows are a view of
+    the graph and the schedule).
 
     ``graph=False``: the graph's columns are left out, for a receiver that can make the same
     graph itself when it is first read (:func:`unpack`'s ``graph``): packing and pickling a
@@ -334,22 +473,24 @@ def pack(res: RankResult, *, graph: bool = True) -> Packed:
         blob: bytes | None = pickle.dumps(cols, protocol=pickle.HIGHEST_PROTOCOL)
     else:
         names, blob = list(map(_NAME, g)), None
+    sched = (names, _pack_schedule(res["schedule"], names))
     return (
         list(res),
         {k: v for k, v in res.items() if k not in _OWN},
-        (names, blob),
-        _pack_schedule(res["schedule"], names),
+        blob,
+        pickle.dumps(sched, protocol=pickle.HIGHEST_PROTOCOL),
     )
 
 
 def unpack(packed: Packed, graph: Callable[[Schedule], EventGraph] | None = None) -> RankResult:
-    """The result :func:`pack` was given, rebuilt (see the module docstring): its schedule now,
-    its graph and event table when first read. ``graph``: what makes the graph, from the
+    """The result :func:`pack` was given, rebuilt (see the module docstring): its schedule, its
+    graph and its event table each when first read. ``graph``: what makes the graph, from the
     rebuilt schedule (a tile a restructuring rule moved is where ``schedule.repinned`` says),
     when it was packed without it (``pack(..., graph=False)``): called when the graph is first
     read, it must give the graph the result was made of, its events in the packed order."""
-    keys, rest, (names, blob), sched = packed
-    s = _unpack_schedule(sched, names)
+    keys, rest, blob, sched = packed
+    sent = _SentSchedule(sched)
+    s = _DeferredSchedule(sent.schedule)
     if blob is not None:
         make: Callable[[], EventGraph] = partial(_graph_of, blob)
     elif graph is not None:
@@ -357,6 +498,6 @@ def unpack(packed: Packed, graph: Callable[[Schedule], EventGraph] | None = None
     else:
         raise ValueError("the result was packed without its graph: unpack needs what makes it")
     g = _DeferredGraph(make)
-    rows = EventRows(_DeferredTable(partial(_table, g, s, names)))
+    rows = EventRows(_DeferredTable(partial(_table_sent, g, s, sent)))
     own = {"graph": g, "schedule": s, "events": rows}
     return cast(RankResult, {k: own[k] if k in own else rest[k] for k in keys})

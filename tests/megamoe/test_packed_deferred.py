@@ -1,5 +1,5 @@
-"""``packed``: a rank's result crossing from a worker, its graph and event table rebuilt when
-first read (``_DeferredGraph``, ``_DeferredTable``).
+"""``packed``: a rank's result crossing from a worker, its graph, schedule and event table
+rebuilt when first read (``_DeferredGraph``, ``_DeferredSchedule``, ``_DeferredTable``).
 
 The reference is the result made in this process (``simulate`` schedules these small scenarios
 here): the rebuilt one must read the same through every way in, and become a plain
@@ -9,6 +9,7 @@ read or written."""
 from __future__ import annotations
 
 import copy
+import dataclasses
 import pickle
 import threading
 from collections.abc import Callable
@@ -17,6 +18,7 @@ from typing import Any
 import pytest
 
 from moeopt.core.events import EventGraph
+from moeopt.core.schedule import Schedule
 from moeopt.megamoe import simulate
 from moeopt.megamoe.analysis.table import Table
 from moeopt.megamoe.packed import pack, unpack
@@ -61,11 +63,14 @@ def test_rebuilt_result_reads_as_the_original(name: str) -> None:
         got = _crossed(res)
         g = got["graph"]
         assert type(g) is not EventGraph  # (not read yet: the deferred path is under test)
+        assert type(got["schedule"]) is not Schedule
         assert list(got) == list(res)
         assert {k: v for k, v in got.items() if k not in ("graph", "schedule", "events")} == {
             k: v for k, v in res.items() if k not in ("graph", "schedule", "events")
         }
         assert got["schedule"] == res["schedule"]
+        assert type(got["schedule"]) is Schedule
+        assert list(vars(got["schedule"])) == list(vars(res["schedule"]))
         assert got["schedule"].fingerprint() == res["schedule"].fingerprint()
         assert list(got["events"]) == list(res["events"])  # (the table, then the graph, made)
         assert type(g) is EventGraph
@@ -156,7 +161,7 @@ def test_result_packed_without_its_graph_reads_as_the_original() -> None:
     # kerneltime._graph_again); re-pinned tiles: the maker is handed the schedule that moved them
     for res in _results("pto_m16.zipf.stealing"):
         packed = pickle.loads(pickle.dumps(pack(res, graph=False)))
-        assert packed[2][1] is None  # (no graph columns sent)
+        assert packed[2] is None  # (no graph columns sent)
         with pytest.raises(ValueError, match="without its graph"):
             unpack(packed)
         made: list[object] = []
@@ -226,3 +231,138 @@ def test_waits_worked_out_in_columns_are_the_lazy_maps() -> None:
         assert wait_rows(s.waits, names[::-1]) is None  # (not the graph's order: one by one)
         kinds |= {s.waits[n].kind for n in names}
     assert {"dependency", "resource", "semaphore"} <= kinds
+
+
+_SCHEDULE_WAYS: dict[str, Callable[[Any], object]] = {
+    "len": len,
+    "eq": lambda s: s == s,
+    "repr": repr,
+    "vars": lambda s: list(vars(s)),
+    "field": lambda s: s.start_us,
+    "method": lambda s: s.fingerprint(),
+    "property": lambda s: s.makespan_us,
+    "class": lambda s: s.__class__,
+    "replace": lambda s: type(dataclasses.replace(s, policy="x")),
+    "pickle": lambda s: pickle.loads(pickle.dumps(s)).start_us,
+    "setattr": lambda s: setattr(s, "policy", "x"),  # (frozen: the same error)
+}
+
+
+@pytest.mark.parametrize("way", sorted(_SCHEDULE_WAYS))
+def test_every_way_in_makes_the_schedule(way: str) -> None:
+    res = _results("basic_e8.late_aic_aiv1")[0]
+    got = _crossed(res)
+    s = got["schedule"]
+    assert type(s) is not Schedule
+    ref = _crossed(res)["schedule"]  # (made before it is asked: a rebuilt schedule's plain maps
+    assert ref.start_us  # pickle, the lazy waits of the one made in this process do not)
+    assert type(ref) is Schedule
+    try:  # what the way does with the schedule made first: the same, or the same error
+        want: object = _SCHEDULE_WAYS[way](ref)
+    except Exception as exc:
+        with pytest.raises(type(exc)):
+            _SCHEDULE_WAYS[way](s)
+    else:
+        assert _SCHEDULE_WAYS[way](s) == want
+    assert type(s) is Schedule
+    assert s == res["schedule"]
+    assert s.semaphore_levels("x") == res["schedule"].semaphore_levels("x")
+    # the recorded levels hold for the rebuilt start / end maps, as for the originals
+    rec = s.recorded_levels
+    assert rec is not None
+    assert rec.for_start is s.start_us
+    assert rec.for_end is s.end_us
+    # the event rows, made afterwards, read the schedule that was made (not a second one)
+    assert got["events"]._table.schedule is s  # type: ignore[attr-defined]
+
+
+def test_schedule_and_rows_unpickled_once_when_read() -> None:
+    # nothing of the schedule is unpickled until the schedule or the rows are read; then once,
+    # whichever is read first (the rows make the schedule on the way)
+    res = _results("bs72.zipf")[0]
+    calls: list[int] = []
+    real = pickle.loads
+
+    def counting(b: bytes) -> Any:
+        calls.append(len(b))
+        return real(b)
+
+    packed = pickle.loads(pickle.dumps(pack(res)))
+    for first in ("schedule", "events"):
+        got = unpack(packed)
+        import moeopt.megamoe.packed as pk
+
+        pk.pickle.loads = counting  # type: ignore[assignment]
+        try:
+            assert calls == []
+            if first == "schedule":
+                assert got["schedule"].start_us == res["schedule"].start_us
+                assert len(calls) == 1
+                assert list(got["events"]) == list(res["events"])  # (+1: the graph's columns)
+            else:
+                assert list(got["events"]) == list(res["events"])
+                assert got["schedule"] == res["schedule"]
+            assert len(calls) == 2
+            assert got["events"]._table.schedule is got["schedule"]  # type: ignore[attr-defined]
+        finally:
+            pk.pickle.loads = real  # type: ignore[assignment]
+        calls.clear()
+
+
+def test_waits_sent_as_arrays_are_the_rows() -> None:
+    # _pack_waits: the greedy scheduler's lazy waits as arrays (any other map: one column per
+    # field), made back into rows by _unpack_waits; every field of every event the lazy map's
+    # own (floats to the bit, ints as ints, None where it has None), on schedules with
+    # dependency, resource and semaphore waits and re-pinned tiles
+    from moeopt.megamoe.packed import _pack_waits, _unpack_waits, _wait_column
+
+    kinds: set[str] = set()
+    for name in ("bs72.zipf", "basic_e8.late_aic_aiv1", "pto_m16.zipf.stealing", "bs72.late_aic"):
+        for res in _results(name):
+            s = res["schedule"]
+            names = list(s.start_us)
+            want = [tuple(s.waits[n]) for n in names]  # (the map's own, one by one)
+            for waits, how in ((s.waits, "arrays"), (dict(s.waits), "fields")):
+                sent = pickle.loads(pickle.dumps(_pack_waits(waits, names)))
+                assert sent[0] == how
+                keys, rows = _unpack_waits(sent, names)
+                assert keys == _wait_column(waits, names)[0]
+                got = list(rows)
+                assert [tuple(map(repr, r)) for r in got] == [tuple(map(repr, r)) for r in want]
+                assert [tuple(map(type, r)) for r in got] == [tuple(map(type, r)) for r in want]
+            kinds |= {s.waits[n].kind for n in names}
+            # not over the graph's names in order: the rows, one by one
+            assert _pack_waits(s.waits, names[::-1])[0] == "fields"
+    assert {"dependency", "resource", "semaphore"} <= kinds
+    assert list(_unpack_waits(_pack_waits({}, []), [])[1]) == []
+
+
+def test_waits_with_an_int_time_are_the_rows() -> None:
+    # an int ready or start time: the arrays give the rows' own fields (the subtractions with a
+    # float t_base make floats there too; ready is sent as it is); an int t_base would give an
+    # int wait there: such waits go as columns of fields
+    from moeopt.core.scheduler import _LazyWaits
+    from moeopt.megamoe.packed import _pack_waits, _unpack_waits
+
+    s = _results("bs72.zipf")[0]["schedule"]
+    names = list(s.start_us)
+    lazy = s.waits
+    assert type(lazy) is _LazyWaits
+    cols = {"raw": lazy._raw, "ready": lazy._ready, "start": lazy._start}
+    for field, how in (("ready", "arrays"), ("start", "arrays"), ("raw", "fields")):
+        col = list(cols[field])
+        if field == "raw":  # (its t_base)
+            k = next(i for i, (_p, _r, tb, _s) in enumerate(col) if tb == int(tb))
+            p, r, tb, sm = col[k]
+            col[k] = (p, r, int(tb), sm)
+        else:
+            k = next(i for i, v in enumerate(col) if v == int(v))
+            col[k] = int(col[k])
+        got_cols = {**cols, field: col}
+        waits = _LazyWaits(lazy._cg, got_cols["raw"], got_cols["ready"], got_cols["start"])
+        sent = _pack_waits(waits, names)
+        assert sent[0] == how
+        got = list(_unpack_waits(sent, names)[1])
+        want = [tuple(waits[n]) for n in names]
+        assert [tuple(map(repr, r)) for r in got] == [tuple(map(repr, r)) for r in want]
+        assert [tuple(map(type, r)) for r in got] == [tuple(map(type, r)) for r in want]
