@@ -2,15 +2,17 @@
 of the compiled graph's name index (``scheduler._by_name``): each must be exactly
 ``dict(zip(cg.names, values))`` (same keys in the same order, the very value objects), must
 leave the index itself untouched, and must fall back to ``dict(zip(...))`` for an index it
-cannot copy as a table of exactly the names."""
+cannot copy as a table of exactly the names. ``order`` is the names at the commit order's
+indices (``scheduler._names_at``, one ``itemgetter`` call, with its one- and no-item cases)."""
 
 from __future__ import annotations
 
 import dataclasses
+import random
 from collections.abc import Iterator, Mapping
 
 import moeopt as m
-from moeopt.core.scheduler import _by_name
+from moeopt.core.scheduler import _by_name, _names_at
 from moeopt.synthetic import layered_graph
 
 
@@ -73,3 +75,23 @@ def test_schedule_maps_in_graph_order_with_the_schedules_values() -> None:
         assert s.recorded_levels is not None
         assert s.recorded_levels.for_start is s.start_us
         assert s.recorded_levels.for_end is s.end_us
+
+
+def test_names_at_every_length() -> None:
+    names = tuple(f"e{i}" for i in range(50))
+    shuffled = list(range(50))
+    random.Random(4).shuffle(shuffled)
+    for at in ([], [3], [3, 1], [7, 7], shuffled):
+        got = _names_at(names, at)
+        assert type(got) is tuple
+        assert got == tuple(names[i] for i in at)
+
+
+def test_schedule_order_is_the_commit_order_by_name() -> None:
+    g = layered_graph(300, seed=6)
+    s = m.schedule(g, "earliest_start")
+    assert type(s.order) is tuple
+    assert sorted(s.order) == sorted(g.events)
+    # earliest_start commits in order of start (ties by index): the order's starts never fall
+    starts = [s.start_us[e] for e in s.order]
+    assert starts == sorted(starts)
