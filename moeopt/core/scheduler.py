@@ -30,7 +30,7 @@ import operator
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from itertools import compress, repeat
 from types import MappingProxyType
-from typing import Any, TypeVar
+from typing import Any, NamedTuple, TypeVar
 
 from moeopt.core.compiled import CompiledGraph
 from moeopt.core.events import EventGraph
@@ -237,6 +237,33 @@ class _LazyWaits(_LazyByEvent[Wait]):
             map(operator.mul, map(operator.add, sb, one), map(operator.gt, sw, zero)),
         )
         return list(zip(ready, pred, res, map(max, zero, rw), sem, map(max, zero, sw)))
+
+
+class WaitRecords(NamedTuple):
+    """The greedy scheduler's own columns behind a schedule's ``waits`` (see
+    :func:`wait_records`): per event in graph order, ``raw[i] = (pred, resource, t_base,
+    semaphore)`` (indices into ``names``, ``res_names``, ``sem_names``; ``-1``: none), its
+    ready time and its start. An event's ``Wait`` is ``ready``; the predecessor's name;
+    ``rw = t_base - ready`` and the resource when ``rw > 0`` (else ``0.0``, ``None``);
+    ``sw = start - t_base`` and the semaphore when ``sw > 0`` (else ``0.0``, ``None``)."""
+
+    names: tuple[str, ...]
+    res_names: tuple[str, ...]
+    sem_names: tuple[str, ...]
+    raw: Sequence[WaitRecord]
+    ready: Sequence[float]
+    start: Sequence[float]
+
+
+def wait_records(waits: Mapping[str, Wait], names: Sequence[str]) -> WaitRecords | None:
+    """The columns ``waits`` is built from, when it is the greedy scheduler's own map
+    (:class:`Schedule`'s ``waits`` as :func:`schedule` returns it) over exactly ``names`` in
+    that order; ``None`` for any other map. For a reader that works the fields out on arrays
+    itself (a process boundary: :mod:`moeopt.megamoe.packed`)."""
+    if type(waits) is _LazyWaits and waits._cg.names == tuple(names):
+        cg = waits._cg
+        return WaitRecords(cg.names, cg.res_names, cg.sem_names, waits._raw, waits._ready, waits._start)
+    return None
 
 
 def wait_rows(waits: Mapping[str, Wait], names: Sequence[str]) -> list[tuple[Any, ...]] | None:

@@ -53,7 +53,7 @@ import numpy as np
 from moeopt.core.events import Event, EventGraph
 from moeopt.core.gcpause import gc_paused
 from moeopt.core.schedule import Schedule, SemaphoreLevels, Wait
-from moeopt.core.scheduler import _LazyWaits, wait_rows
+from moeopt.core.scheduler import wait_records, wait_rows
 from moeopt.megamoe.analysis.table import EventRows, Table
 from moeopt.megamoe.results import RankResult
 
@@ -228,10 +228,11 @@ def _record_arrays(waits: Mapping[str, Wait], names: list[str]) -> tuple[Any, ..
     ``t_base``); a wait is kept where it is ``> 0``, else ``0.0``; the resource / semaphore
     index where its wait is ``> 0``, else ``-1`` (``None``). ``ready`` goes as it is, and the
     arrays pickle as their bytes."""
-    if type(waits) is not _LazyWaits or waits._cg.names != tuple(names):
+    rec = wait_records(waits, names)
+    if rec is None:
         return None
-    # (the lazy map's own columns, which rows() reads: see moeopt.core.scheduler._LazyWaits)
-    cg, raw, ready, start = waits._cg, waits._raw, waits._ready, waits._start
+    # (the lazy map's own columns, which its rows() reads)
+    raw, ready, start = rec.raw, rec.ready, rec.start
     n = len(raw)
     if n == 0:
         return None
@@ -249,8 +250,8 @@ def _record_arrays(waits: Mapping[str, Wait], names: list[str]) -> tuple[Any, ..
         np.where(rpos, rw, 0.0),
         np.where(spos, _array("n", sem), -1),
         np.where(spos, sw, 0.0),
-        list(cg.res_names),
-        list(cg.sem_names),
+        list(rec.res_names),
+        list(rec.sem_names),
     )
 
 

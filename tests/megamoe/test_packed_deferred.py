@@ -207,7 +207,7 @@ def test_waits_worked_out_in_columns_are_the_lazy_maps() -> None:
     # building each Wait through the map: every field of every event the map's own (floats to
     # the bit, None where the map has None), on schedules with dependency, resource and
     # semaphore waits
-    from moeopt.core.scheduler import _LazyWaits, wait_rows
+    from moeopt.core.scheduler import _LazyWaits, wait_records, wait_rows
     from moeopt.megamoe.packed import _wait_column
 
     kinds: set[str] = set()
@@ -229,6 +229,13 @@ def test_waits_worked_out_in_columns_are_the_lazy_maps() -> None:
         assert _wait_column(dict(s.waits), names) == (None, want)  # (any other map: as it is)
         assert wait_rows(dict(s.waits), names) is None
         assert wait_rows(s.waits, names[::-1]) is None  # (not the graph's order: one by one)
+        # the raw columns behind the map: one record per event, and none for any other map
+        rec = wait_records(s.waits, names)
+        assert rec is not None
+        assert list(rec.names) == names
+        assert len(rec.raw) == len(rec.ready) == len(rec.start) == len(names)
+        assert wait_records(dict(s.waits), names) is None
+        assert wait_records(s.waits, names[::-1]) is None
         kinds |= {s.waits[n].kind for n in names}
     assert {"dependency", "resource", "semaphore"} <= kinds
 
