@@ -229,7 +229,9 @@ def _rank_time(rep: int) -> _RankTime | _Failed:
             # if it is); the barrier-delayed end is the caller's to set
             with recording() as extra:
                 try:
-                    res = rank_result(got.rg, got.s, cfg, got.last, slowest.ranks_of[rep], 0.0)
+                    res = rank_result(
+                        got.rg, got.s, cfg, got.last, slowest.ranks_of[rep], 0.0, (t.bounds, t.idle)
+                    )
                 except Exception as exc:  # handed back, raised by the caller if it is the slowest
                     return t._replace(analysed=exc, analysed_constants=frozenset(extra))
             t = t._replace(analysed=res, analysed_constants=frozenset(extra))

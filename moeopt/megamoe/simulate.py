@@ -362,11 +362,21 @@ def last_of(names: Sequence[str], end: Mapping[str, float]) -> str:
 
 
 def rank_result(
-    rg: RankGraph, s: Schedule, cfg: Config, last: str, ranks: list[int], dag_end: float
+    rg: RankGraph,
+    s: Schedule,
+    cfg: Config,
+    last: str,
+    ranks: list[int],
+    dag_end: float,
+    judged: tuple[Bounds, IdleDecomposition | None] | None = None,
 ) -> RankResult:
     """The analyses of one rank's schedule; ``last``: its last combine, ``ranks``: the ranks it
     stands for, ``dag_end``: its end after the cross-rank barrier and the tail (see
-    :func:`dag_end_us`; it depends on every rank's time)."""
+    :func:`dag_end_us`; it depends on every rank's time). ``judged``: the judged physical
+    bounds and the idle decomposition (``None``: not made) that the caller already computed on
+    this very graph, schedule and time (``kernel_time``'s guardrails), taken as they are
+    instead of computed again (the idle ledger is the largest of the analyses: about 344M
+    instructions on the largest DeepSeek-V3-like rank, callgrind)."""
     g = rg.graph
     t = Table.of(rg, s)
     on = events_on(t)  # each resource's events, for three of the analyses
@@ -375,6 +385,7 @@ def rank_result(
     # one walk of the data predecessors
     tails, ready = data_paths(rg, t.end)
     total = s.end_us[last]
+    bounds, idle = judged if judged is not None else (None, None)
     return {
         "rank": rg.rank,
         "kernel_total_us": total,
@@ -382,9 +393,11 @@ def rank_result(
         "tail_us": g[rg.tail_event].duration_us,
         "head_us": g[rg.head_event].duration_us,
         "events": EventRows(t),
-        "bounds": judge_bounds(physical_bounds(rg, cfg), total),
+        "bounds": judge_bounds(physical_bounds(rg, cfg), total) if bounds is None else bounds,
         "floors": judge_floors(graph_floors(rg, tails), total),
-        "idle_decomposition": idle_decomposition(rg, s, total, table=t, on=on, cols=cols, ready=ready),
+        "idle_decomposition": (
+            idle_decomposition(rg, s, total, table=t, on=on, cols=cols, ready=ready) if idle is None else idle
+        ),
         "critical_path": critical_path(rg, s, last, table=t, on=on, cols=cols),
         "traffic_bytes": dict(rg.traffic_bytes),
         "contract": {
