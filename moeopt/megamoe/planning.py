@@ -55,10 +55,50 @@ def _rect_tuples(rows: int, cols: int, tile_m: int, tile_n: int) -> list[tuple[i
 
 def rect_grid(rows: int, cols: int, tile_m: int, tile_n: int) -> list[Tile]:
     """Row-major ``tile_m x tile_n`` tiles; the last row / column of tiles may be partial."""
+    if not _whole_positive(rows, cols, tile_m, tile_n):
+        # (an empty grid, a range's error, or tiles of another integer type: made as they are)
+        return _made_tiles(_rect_tuples(rows, cols, tile_m, tile_n))
+    # the whole M-blocks of every grid of the same (cols, tile_m, tile_n) are the same tiles: a
+    # grid is a slice of those of the most rows asked for so far, plus its partial last M-block
+    # (made here). The tiles are shared between grids (immutable tuples), so that
+    # _is_rect_grid finds a grid made here equal to its rebuild by identity, in C.
+    key = (cols, tile_m, tile_n)
+    whole = _WHOLE_BLOCKS.get(key)
+    n_nb = -(-cols // tile_n)
+    full_mb = rows // tile_m
+    if whole is None or len(whole) < full_mb * n_nb:
+        if whole is None and len(_WHOLE_BLOCKS) >= _WHOLE_BLOCKS_MAX:
+            _WHOLE_BLOCKS.clear()  # (a bound on what is kept; it is only ever rebuilt)
+        have = 0 if whole is None else len(whole) // n_nb
+        grow = max(full_mb, 2 * have)  # (at least doubled: a few rebuilds over many grids)
+        whole = _made_tiles(_rect_tuples(grow * tile_m, cols, tile_m, tile_n))
+        _WHOLE_BLOCKS[key] = whole
+    out = whole[: full_mb * n_nb]
+    if rows % tile_m:
+        m0 = full_mb * tile_m
+        out += _made_tiles(_rect_tuples(rows - m0, cols, tile_m, tile_n), m0, full_mb)
+    return out
+
+
+def _whole_positive(*values: int) -> bool:
+    """Whether every value is a plain ``int`` above 0 (what the shared tiles are made of)."""
+    return all(type(v) is int and v > 0 for v in values)
+
+
+_WHOLE_BLOCKS: dict[tuple[int, int, int], list[Tile]] = {}
+"""(cols, tile_m, tile_n) -> row-major tiles of whole M-blocks, for :func:`rect_grid`."""
+_WHOLE_BLOCKS_MAX = 64  # assumed: a scenario uses a handful of (cols, tile_m, tile_n)
+
+
+def _made_tiles(tuples: list[tuple[int, int, int, int, int, int]], m0: int = 0, mb: int = 0) -> list[Tile]:
+    """Tiles from :func:`_rect_tuples`' plain tuples, shifted down by ``m0`` rows and ``mb``
+    M-blocks."""
+    if m0 or mb:
+        tuples = [(a + m0, b + m0, n0, n1, i + mb, nb) for a, b, n0, n1, i, nb in tuples]
     # each Tile made from its plain tuple in C (Tile(...) runs the named tuple's Python-level
     # __new__); tuple.__new__ called by map directly, not through a functools.partial: callgrind,
     # plan_rank of the DeepSeek-V3-like zipf rank 1, 257.6M -> 240.2M instructions
-    return list(map(tuple.__new__, itertools.repeat(Tile), _rect_tuples(rows, cols, tile_m, tile_n)))
+    return list(map(tuple.__new__, itertools.repeat(Tile), tuples))
 
 
 def check_grid(tiles: Sequence[Tile], rows: int, cols: int, name: str = "tile grid") -> None:
@@ -109,13 +149,18 @@ def check_grid(tiles: Sequence[Tile], rows: int, cols: int, name: str = "tile gr
 
 def _is_rect_grid(tiles: Sequence[Tile], rows: int, cols: int) -> bool:
     """Whether ``tiles`` are exactly :func:`rect_grid`'s for the extent of their first tile (a
-    whole-number comparison of two lists: the common case checked at the speed of C)."""
+    comparison of two lists in C: a grid :func:`rect_grid` made shares its whole M-blocks' tile
+    objects with the one made here, compared by identity)."""
     t = tiles[0]
     tile_m, tile_n = t.m1 - t.m0, t.n1 - t.n0
     if tile_m <= 0 or tile_n <= 0 or rows <= 0 or cols <= 0:
         return False
     n = -(-rows // tile_m) * -(-cols // tile_n)
-    return len(tiles) == n and list(tiles) == _rect_tuples(rows, cols, tile_m, tile_n)
+    if len(tiles) != n:
+        return False
+    if _whole_positive(rows, cols, tile_m, tile_n):
+        return list(tiles) == rect_grid(rows, cols, tile_m, tile_n)
+    return list(tiles) == _rect_tuples(rows, cols, tile_m, tile_n)  # (other integer types)
 
 
 def checked_walk(
