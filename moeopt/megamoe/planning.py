@@ -14,10 +14,14 @@ from __future__ import annotations
 import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import NamedTuple
+from typing import NamedTuple, TypeVar
+
+import numpy as np
 
 from moeopt.megamoe.errors import ScenarioError
 from moeopt.registry import register_builtin
+
+_T = TypeVar("_T")
 
 
 class Tile(NamedTuple):
@@ -170,17 +174,57 @@ def checked_walk(
     :func:`rect_grid`'s has its blocks in row-major order, ``(mb, nb)`` at position
     ``mb * n_nb + nb``: its walk is cut out of the list by slices (:func:`_rect_walk`) instead of
     looked up block by block through a dict (the same tiles in the same order)."""
+    return checked_walk_blocks(tiles, rows, cols, swizzle_n, name)[0]
+
+
+def checked_walk_blocks(
+    tiles: Sequence[Tile], rows: int, cols: int, swizzle_n: int, name: str = "tile grid"
+) -> tuple[list[Tile], np.ndarray | None]:
+    """:func:`checked_walk`, and for a walk of :func:`rect_grid`'s tiles its tiles' ``(rows,
+    cols, mb, nb)`` as a read-only ``(n, 4)`` int64 array, worked out from the walk's block
+    positions (one integer per tile: what a builder reads of a tile without turning its six
+    integers into array entries one by one); None for any other grid."""
     if tiles and swizzle_n > 0 and _is_rect_grid(tiles, rows, cols):
         last = tiles[-1]
-        return _rect_walk(tiles, last.mb + 1, last.nb + 1, swizzle_n)
+        n_mb, n_nb = last.mb + 1, last.nb + 1
+        walk = _rect_walk(tiles, n_mb, n_nb, swizzle_n)
+        t = tiles[0]
+        tile_m, tile_n = t.m1 - t.m0, t.n1 - t.n0
+        if not _whole_positive(rows, cols, tile_m, tile_n, n_mb, n_nb):
+            return walk, None  # (a grid of other integer types: no blocks worked out)
+        return walk, _rect_blocks(rows, cols, tile_m, tile_n, n_nb, _rect_walk_at(n_mb, n_nb, swizzle_n))
     check_grid(tiles, rows, cols, name)
-    return swizzle_order(tiles, swizzle_n)
+    return swizzle_order(tiles, swizzle_n), None
 
 
-def _rect_walk(tiles: Sequence[Tile], n_mb: int, n_nb: int, swizzle_n: int) -> list[Tile]:
+def _rect_walk_at(n_mb: int, n_nb: int, swizzle_n: int) -> np.ndarray:
+    """:func:`_rect_walk`'s tiles' row-major positions (``mb * n_nb + nb``), each group's
+    M-blocks by N-blocks as one outer sum."""
+    mbs = np.arange(n_mb, dtype=np.int64) * n_nb
+    parts = [
+        np.add.outer(mbs if g % 2 == 0 else mbs[::-1], np.arange(nb0, min(n_nb, nb0 + swizzle_n))).ravel()
+        for g, nb0 in enumerate(range(0, n_nb, swizzle_n))
+    ]
+    return np.concatenate(parts)
+
+
+def _rect_blocks(
+    rows: int, cols: int, tile_m: int, tile_n: int, n_nb: int, positions: np.ndarray
+) -> np.ndarray:
+    """``(rows, cols, mb, nb)`` of the tiles of a :func:`rect_grid` at the given row-major
+    positions: block ``(mb, nb)`` is rows ``[mb * tile_m, min(rows, (mb + 1) * tile_m))`` and
+    columns ``[nb * tile_n, min(cols, (nb + 1) * tile_n))``."""
+    mb, nb = np.divmod(positions, n_nb)
+    m0, n0 = mb * tile_m, nb * tile_n
+    out = np.stack([np.minimum(rows, m0 + tile_m) - m0, np.minimum(cols, n0 + tile_n) - n0, mb, nb], axis=1)
+    out.flags.writeable = False
+    return out
+
+
+def _rect_walk(tiles: Sequence[_T], n_mb: int, n_nb: int, swizzle_n: int) -> list[_T]:
     """:func:`swizzle_order` of ``n_mb x n_nb`` tiles in row-major block order: a group's run
     on one M-block is one slice."""
-    out: list[Tile] = []
+    out: list[_T] = []
     for g, nb0 in enumerate(range(0, n_nb, swizzle_n)):
         nb1 = min(n_nb, nb0 + swizzle_n)
         for mb in range(n_mb) if g % 2 == 0 else range(n_mb - 1, -1, -1):
