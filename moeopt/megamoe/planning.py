@@ -71,12 +71,14 @@ def rect_grid(rows: int, cols: int, tile_m: int, tile_n: int) -> list[Tile]:
     n_nb = -(-cols // tile_n)
     full_mb = rows // tile_m
     if whole is None or len(whole) < full_mb * n_nb:
-        if whole is None and len(_WHOLE_BLOCKS) >= _WHOLE_BLOCKS_MAX:
-            _WHOLE_BLOCKS.clear()  # (a bound on what is kept; it is only ever rebuilt)
-        have = 0 if whole is None else len(whole) // n_nb
-        grow = max(full_mb, 2 * have)  # (at least doubled: a few rebuilds over many grids)
-        whole = _made_tiles(_rect_tuples(grow * tile_m, cols, tile_m, tile_n))
-        _WHOLE_BLOCKS[key] = whole
+        if whole is None:
+            if len(_WHOLE_BLOCKS) >= _WHOLE_BLOCKS_MAX:
+                _WHOLE_BLOCKS.clear()  # (a bound on what is kept; it is only ever rebuilt)
+            whole = _WHOLE_BLOCKS[key] = []
+        # (the M-blocks not made yet, each tile made once)
+        have = len(whole) // n_nb
+        more = _rect_tuples((full_mb - have) * tile_m, cols, tile_m, tile_n)
+        whole += _made_tiles(more, have * tile_m, have)
     out = whole[: full_mb * n_nb]
     if rows % tile_m:
         m0 = full_mb * tile_m
