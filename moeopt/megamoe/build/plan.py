@@ -271,8 +271,13 @@ def program_columns(
 ) -> np.ndarray | None:
     """:func:`program_order` as :attr:`GmmPlan.columns`: the same walk of the same waves and
     experts, each expert's part of a wave cut out of its walk's blocks (the m-blocks of the
-    wave, in walk order); None when a walk in it has no blocks."""
+    wave, in walk order); None when a walk in it has no blocks. (One array operation per
+    expert of a wave only where the wave has part of the expert's m-blocks; the parts joined,
+    and their waves and experts repeated, at once.)"""
     parts: list[np.ndarray] = []
+    ws: list[int] = []
+    es: list[int] = []
+    n_mb: dict[int, int] = {}  # id(blocks) -> the walk's M-blocks (experts share walks)
     for w, wave in enumerate(waves):
         mbs: dict[int, set[int]] = {}  # (as program_order: experts in order of first appearance)
         for g in wave:
@@ -284,14 +289,22 @@ def program_columns(
                 if not (ex.g1_tiles if stage == "gmm1" else ex.g2_tiles):
                     continue  # (an expert without tiles adds none)
                 return None
-            keep = np.isin(blocks[:, 2], list(here))
-            if not keep.all():  # (the wave has part of the expert's m-blocks)
-                blocks = blocks[keep]
-            part = np.empty((len(blocks), 6), np.int64)
-            part[:, 0] = w
-            part[:, 1] = e
-            part[:, 2:] = blocks
-            parts.append(part)
-    out = np.concatenate(parts) if parts else np.zeros((0, 6), np.int64)
+            every = n_mb.get(id(blocks))
+            if every is None:
+                every = n_mb[id(blocks)] = int(blocks[:, 2].max()) + 1 if len(blocks) else 0
+            # (a set of `every` m-blocks in [0, every) is all of them: the whole walk)
+            if not (len(here) == every and min(here) >= 0 and max(here) < every):
+                blocks = blocks[np.isin(blocks[:, 2], list(here))]
+            parts.append(blocks)
+            ws.append(w)
+            es.append(e)
+    if not parts:
+        out = np.zeros((0, 6), np.int64)
+    else:
+        lens = list(map(len, parts))
+        out = np.empty((sum(lens), 6), np.int64)
+        out[:, 0] = np.repeat(ws, lens)
+        out[:, 1] = np.repeat(es, lens)
+        out[:, 2:] = np.concatenate(parts)
     out.flags.writeable = False
     return out
