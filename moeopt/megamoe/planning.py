@@ -14,10 +14,14 @@ from __future__ import annotations
 import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import NamedTuple
+from typing import NamedTuple, TypeVar
+
+import numpy as np
 
 from moeopt.megamoe.errors import ScenarioError
 from moeopt.registry import register_builtin
+
+_T = TypeVar("_T")
 
 
 class Tile(NamedTuple):
@@ -55,10 +59,52 @@ def _rect_tuples(rows: int, cols: int, tile_m: int, tile_n: int) -> list[tuple[i
 
 def rect_grid(rows: int, cols: int, tile_m: int, tile_n: int) -> list[Tile]:
     """Row-major ``tile_m x tile_n`` tiles; the last row / column of tiles may be partial."""
+    if not _whole_positive(rows, cols, tile_m, tile_n):
+        # (an empty grid, a range's error, or tiles of another integer type: made as they are)
+        return _made_tiles(_rect_tuples(rows, cols, tile_m, tile_n))
+    # the whole M-blocks of every grid of the same (cols, tile_m, tile_n) are the same tiles: a
+    # grid is a slice of those of the most rows asked for so far, plus its partial last M-block
+    # (made here). The tiles are shared between grids (immutable tuples), so that
+    # _is_rect_grid finds a grid made here equal to its rebuild by identity, in C.
+    key = (cols, tile_m, tile_n)
+    whole = _WHOLE_BLOCKS.get(key)
+    n_nb = -(-cols // tile_n)
+    full_mb = rows // tile_m
+    if whole is None or len(whole) < full_mb * n_nb:
+        if whole is None:
+            if len(_WHOLE_BLOCKS) >= _WHOLE_BLOCKS_MAX:
+                _WHOLE_BLOCKS.clear()  # (a bound on what is kept; it is only ever rebuilt)
+            whole = _WHOLE_BLOCKS[key] = []
+        # (the M-blocks not made yet, each tile made once)
+        have = len(whole) // n_nb
+        more = _rect_tuples((full_mb - have) * tile_m, cols, tile_m, tile_n)
+        whole += _made_tiles(more, have * tile_m, have)
+    out = whole[: full_mb * n_nb]
+    if rows % tile_m:
+        m0 = full_mb * tile_m
+        out += _made_tiles(_rect_tuples(rows - m0, cols, tile_m, tile_n), m0, full_mb)
+    return out
+
+
+def _whole_positive(*values: int) -> bool:
+    """Whether every value is a plain ``int`` above 0 (what the shared tiles are made of)."""
+    return all(type(v) is int and v > 0 for v in values)
+
+
+_WHOLE_BLOCKS: dict[tuple[int, int, int], list[Tile]] = {}
+"""(cols, tile_m, tile_n) -> row-major tiles of whole M-blocks, for :func:`rect_grid`."""
+_WHOLE_BLOCKS_MAX = 64  # assumed: a scenario uses a handful of (cols, tile_m, tile_n)
+
+
+def _made_tiles(tuples: list[tuple[int, int, int, int, int, int]], m0: int = 0, mb: int = 0) -> list[Tile]:
+    """Tiles from :func:`_rect_tuples`' plain tuples, shifted down by ``m0`` rows and ``mb``
+    M-blocks."""
+    if m0 or mb:
+        tuples = [(a + m0, b + m0, n0, n1, i + mb, nb) for a, b, n0, n1, i, nb in tuples]
     # each Tile made from its plain tuple in C (Tile(...) runs the named tuple's Python-level
     # __new__); tuple.__new__ called by map directly, not through a functools.partial: callgrind,
     # plan_rank of the DeepSeek-V3-like zipf rank 1, 257.6M -> 240.2M instructions
-    return list(map(tuple.__new__, itertools.repeat(Tile), _rect_tuples(rows, cols, tile_m, tile_n)))
+    return list(map(tuple.__new__, itertools.repeat(Tile), tuples))
 
 
 def check_grid(tiles: Sequence[Tile], rows: int, cols: int, name: str = "tile grid") -> None:
@@ -109,13 +155,18 @@ def check_grid(tiles: Sequence[Tile], rows: int, cols: int, name: str = "tile gr
 
 def _is_rect_grid(tiles: Sequence[Tile], rows: int, cols: int) -> bool:
     """Whether ``tiles`` are exactly :func:`rect_grid`'s for the extent of their first tile (a
-    whole-number comparison of two lists: the common case checked at the speed of C)."""
+    comparison of two lists in C: a grid :func:`rect_grid` made shares its whole M-blocks' tile
+    objects with the one made here, compared by identity)."""
     t = tiles[0]
     tile_m, tile_n = t.m1 - t.m0, t.n1 - t.n0
     if tile_m <= 0 or tile_n <= 0 or rows <= 0 or cols <= 0:
         return False
     n = -(-rows // tile_m) * -(-cols // tile_n)
-    return len(tiles) == n and list(tiles) == _rect_tuples(rows, cols, tile_m, tile_n)
+    if len(tiles) != n:
+        return False
+    if _whole_positive(rows, cols, tile_m, tile_n):
+        return list(tiles) == rect_grid(rows, cols, tile_m, tile_n)
+    return list(tiles) == _rect_tuples(rows, cols, tile_m, tile_n)  # (other integer types)
 
 
 def checked_walk(
@@ -125,17 +176,57 @@ def checked_walk(
     :func:`rect_grid`'s has its blocks in row-major order, ``(mb, nb)`` at position
     ``mb * n_nb + nb``: its walk is cut out of the list by slices (:func:`_rect_walk`) instead of
     looked up block by block through a dict (the same tiles in the same order)."""
+    return checked_walk_blocks(tiles, rows, cols, swizzle_n, name)[0]
+
+
+def checked_walk_blocks(
+    tiles: Sequence[Tile], rows: int, cols: int, swizzle_n: int, name: str = "tile grid"
+) -> tuple[list[Tile], np.ndarray | None]:
+    """:func:`checked_walk`, and for a walk of :func:`rect_grid`'s tiles its tiles' ``(rows,
+    cols, mb, nb)`` as a read-only ``(n, 4)`` int64 array, worked out from the walk's block
+    positions (one integer per tile: what a builder reads of a tile without turning its six
+    integers into array entries one by one); None for any other grid."""
     if tiles and swizzle_n > 0 and _is_rect_grid(tiles, rows, cols):
         last = tiles[-1]
-        return _rect_walk(tiles, last.mb + 1, last.nb + 1, swizzle_n)
+        n_mb, n_nb = last.mb + 1, last.nb + 1
+        walk = _rect_walk(tiles, n_mb, n_nb, swizzle_n)
+        t = tiles[0]
+        tile_m, tile_n = t.m1 - t.m0, t.n1 - t.n0
+        if not _whole_positive(rows, cols, tile_m, tile_n, n_mb, n_nb):
+            return walk, None  # (a grid of other integer types: no blocks worked out)
+        return walk, _rect_blocks(rows, cols, tile_m, tile_n, n_nb, _rect_walk_at(n_mb, n_nb, swizzle_n))
     check_grid(tiles, rows, cols, name)
-    return swizzle_order(tiles, swizzle_n)
+    return swizzle_order(tiles, swizzle_n), None
 
 
-def _rect_walk(tiles: Sequence[Tile], n_mb: int, n_nb: int, swizzle_n: int) -> list[Tile]:
+def _rect_walk_at(n_mb: int, n_nb: int, swizzle_n: int) -> np.ndarray:
+    """:func:`_rect_walk`'s tiles' row-major positions (``mb * n_nb + nb``), each group's
+    M-blocks by N-blocks as one outer sum."""
+    mbs = np.arange(n_mb, dtype=np.int64) * n_nb
+    parts = [
+        np.add.outer(mbs if g % 2 == 0 else mbs[::-1], np.arange(nb0, min(n_nb, nb0 + swizzle_n))).ravel()
+        for g, nb0 in enumerate(range(0, n_nb, swizzle_n))
+    ]
+    return np.concatenate(parts)
+
+
+def _rect_blocks(
+    rows: int, cols: int, tile_m: int, tile_n: int, n_nb: int, positions: np.ndarray
+) -> np.ndarray:
+    """``(rows, cols, mb, nb)`` of the tiles of a :func:`rect_grid` at the given row-major
+    positions: block ``(mb, nb)`` is rows ``[mb * tile_m, min(rows, (mb + 1) * tile_m))`` and
+    columns ``[nb * tile_n, min(cols, (nb + 1) * tile_n))``."""
+    mb, nb = np.divmod(positions, n_nb)
+    m0, n0 = mb * tile_m, nb * tile_n
+    out = np.stack([np.minimum(rows, m0 + tile_m) - m0, np.minimum(cols, n0 + tile_n) - n0, mb, nb], axis=1)
+    out.flags.writeable = False
+    return out
+
+
+def _rect_walk(tiles: Sequence[_T], n_mb: int, n_nb: int, swizzle_n: int) -> list[_T]:
     """:func:`swizzle_order` of ``n_mb x n_nb`` tiles in row-major block order: a group's run
     on one M-block is one slice."""
-    out: list[Tile] = []
+    out: list[_T] = []
     for g, nb0 in enumerate(range(0, n_nb, swizzle_n)):
         nb1 = min(n_nb, nb0 + swizzle_n)
         for mb in range(n_mb) if g % 2 == 0 else range(n_mb - 1, -1, -1):

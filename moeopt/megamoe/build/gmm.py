@@ -79,6 +79,16 @@ class TileColumns(NamedTuple):
             t[:, 5],
         )
 
+    @classmethod
+    def of_plan(cls, gplan: GmmPlan) -> TileColumns:
+        """:meth:`of` the stage's order, read off the plan's columns when it has them
+        (:attr:`~moeopt.megamoe.build.plan.GmmPlan.columns`: the same integers, worked out from
+        the walks' block positions; ``tests/megamoe/test_plan_columns.py`` holds them equal)."""
+        a = gplan.columns
+        if a is None or len(a) != len(gplan.order):
+            return cls.of(gplan.order)
+        return cls(a[:, 0], a[:, 1], a[:, 2], a[:, 3], a[:, 4], a[:, 5])
+
 
 CONSUMER = {"gmm1": "activation", "gmm2": "combine"}  # the stage an on-chip link hands the tile to
 SLOT_KEY = {"gmm1": "act", "gmm2": "comb"}
@@ -266,7 +276,7 @@ def gmm_tiles(
 
         chain = False
         em.pool(steal_pool(stage), [f"c{k}.AIC" for k in ctx.layout.groups[stage].cores])
-    cols = TileColumns.of(order)
+    cols = TileColumns.of_plan(gplan)
     if late:
         cores = [-1] * len(order)
     elif cores is None:

@@ -17,7 +17,7 @@ Everything here is a frozen value; the stage builders only read it.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from itertools import repeat
 from operator import attrgetter
 
@@ -32,7 +32,7 @@ from moeopt.megamoe.config.implementation import (
     LAYERED_THROUGHPUT_ROWS,
     LAYERED_THROUGHPUT_WAVES,
 )
-from moeopt.megamoe.planning import MGroup, Tile, checked_walk
+from moeopt.megamoe.planning import MGroup, Tile, checked_walk_blocks
 from moeopt.megamoe.scenario import Config
 from moeopt.registry import lookup
 
@@ -50,6 +50,10 @@ class ExpertPlan:
     shared: bool
     g1_tiles: tuple[Tile, ...] = ()  # GMM1 output tiles in the swizzled walk (none without rows)
     g2_tiles: tuple[Tile, ...] = ()
+    # each walk's tiles' (rows, cols, mb, nb) as a read-only (n, 4) int64 array when the walk is
+    # of a rect_grid (worked out from block positions), else None: see GmmPlan.columns
+    g1_blocks: np.ndarray | None = field(default=None, compare=False, repr=False)
+    g2_blocks: np.ndarray | None = field(default=None, compare=False, repr=False)
 
 
 @dataclass(frozen=True)
@@ -59,6 +63,10 @@ class GmmPlan:
     stage: str
     waves: tuple[tuple[MGroup, ...], ...]
     order: tuple[Item, ...]
+    # ``order`` as a read-only (n, 6) int64 array of (wave, expert, rows, cols, mb, nb) per tile,
+    # when every walk in it has its blocks (ExpertPlan.g1_blocks), else None: the columns a GMM
+    # builder reads, without turning each item's integers into array entries one by one
+    columns: np.ndarray | None = field(default=None, compare=False, repr=False)
 
 
 @dataclass(frozen=True)
@@ -83,8 +91,8 @@ def plan_rank(
         w2 = w1 if cfg.p2_override == cfg.p1_override else plan_waves(cfg, experts, cfg.p2_override)
     return RankPlan(
         experts=experts,
-        gmm1=GmmPlan("gmm1", w1, program_order(experts, w1, "gmm1")),
-        gmm2=GmmPlan("gmm2", w2, program_order(experts, w2, "gmm2")),
+        gmm1=GmmPlan("gmm1", w1, program_order(experts, w1, "gmm1"), program_columns(experts, w1, "gmm1")),
+        gmm2=GmmPlan("gmm2", w2, program_order(experts, w2, "gmm2"), program_columns(experts, w2, "gmm2")),
     )
 
 
@@ -99,11 +107,14 @@ def plan_experts(
     # a tile grid is a function of (rows, cols, tile_m, tile_n): experts with the same row
     # count (and, with the small-M rebalance, the same GMM1 core count) share one checked,
     # swizzled walk (under uniform routing that is every expert)
-    walks: dict[tuple[int, str, int], tuple[Tile, ...]] = {}
+    walks: dict[tuple[int, str, int], tuple[tuple[Tile, ...], np.ndarray | None]] = {}
     experts = []
     for index, (name, col, shared) in enumerate(heads):
         n_rows = sum(col)
-        tiles: dict[str, tuple[Tile, ...]] = {"gmm1": (), "gmm2": ()}
+        tiles: dict[str, tuple[tuple[Tile, ...], np.ndarray | None]] = {
+            "gmm1": ((), None),
+            "gmm2": ((), None),
+        }
         if n_rows:
             for stage, cols in (("gmm1", cfg.hidden_dim), ("gmm2", cfg.h)):
                 cores = (
@@ -115,11 +126,11 @@ def plan_experts(
                     if cores:
                         grid_tiles = small_m_rebalance(grid_tiles, n_rows, cols, cores)
                     where = f"tile grid {cfg.tile_grid!r} ({stage}, {name})"
-                    walk = walks[(n_rows, stage, cores)] = tuple(
-                        checked_walk(grid_tiles, n_rows, cols, cfg.swizzle_n, where)
-                    )
+                    got, blocks = checked_walk_blocks(grid_tiles, n_rows, cols, cfg.swizzle_n, where)
+                    walk = walks[(n_rows, stage, cores)] = (tuple(got), blocks)
                 tiles[stage] = walk
-        experts.append(ExpertPlan(index, name, n_rows, col, shared, tiles["gmm1"], tiles["gmm2"]))
+        (g1, b1), (g2, b2) = tiles["gmm1"], tiles["gmm2"]
+        experts.append(ExpertPlan(index, name, n_rows, col, shared, g1, g2, b1, b2))
     return tuple(experts)
 
 
@@ -253,3 +264,47 @@ def program_order(
             else:
                 order.extend((w, e, t) for t in walk if t.mb in here)
     return tuple(order)
+
+
+def program_columns(
+    experts: tuple[ExpertPlan, ...], waves: tuple[tuple[MGroup, ...], ...], stage: str
+) -> np.ndarray | None:
+    """:func:`program_order` as :attr:`GmmPlan.columns`: the same walk of the same waves and
+    experts, each expert's part of a wave cut out of its walk's blocks (the m-blocks of the
+    wave, in walk order); None when a walk in it has no blocks. (One array operation per
+    expert of a wave only where the wave has part of the expert's m-blocks; the parts joined,
+    and their waves and experts repeated, at once.)"""
+    parts: list[np.ndarray] = []
+    ws: list[int] = []
+    es: list[int] = []
+    n_mb: dict[int, int] = {}  # id(blocks) -> the walk's M-blocks (experts share walks)
+    for w, wave in enumerate(waves):
+        mbs: dict[int, set[int]] = {}  # (as program_order: experts in order of first appearance)
+        for g in wave:
+            mbs.setdefault(g.expert, set()).add(g.mb)
+        for e, here in mbs.items():
+            ex = experts[e]
+            blocks = ex.g1_blocks if stage == "gmm1" else ex.g2_blocks
+            if blocks is None:
+                if not (ex.g1_tiles if stage == "gmm1" else ex.g2_tiles):
+                    continue  # (an expert without tiles adds none)
+                return None
+            every = n_mb.get(id(blocks))
+            if every is None:
+                every = n_mb[id(blocks)] = int(blocks[:, 2].max()) + 1 if len(blocks) else 0
+            # (a set of `every` m-blocks in [0, every) is all of them: the whole walk)
+            if not (len(here) == every and min(here) >= 0 and max(here) < every):
+                blocks = blocks[np.isin(blocks[:, 2], list(here))]
+            parts.append(blocks)
+            ws.append(w)
+            es.append(e)
+    if not parts:
+        out = np.zeros((0, 6), np.int64)
+    else:
+        lens = list(map(len, parts))
+        out = np.empty((sum(lens), 6), np.int64)
+        out[:, 0] = np.repeat(ws, lens)
+        out[:, 1] = np.repeat(es, lens)
+        out[:, 2:] = np.concatenate(parts)
+    out.flags.writeable = False
+    return out
