@@ -74,11 +74,14 @@ def rect_grid(rows: int, cols: int, tile_m: int, tile_n: int) -> list[Tile]:
         if whole is None:
             if len(_WHOLE_BLOCKS) >= _WHOLE_BLOCKS_MAX:
                 _WHOLE_BLOCKS.clear()  # (a bound on what is kept; it is only ever rebuilt)
-            whole = _WHOLE_BLOCKS[key] = []
-        # (the M-blocks not made yet, each tile made once)
+            whole = []
+        # (the M-blocks not made yet, each tile made once.) A new list replaces the kept one,
+        # which is never changed in place: two threads growing the same key at once (a user's
+        # Optuna study with n_jobs > 1) each get a list that is right, and the one kept is one of
+        # them; a list extended in place could have had the same blocks appended twice
         have = len(whole) // n_nb
         more = _rect_tuples((full_mb - have) * tile_m, cols, tile_m, tile_n)
-        whole += _made_tiles(more, have * tile_m, have)
+        whole = _WHOLE_BLOCKS[key] = whole + _made_tiles(more, have * tile_m, have)
     out = whole[: full_mb * n_nb]
     if rows % tile_m:
         m0 = full_mb * tile_m

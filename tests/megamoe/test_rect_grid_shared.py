@@ -106,3 +106,20 @@ def test_other_integer_types_are_made_as_before() -> None:
         assert got == reference_grid(300, 512, 128, 256)
         assert not planning._WHOLE_BLOCKS
         assert all(type(x) is int for t in rect_grid(300, 512, 128, 256) for x in t)
+
+
+def test_kept_tiles_are_replaced_not_grown_in_place() -> None:
+    # growing the kept whole M-blocks makes a new list: a list another caller (another thread)
+    # is still reading or extending is never changed under it, so two threads growing one shape
+    # at once cannot append the same blocks twice
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(planning, "_WHOLE_BLOCKS", {})
+        rect_grid(256, 700, 128, 256)  # two whole M-blocks of 3 tiles kept
+        kept = planning._WHOLE_BLOCKS[(700, 128, 256)]
+        before = list(kept)
+        got = rect_grid(1024, 700, 128, 256)  # eight whole M-blocks: the kept list grows
+        assert kept == before  # (the earlier list as it was)
+        assert planning._WHOLE_BLOCKS[(700, 128, 256)] is not kept
+        assert got == reference_grid(1024, 700, 128, 256)
+        assert all(a is b for a, b in zip(got, kept, strict=False))  # (the first blocks shared)
+
