@@ -14,14 +14,12 @@ from __future__ import annotations
 import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import NamedTuple, TypeVar
+from typing import NamedTuple
 
 import numpy as np
 
 from moeopt.megamoe.errors import ScenarioError
 from moeopt.registry import register_builtin
-
-_T = TypeVar("_T")
 
 
 class Tile(NamedTuple):
@@ -226,10 +224,10 @@ def _rect_blocks(
     return out
 
 
-def _rect_walk(tiles: Sequence[_T], n_mb: int, n_nb: int, swizzle_n: int) -> list[_T]:
+def _rect_walk(tiles: Sequence[Tile], n_mb: int, n_nb: int, swizzle_n: int) -> list[Tile]:
     """:func:`swizzle_order` of ``n_mb x n_nb`` tiles in row-major block order: a group's run
     on one M-block is one slice."""
-    out: list[_T] = []
+    out: list[Tile] = []
     for g, nb0 in enumerate(range(0, n_nb, swizzle_n)):
         nb1 = min(n_nb, nb0 + swizzle_n)
         for mb in range(n_mb) if g % 2 == 0 else range(n_mb - 1, -1, -1):

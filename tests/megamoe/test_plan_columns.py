@@ -12,7 +12,6 @@ they must be the very integers of the plan's order, or None.
 from __future__ import annotations
 
 import numpy as np
-import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -79,8 +78,9 @@ def test_a_walk_without_blocks_has_no_columns() -> None:
     cfg = mm.Scenario(workload=w, h=2560, hidden_dim=4096, profile="pto-a2a3-v1").config
     counts = counts_matrix(w)
     plan = pl.plan_rank(cfg, counts[:, 0:2], w.tokens, 0, w.world, 0, w.topk)
-    if not cfg.gmm1_small_m_rebalance:
-        pytest.skip("the profile does not rebalance small-M GMM1")
+    # (the test's premise: the V1 profile rebalances small-M GMM1; should a profile change turn
+    # that off, this must fail rather than skip, or the columns' fallback goes untested)
+    assert cfg.gmm1_small_m_rebalance, "pto-a2a3-v1 no longer rebalances small-M GMM1"
     assert plan.gmm1.columns is None
     assert plan.gmm2.columns is not None
     _same(TileColumns.of_plan(plan.gmm1), TileColumns.of(plan.gmm1.order))
