@@ -122,8 +122,10 @@ on top of the limit). Measured on the typical kernel graph with M = 128
 (``bench/bench_gap.py``, 1,880 events): CP-SAT given 120 s after the passes (exact mode, one
 worker, with or without interleaved LNS) improved their 680.02 µs by 6 ticks of 0.001 µs; the
 restarts reached 677.89-679.98 within 2-14 s of passes per start (load 8 on 2 cores). In
-``bench_gap.py`` at 60 s (load 6-8), best / bound: M = 128 1.10% -> 0.78% (677.89 µs), V1
-M = 512 2.53% -> 2.14% (982.50 -> 978.76 µs), M = 16 unchanged (0.68%), wall 62 -> 77 s.
+``bench_gap.py`` at 60 s (load 6-12, two runs after), best / bound: M = 128 1.10% -> 0.78%,
+0.94% (680.02 -> 677.89, 678.95 µs), V1 M = 512 2.53% -> 2.14%, 1.89% (982.50 -> 978.76,
+976.34 µs), M = 16 0.68% and late-bound scenario_basic 0.25% unchanged (no restart found
+better), M = 2048 proven by the solve; wall 62 -> 77 s per unproven case.
 assumed: a quarter, so that a report's wall time grows by a quarter at most (15 s per
 distinct rank at 60 s)."""
 
