@@ -314,6 +314,8 @@ def _best_from(r: RankGap) -> str:
         return "cpsat"
     if r.exact.best_source == "improved":
         return "improved greedy"
+    if r.exact.best_source == "restarted":
+        return "restarted passes"
     return f"greedy:{s.policy}" if s is not None and s.policy else "greedy"
 
 
@@ -495,7 +497,9 @@ def optimality_gap(
     Args:
         scenario: a :class:`~moeopt.megamoe.Scenario` (e.g. from ``load_scenario``).
         time_limit_s: CP-SAT's wall-clock budget **per distinct rank** (model building, solve,
-            replay and validation; the greedy runs are extra).
+            replay and validation; the greedy runs are extra, and so are the restarts of
+            :func:`moeopt.exact.gap.graph_optimality_gap` on a rank left unproven, a quarter of
+            the limit at most).
         workers: CP-SAT worker threads.
         mode: ``"auto"``, ``"exact"`` or ``"relaxed"``; each rank reports the mode it used.
         policies: greedy policies to score (default: every built-in one); the scenario's own

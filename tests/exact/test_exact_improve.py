@@ -157,3 +157,93 @@ def test_the_passes_stop_once_stalled_and_not_while_they_gain(monkeypatch: pytes
     best = _Gaining(g, gains=True).improve([start], 100.0)
     assert best.makespan_us < start.makespan_us
     assert clock.now >= 100.0
+
+
+@settings(max_examples=40, deadline=None)
+@given(held_graphs())
+def test_restarts_are_valid_never_worse_and_never_below_the_optimum(g: m.EventGraph) -> None:
+    from tests.exact.brute import optimum
+
+    start = max(
+        (m.schedule(g, p) for p in ("earliest_start", "critical_path_first")), key=lambda s: s.makespan_us
+    )
+    best = Improver(g).restarts(start, 0.05)
+    m.validate_schedule(g, best)
+    assert best.makespan_us <= start.makespan_us + 1e-9
+    opt, _sched = optimum(g)
+    assert best.makespan_us >= opt - 1e-9
+
+
+def test_restart_orders_run_from_the_earliest_start_through_the_latest_start() -> None:
+    # _greedy_trap: longest path e0 -> e1 -> e5 = 4 + 1 + 4 = 9; e2 -> e4 has 9 − 5 = 4 of slack
+    # (head 0), e3 6 (head 0), e4 4 (head 1), the chain e0, e1, e5 none. Priority of an event:
+    # head + α · slack, each α of RESTART_SLACK_SHARES twice (parallel, then serial).
+    import moeopt.exact.improve as improve
+
+    g = _greedy_trap()
+    orders = Improver(g).restart_priorities()
+    assert [parallel for _p, parallel in orders] == [True, False] * len(improve.RESTART_SLACK_SHARES)
+    names = g.compiled().names
+    for k, alpha in enumerate(improve.RESTART_SLACK_SHARES):
+        prio = dict(zip(names, orders[2 * k][0]))
+        assert prio == pytest.approx(
+            {"e0": 0.0, "e1": 4.0, "e2": 4 * alpha, "e3": 6 * alpha, "e4": 1.0 + 4 * alpha, "e5": 5.0}
+        )
+
+
+def test_graph_optimality_gap_takes_a_better_restarted_schedule_and_keeps_the_bound(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # the trap's optimum (13, one forward-backward pass from the greedy's 14, see above) stands
+    # in for what the restarts find after a solve left the greedy's 14 unproven
+    from moeopt.exact import gap as exact_gap
+    from moeopt.exact.improve import Improver as RealImprover
+    from moeopt.exact.result import SolveStatus
+
+    g = _greedy_trap()
+    better = RealImprover(g).justify(m.schedule(g))
+    assert better is not None
+    assert better.makespan_us == pytest.approx(13.0)
+    real_solve = exact_gap.solve_exact
+
+    def unproven(*args: object, **kwargs: object) -> object:
+        from dataclasses import replace
+
+        x = real_solve(*args, **kwargs)  # type: ignore[arg-type]
+        poor = m.schedule(g)
+        return replace(
+            x, schedule=poor, best_us=poor.makespan_us, lower_bound_us=12.0, status=SolveStatus.FEASIBLE
+        )
+
+    calls: list[tuple[float, float]] = []
+
+    def restarts(self: RealImprover, best: Schedule, budget_s: float, target_us: float = 0.0) -> Schedule:
+        calls.append((budget_s, target_us))  # the target: the bound, nothing below it to look for
+        return better
+
+    monkeypatch.setattr(exact_gap, "solve_exact", unproven)
+    monkeypatch.setattr(RealImprover, "restarts", restarts)
+    rep = exact_gap.graph_optimality_gap(g, time_limit_s=2.0, restart_share=0.5)
+    assert calls == [(1.0, 12.0)]  # half of the time limit, down to the bound
+    assert rep.exact.best_us == pytest.approx(13.0)
+    assert rep.exact.best_source == "restarted"
+    assert rep.exact.schedule is better
+    assert rep.exact.lower_bound_us == 12.0
+    assert rep.exact.status is SolveStatus.FEASIBLE
+    m.validate_schedule(g, rep.exact.schedule)
+    # reaching the bound proves the restarted schedule optimal; none when the solve proved it
+    monkeypatch.setattr(
+        exact_gap,
+        "solve_exact",
+        lambda *a, **k: __import__("dataclasses").replace(unproven(*a, **k), lower_bound_us=13.0),
+    )
+    assert exact_gap.graph_optimality_gap(g, time_limit_s=2.0, restart_share=0.5).exact.proven_optimal
+    monkeypatch.setattr(exact_gap, "solve_exact", real_solve)
+    calls.clear()
+    proven = exact_gap.graph_optimality_gap(g, time_limit_s=2.0, restart_share=0.5)
+    assert proven.exact.proven_optimal
+    assert calls == []
+    # by default only graphs the solver improves by passes (above IMPROVE_LARGE_EVENTS) restart
+    monkeypatch.setattr(exact_gap, "solve_exact", unproven)
+    assert exact_gap.graph_optimality_gap(g, time_limit_s=2.0).exact.best_source != "restarted"
+    assert calls == []
