@@ -7,7 +7,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-import numpy as np
 import pytest
 
 import moeopt.megamoe as mm
@@ -144,10 +143,3 @@ class RankGraphLike:
         self.graph = self
         self.events = events
 
-
-@pytest.mark.parametrize(
-    "values", [[], [0], [3, 1, 3, 0], [7] * 50, [5, 2**40], [-1, 4, 4], list(range(200, 0, -3))]
-)
-def test_ascending_distinct_is_numpy_unique(values: list[int]) -> None:
-    a = np.array(values, np.int64)
-    assert impl_mod._ascending_distinct(a) == np.unique(a).tolist()

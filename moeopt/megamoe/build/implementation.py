@@ -21,6 +21,7 @@ from typing import Any
 
 import numpy as np
 
+from moeopt.core import smallints
 from moeopt.core.events import Event
 from moeopt.core.scheduler import schedule as greedy_schedule
 from moeopt.megamoe.build.activation import build_activation
@@ -352,7 +353,7 @@ def first_join(
         expert_of = _expert_get
     experts = np.fromiter(map(expert_of, compress(tiles, own)), np.int64)
     starts = _tile_starts(events, start_us, is_gmm2, own, len(experts))
-    for e in _ascending_distinct(experts):
+    for e in smallints.unique(experts).tolist():
         if e >= check_from and g1_done <= float(starts[experts == e].min()):
             return int(e)
     return NO_JOIN
@@ -381,15 +382,3 @@ def _tile_starts(
 
 def _expert_get(labels: Mapping[str, Any]) -> Any:
     return labels.get("expert")
-
-
-def _ascending_distinct(values: np.ndarray) -> list[int]:
-    """``np.unique(values).tolist()``: by counts where the values are small non-negative
-    integers (the local experts' numbers), which numpy's ``unique`` (a hash table of every
-    value, then a sort) costs about fifty times as much as on a rank's GMM2 tiles."""
-    # (assumed: counting up to 4 slots per value, and 64 more, costs less than the hash table)
-    if values.size and int(values.min()) >= 0 and int(values.max()) < 4 * values.size + 64:
-        distinct: list[int] = np.flatnonzero(np.bincount(values)).tolist()
-        return distinct
-    out: list[int] = np.unique(values).tolist()
-    return out
