@@ -1,15 +1,15 @@
-"""numpy's ``unique`` and stable ``argsort`` for the small non-negative integer codes the builder
-numbers its tiles by (cores, cost classes, (wave, expert, class) codes, m-blocks): the same
-arrays, worked out by counting where the codes are small.
+"""numpy's ``unique`` and stable ``argsort`` for the integer codes the builder numbers its tiles
+by (cores, cost classes, (wave, expert, class) codes, m-blocks) and for the ids of the maps
+events share: the same arrays, worked out by counting, by numpy's radix sort, or on runs.
 
 Why: on a rank's tens of thousands of GMM tiles numpy 2.4 sorts int64 codes by timsort
-(``kind="stable"``, and ``unique`` when it returns first indices) or by its vectorised
-quicksort (``unique`` returning the inverse alone), about 1.5-2.3 ms a call on 29k codes
-(CPU, min of 3 x 20), where a count over the codes' range takes 0.1-0.4 ms and numpy's radix
-sort of the same codes as int16 about 0.35 ms. Every output is determined by the input alone
-(the distinct values ascending, each one's first index, count and number; a stable sort's
-order is the one order that keeps equal keys in input order), so any algorithm gives the same
-arrays: ``tests/megamoe/test_smallints.py`` holds both to numpy's own.
+(``kind="stable"``, and ``unique`` when it returns first indices), by its vectorised quicksort
+(``unique`` returning the inverse alone) or hashes them (``unique`` alone): about 1.5-2.3 ms a
+call on 29k codes (CPU, min of 3 x 20), where a count over a small range takes 0.1-0.4 ms and
+numpy's radix sort of the same codes as 16-bit integers about 0.35 ms a pass. Every output is
+determined by the input alone (the distinct values ascending, each one's first index, count and
+number; a stable sort's order is the one order that keeps equal keys in input order), so any
+algorithm gives the same arrays: ``tests/core/test_smallints.py`` holds every output to numpy's.
 """
 
 from __future__ import annotations
@@ -25,29 +25,39 @@ _I16_MAX = 2**15
 
 def _dense(a: np.ndarray) -> bool:
     """Whether ``a`` is a 1-D integer array of non-negative values counted cheaply: at most
-    32 slots per value and 2**16 more (assumed: a count that large still costs less than a sort; the
-    key codes of a rank's GMM tiles reach about 18 per tile)."""
+    4 slots per value and 1024 more (assumed: counts that size cost less than a sort, and no
+    more memory than a few copies of ``a``; a wider range is sorted by :func:`stable_order`)."""
     return (
         a.ndim == 1
         and a.dtype.kind in "iu"
         and a.size > 0
         and int(a.min()) >= 0
-        and int(a.max()) < 32 * a.size + 2**16
+        and int(a.max()) < 4 * a.size + 1024
     )
 
 
-def stable_order(keys: np.ndarray) -> np.ndarray:
-    """``np.argsort(keys, kind="stable")``, sorted as int16 when every key fits."""
-    if (
-        keys.ndim == 1
-        and keys.dtype.kind in "iu"
-        and keys.size
-        and keys.dtype.itemsize > 2
-        and int(keys.min()) >= -_I16_MAX
-        and int(keys.max()) < _I16_MAX
-    ):
+def _radix_order(keys: np.ndarray) -> np.ndarray | None:
+    """The stable order of a 1-D integer array by numpy's radix sort: one pass as int16 when
+    every key fits, two passes on 16-bit halves (the low half first, then the high half, each
+    stable: the order of the whole keys) when they are non-negative and below 2**32; ``None``
+    otherwise."""
+    if keys.ndim != 1 or keys.dtype.kind not in "iu" or not keys.size:
+        return None
+    lo, hi = int(keys.min()), int(keys.max())
+    if lo >= -_I16_MAX and hi < _I16_MAX:
         return np.argsort(keys.astype(np.int16), kind="stable")
-    return np.argsort(keys, kind="stable")
+    if lo >= 0 and hi < 2**32:
+        order = np.argsort((keys & 0xFFFF).astype(np.uint16), kind="stable")
+        high: np.ndarray = order[np.argsort((keys[order] >> 16).astype(np.uint16), kind="stable")]
+        return high
+    return None
+
+
+def stable_order(keys: np.ndarray) -> np.ndarray:
+    """``np.argsort(keys, kind="stable")``, by radix sorts of 16-bit keys where the keys fit
+    (:func:`_radix_order`)."""
+    order = _radix_order(keys) if keys.dtype.itemsize > 2 else None
+    return np.argsort(keys, kind="stable") if order is None else order
 
 
 def unique(
@@ -58,6 +68,9 @@ def unique(
     non-negative integers (``np.minimum.at`` gives each value's first index), else on the runs
     of equal consecutive values when they are few (:func:`_unique_runs`)."""
     if not _dense(a):
+        order = _radix_order(a) if a.dtype.itemsize > 2 else None
+        if order is not None:
+            return _unique_sorted(a, order, return_index, return_inverse, return_counts)
         if a.ndim == 1 and a.size > 1:
             runs = _unique_runs(a, return_index, return_inverse, return_counts)
             if runs is not None:
@@ -108,4 +121,23 @@ def _unique_runs(
             counts = np.zeros(len(values), np.intp)
             np.add.at(counts, run_no, lens)
             out.append(counts)
+    return out[0] if len(out) == 1 else tuple(out)
+
+
+def _unique_sorted(
+    a: np.ndarray, order: np.ndarray, return_index: bool, return_inverse: bool, return_counts: bool
+) -> Any:
+    """``np.unique`` of ``a`` given its stable order (what numpy itself does after its sort):
+    the first of each run of equal sorted values is its value's first index."""
+    s = a[order]
+    head = np.concatenate(([True], s[1:] != s[:-1]))
+    out: list[np.ndarray] = [s[head]]
+    if return_index:
+        out.append(order[head])
+    if return_inverse:
+        inverse = np.empty(a.size, np.intp)
+        inverse[order] = np.cumsum(head) - 1
+        out.append(inverse)
+    if return_counts:
+        out.append(np.diff(np.append(np.flatnonzero(head), a.size)))
     return out[0] if len(out) == 1 else tuple(out)
