@@ -30,6 +30,7 @@ from typing import cast
 
 import numpy as np
 
+from moeopt.core import smallints
 from moeopt.core.events import Event, EventGraph, placeholder_role, split_resource
 from moeopt.core.schedule import Schedule
 from moeopt.errors import ScheduleError
@@ -600,7 +601,8 @@ def _uses(
     by index arithmetic."""
     n = len(maps)
     ids = _packed("n", map(id, maps), n)  # each map object alive in its event meanwhile
-    _ids, at_first, which = np.unique(ids, return_index=True, return_inverse=True)
+    # (events in a row share their maps: smallints.unique sorts the runs' ids, not every one)
+    _ids, at_first, which = smallints.unique(ids, return_index=True, return_inverse=True)
     distinct = [maps[i] for i in at_first.tolist()]
     size = _packed("n", map(len, distinct), len(distinct))
     entries = chain.from_iterable(distinct)

@@ -11,6 +11,7 @@ import pytest
 
 import moeopt.megamoe as mm
 import moeopt.megamoe.build.implementation as impl_mod
+from moeopt.core.events import Event
 from moeopt.core.scheduler import schedule
 from moeopt.megamoe.build.implementation import NO_JOIN, build_rank, compose, implementation_for, join_expert
 from moeopt.megamoe.build.rankgraph import RankGraph
@@ -92,4 +93,53 @@ def test_first_join_reads_the_schedule_as_the_event_loop_did(profile: str) -> No
             for check_from in (0, 1, 5, 16):
                 want = _first_join_by_event(rg, start, g1_done, check_from)
                 assert impl_mod.first_join(rg.graph.events, start, g1_done, check_from) == want
+
+
+
+def test_first_join_other_maps_and_labels() -> None:
+    # first_join's fast readings (labels by subscript, the starts picked by position from a map in
+    # graph order, the experts counted) against the event-by-event reference where each is left:
+    # a start map in another order, an event without a stage label, tiles without a shared label
+    s = mm.Scenario(
+        workload=mm.Workload(tokens=256, topk=8, world=8, local_experts=16, routing="zipf", shared_expert_num=1),
+        h=7168,
+        hidden_dim=4096,
+        profile="pto-a2a3-v1",
+    )
+    cfg, w = s.config, s.workload
+    counts = counts_matrix(w)
+    impl = implementation_for(cfg)
+    n_local = counts.shape[1] // w.world
+    rg = compose(impl, cfg, w.tokens, w.topk, w.world, counts[:, :n_local], 0, w.shared_expert_num, counts[0], NO_JOIN)
+    start = schedule(rg.graph, normalize=False).start_us
+    events = dict(rg.graph.events)
+    reordered = dict(reversed(start.items()))
+    unlabelled = dict(events)
+    flag = next(n for n, ev in events.items() if ev.labels.get("stage") == "flag")
+    unlabelled[flag] = Event(flag, deps=dict(events[flag].deps))  # no labels at all
+    no_shared = {
+        n: Event(n, resources=list(ev.resources), duration_us=ev.duration_us,
+                 labels={k: v for k, v in ev.labels.items() if k != "shared"})
+        if ev.labels.get("stage") == "gmm2" else ev
+        for n, ev in events.items()
+    }
+    tiles = sorted({start[n] for n, ev in events.items() if ev.labels.get("stage") == "gmm2"})
+    for g1_done in (tiles[0], tiles[len(tiles) // 2], tiles[-1] + 1.0):
+        for check_from in (0, 3, 16):
+            want = _first_join_by_event(rg, start, g1_done, check_from)
+            assert impl_mod.first_join(events, reordered, g1_done, check_from) == want
+            assert impl_mod.first_join(unlabelled, start, g1_done, check_from) == want
+            # (without the shared label, the shared expert's tiles count as its own)
+            no_shared_want = _first_join_by_event(
+                RankGraphLike(no_shared), start, g1_done, check_from  # type: ignore[arg-type]
+            )
+            assert impl_mod.first_join(no_shared, start, g1_done, check_from) == no_shared_want
+
+
+class RankGraphLike:
+    """What _first_join_by_event reads of a RankGraph: its graph's events."""
+
+    def __init__(self, events: Mapping[str, Event]) -> None:
+        self.graph = self
+        self.events = events
 

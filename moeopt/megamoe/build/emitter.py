@@ -34,7 +34,9 @@ from typing import Any
 
 import numpy as np
 
+from moeopt.core import smallints
 from moeopt.core.events import Event, EventGraph
+from moeopt.core.smallints import stable_order
 
 Units = Mapping[str, int]  # an event's acquires or releases: semaphore -> units
 
@@ -219,7 +221,7 @@ class Emitter:
             on = list(map(_first_of, resources))
             number = dict(zip(dict.fromkeys(on), range(n)))  # resource -> its number
             res_no = np.fromiter(map(number.__getitem__, on), np.int64, n)
-        by_res = np.argsort(res_no, kind="stable")
+        by_res = stable_order(res_no)
         same = res_no[by_res[1:]] == res_no[by_res[:-1]]
         before = np.full(n, n, np.int64)  # the previous event on the same resource (n: none in the run)
         before[by_res[1:][same]] = by_res[:-1][same]
@@ -401,7 +403,9 @@ class Emitter:
         n = len(specs)
         acqs = list(map(_acq_of, specs))
         acq_ids = np.fromiter(map(id, acqs), np.int64, n)
-        _ids, acq_first, acq_no, acq_uses = np.unique(
+        # (consecutive events share their maps: the ids come in runs, which smallints.unique
+        # sorts instead of every id)
+        _ids, acq_first, acq_no, acq_uses = smallints.unique(
             acq_ids, return_index=True, return_inverse=True, return_counts=True
         )
         acq_maps = [acqs[i] for i in acq_first.tolist()]  # each distinct map
@@ -414,7 +418,7 @@ class Emitter:
         graph = EventGraph(semaphores=sems, pools=self._pools)
         if dropped:  # (the release maps are only read to find those naming a dropped semaphore)
             rels = list(map(_rel_of, specs))
-            _ids, rel_first, rel_no = np.unique(
+            _ids, rel_first, rel_no = smallints.unique(
                 np.fromiter(map(id, rels), np.int64, n), return_index=True, return_inverse=True
             )
             rel_maps = [rels[i] for i in rel_first.tolist()]

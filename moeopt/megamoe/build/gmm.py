@@ -29,6 +29,8 @@ from typing import NamedTuple, TypeVar
 
 import numpy as np
 
+from moeopt.core import smallints
+from moeopt.core.smallints import stable_order
 from moeopt.megamoe.build.context import BuildContext
 from moeopt.megamoe.build.emitter import Emitter, Units
 from moeopt.megamoe.build.handoff import ActivationOut, DispatchOut, Gmm1Out, Gmm2Out, GmmTiles
@@ -285,7 +287,7 @@ def gmm_tiles(
     keys = codes.keys
     costs = TileCosts(ctx, em, stage, chunks)
     n_cores = np.zeros(len(experts), np.int64)  # per expert: the cores running it
-    for e in np.unique(cols.expert).tolist():
+    for e in smallints.unique(cols.expert).tolist():
         own, joined = ctx.layout.gmm_cores(stage, experts[e])
         n_cores[e] = len(set(own + joined))
     costs.share_hbm(keys, n_cores[cols.expert], codes)
@@ -481,7 +483,7 @@ def l1_residency_coded(
     # pinned tiles by core, in order within a core (a stable sort)
     prev = np.full(n, -1, np.int64)
     pinned = np.flatnonzero(core >= 0)
-    by_core = pinned[np.argsort(core[pinned], kind="stable")]
+    by_core = pinned[stable_order(core[pinned])]
     same = core[by_core[1:]] == core[by_core[:-1]]
     prev[by_core[1:][same]] = by_core[:-1][same]
     p = np.maximum(prev, 0)
@@ -498,7 +500,7 @@ def l1_residency_coded(
     code = rows * (int(tcols.max()) + 1) + tcols
     for flag in (a_res, b_res, a_seen, b_seen):
         code = code * 2 + flag
-    _codes, first, key_no = np.unique(code, return_index=True, return_inverse=True)
+    _codes, first, key_no = smallints.unique(code, return_index=True, return_inverse=True)
     distinct = list(
         zip(
             rows[first].tolist(),
@@ -516,7 +518,7 @@ def _seen_before(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """Per entry, whether an earlier entry has the same pair ``(a, b)`` (non-negative integers):
     the entries sorted stably by the pair, each equal to the one before it in that order."""
     key = a * (int(b.max()) + 1) + b
-    by_key = np.argsort(key, kind="stable")
+    by_key = stable_order(key)
     ks = key[by_key]
     out = np.empty(len(key), bool)
     out[by_key] = np.concatenate(([False], ks[1:] == ks[:-1]))
@@ -751,7 +753,7 @@ def emit_whole_tiles(
     n_cls = len(tc)
     # the cores: each tile's core numbered among the stage's (the pool's one entry when late-bound)
     core_arr = np.fromiter(cores, np.int64, n)
-    core_ids, core_no = np.unique(core_arr, return_inverse=True)
+    core_ids, core_no = smallints.unique(core_arr, return_inverse=True)
     core_list = core_ids.tolist()
     if late:
         res_of: list[tuple[str, ...]] = [(pool,)] * len(core_list)
@@ -762,7 +764,7 @@ def emit_whole_tiles(
     res = _take(res_of, core_no)
     # held units (by cost class and on-chip slot taken): one read-only pair of maps each
     hold_code = cls * len(core_list) + core_no if onchip else cls
-    hold_ids, hold_no = np.unique(hold_code, return_inverse=True)
+    hold_ids, hold_no = smallints.unique(hold_code, return_inverse=True)
     pairs = []
     for h in hold_ids.tolist():
         t, take = (tc[h // len(core_list)], takes[h % len(core_list)]) if onchip else (tc[h], takes[0])
@@ -770,7 +772,7 @@ def emit_whole_tiles(
     # the wave's readiness with the pipeline fill on each edge, by (wave, expert, cost class); a
     # dict per tile when something is added to it (its chain edge, a sync wait), else shared
     n_exp = int(c.expert.max()) + 1
-    ready_ids, ready_no = np.unique((c.wave * n_exp + c.expert) * n_cls + cls, return_inverse=True)
+    ready_ids, ready_no = smallints.unique((c.wave * n_exp + c.expert) * n_cls + cls, return_inverse=True)
     ready = []
     ready_codes = ready_ids.tolist()
     for code in ready_codes:
@@ -813,7 +815,7 @@ def _cost_classes(
     stretch_no = costs.stretch_no
     if codes is not None and stretch_no is not None and len(stretch_no) == n:
         pair = codes.no * (int(stretch_no.max()) + 1) + stretch_no
-        _pairs, first, pair_no = np.unique(pair, return_index=True, return_inverse=True)
+        _pairs, first, pair_no = smallints.unique(pair, return_index=True, return_inverse=True)
         by_first = np.argsort(first)
         renumber = np.empty(len(first), np.int64)
         renumber[by_first] = np.arange(len(first))
@@ -929,7 +931,7 @@ def tile_event_names(stage: str, c: TileColumns) -> list[str]:
     object arrays (a string concatenation per tile, in C: no int formatted, no Python
     statement per tile)."""
     pre = "g1" if stage == "gmm1" else "g2"
-    _codes, first, head_no = np.unique(
+    _codes, first, head_no = smallints.unique(
         c.expert * (int(c.mb.max()) + 1) + c.mb, return_index=True, return_inverse=True
     )
     heads = [f"{pre}.e{e}.m{mb}" for e, mb in zip(c.expert[first].tolist(), c.mb[first].tolist())]
