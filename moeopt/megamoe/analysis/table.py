@@ -38,8 +38,9 @@ class Table:
 
     @classmethod
     def of(cls, rg: RankGraph, s: Schedule) -> Table:
-        events = list(rg.graph)
-        names = [ev.name for ev in events]
+        g = rg.graph
+        events = list(g)
+        names = list(g.events)  # (the keys are the events' names, in the same order)
 
         def in_order(m: Mapping[str, _V]) -> list[_V]:
             # a schedule from the greedy scheduler lists the events in graph order already
