@@ -12,10 +12,11 @@ worked out here, so the scheduler can never run into a group that has no legal s
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from itertools import compress, repeat
 from operator import attrgetter, is_not, not_
 from types import MappingProxyType
+from typing import Any
 
 import networkx as nx
 
@@ -27,7 +28,8 @@ from moeopt.errors import GraphError
 class CompiledGraph:
     """Index-based arrays of a validated graph. Event ``i`` is the i-th event added.
 
-    Frozen: every field is a tuple or a read-only mapping, and fields cannot be reassigned. The
+    Frozen: every field is a tuple or a read-only mapping, and fields cannot be reassigned (but
+    for a private store of what readers derive from them, :meth:`derived`). The
     form is cached on its :class:`EventGraph` and handed to every policy's ``prepare``, so a
     policy (or anything else) that tried to change it would change every later run; it cannot.
     The conversion to tuples happens once, in :func:`compile_graph`; reading a tuple costs what
@@ -65,10 +67,24 @@ class CompiledGraph:
     events: tuple[Event, ...]
     # events that could hold one resource twice (see :func:`_double_bound`), one line each
     double_bound: tuple[str, ...] = ()
+    # what readers derive from the fields above alone and keep for the next call on the same
+    # graph (the scheduler's per-event tables, the normalised form: see ``derived``); never
+    # part of the graph's value, and a copy made by ``dataclasses.replace`` starts empty
+    _derived: dict[str, Any] = field(default_factory=dict, init=False, repr=False, compare=False)
 
     @property
     def n(self) -> int:
         return len(self.names)
+
+    def derived(self, key: str) -> Any:
+        """What was kept under ``key`` by :meth:`keep` (``None``: nothing yet). Only immutable
+        values, or values no reader changes, are kept: every later call on this graph shares them."""
+        return self._derived.get(key)
+
+    def keep(self, key: str, value: Any) -> Any:
+        """Keep ``value``, found from this graph's fields alone, under ``key``; returns the value
+        kept (the first one, when two threads found it at once)."""
+        return self._derived.setdefault(key, value)
 
     def pool_members_at(self, pool: int, site: int) -> tuple[int, ...]:
         return tuple(m for m in self.pool_members[pool] if self.res_site[m] == site)

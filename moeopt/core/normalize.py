@@ -85,13 +85,21 @@ def nonbinding_semaphores(cg: CompiledGraph) -> list[int]:
 
 
 def drop_nonbinding_semaphores(graph: EventGraph) -> CompiledGraph:
-    """The compiled graph with every acquire / release of a non-binding semaphore removed."""
+    """The compiled graph with every acquire / release of a non-binding semaphore removed
+    (found once per compiled graph and kept on it, as is the normalised copy, whose own derived
+    tables are then kept too: a repeated schedule of one graph pays for neither again)."""
     cg: CompiledGraph = graph.compiled()
-    drop = set(nonbinding_semaphores(cg))
+    drop: frozenset[int] | None = cg.derived("nonbinding")
+    if drop is None:
+        drop = cg.keep("nonbinding", frozenset(nonbinding_semaphores(cg)))
     if not drop:
         return cg
-    return dataclasses.replace(
-        cg,
-        acq=tuple([tuple([(s, a) for s, a in acq if s not in drop]) for acq in cg.acq]),
-        rel=tuple([tuple([(s, r) for s, r in rel if s not in drop]) for rel in cg.rel]),
-    )
+    got: CompiledGraph | None = cg.derived("normalized")
+    if got is None:
+        got = dataclasses.replace(
+            cg,
+            acq=tuple([tuple([(s, a) for s, a in acq if s not in drop]) for acq in cg.acq]),
+            rel=tuple([tuple([(s, r) for s, r in rel if s not in drop]) for rel in cg.rel]),
+        )
+        got = cg.keep("normalized", got)
+    return got

@@ -381,9 +381,13 @@ def _run_keyed(
     commit = state.commit
     done = state.done
     acq3 = state.acq3
-    acq1 = state.acq1
-    acq2 = state.acq2
-    gains = state.gains
+    # per signature (an event's ``sig``): its acquires, their one- and two-acquire forms, its
+    # semaphore changes and its gains (see SchedulerState)
+    sig_acq3 = state.sig_acq3
+    sig_acq1 = state.sig_acq1
+    sig_acq2 = state.sig_acq2
+    sig_ops = state.sig_ops
+    sig_gains = state.sig_gains
     dur = cg.dur
     profiles = state.profiles
     ready = state.ready
@@ -401,7 +405,6 @@ def _run_keyed(
     bound = state.bound
     waits = state.waits
     rpred = state.ready_pred
-    sem_ops = state.sem_ops
     sem_cap = cg.sem_cap
     succs = cg.succs
     indeg = state.indeg
@@ -1078,7 +1081,7 @@ def _run_keyed(
             if placeholders[i]:
                 lists = ph_lists[i]
                 lst = None
-                if len(lists) == 1 and not acq3[i]:
+                if len(lists) == 1 and not sig_acq3[sig[i]]:
                     grp = group_of[i]
                     if grp < 0:
                         lst = lists[0]
@@ -1146,9 +1149,10 @@ def _run_keyed(
                 sb = -1
                 chosen = ()
                 movers = ()
-                acq = acq3[i]
+                k = sig[i]
+                acq = sig_acq3[k]
                 if acq:
-                    one = acq1[i]
+                    one = sig_acq1[k]
                     if one is not None:
                         # admit_all(acq, s, dur[i]) for one acquire, inlined: the same steps
                         # (admit's own first test, then one admission; the semaphore moved the
@@ -1161,7 +1165,7 @@ def _run_keyed(
                                 sb = sem
                                 movers = acq
                     else:
-                        two = acq2[i]
+                        two = sig_acq2[k]
                         if two is None:
                             s, sb, movers = admit_all(acq, s, dur[i])
                         else:
@@ -1264,7 +1268,7 @@ def _run_keyed(
             if grp >= 0 and group_site[grp] < 0:
                 group_site[grp] = res_site[rs[0]]
             waits[i] = (rpred[i], rb, tb, sb)
-            ops = sem_ops[i]
+            ops = sig_ops[sig[i]]
             if ops is not NO_SEM_OPS:  # (most events change no semaphore)
                 holds, takes, gives = ops
                 for p, a, back in holds:
@@ -1291,7 +1295,7 @@ def _run_keyed(
                 push_cls(g)
             else:
                 push_rep(g)
-        for sem in gains[i]:
+        for sem in sig_gains[sig[i]]:
             # on_release's own first tests: a delayed waiter starting after the release, a
             # starved one (most releases on the pinned graphs find neither)
             dh = delayed[sem]

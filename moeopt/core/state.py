@@ -19,9 +19,11 @@ once per state.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from itertools import compress
 from operator import not_
+from types import MappingProxyType
+from typing import NamedTuple
 
 from moeopt.core.compiled import CompiledGraph
 from moeopt.core.semaphores import SemaphoreProfile
@@ -62,6 +64,171 @@ WaitRecord = tuple[int, int, float, int]
 resource that set ``t_base``, ``t_base``, the semaphore that moved the start; -1: none)."""
 
 
+class GraphTables(NamedTuple):
+    """What a :class:`SchedulerState` needs of its graph that depends on the graph alone: found
+    once per compiled graph (:func:`graph_tables`) and shared by every state of it, read-only.
+
+    Per distinct (acquires, releases) pair (few of them, and events with equal maps share the
+    compiled tuples, see compile_graph: keyed by identity, which the compiled graph keeps alive),
+    in the order each first appears, then per event by one C-level lookup:
+
+    * ``acq3``: acquire triples (semaphore, take, give back by the same event);
+    * ``gains``: the semaphores whose units it gives back beyond what it took itself: only
+      those releases can raise a semaphore's free units anywhere (an event that gives back at
+      most what it took lowers the profile over [start, end) and leaves it lower or equal
+      after), so only they can bring a waiting event's start forward;
+    * ``sig``: the number of its pair among the distinct ones (numbered in order of first
+      appearance): the scheduler's semaphore gates are per signature;
+    * ``sig_acq`` / ``sig_gains`` / ``sig_ops``: per signature, its acquire triples, its gains
+      and its semaphore changes by semaphore number (the state puts its own profiles in, see
+      ``SchedulerState.sem_ops``).
+    """
+
+    indeg: tuple[int, ...]  # the number of predecessors per event
+    ready: tuple[float, ...]  # the initial ready times (see SchedulerState.ready)
+    sig: tuple[int, ...]
+    sig_acq: tuple[tuple[tuple[int, int, int], ...], ...]
+    sig_ops: tuple[
+        tuple[tuple[tuple[int, int, int], ...], tuple[tuple[int, int], ...], tuple[tuple[int, int], ...]], ...
+    ]
+    sig_gains: tuple[tuple[int, ...], ...]
+    acq3: tuple[tuple[tuple[int, int, int], ...], ...]
+    gains: tuple[tuple[int, ...], ...]
+    gainful: tuple[bool, ...]  # per semaphore: some event's gains hold it
+    group_site: tuple[int, ...]  # per colocation group: its site when it has one only, else -1
+    members_at: Mapping[tuple[int, int], tuple[int, ...]]  # (pool, site) -> its members there
+    single: tuple[tuple[int], ...]  # one shared 1-tuple per resource
+    ph_lists: tuple[tuple[tuple[int, ...], ...], ...]
+    site_members: tuple[tuple[int, ...] | None, ...]
+
+
+def graph_tables(cg: CompiledGraph) -> GraphTables:
+    """The :class:`GraphTables` of ``cg``, found on the first call and kept on the graph (a
+    repeated schedule of one graph, as a search or a benchmark makes, builds them once: on the
+    pinned 100k-event graph they were most of the state's constructor)."""
+    got: GraphTables | None = cg.derived("scheduler_tables")
+    if got is None:
+        got = cg.keep("scheduler_tables", _find_tables(cg))
+    return got
+
+
+def _find_tables(cg: CompiledGraph) -> GraphTables:
+    n = cg.n
+    indeg = tuple(map(len, cg.preds))
+    # -1 until a predecessor is committed (every end + λ is >= 0, so the first one always
+    # sets it: commit needs no separate test for "no predecessor yet"); 0 without any
+    ready = [-1.0] * n
+    for i in compress(range(n), map(not_, indeg)):
+        ready[i] = 0.0
+    # the pairs, by the identities of their two maps (shared by the events with equal maps):
+    # ``first_of[i]``, the first event with i's pair, by one dict lookup of an (id, id)
+    # tuple per event, then the pairs numbered by first appearance by a lookup of that
+    # event's number (the very int object the first dict holds: found by identity). On the
+    # pinned 20k graph 43M instructions (callgrind), where numbering each map's ids first
+    # and then the pairs by a_no * width + r_no took 79M (and an event per pair one more
+    # dict pass); the whole constructor went from 154M to 106M
+    first: dict[tuple[int, int], int] = {}
+    first_of = list(map(first.setdefault, zip(map(id, cg.acq), map(id, cg.rel)), range(n)))
+    some = list(first.values())  # pair number -> its first event (each has the same tuples)
+    sig_of = {e: x for x, e in enumerate(some)}
+    sig = tuple(map(sig_of.__getitem__, first_of))
+    del first, first_of
+    seen: list[tuple[tuple[int, int, int], ...]] = []
+    seen_gain: list[tuple[int, ...]] = []
+    seen_ops = []
+    for e in some:
+        acq, rel = cg.acq[e], cg.rel[e]
+        own = dict(rel)
+        seen.append(tuple([(s, a, own.get(s, 0)) for s, a in acq]))
+        took = dict(acq)
+        seen_gain.append(tuple([s for s, r in rel if r > took.get(s, 0)]))
+        held = {s for s, a in acq if 0 <= own.get(s, -1) <= a}
+        seen_ops.append(
+            (
+                tuple([(s, a, own[s]) for s, a in acq if s in held]),
+                tuple([(s, a) for s, a in acq if s not in held]),
+                tuple([(s, r) for s, r in rel if s not in held]),
+            )
+        )
+    # gainful[s]: some event gives back units of semaphore s beyond what it took itself
+    # (its ``gains`` holds s): only such releases can bring a waiting start forward
+    gainful = [False] * len(cg.sem_cap)
+    for gs in seen_gain:
+        for sem in gs:
+            gainful[sem] = True
+    ph_lists, site_members, members_at = _placeholder_tables(cg)
+    return GraphTables(
+        indeg=indeg,
+        ready=tuple(ready),
+        sig=sig,
+        sig_acq=tuple(seen),
+        sig_ops=tuple(seen_ops),
+        sig_gains=tuple(seen_gain),
+        acq3=tuple(map(seen.__getitem__, sig)),
+        gains=tuple(map(seen_gain.__getitem__, sig)),
+        gainful=tuple(gainful),
+        group_site=tuple(
+            [sites[0] if sites is not None and len(sites) == 1 else -1 for sites in cg.group_sites]
+        ),
+        members_at=MappingProxyType(members_at),
+        single=tuple([(r,) for r in range(len(cg.res_names))]),
+        ph_lists=ph_lists,
+        site_members=site_members,
+    )
+
+
+def _placeholder_tables(
+    cg: CompiledGraph,
+) -> tuple[
+    tuple[tuple[tuple[int, ...], ...], ...],
+    tuple[tuple[int, ...] | None, ...],
+    dict[tuple[int, int], tuple[int, ...]],
+]:
+    """Per event: the member lists of its placeholders when no site restriction applies, and
+    for a colocated event with one placeholder whose pool has one member per allowed site,
+    those members (choosing the member then chooses the site); and the members of each pool
+    at each site a colocated event may use."""
+    n = cg.n
+    members_at: dict[tuple[int, int], tuple[int, ...]] = {}
+    pool_members = cg.pool_members
+    # the lists depend on the placeholders alone: found once per distinct placeholder tuple
+    lists_of = {phs: tuple([pool_members[p] for p in phs]) if phs else () for phs in set(cg.placeholders)}
+    ph_lists = tuple(map(lists_of.__getitem__, cg.placeholders))
+    site_members: list[tuple[int, ...] | None] = [None] * n
+    interned: dict[tuple[int, ...], tuple[int, ...]] = {}
+    if cg.group_sites:
+        # the members an event gets depend on its placeholders and its group's allowed
+        # sites alone: found once per distinct pair (most colocated events share a few)
+        found: dict[tuple[tuple[int, ...], tuple[int, ...]], tuple[int, ...] | None] = {}
+        group_of, phs_of, group_sites = cg.group, cg.placeholders, cg.group_sites
+        for i in compress(range(n), phs_of):
+            g = group_of[i]
+            if g < 0:
+                continue  # not colocated: its placeholders' whole pools
+            phs = phs_of[i]
+            allowed = group_sites[g] or ()
+            pk = (phs, allowed)
+            if pk in found:
+                got = found[pk]
+                if got is not None:
+                    site_members[i] = got
+                continue
+            got = None
+            for p in phs:
+                for site in allowed:
+                    if (p, site) not in members_at:
+                        members_at[(p, site)] = cg.pool_members_at(p, site)
+            if len(phs) == 1:
+                ok_sites = set(allowed)
+                pool = cg.pool_members[phs[0]]
+                mem = tuple(m for m in pool if cg.res_site[m] in ok_sites)
+                if len({cg.res_site[m] for m in mem}) == len(mem):
+                    # one shared object per distinct list: the scheduler's gates key on identity
+                    got = site_members[i] = interned.setdefault(mem, mem)
+            found[pk] = got
+    return ph_lists, tuple(site_members), members_at
+
+
 class SchedulerState:
     """Mutable scheduling state over one compiled graph (see the module docstring).
 
@@ -73,16 +240,13 @@ class SchedulerState:
     def __init__(self, cg: CompiledGraph) -> None:
         self.cg = cg
         n = cg.n
+        tab = graph_tables(cg)
         self.free = [0.0] * len(cg.res_names)
         # each event's fixed resources: the graph's, until a restructure hook re-pins one
         # (moeopt.core.restructure)
         self.fixed: list[tuple[int, ...]] = list(cg.fixed)
-        # -1 until a predecessor is committed (every end + λ is >= 0, so the first one always
-        # sets it: commit needs no separate test for "no predecessor yet"); 0 without any
-        self.indeg = list(map(len, cg.preds))
-        self.ready = [-1.0] * n
-        for i in compress(range(n), map(not_, self.indeg)):
-            self.ready[i] = 0.0
+        self.indeg = list(tab.indeg)
+        self.ready = list(tab.ready)
         self.ready_pred = [-1] * n
         self.done = [False] * n
         self.start = [0.0] * n
@@ -93,125 +257,55 @@ class SchedulerState:
         # times and the starts when read
         self.waits: list[WaitRecord] = [(-1, -1, 0.0, -1)] * n
         self.order: list[int] = []
-        self.profiles = [SemaphoreProfile(c) for c in cg.sem_cap]
-        # Per distinct (acquires, releases) pair (few of them, and events with equal maps share
-        # the compiled tuples, see compile_graph: keyed by identity, which the compiled graph
-        # keeps alive), in the order each first appears; then per event by one C-level lookup:
-        # * acq3: acquire triples (semaphore, take, give back by the same event);
-        # * gains: the semaphores whose units it gives back beyond what it took itself: only
-        #   those releases can raise a semaphore's free units anywhere (an event that gives back
-        #   at most what it took lowers the profile over [start, end) and leaves it lower or equal
-        #   after), so only they can bring a waiting event's start forward;
-        # * sig: the number of its acquire tuple among the distinct ones (``n_sigs`` of them,
-        #   numbered in order of first appearance): the scheduler's semaphore gates are per
-        #   signature;
+        self.profiles = profiles = [SemaphoreProfile(c) for c in cg.sem_cap]
+        # the graph's semaphore tables (see GraphTables), shared with every state of this graph;
+        # then, per signature and per event by one C-level lookup, the forms that hold this
+        # state's own profiles:
         # * sem_ops: its semaphore changes for commit: ``holds``, (profile, take, give back)
         #   where the event gives back at most what it took of that semaphore (one
         #   SemaphoreProfile.hold call, which needs no capacity check: see there); then the other
         #   acquires, (profile, take), and the other releases, (semaphore, units), with the
         #   capacity check.
-        profiles = self.profiles
-        # the pairs, by the identities of their two maps (shared by the events with equal maps):
-        # ``first_of[i]``, the first event with i's pair, by one dict lookup of an (id, id)
-        # tuple per event, then the pairs numbered by first appearance by a lookup of that
-        # event's number (the very int object the first dict holds: found by identity). On the
-        # pinned 20k graph 43M instructions (callgrind), where numbering each map's ids first
-        # and then the pairs by a_no * width + r_no took 79M (and an event per pair one more
-        # dict pass); the whole constructor went from 154M to 106M
-        first: dict[tuple[int, int], int] = {}
-        first_of = list(map(first.setdefault, zip(map(id, cg.acq), map(id, cg.rel)), range(n)))
-        some = list(first.values())  # pair number -> its first event (each has the same tuples)
-        sig_of = {e: x for x, e in enumerate(some)}
-        sig = list(map(sig_of.__getitem__, first_of))
-        del first, first_of
-        seen: list[tuple[tuple[int, int, int], ...]] = []
-        seen_gain: list[tuple[int, ...]] = []
-        seen_ops: list[SemOps] = []
-        for e in some:
-            acq, rel = cg.acq[e], cg.rel[e]
-            own = dict(rel)
-            seen.append(tuple([(s, a, own.get(s, 0)) for s, a in acq]))
-            took = dict(acq)
-            seen_gain.append(tuple([s for s, r in rel if r > took.get(s, 0)]))
-            held = {s for s, a in acq if 0 <= own.get(s, -1) <= a}
-            ops: SemOps = (
-                tuple([(profiles[s], a, own[s]) for s, a in acq if s in held]),
-                tuple([(profiles[s], a) for s, a in acq if s not in held]),
-                tuple([(s, r) for s, r in rel if s not in held]),
+        sig = tab.sig
+        self.acq3: Sequence[tuple[tuple[int, int, int], ...]] = tab.acq3
+        self.gains: Sequence[tuple[int, ...]] = tab.gains
+        self.sig: Sequence[int] = sig
+        self.n_sigs = len(tab.sig_acq)
+        seen_ops: list[SemOps] = [
+            NO_SEM_OPS
+            if not (ops[0] or ops[1] or ops[2])
+            else (
+                tuple([(profiles[s], a, back) for s, a, back in ops[0]]),
+                tuple([(profiles[s], a) for s, a in ops[1]]),
+                ops[2],
             )
-            seen_ops.append(ops if ops != NO_SEM_OPS else NO_SEM_OPS)
-        self.acq3: list[tuple[tuple[int, int, int], ...]] = list(map(seen.__getitem__, sig))
-        # acq1: for an event with exactly one acquire, (semaphore, take, give back, its profile),
-        # else None: the scheduler admits such an event (most acquiring events of the MegaMoE
+            for ops in tab.sig_ops
+        ]
+        # sig_acq1: per signature with exactly one acquire, (semaphore, take, give back, its
+        # profile), else None: the scheduler admits such an event (most acquiring events of the MegaMoE
         # graphs) without admit_all's call, tests and result tuple
-        seen_one = [(*a[0], profiles[a[0][0]]) if len(a) == 1 else None for a in seen]
-        self.acq1: list[tuple[int, int, int, SemaphoreProfile] | None] = list(map(seen_one.__getitem__, sig))
-        # acq2: for an event with exactly two acquires, (first triple, second triple, their
+        self.sig_acq1: list[tuple[int, int, int, SemaphoreProfile] | None] = [
+            (*a[0], profiles[a[0][0]]) if len(a) == 1 else None for a in tab.sig_acq
+        ]
+        # sig_acq2: per signature with exactly two acquires, (first triple, second triple, their
         # profiles), else None: the scheduler admits such an event (the slot and bandwidth of a
         # tile's load) with admit_all's two-semaphore cycle inline, without its call
-        seen_two = [(a[0], a[1], profiles[a[0][0]], profiles[a[1][0]]) if len(a) == 2 else None for a in seen]
-        self.acq2: list[
+        self.sig_acq2: list[
             tuple[tuple[int, int, int], tuple[int, int, int], SemaphoreProfile, SemaphoreProfile] | None
-        ] = list(map(seen_two.__getitem__, sig))
-        self.gains: list[tuple[int, ...]] = list(map(seen_gain.__getitem__, sig))
-        self.sig: list[int] = sig
+        ] = [(a[0], a[1], profiles[a[0][0]], profiles[a[1][0]]) if len(a) == 2 else None for a in tab.sig_acq]
+        # the per-signature tables as well (the scheduler's loop reads an event's signature and
+        # then these few short lists, where one long list per table cost a cache line each)
+        self.sig_acq3 = tab.sig_acq
+        self.sig_gains = tab.sig_gains
+        self.sig_ops = seen_ops
         self.sem_ops: list[SemOps] = list(map(seen_ops.__getitem__, sig))
-        self.n_sigs = len(sig_of)
-        # gainful[s]: some event gives back units of semaphore s beyond what it took itself
-        # (its ``gains`` holds s): only such releases can bring a waiting start forward
-        self.gainful = [False] * len(cg.sem_cap)
-        for gs in seen_gain:
-            for sem in gs:
-                self.gainful[sem] = True
+        self.gainful = list(tab.gainful)
         # colocation: the site of each group, -1 while undecided
-        self.group_site = [
-            sites[0] if sites is not None and len(sites) == 1 else -1 for sites in cg.group_sites
-        ]
-        self.members_at: dict[tuple[int, int], tuple[int, ...]] = {}
-        # per event: the member lists of its placeholders when no site restriction applies, and
-        # for a colocated event with one placeholder whose pool has one member per allowed site,
-        # those members (choosing the member then chooses the site)
-        self.single = [(r,) for r in range(len(cg.res_names))]
-        pool_members = cg.pool_members
-        # the lists depend on the placeholders alone: found once per distinct placeholder tuple
-        lists_of = {
-            phs: tuple([pool_members[p] for p in phs]) if phs else () for phs in set(cg.placeholders)
-        }
-        self.ph_lists: list[tuple[tuple[int, ...], ...]] = list(map(lists_of.__getitem__, cg.placeholders))
-        self.site_members: list[tuple[int, ...] | None] = [None] * n
-        interned: dict[tuple[int, ...], tuple[int, ...]] = {}
-        if cg.group_sites:
-            # the members an event gets depend on its placeholders and its group's allowed
-            # sites alone: found once per distinct pair (most colocated events share a few)
-            found: dict[tuple[tuple[int, ...], tuple[int, ...]], tuple[int, ...] | None] = {}
-            # (locals: the loop visits every event with placeholders, once per schedule call)
-            group_of, phs_of, group_sites = cg.group, cg.placeholders, cg.group_sites
-            site_members = self.site_members
-            for i in compress(range(n), phs_of):
-                g = group_of[i]
-                if g < 0:
-                    continue  # not colocated: its placeholders' whole pools
-                phs = phs_of[i]
-                allowed = group_sites[g] or ()
-                pk = (phs, allowed)
-                if pk in found:
-                    got = found[pk]
-                    if got is not None:
-                        site_members[i] = got
-                    continue
-                got = None
-                for p in phs:
-                    for site in allowed:
-                        if (p, site) not in self.members_at:
-                            self.members_at[(p, site)] = cg.pool_members_at(p, site)
-                if len(phs) == 1:
-                    ok_sites = set(allowed)
-                    pool = cg.pool_members[phs[0]]
-                    mem = tuple(m for m in pool if cg.res_site[m] in ok_sites)
-                    if len({cg.res_site[m] for m in mem}) == len(mem):
-                        # one shared object per distinct list: the scheduler's gates key on identity
-                        got = self.site_members[i] = interned.setdefault(mem, mem)
-                found[pk] = got
+        self.group_site = list(tab.group_site)
+        self.members_at: dict[tuple[int, int], tuple[int, ...]] = dict(tab.members_at)
+        self.single = tab.single
+        self.ph_lists: Sequence[tuple[tuple[int, ...], ...]] = tab.ph_lists
+        self.site_members: Sequence[tuple[int, ...] | None] = tab.site_members
         # evaluations at the current step, for the view (emptied by the scheduler after a commit)
         self.step_evals: dict[int, Eval] = {}
         self.evaluate: Callable[..., Eval] = self._make_evaluate()

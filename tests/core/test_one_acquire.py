@@ -1,5 +1,5 @@
-"""The scheduler's inlined admission of an event with exactly one acquire (``state.acq1``: no
-admit_all call) against the naive scheduler, and the ``acq1`` table against ``acq3``.
+"""The scheduler's inlined admission of an event with exactly one acquire (``state.sig_acq1``,
+read per signature: no admit_all call) against the naive scheduler, and that table against ``acq3``.
 
 The graphs are built so that every semaphore-using event goes through that path: events on
 fixed resources only (the inlined evaluation), each acquiring exactly one semaphore, as a hold
@@ -75,7 +75,7 @@ def one_acquire_graphs(draw: st.DrawFn) -> EventGraph:
 def test_one_acquire_events_are_scheduled_as_the_naive_scheduler_does(g: EventGraph, tiny_blocks: bool) -> None:
     st_ = SchedulerState(g.compiled())
     # the path under test: every acquiring event has exactly one acquire and no placeholder
-    assert all(one is not None for one, acq in zip(st_.acq1, st_.acq3) if acq)
+    assert all(one is not None for one, acq in zip(map(st_.sig_acq1.__getitem__, st_.sig), st_.acq3) if acq)
     assert not any(g.compiled().placeholders)
     st_.close()
     with (
@@ -94,10 +94,10 @@ def test_acq1_is_the_one_acquire_of_acq3_with_its_profile() -> None:
     state = SchedulerState(cg)
     x, y, z = (cg.index[k] for k in "xyz")
     (sem, take, back), = state.acq3[x]
-    assert state.acq1[x] == (sem, take, back, state.profiles[sem])
+    assert state.sig_acq1[state.sig[x]] == (sem, take, back, state.profiles[sem])
     assert (take, back) == (2, 1)
-    assert state.acq1[y] is None  # two acquires: admit_all
-    assert state.acq1[z] is None  # none
+    assert state.sig_acq1[state.sig[y]] is None  # two acquires: admit_all
+    assert state.sig_acq1[state.sig[z]] is None  # none
     state.close()
 
 
@@ -113,8 +113,8 @@ def test_acq2_is_the_two_acquires_of_acq3_with_their_profiles() -> None:
     state = SchedulerState(cg)
     x, y, w = (cg.index[k] for k in "xyw")
     first, second = state.acq3[y]
-    assert state.acq2[y] == (first, second, state.profiles[first[0]], state.profiles[second[0]])
+    assert state.sig_acq2[state.sig[y]] == (first, second, state.profiles[first[0]], state.profiles[second[0]])
     assert {first[1:], second[1:]} == {(1, 0), (2, 2)}
-    assert state.acq2[x] is None  # one acquire: acq1
-    assert state.acq2[w] is None  # three: admit_all
+    assert state.sig_acq2[state.sig[x]] is None  # one acquire: acq1
+    assert state.sig_acq2[state.sig[w]] is None  # three: admit_all
     state.close()
