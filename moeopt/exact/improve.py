@@ -201,14 +201,21 @@ class Improver:
         once the passes have stalled (no better schedule for longer than both the time spent
         until the last one and ``STALL_SHARE`` of the budget)."""
         t_begin = _clock()
-        t_end = t_begin + budget_s
+        return self._passes(starts, t_begin, t_begin + budget_s, STALL_SHARE * budget_s, target_us)
+
+    def _passes(
+        self, starts: Sequence[Schedule], t_begin: float, t_end: float, stall_floor_s: float, target_us: float
+    ) -> Schedule:
+        """The best valid schedule found by passes from ``starts`` (best first), begun at
+        ``t_begin``, until ``t_end``, a schedule reaching ``target_us``, or a stall: no better
+        schedule for longer than both the time spent until the last one and ``stall_floor_s``."""
         best = min(starts, key=lambda s: s.makespan_us)
         last_gain = t_begin  # when ``best`` last improved
 
         def done() -> bool:
             reached = best.makespan_us <= target_us + 1e-9 * max(1.0, target_us)
             now = _clock()
-            stalled = now - last_gain > max(last_gain - t_begin, STALL_SHARE * budget_s)
+            stalled = now - last_gain > max(last_gain - t_begin, stall_floor_s)
             return reached or now >= t_end or stalled
 
         def take(s: Schedule | None) -> None:
@@ -280,27 +287,4 @@ class Improver:
     def _restart(self, first: Schedule, t_end: float, budget_s: float, target_us: float) -> Schedule:
         """The passes around the best schedule found from ``first`` until ``t_end``, a schedule
         reaching ``target_us`` or a stall (``RESTART_STALL_SHARE``)."""
-        t_begin = _clock()
-        last_gain = t_begin
-        mine = first
-
-        def done() -> bool:
-            now = _clock()
-            stalled = now - last_gain > max(last_gain - t_begin, RESTART_STALL_SHARE * budget_s)
-            reached = mine.makespan_us <= target_us + 1e-9 * max(1.0, target_us)
-            return now >= t_end or stalled or reached
-
-        def take(s: Schedule | None) -> None:
-            nonlocal mine, last_gain
-            if s is not None and s.makespan_us < mine.makespan_us:
-                mine, last_gain = s, _clock()
-
-        cur: Schedule | None = first
-        for _ in range(JUSTIFY_ROUNDS):
-            if done() or cur is None:
-                break
-            cur = self.justify(cur)
-            take(cur)
-        while not done():
-            self._step(mine, done, take)
-        return mine
+        return self._passes([first], _clock(), t_end, RESTART_STALL_SHARE * budget_s, target_us)
