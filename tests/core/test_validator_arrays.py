@@ -42,9 +42,11 @@ def test_array_check_accepts_only_what_the_reference_accepts(g: m.EventGraph, da
     s = _greedy(g)
     if s is None:
         return
-    # the greedy schedule is valid, and the array check sees it
+    # the greedy schedule is valid, and the array check sees it (reading the edges and the
+    # semaphore uses by name or by position in the compiled graph)
     assert _reference_ok(g, s)
     assert _passes(g, s, True)
+    assert _passes(g, s, True, by_position=True)
     # one defect: an event moved in time (with or without its end), rebound, given a
     # tolerance-sized nudge, every event bound as declared, or a re-pin; the array check must
     # never accept what the reference refuses
@@ -82,8 +84,11 @@ def test_array_check_accepts_only_what_the_reference_accepts(g: m.EventGraph, da
             res[name] = tuple(to if r == frm else r for r in res[name])
     bad = dataclasses.replace(s, start_us=start, end_us=end, resources=res, repinned=repinned)
     for exact in (True, False):
-        if _passes(g, bad, exact):
+        got = _passes(g, bad, exact)
+        if got:
             assert _reference_ok(g, bad, exact), (kind, name)
+        # the positional reading sees the same numbers: the same verdict
+        assert _passes(g, bad, exact, by_position=True) == got, (kind, name)
 
 
 @pytest.mark.parametrize("late", [False, True])
@@ -159,6 +164,7 @@ def test_units_beyond_64_bits(monkeypatch: pytest.MonkeyPatch) -> None:
         end = {x: start[x] + 1.0 for x in names}
         s = m.Schedule(start_us=start, end_us=end, resources={x: tuple(g[x].resources) for x in names})
         assert not _passes(g, s, True)
+        assert not _passes(g, s, True, by_position=True)
         assert _reference_ok(g, s) == ok
         if ok:
             m.validate_schedule(g, s)
@@ -168,3 +174,42 @@ def test_units_beyond_64_bits(monkeypatch: pytest.MonkeyPatch) -> None:
         with pytest.raises(m.ScheduleError) as ref:
             _check_every_rule(g, s, True)
         assert got.value.violations == ref.value.violations
+
+
+def test_positional_reading_refuses_what_the_names_refuse(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``validate_schedule(..., by_position=True)`` (the kernel-time path's check) reads each
+    event's predecessors and semaphore uses from the compiled graph: a start before a
+    predecessor's end plus λ, and a semaphore overdrawn, are refused with the reference's
+    messages, and the valid schedule is accepted."""
+    from moeopt.synthetic import layered_graph
+
+    monkeypatch.setattr(validate, "VECTOR_MIN_EVENTS", 1)
+    g = layered_graph(400, seed=5, sites=2, bandwidth_units=2)
+    s = m.schedule(g)
+    m.validate_schedule(g, s, by_position=True)
+    # an event with a predecessor, started one µs before that edge allows (its end plus λ)
+    name, (pred, lam) = next((x, next(iter(g[x].deps.items()))) for x in g.events if g[x].deps)
+    early = s.end_us[pred] + lam - 1.0
+    start, end = dict(s.start_us), dict(s.end_us)
+    start[name], end[name] = early, early + g[name].duration_us
+    bad = dataclasses.replace(s, start_us=start, end_us=end)
+    assert not _passes(g, bad, True, by_position=True)
+    with pytest.raises(m.ScheduleError) as got:
+        m.validate_schedule(g, bad, by_position=True)
+    with pytest.raises(m.ScheduleError) as ref:
+        _check_every_rule(g, bad, True)
+    assert got.value.violations == ref.value.violations
+    # two holders of a one-unit slot at once (the semaphore uses read by position)
+    h = m.EventGraph(semaphores={"slot": 1})
+    for k in range(2):
+        slot = {"slot": 1}
+        h.add(m.Event(f"e{k}", resources=[f"c{k}.b"], acquires=slot, releases=slot, duration_us=1.0))
+    names = list(h.events)
+    both = m.Schedule(
+        start_us=dict.fromkeys(names, 0.0),
+        end_us=dict.fromkeys(names, 1.0),
+        resources={x: tuple(h[x].resources) for x in names},
+    )
+    assert not _passes(h, both, True, by_position=True)
+    with pytest.raises(m.ScheduleError, match="semaphore 'slot' has -1 free units"):
+        m.validate_schedule(h, both, by_position=True)

@@ -93,7 +93,7 @@ def test_worker_error_crosses_intact(monkeypatch: pytest.MonkeyPatch) -> None:
     # the lowest rank's error is raised, as simulate schedules the ranks in rank order
     import moeopt.megamoe.kerneltime as kt
 
-    def refuse(graph: object, s: object) -> None:
+    def refuse(graph: object, s: object, **_options: object) -> None:
         raise ScheduleError([f"made up for the graph of {len(graph)} events"])  # type: ignore[arg-type]
 
     monkeypatch.setattr(kt, "validate_schedule", refuse)
