@@ -191,3 +191,45 @@ def test_trusted_many_of_a_subclass_is_trusted_one_by_one() -> None:
     assert (
         _row(ev)[1:] == _row(Event.trusted("a", ("c0.AIC",), {"x": 1.0}, None, None, None, 2.0, {"k": 1}))[1:]
     )
+
+
+def _plain_columns(n: int) -> list[list[Any]]:
+    """Columns under ``plain``'s contract: tuples, read-only maps (some empty), floats."""
+    empty: MappingProxyType[str, int] = MappingProxyType({})
+    return [
+        [f"ev{i}" for i in range(n)],
+        [("c0.AIC",), ("c1.AIC", "c1.AIV"), ()] * (n // 3),
+        [{"x": float(i)} if i % 2 else {} for i in range(n)],
+        [_SHARED_ACQ, empty, _OTHER_ACQ] * (n // 3),
+        [empty, _OTHER_ACQ, _SHARED_ACQ] * (n // 3),
+        [None, "x", None] * (n // 3),
+        [float(i) for i in range(n)],
+        [{"stage": "s", "tile": i} if i % 3 else {} for i in range(n)],
+    ]
+
+
+@pytest.mark.parametrize("empty_maps", [False, True])
+def test_plain_makes_the_events_the_checked_path_makes(empty_maps: bool) -> None:
+    # plain only skips type tests the caller vouches for: every field, type and shared object
+    # is the checked path's (and trusted's, one by one), an empty read-only map becoming the
+    # one shared empty map as there
+    names, res, deps, acq, rel, coloc, durs, labels = _plain_columns(6)
+    if not empty_maps:
+        acq = [_SHARED_ACQ] * 6
+        rel = [_OTHER_ACQ] * 6
+    checked = Event.trusted_many(names, res, _copied(deps), acq, rel, coloc, durs, _copied(labels))
+    plain = Event.trusted_many(names, res, _copied(deps), acq, rel, coloc, durs, _copied(labels), plain=True)
+    one = [Event.trusted(*a) for a in zip(names, res, _copied(deps), acq, rel, coloc, durs, _copied(labels))]
+    assert list(map(_row, plain)) == list(map(_row, checked)) == list(map(_row, one))
+    assert _sharing(plain) == _sharing(checked) == _sharing(one)
+
+
+@pytest.mark.parametrize("bad", [-1.0, float("nan"), float("inf")])
+@pytest.mark.parametrize("at", [0, 2])
+def test_plain_still_refuses_a_bad_float_duration(bad: float, at: int) -> None:
+    durs = [1.0, 2.0, 0.0]
+    durs[at] = bad
+    with pytest.raises(GraphError, match=f"'e{at}': duration_us must be a finite float"):
+        Event.trusted_many(
+            ["e0", "e1", "e2"], [()] * 3, [None] * 3, [None] * 3, [None] * 3, None, durs, [None] * 3, plain=True
+        )

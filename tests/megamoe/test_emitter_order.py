@@ -116,3 +116,17 @@ def test_early_order_by_hand() -> None:
     em.emit("f", "e", r, {}, duration_us=1.0)
     graph, _ = em.assemble(early=("e",))
     assert list(graph.events) == ["f", "a", "c", "d", "b"]
+
+
+@settings(max_examples=150, deadline=None)
+@given(emissions())
+def test_assemble_is_the_sort_by_keys_with_late_deps_after(case: tuple[Emitter, list[str]]) -> None:
+    # assemble remakes the events with late dependencies before it orders (each at its emission
+    # position, no pass over every name): the graph is the reference order, each event with its
+    # own dependencies followed by its late ones
+    em, early = case
+    graph, _ = em.assemble(early)
+    want = _early_order_by_sort(em, list(em._events.values()), early)
+    assert list(graph.events) == [sp.name for sp in want]
+    for name, ev in graph.events.items():
+        assert list(ev.deps.items()) == list({**em._events[name].deps, **em._late.get(name, {})}.items())

@@ -125,6 +125,8 @@ def tile_activation(ctx: BuildContext, em: Emitter, tiles: GmmTiles) -> Activati
             labels,
             False,
             colocate=colocate,
+            # (resources: one-resource tuples; maps: hold_maps' read-only ones)
+            plain=all(type(got[0]) is float for got in per_class.values()),
         )
     return ActivationOut(_frozen(by_mgroup), _frozen(by_chunk), colocated=True)
 

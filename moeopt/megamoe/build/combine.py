@@ -306,6 +306,8 @@ def tile_combine(
         labels_of,
         chain,
         colocate=tiles_of if colocated else None,
+        # (resources: one-resource tuples; maps: RowWrites.cost's read-only ones)
+        plain=all(type(got[0]) is float for got in cost_of.values()),
     )
     return CombineOut(names, colocated=onchip, experts=experts)
 

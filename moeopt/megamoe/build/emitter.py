@@ -147,6 +147,7 @@ class Emitter:
         sync_deps: Sequence[Mapping[str, float] | None] | None = None,
         res_no: np.ndarray | None = None,
         colocate: Sequence[str | None] | None = None,
+        plain: bool = False,
     ) -> None:
         """:meth:`emit` of many events of ``stage`` in order, given as columns (entry ``i`` of
         each is event ``i``'s argument; ``colocate`` None: none colocated): the same events,
@@ -163,7 +164,10 @@ class Emitter:
         events (it then becomes the read-only dependency map of each, see ``Event.trusted``)
         only where nothing is added to it: ``chain`` off and no ``sync_deps`` entry for them.
         A name emitted before, or twice in ``names``, raises ``AssertionError`` as :meth:`emit`
-        does, but only once the run is recorded (a builder bug: the emitter is not used after it)."""
+        does, but only once the run is recorded (a builder bug: the emitter is not used after it).
+        ``plain``: as :meth:`Event.trusted_many`'s (every resources entry a tuple, every acquire
+        / release entry a read-only map, every duration a float), for callers that gather those
+        columns from a few objects they have checked."""
         events = self._events
         before = len(events)
         if chain:
@@ -171,7 +175,9 @@ class Emitter:
         if sync_deps is not None:
             # (after every chain edge: each event's own dict gets its chain edge, then its sync)
             _exhaust(map(dict.update, compress(deps, sync_deps), filter(None, sync_deps)))
-        made = Event.trusted_many(names, resources, deps, acquires, releases, colocate, durations, labels)
+        made = Event.trusted_many(
+            names, resources, deps, acquires, releases, colocate, durations, labels, plain=plain
+        )
         events.update(zip(names, made))
         if len(events) != before + len(names):
             # a name was there before or is repeated: the first such one, as emit reports it (the
@@ -389,10 +395,11 @@ class Emitter:
         and the scheduler is spared the cost of tracking it.
         """
         specs = list(self._events.values())
-        if early:
-            specs = self._early_order(specs, early)
         late = self._late
-        if late:  # (the events named in it found by C-level passes, then remade one by one)
+        late_done = False
+        if early:
+            specs, late_done = self._reordered(specs, early, with_late=True)
+        if late and not late_done:  # (the events named in it found by C-level passes, then remade)
             for i in compress(range(len(specs)), map(late.__contains__, map(_name_of, specs))):
                 specs[i] = self._with_late_deps(specs[i])
         # events with equal acquire / release maps share one mapping object (see Event.trusted):
@@ -442,6 +449,12 @@ class Emitter:
         return graph, sorted(dropped)
 
     def _early_order(self, specs: list[Event], early: Sequence[str]) -> list[Event]:
+        """:meth:`_reordered` without the late dependencies."""
+        return self._reordered(specs, early)[0]
+
+    def _reordered(
+        self, specs: list[Event], early: Sequence[str], with_late: bool = False
+    ) -> tuple[list[Event], bool]:
         """``specs`` (the events in emission order) with the events of the ``early`` stages, and
         the flags they wait for, each just after the last event it depends on (see
         :meth:`assemble`).
@@ -457,15 +470,25 @@ class Emitter:
         then every event that stays, each followed by the moved events anchored to it, in
         ``seq`` order, each followed by its own. Keys are kept only to pick anchors: the order
         itself is built from the tree, or, when every moved event is anchored to one that stays
-        (no deeper tree), by one stable sort of the positions on arrays."""
+        (no deeper tree), by one stable sort of the positions on arrays.
+
+        ``with_late``: also remake the events with late dependencies (:meth:`assemble`'s step),
+        each found at its position here instead of by a pass over every name, before the order
+        is worked out: the flags that move are read off the emitted events, and an anchor is the
+        same when an event's dependencies already hold its late ones (``_anchors`` takes the
+        dependency with the largest position or key among its own and its late ones, each name
+        having one position and one key). Also returns whether it did (not when nothing moves)."""
         moved = {name for st in early for name in self._by_stage.get(st, ())}
         if not moved:
-            return specs
+            return specs, False
         events = self._events
         flags = self._flags
         # (the flags they wait for, found by C-level passes over their dependency maps)
         moved |= flags.intersection(chain_iter.from_iterable(map(_deps_of, map(events.__getitem__, moved))))
         position = dict(zip(events, range(len(specs))))
+        if with_late:
+            for i in map(position.__getitem__, self._late):
+                specs[i] = self._with_late_deps(specs[i])
         moved_at = sorted(map(position.__getitem__, moved))
         anchor_at = self._anchors(specs, moved, position, moved_at)
         n = len(specs)
@@ -481,8 +504,8 @@ class Emitter:
             sort_key[moved_at] = anchors * 2 + 1
             order = np.argsort(sort_key, kind="stable")
             out_specs: list[Event] = np.fromiter(specs, object, n)[order].tolist()
-            return out_specs
-        return _tree_order(specs, moved, position, moved_at, anchor_at)
+            return out_specs, with_late
+        return _tree_order(specs, moved, position, moved_at, anchor_at), with_late
 
     def _anchors(
         self, specs: list[Event], moved: set[str], position: dict[str, int], moved_at: list[int]

@@ -790,7 +790,10 @@ def emit_whole_tiles(
     labels = _tile_labels(stage, ctx.rank, experts, tc, ready_codes, n_exp, ready_no, cores)
     events = tile_event_names(stage, c)
     acqs, rels = _take(list(map(_first, pairs)), hold_no), _take(list(map(_second, pairs)), hold_no)
-    em.emit_run(stage, events, res, deps, acqs, rels, durs, labels, chained, syncs, None if late else core_no)
+    # (resources: one-resource tuples; maps: hold_maps' read-only ones; durations: the classes')
+    plain = all(type(t.dur_us) is float for t in tc)
+    res_no = None if late else core_no
+    em.emit_run(stage, events, res, deps, acqs, rels, durs, labels, chained, syncs, res_no, plain=plain)
     # the running totals, each tile's bytes and MACs added in tile order (add.accumulate is the
     # running sum from the total: the same floats as a loop's +=; an HBM byte count of 0 added
     # leaves the non-negative total as it is)
