@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from moeopt.megamoe.analysis.bounds import _needed_work, _tails, data_paths
 from moeopt.megamoe.analysis.busy import busy_times
 from moeopt.megamoe.analysis.critical import _Ended, _Ends
-from moeopt.megamoe.analysis.idle import _data_ready, _stage_events
+from moeopt.megamoe.analysis.idle import _data_ready, _merge, _merged_all, _stage_events
 from moeopt.megamoe.analysis.table import Columns, Table, events_on, packed
 from moeopt.megamoe.simulate import build_graphs, scheduled_rank
 
@@ -229,3 +229,25 @@ def test_data_paths_are_the_two_walks_to_the_bit(data):
     ref_ready = _data_ready(rg, SimpleNamespace(end=end, names=[""] * n))  # type: ignore[arg-type]
     assert [x.hex() for x in tails] == [x.hex() for x in _tails(rg)]  # type: ignore[arg-type]
     assert [x.hex() for x in ready] == [x.hex() for x in ref_ready]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.data())
+def test_merged_all_is_the_merge_of_each_resource(data):
+    """:func:`_merged_all` (every resource at once) against :func:`_merge` per resource, to the
+    bit: ends drawn on a coarse grid so that ties, touching and EPS-near intervals occur."""
+    n = data.draw(st.integers(0, 60))
+    grid = st.integers(0, 40).map(lambda k: k * 0.25 + data.draw(st.sampled_from([0.0, 1e-7, 3e-6])))
+    start = [data.draw(grid) for _ in range(n)]
+    end = [s + data.draw(st.integers(0, 8)) * 0.25 for s in start]
+    names = ["r0", "r1", "r2", "r3"]
+    on: dict[str, list[int]] = {}
+    for i in range(n):
+        for r in data.draw(st.lists(st.sampled_from(names), max_size=2, unique=True)):
+            on.setdefault(r, []).append(i)
+    on["idle"] = []
+    got = _merged_all(on, np.array(start), np.array(end))
+    ref = {r: _merge([(start[i], end[i]) for i in ids]) for r, ids in on.items()}
+    assert list(got) == list(ref)
+    for r in ref:
+        assert [(a.hex(), b.hex()) for a, b in got[r]] == [(a.hex(), b.hex()) for a, b in ref[r]]
