@@ -85,9 +85,7 @@ def _plain_durations(durations: Sequence[float]) -> bool:
     A NaN makes the sum NaN (and could hide from the minimum), an infinity makes it infinite once
     no entry is negative or NaN; a sum that overflows only sends the caller to the one-by-one
     check, which decides."""
-    if not durations:
-        return True
-    return set(map(type, durations)) == {float} and 0.0 <= sum(durations) < _INF and min(durations) >= 0.0
+    return not durations or (set(map(type, durations)) == {float} and _finite_sum(durations))
 
 
 def _finite_sum(durations: Sequence[float]) -> bool:
