@@ -22,11 +22,11 @@ from __future__ import annotations
 import itertools
 import struct
 from collections import defaultdict
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence, Sized
 from itertools import chain, compress, repeat
 from operator import eq, is_not, itemgetter, methodcaller
 from types import MappingProxyType
-from typing import cast
+from typing import Any, cast
 
 import numpy as np
 
@@ -648,19 +648,31 @@ def _pair_uses(pairs: Sequence[Sequence[tuple[int, int]]]) -> tuple[np.ndarray, 
     """:func:`_uses` of the compiled graph's per-event ``(semaphore, units)`` pairs (events share
     their pair tuples as they share their maps): each distinct tuple flattened once, its entries
     copied to its events by :func:`_spread`."""
-    n = len(pairs)
-    ids = _packed("n", map(id, pairs), n)  # each tuple alive in the compiled graph meanwhile
-    _ids, at_first, which = smallints.unique(ids, return_index=True, return_inverse=True)
-    distinct = [pairs[i] for i in at_first.tolist()]
-    size = _packed("n", map(len, distinct), len(distinct))
+    distinct, size, which = _distinct_by_id(pairs)  # (each tuple alive in the compiled graph)
     k = int(size.sum())
     flat = list(chain.from_iterable(chain.from_iterable(distinct)))
     tab_sem = _packed("n", flat[0::2], k)
+    return _spread(tab_sem, _units_or_big(lambda: _packed("q", flat[1::2], k), k), size, which)
+
+
+def _distinct_by_id(objs: Sequence[Sized]) -> tuple[list[Any], np.ndarray, np.ndarray]:
+    """The distinct objects of ``objs`` by identity (each kept alive by ``objs`` meanwhile), in
+    the order of their ids, with their lengths and, per entry of ``objs``, its object's number
+    among them (events in a row share their maps: smallints.unique sorts the runs' ids, not
+    every one)."""
+    ids = _packed("n", map(id, objs), len(objs))
+    _ids, at_first, which = smallints.unique(ids, return_index=True, return_inverse=True)
+    distinct = [objs[i] for i in at_first.tolist()]
+    return distinct, _packed("n", map(len, distinct), len(distinct)), which
+
+
+def _units_or_big(pack: Callable[[], np.ndarray], k: int) -> np.ndarray:
+    """``pack()``, the ``k`` units packed as int64, or ``k`` times ``_BIG`` when some unit is
+    beyond 64 bits (the caller's bound check refuses them)."""
     try:
-        tab_units = _packed("q", flat[1::2], k)
-    except (OverflowError, struct.error):  # units beyond 64 bits: the caller's bound check refuses them
-        tab_units = np.full(k, _BIG, np.int64)
-    return _spread(tab_sem, tab_units, size, which)
+        return pack()
+    except (OverflowError, struct.error):
+        return np.full(k, _BIG, np.int64)
 
 
 def _spread(
@@ -686,16 +698,7 @@ def _uses(
     maps, event by event. Events share few distinct maps (:class:`Event` keeps one read-only copy
     per distinct map): each distinct one is read once, and its entries are copied to its events
     by index arithmetic."""
-    n = len(maps)
-    ids = _packed("n", map(id, maps), n)  # each map object alive in its event meanwhile
-    # (events in a row share their maps: smallints.unique sorts the runs' ids, not every one)
-    _ids, at_first, which = smallints.unique(ids, return_index=True, return_inverse=True)
-    distinct = [maps[i] for i in at_first.tolist()]
-    size = _packed("n", map(len, distinct), len(distinct))
-    entries = chain.from_iterable(distinct)
-    tab_sem = _packed("n", map(sem_no.__getitem__, entries), int(size.sum()))
-    try:
-        tab_units = _flat_values(distinct, "q", int(size.sum()))
-    except (OverflowError, struct.error):  # units beyond 64 bits: the caller's bound check refuses them
-        tab_units = np.full(int(size.sum()), _BIG, np.int64)
-    return _spread(tab_sem, tab_units, size, which)
+    distinct, size, which = _distinct_by_id(maps)  # (each map alive in its event)
+    k = int(size.sum())
+    tab_sem = _packed("n", map(sem_no.__getitem__, chain.from_iterable(distinct)), k)
+    return _spread(tab_sem, _units_or_big(lambda: _flat_values(distinct, "q", k), k), size, which)
