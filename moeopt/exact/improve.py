@@ -96,6 +96,12 @@ assumed: a little less than a tenth, so that most of the ten starts (five orders
 get a turn when none keeps gaining."""
 
 
+def _reaches(s: Schedule, target_us: float) -> bool:
+    """Whether ``s`` reaches the lower bound ``target_us`` (to a relative 1e-9: nothing left to
+    gain), where the passes and the restarts stop."""
+    return s.makespan_us <= target_us + 1e-9 * max(1.0, target_us)
+
+
 class ListPolicy(Policy):
     """List scheduling by fixed priorities. Serial (default): the eligible event with the smallest
     priority commits first, at the earliest time it can start. ``parallel``: among the eligible
@@ -213,7 +219,7 @@ class Improver:
         last_gain = t_begin  # when ``best`` last improved
 
         def done() -> bool:
-            reached = best.makespan_us <= target_us + 1e-9 * max(1.0, target_us)
+            reached = _reaches(best, target_us)
             now = _clock()
             stalled = now - last_gain > max(last_gain - t_begin, stall_floor_s)
             return reached or now >= t_end or stalled
@@ -273,7 +279,7 @@ class Improver:
         # the passes around ``best`` itself first, while they gain (a solve may have cut them short)
         best = self._restart(best, t_end, budget_s, target_us)
         for prio, parallel in self.restart_priorities():
-            if _clock() >= t_end or best.makespan_us <= target_us + 1e-9 * max(1.0, target_us):
+            if _clock() >= t_end or _reaches(best, target_us):
                 break
             self.parallel = parallel
             first = self._valid(self._run(self.graph, prio))
