@@ -371,11 +371,16 @@ def _run_keyed(
     if type(pol).rank is Policy.rank or pol.wants_view:
         # the base rank, (0, 0) for every event (earliest_start): the start alone orders
         before = after = [0.0] * n
+        # ... so the keys are ``(start, index)``, which order as ``(0, start, 0, index)`` would
+        # (and tokens ``(F, event, group, version)``): a key made and compared for every heap
+        # entry with two items fewer (callgrind, one warm pinned 100k call: 3,943M -> 3,907M)
+        plain = True
     else:
         ranks = [pol.rank(i) for i in range(n)]
         before = [float(b) for b, _a in ranks]
         after = [float(a) for _b, a in ranks]
         del ranks
+        plain = False
     evaluate = state.evaluate
     admit_all = state.admit_all
     commit = state.commit
@@ -415,10 +420,11 @@ def _run_keyed(
     # once it is fixed. Every other event with placeholders calls evaluate
     ph_lists = state.ph_lists
     members_at = state.members_at
-    heap: list[tuple[float, float, float, int]] = []
+    # keys: (before, start, after, index), or (start, index) when ``plain``
+    heap: list[tuple[Any, ...]] = []
     push = heapq.heappush
     pop = heapq.heappop
-    cur_key: list[tuple[float, float, float, int] | None] = [None] * n
+    cur_key: list[tuple[Any, ...] | None] = [None] * n
     # waiter ids: 0..n-1 are events, n + g is gate g; versions retire stale registrations
     version = [0] * n
     in_gate = [-1] * n
@@ -541,7 +547,8 @@ def _run_keyed(
     # token heap without bound: seen as a 5 GB hang in CI, tests/core/test_starved_livelock.py).
     sg_new: list[list[tuple[float, float, int, int]]] = []
     sg_of_sem: list[list[int]] = [[] for _ in range(n_sem)]
-    tok_heap: list[tuple[float, float, float, int, int, int]] = []
+    # tokens: (before, F, after, event, group, version), or (F, event, group, version) when plain
+    tok_heap: list[tuple[Any, ...]] = []
 
     def free_from(gid: int) -> float:
         """The earliest start the group's units kept for ever allow (``INF``: never, with
@@ -562,7 +569,7 @@ def _run_keyed(
             if t_ff == INF:
                 break
             tv = sg_tok[gid] = abs(sg_tok[gid]) + 1
-            push(tok_heap, (b, t_ff, a, j, gid, tv))
+            push(tok_heap, (t_ff, j, gid, tv) if plain else (b, t_ff, a, j, gid, tv))
             return
         sg_tok[gid] = -abs(sg_tok[gid]) - 1  # dormant
 
@@ -596,8 +603,8 @@ def _run_keyed(
                 if gainful[sem]:
                     push(delayed[sem], (-start, owner, ver))
 
-    def wake_token(tok: tuple[float, float, float, int, int, int]) -> None:
-        gid, tv = tok[4], tok[5]
+    def wake_token(tok: tuple[Any, ...]) -> None:
+        gid, tv = tok[-2], tok[-1]
         if tv != sg_tok[gid]:
             return  # superseded
         gh = sg_heap[gid]
@@ -691,7 +698,7 @@ def _run_keyed(
             if old >= 0 and in_gate[old] == g:
                 cur_key[old] = None  # its entry retires: the class's key is j's
             cls_rep[g] = j
-        key = (b, lb, a, j)
+        key = (lb, j) if plain else (b, lb, a, j)
         if cur_key[j] != key:
             cur_key[j] = key
             push(heap, key)
@@ -754,7 +761,7 @@ def _run_keyed(
                 # the only waiter of its class: it waits on its own
                 cls_lone[g] = j
                 cls_lone_ver[g] = vj
-                key = (b, s, a, j)
+                key = (s, j) if plain else (b, s, a, j)
                 cur_key[j] = key
                 push(heap, key)
                 return
@@ -815,7 +822,7 @@ def _run_keyed(
                         cur_key[j] = None
                     return
                 t = t2
-            key = (b, t, a, j)
+            key = (t, j) if plain else (b, t, a, j)
             if cur_key[j] != key:
                 cur_key[j] = key
                 push(heap, key)
@@ -874,7 +881,7 @@ def _run_keyed(
             if use_cls:
                 enter_cls(j, vj, s, sb, movers)
                 return
-        key = (before[j], s, after[j], j)
+        key = (s, j) if plain else (before[j], s, after[j], j)
         cur_key[j] = key
         push(heap, key)
 
@@ -928,7 +935,7 @@ def _run_keyed(
             # evaluation is the gate's key, and the gate waits on the semaphores that moved it
             gate_version[g] += 1
             register(n + g, gate_version[g], movers, s)
-            key = (before[j], s, after[j], j)
+            key = (s, j) if plain else (before[j], s, after[j], j)
             cur_key[j] = key
             push(heap, key)
             return
@@ -936,7 +943,7 @@ def _run_keyed(
 
     def lower_bound(j: int) -> None:
         # start >= ready[j] always holds, so this key may be pushed without evaluating j
-        key = (before[j], ready[j], after[j], j)
+        key = (ready[j], j) if plain else (before[j], ready[j], after[j], j)
         cur_key[j] = key
         push(heap, key)
 
@@ -1057,7 +1064,10 @@ def _run_keyed(
             continue
         if heap:
             entry = pop(heap)
-            _before, lower, _after, i = entry
+            if plain:
+                lower, i = entry
+            else:
+                _before, lower, _after, i = entry
             live_key = cur_key[i]
             # (identity first: a live entry is the very key object, and comparing a 4-tuple with
             # itself item by item was the costliest line of the loop; equal keys are still live)
@@ -1065,7 +1075,7 @@ def _run_keyed(
                 continue
             g = in_gate[i]
             if g >= 0:
-                if gate_cls[g] and cls_stamp[g] != cls_prof[g].changes:  # type: ignore[union-attr]
+                if gate_cls[g] and cls_stamp[g] != cls_prof[g].changes:
                     # a class gate's key: re-key the class first (after a commit on its
                     # semaphore the bound usually moves, and then no member is evaluated).
                     # With the semaphore unchanged since the key was found, push_cls would
@@ -1286,7 +1296,7 @@ def _run_keyed(
                 d = indeg[j] - 1
                 indeg[j] = d
                 if not d:
-                    key = (before[j], ready[j], after[j], j)
+                    key = (ready[j], j) if plain else (before[j], ready[j], after[j], j)
                     cur_key[j] = key
                     push(heap, key)
         # (no version bump for i: every reader of a version also tests done, and i is done)
