@@ -1108,12 +1108,14 @@ def _run_keyed(
                     s = ready[i]
                     rb = -1
                     blk = None
-                    for r in fixed_of[i]:
-                        f = free[r]
-                        if f > s:
-                            s = f
-                            rb = r
-                            blk = single[r]
+                    fixed = fixed_of[i]
+                    if fixed:  # (most have none: no loop, no iterator object made)
+                        for r in fixed:
+                            f = free[r]
+                            if f > s:
+                                s = f
+                                rb = r
+                                blk = single[r]
                     if len(lst) == 1:
                         best = lst[0]
                         bf = free[best]
@@ -1265,9 +1267,12 @@ def _run_keyed(
             start_of[i] = s
             end_of[i] = end
             order_append(i)
+            # (each ``for`` over a tuple makes an iterator object: the loops below that are
+            # often empty are skipped by a test instead)
             fixed = fixed_of[i]
-            for r in fixed:
-                free[r] = end
+            if fixed:
+                for r in fixed:
+                    free[r] = end
             if chosen:
                 for r in chosen:
                     free[r] = end
@@ -1281,36 +1286,43 @@ def _run_keyed(
             ops = sig_ops[sig[i]]
             if ops is not NO_SEM_OPS:  # (most events change no semaphore)
                 holds, takes, gives = ops
-                for p, a, back in holds:
-                    p.hold(s, end, a, back)
-                for p, a in takes:
-                    p.add(s, -a)
-                for sem, r in gives:
-                    if profiles[sem].add(end, r) > sem_cap[sem]:
-                        state.capacity_error(i, sem, r)
-            for j, lam in succs[i]:
-                v = end + lam
-                if v > ready[j]:  # the first committed predecessor always (ready starts at -1)
-                    ready[j] = v
-                    rpred[j] = i
-                d = indeg[j] - 1
-                indeg[j] = d
-                if not d:
-                    key = (ready[j], j) if plain else (before[j], ready[j], after[j], j)
-                    cur_key[j] = key
-                    push(heap, key)
+                if holds:
+                    for p, a, back in holds:
+                        p.hold(s, end, a, back)
+                if takes:
+                    for p, a in takes:
+                        p.add(s, -a)
+                if gives:
+                    for sem, r in gives:
+                        if profiles[sem].add(end, r) > sem_cap[sem]:
+                            state.capacity_error(i, sem, r)
+            nexts = succs[i]
+            if nexts:
+                for j, lam in nexts:
+                    v = end + lam
+                    if v > ready[j]:  # the first committed predecessor always (ready starts at -1)
+                        ready[j] = v
+                        rpred[j] = i
+                    d = indeg[j] - 1
+                    indeg[j] = d
+                    if not d:
+                        key = (ready[j], j) if plain else (before[j], ready[j], after[j], j)
+                        cur_key[j] = key
+                        push(heap, key)
         # (no version bump for i: every reader of a version also tests done, and i is done)
         if g >= 0:
             if gate_cls[g]:
                 push_cls(g)
             else:
                 push_rep(g)
-        for sem in sig_gains[sig[i]]:
-            # on_release's own first tests: a delayed waiter starting after the release, a
-            # starved one (most releases on the pinned graphs find neither)
-            dh = delayed[sem]
-            if (dh and -dh[0][0] > end_of[i]) or starved[sem] or sg_of_sem[sem]:
-                on_release(sem, end_of[i])
+        gains = sig_gains[sig[i]]
+        if gains:  # (most events give no semaphore units back)
+            for sem in gains:
+                # on_release's own first tests: a delayed waiter starting after the release, a
+                # starved one (most releases on the pinned graphs find neither)
+                dh = delayed[sem]
+                if (dh and -dh[0][0] > end_of[i]) or starved[sem] or sg_of_sem[sem]:
+                    on_release(sem, end_of[i])
         if width:
             for j in new:  # (the inline commit above keyed its new events itself)
                 lower_bound(j)
