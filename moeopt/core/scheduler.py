@@ -1151,12 +1151,22 @@ def _run_keyed(
                 s = ready[i]
                 rb = -1
                 blk = None
-                for r in fixed_of[i]:
-                    f = free[r]
-                    if f > s:
-                        s = f
-                        rb = r
-                        blk = single[r]
+                fixed = fixed_of[i]
+                if fixed:  # (an event that holds semaphores alone has none)
+                    if len(fixed) == 1:  # (the common case: the loop's iterator object saved)
+                        r = fixed[0]
+                        f = free[r]
+                        if f > s:
+                            s = f
+                            rb = r
+                            blk = single[r]
+                    else:
+                        for r in fixed:
+                            f = free[r]
+                            if f > s:
+                                s = f
+                                rb = r
+                                blk = single[r]
                 tb = s
                 sb = -1
                 chosen = ()
@@ -1271,11 +1281,17 @@ def _run_keyed(
             # often empty are skipped by a test instead)
             fixed = fixed_of[i]
             if fixed:
-                for r in fixed:
-                    free[r] = end
+                if len(fixed) == 1:
+                    free[fixed[0]] = end
+                else:
+                    for r in fixed:
+                        free[r] = end
             if chosen:
-                for r in chosen:
-                    free[r] = end
+                if len(chosen) == 1:
+                    free[chosen[0]] = end
+                else:
+                    for r in chosen:
+                        free[r] = end
                 rs = bound[i] = fixed + chosen
             else:
                 rs = bound[i] = fixed
