@@ -50,3 +50,22 @@ def test_an_event_on_two_placeholders_marks_both_members_busy() -> None:
     assert s.start_us["W"] == 1.0
     assert s.resources["W"] == ("c1.AIC", "c1.AIV")
     _check_naive(g, s)
+
+
+def test_evaluate_reads_every_fixed_resource_of_an_acquiring_pooled_event() -> None:
+    # Events with acquires and a placeholder go through SchedulerState.evaluate (not the inline
+    # evaluation); s has one unit, so it binds (normalisation keeps it). A holds c0.AIC and
+    # c0.AIV over [0, 3). V (c1.AIV, c0.AIV and AIC:*, holding s over its run): c1.AIV is free
+    # at 0, c0.AIV at 3 -> t_base 3, set by the second of its fixed resources; AIC:* has c2
+    # free -> [3, 4) on c2.AIC. U (c0.AIC and AIC:*, holding s): c0.AIC is free at 3 -> t_base
+    # 3; s is held by V until 4 -> [4, 5), on the first member free by 4, c2.AIC (had either
+    # fixed resource been skipped, V would start at 0, or U at 0 before V takes s)
+    g = m.EventGraph(pools={"AIC": ["c2.AIC", "c3.AIC"]}, semaphores={"s": 1})
+    g.add(m.Event("A", resources=["c0.AIC", "c0.AIV"], duration_us=3.0))
+    for name, res in (("V", ["c1.AIV", "c0.AIV", "AIC:*"]), ("U", ["c0.AIC", "AIC:*"])):
+        g.add(m.Event(name, resources=res, acquires={"s": 1}, releases={"s": 1}, duration_us=1.0))
+    s = m.schedule(g)
+    assert (s.start_us["V"], s.start_us["U"]) == (3.0, 4.0)
+    assert s.resources["V"] == ("c1.AIV", "c0.AIV", "c2.AIC")
+    assert s.resources["U"] == ("c0.AIC", "c2.AIC")
+    _check_naive(g, s)
