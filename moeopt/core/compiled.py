@@ -403,9 +403,14 @@ def _scan_fast(
         out = fx_of[rs] = tuple(fx)
         return out
 
-    last_a: Mapping[str, int] | None = None  # the previous event's maps and their pairs
+    # the last two distinct maps met and their pairs (the one before last: ``prev_*``): one
+    # stage's events are made in a row, often alternating between two maps (the sub-cores of
+    # a tile's write-backs)
+    last_a: Mapping[str, int] | None = None
     last_r: Mapping[str, int] | None = None
-    a_pairs = r_pairs = no_pairs
+    prev_a: Mapping[str, int] | None = None
+    prev_r: Mapping[str, int] | None = None
+    a_pairs = r_pairs = pa_pairs = pr_pairs = no_pairs
     try:  # (a KeyError: a missing event, an undeclared semaphore or an undeclared pool)
         for i, ev in enumerate(events):
             d = ev.deps
@@ -451,14 +456,19 @@ def _scan_fast(
             # the previous event's pairs, by an identity test, before any lookup
             a_map, r_map = ev.acquires, ev.releases
             if a_map is not last_a:
-                last_a = a_map
-                # (a non-empty map's pairs are never empty)
-                a_pairs = (get_acq(id(a_map)) or new_pairs(a_map, acq_of)) if a_map else no_pairs
+                if a_map is prev_a:  # (the two swap places)
+                    prev_a, last_a, pa_pairs, a_pairs = last_a, a_map, a_pairs, pa_pairs
+                else:
+                    prev_a, pa_pairs, last_a = last_a, a_pairs, a_map
+                    # (a non-empty map's pairs are never empty)
+                    a_pairs = (get_acq(id(a_map)) or new_pairs(a_map, acq_of)) if a_map else no_pairs
             acq.append(a_pairs)
             if r_map is not last_r:
-                last_r = r_map
-                # (a non-empty map's pairs are never empty)
-                r_pairs = (get_rel(id(r_map)) or new_pairs(r_map, rel_of)) if r_map else no_pairs
+                if r_map is prev_r:
+                    prev_r, last_r, pr_pairs, r_pairs = last_r, r_map, r_pairs, pr_pairs
+                else:
+                    prev_r, pr_pairs, last_r = last_r, r_pairs, r_map
+                    r_pairs = (get_rel(id(r_map)) or new_pairs(r_map, rel_of)) if r_map else no_pairs
             rel.append(r_pairs)
             rs = ev.resources
             fx = get_fx(rs)

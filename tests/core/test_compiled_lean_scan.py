@@ -149,3 +149,23 @@ def test_each_scan_is_taken() -> None:
 def test_graphs_without_events_match_the_reference() -> None:
     _assert_same(EventGraph())
     _assert_same(EventGraph(semaphores={"s": 2}, pools={"P": ["c0.a", "c1.a"]}))
+
+
+def test_alternating_maps_match_the_reference() -> None:
+    # the lean scan keeps the last two distinct maps met: events alternating between two shared
+    # maps (a tile's sub-core write-backs), a third one, an empty one and a return to the first
+    # two must get the very pair tuples the event-by-event scan gives (one per distinct map)
+    a, b, c = (MappingProxyType({"s0": 1}), MappingProxyType({"s1": 2}), MappingProxyType({"s0": 1, "s1": 1}))
+    seq = [a, b, a, b, c, a, b, b, MappingProxyType({}), a, c, c, b, a]
+    g = EventGraph(semaphores={"s0": 4, "s1": 4})
+    g.add_all(
+        m.Event.trusted(f"e{k}", resources=["c0.a"], acquires=mp, releases=seq[-1 - k], duration_us=1.0)
+        for k, mp in enumerate(seq)
+    )
+    _assert_same(g)
+    cg = compile_graph(g)
+    assert _sharing(cg.acq) == _sharing(seq)  # one pair tuple per distinct map, by identity
+    # (each pair: the semaphore's index among the declared ones, in declaration order, and its units)
+    assert [dict(cg.acq[k]) for k in range(len(seq))] == [
+        {cg.sem_names.index(s): u for s, u in mp.items()} for mp in seq
+    ]
