@@ -13,7 +13,7 @@ from moeopt.megamoe.analysis.bounds import _needed_work, _tails, data_paths
 from moeopt.megamoe.analysis.busy import busy_times
 from moeopt.megamoe.analysis.critical import _Ended, _Ends
 from moeopt.megamoe.analysis.idle import _data_ready, _merge, _merged_all, _stage_events
-from moeopt.megamoe.analysis.table import Columns, Table, events_on, packed
+from moeopt.megamoe.analysis.table import Columns, Table, _events_on_loop, events_on, packed
 from moeopt.megamoe.simulate import build_graphs, scheduled_rank
 
 
@@ -251,3 +251,37 @@ def test_merged_all_is_the_merge_of_each_resource(data):
     assert list(got) == list(ref)
     for r in ref:
         assert [(a.hex(), b.hex()) for a, b in got[r]] == [(a.hex(), b.hex()) for a, b in ref[r]]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.data())
+def test_events_on_is_the_loop(data):
+    """:func:`events_on` (per distinct resource tuple, on arrays) against the loop over the events
+    it replaces: the same resources in the same order (of first event), each with its events in
+    graph order (a resource twice in one tuple: the event twice); and :attr:`Columns.n_res`
+    against each tuple's length. Equal tuples drawn as distinct objects and as one object."""
+    n = data.draw(st.integers(0, 40))
+    shared = [(), ("c0.AIC",), ("c1.AIC",), ("c0.AIV0", "c0.AIV1"), ("c1.AIV0", "c0.AIV0", "c1.AIV0")]
+    res = []
+    for _ in range(n):
+        rs = data.draw(st.sampled_from(shared))
+        res.append(rs if data.draw(st.booleans()) else tuple(map(str, rs)))  # (an equal tuple, another object)
+    t = Table(names=[f"e{i}" for i in range(n)], events=[], start=[0.0] * n, end=[1.0] * n, res=res, schedule=None)  # type: ignore[arg-type]
+    got = events_on(t)
+    ref = _events_on_loop(t)
+    assert list(got.items()) == list(ref.items())
+    assert Columns(t).n_res.tolist() == [len(rs) for rs in res]
+
+
+def test_events_on_and_stages_of_a_rank_are_the_loops(bs72):
+    """On a built and scheduled rank: :func:`events_on` is the loop over the events, and
+    :attr:`Table.stage` each event's ``labels.get("stage")`` (a table whose events lack the
+    label reads them all by ``get``)."""
+    rg = next(iter(build_graphs(bs72).values()))[0]
+    rg, sch, _last = scheduled_rank(rg, bs72.config, False)
+    t = Table.of(rg, sch)
+    assert list(events_on(t).items()) == list(_events_on_loop(t).items())
+    assert t.stage == [ev.labels.get("stage") for ev in t.events]
+    evs = [_Labelled(None), _Labelled("gmm1")]
+    t2 = Table(names=["a", "b"], events=evs, start=[0.0] * 2, end=[1.0] * 2, res=[(), ()], schedule=None)  # type: ignore[arg-type]
+    assert t2.stage == [None, "gmm1"]

@@ -56,7 +56,7 @@ class _Ends:
             t = self._t
             end = t.end
             if self._events_on is None:
-                self._events_on = events_on(t)
+                self._events_on = events_on(t, self._cols)
             ids = self._events_on.get(r)
             got = self._on[r] = _Ended([(end[i], i) for i in ids], t.names) if ids else _NO_ENDS
         return got
