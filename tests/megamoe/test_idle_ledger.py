@@ -421,3 +421,26 @@ def test_merged_arrays_is_merge(iv):
     got = _merged_arrays(ids, start, end) if len(iv) else []
     assert got == want
     assert all(type(a) is float and type(b) is float for a, b in got)
+
+
+def test_primed_spans_on_basic_batches_of_one_shape():
+    """scenario_basic: its GMM1 tiles wait in 35 groups of one shape (two acquires, the
+    second keeping its unit), which :meth:`_SpanCache.prime` works out as one batch; every
+    event's spans are still those of ``_ready_spans``, one by one."""
+    from pathlib import Path
+    from unittest import mock
+
+    from moeopt.megamoe.analysis import idle
+
+    shapes: list[int] = []
+    real = idle._SpanCache._prime_batch
+
+    def spy(self, shape, batch):  # type: ignore[no-untyped-def]
+        shapes.append(len(batch))
+        return real(self, shape, batch)
+
+    s = mm.load_scenario(Path(__file__).parents[2] / "examples" / "scenario_basic.toml")
+    with mock.patch.object(idle._SpanCache, "_prime_batch", spy):
+        primed, _cut = _spans_both_ways(s)
+    assert primed > 1000
+    assert max(shapes) > 10  # (batches of many groups were made)

@@ -111,8 +111,8 @@ def idle_decomposition(
     paths), if already made.
     """
     tab = table or Table.of(rg, s)
-    on_ = events_on(tab) if on is None else on
     cols_ = Columns(tab) if cols is None else cols
+    on_ = events_on(tab, cols_) if on is None else on
     by_stage = _stage_events(rg, cols_)
     levels = _SemaphoreLevels(rg, tab)  # built on first use: often no event ever waits
     index = rg.graph.compiled().index  # event name -> position in graph order (the table's order)
@@ -325,60 +325,108 @@ class _SpanCache:
         together in general (:meth:`_prime_group`: every cut as a column)."""
         if not VECTOR_SWEEPS:
             return  # (the reference: every event one by one)
-        got, tab, ready = self._got, self._tab, self._ready
-        events, start = tab.events, tab.start
+        events = self._tab.events
         idx = np.asarray(idxs, np.intp)
         groups: dict[tuple[int, int], list[int]] = {}
         for i in idx[self.state[idx] == _UNKNOWN].tolist():
             ev = events[i]
             groups.setdefault((id(ev.acquires), id(ev.releases)), []).append(i)
+        # the groups worth it, by the shape of their queries: groups of one shape are worked out
+        # together (:meth:`_prime_batch`), their queries' binary searches group by group
+        shapes: dict[tuple[bool, ...], list[list[int]]] = {}
         for same in groups.values():
             if len(same) < _PRIME_MIN:
                 continue  # a few events: one by one is cheaper
             ev = events[same[0]]
-            same_ids = np.array(same, np.intp)
-            lo, hi = self.ready[same_ids], self.start[same_ids]
-            d = self._end()[same_ids] - hi
-            clear = hi > lo + EPS
-            blocked = np.zeros(len(same), dtype=bool)
-            single: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None = None
-            for sem, take in ev.acquires.items():
-                k, k2, sp_from, sp_to = self._levels.find(sem, take, lo, hi)
-                if len(ev.acquires) == 1 and take - ev.releases.get(sem, 0) <= 0:
-                    single = (k, k2, sp_from, sp_to)  # this query alone decides
-                hit = k2 > k
-                if hit.any():
-                    clear &= ~hit
+            rel = ev.releases
+            shape = tuple([take - rel.get(sem, 0) > 0 for sem, take in ev.acquires.items()])
+            shapes.setdefault(shape, []).append(same)
+        for shape, batch in shapes.items():
+            self._prime_batch(shape, batch)
+
+    def _prime_batch(self, shape: tuple[bool, ...], batch: list[list[int]]) -> None:
+        """:meth:`prime`'s common cases for the groups ``batch`` (events sharing acquire and release
+        maps, group by group), whose maps make queries of one ``shape`` (per acquire, whether it
+        keeps units past its own release): each group's queries found by its own binary searches
+        (:meth:`_SemaphoreLevels.find`) and the spans they find read, then every test of
+        :meth:`prime` made once on the groups' columns joined (each a per-event operation, so
+        the same values as group by group: a scenario_basic rank has 35 groups of GMM1 tiles of
+        one shape, each of about 25 events). A value read where no span was found stands in
+        for a span (0.0): every test using it is masked by whether one was found, as the
+        group-by-group code only read spans where one was."""
+        got, tab, ready = self._got, self._tab, self._ready
+        events, start = tab.events, tab.start
+        sizes = [len(same) for same in batch]
+        same_ids = packed("n", chain.from_iterable(batch), sum(sizes))
+        lo, hi = self.ready[same_ids], self.start[same_ids]
+        d = self._end()[same_ids] - hi
+        waited = hi > lo + EPS
+        clear = waited.copy()
+        blocked = np.zeros(len(same_ids), dtype=bool)
+        single = len(shape) == 1 and not shape[0]  # one query alone decides
+        # per acquire (in map order), the columns of its query and of its keep query
+        cols: list[list[list[np.ndarray]]] = [[[] for _ in range(7)] for _ in shape]
+        at = 0
+        for same, size in zip(batch, sizes):
+            ev = events[same[0]]
+            rel = ev.releases
+            g_lo, g_hi = lo[at : at + size], hi[at : at + size]
+            at += size
+            for j, (sem, take) in enumerate(ev.acquires.items()):
+                c = cols[j]
+                k, k2, sp_from, sp_to = self._levels.find(sem, take, g_lo, g_hi)
+                c[0].append(k)
+                c[1].append(k2)
+                if len(sp_from):
                     first = np.minimum(k, len(sp_from) - 1)
-                    cut_from = np.maximum(sp_from[first], lo) - d
-                    blocked |= hit & (cut_from <= lo + EPS) & (sp_to[first] >= hi)
-                keep = take - ev.releases.get(sem, 0)
-                if keep > 0:
-                    k, k2, sp_from, sp_to = self._levels.find(sem, keep, lo, hi)
-                    hit = k2 > k
-                    if hit.any():
-                        clear &= ~hit
-                        cut_to = np.minimum(sp_to[np.maximum(k2 - 1, 0)], hi) - d
-                        blocked |= hit & (cut_to >= hi)
-            blocked &= hi > lo + EPS
-            self.state[same_ids[clear]] = _WHOLE
-            self.state[same_ids[blocked]] = _NONE
-            if single is not None:
-                # one query, one span (clipped to [r, st) as below() clips it): _ready_spans's
-                # only cut is (span start - d, span end), and _uncut gives the rest of the wait
-                k, k2, sp_from, sp_to = single
-                one = np.flatnonzero((k2 - k == 1) & (hi > lo + EPS) & ~blocked)
-                if len(one):
-                    kk, lo1, hi1 = k[one], lo[one], hi[one]
-                    cut_from = (np.where(sp_from[kk] < lo1, lo1, sp_from[kk]) - d[one]).tolist()
-                    cut_to = np.where(sp_to[kk] > hi1, hi1, sp_to[kk]).tolist()
-                    for j, a, b in zip(one.tolist(), cut_from, cut_to):
-                        i = same[j]
-                        got[i] = _uncut(ready[i], start[i], [(a, b)])
-                    self.state[same_ids[one]] = _LISTED
-            rest = same_ids[self.state[same_ids] == _UNKNOWN]
+                    c[2].append(sp_from[first])
+                    c[3].append(sp_to[first])
+                else:
+                    c[2].append(np.zeros(size))
+                    c[3].append(c[2][-1])
+                if shape[j]:
+                    k, k2, sp_from, sp_to = self._levels.find(sem, take - rel.get(sem, 0), g_lo, g_hi)
+                    c[4].append(k)
+                    c[5].append(k2)
+                    c[6].append(sp_to[np.maximum(k2 - 1, 0)] if len(sp_to) else np.zeros(size))
+        one: np.ndarray | None = None
+        for j, keeps in enumerate(shape):
+            k, k2, first_from, first_to = (np.concatenate(x) for x in cols[j][:4])
+            hit = k2 > k
+            clear &= ~hit
+            cut_from = np.maximum(first_from, lo) - d
+            blocked |= hit & (cut_from <= lo + EPS) & (first_to >= hi)
+            if single:
+                one = np.flatnonzero((k2 - k == 1) & waited)  # (~blocked: below)
+                one_from, one_to = first_from, first_to  # (k = first where a span was found)
+            if keeps:
+                k, k2, last_to = (np.concatenate(x) for x in cols[j][4:])
+                hit = k2 > k
+                clear &= ~hit
+                cut_to = np.minimum(last_to, hi) - d
+                blocked |= hit & (cut_to >= hi)
+        blocked &= waited
+        self.state[same_ids[clear]] = _WHOLE
+        self.state[same_ids[blocked]] = _NONE
+        if one is not None:
+            # one query, one span (clipped to [r, st) as below() clips it): _ready_spans's
+            # only cut is (span start - d, span end), and _uncut gives the rest of the wait
+            one = one[~blocked[one]]
+            if len(one):
+                lo1, hi1, a1, b1 = lo[one], hi[one], one_from[one], one_to[one]
+                cut_from = (np.where(a1 < lo1, lo1, a1) - d[one]).tolist()
+                cut_to = np.where(b1 > hi1, hi1, b1).tolist()
+                ids = same_ids[one]
+                for i, a, b in zip(ids.tolist(), cut_from, cut_to):
+                    got[i] = _uncut(ready[i], start[i], [(a, b)])
+                self.state[ids] = _LISTED
+        at = 0
+        for same, size in zip(batch, sizes):
+            g_ids = same_ids[at : at + size]
+            at += size
+            rest = g_ids[self.state[g_ids] == _UNKNOWN]
             if len(rest) >= _GENERAL_MIN:
-                self._prime_group(rest, ev)
+                self._prime_group(rest, events[same[0]])
 
     def end_array(self) -> np.ndarray:
         """The events' end times as an array (made when first asked)."""
