@@ -14,6 +14,9 @@ from operator import attrgetter
 
 import numpy as np
 
+from moeopt.core import smallints
+from moeopt.core.compiled import CompiledGraph
+from moeopt.core.events import Event
 from moeopt.core.schedule import Schedule, Wait, WaitKind
 from moeopt.megamoe.analysis.table import EPS, Columns, Table, events_on, packed
 from moeopt.megamoe.build import RankGraph
@@ -39,9 +42,14 @@ class _Ends:
     resource's whole history."""
 
     def __init__(
-        self, t: Table, on: Mapping[str, list[int]] | None = None, cols: Columns | None = None
+        self,
+        t: Table,
+        on: Mapping[str, list[int]] | None = None,
+        cols: Columns | None = None,
+        cg: CompiledGraph | None = None,
     ) -> None:
         self._t = t
+        self._cg = cg  # the table's graph compiled (its events in the table's order), if given
         self._events_on = on
         self._cols = cols
         self._on: dict[str, _Ended] = {}
@@ -71,11 +79,7 @@ class _Ends:
         if got is None:
             t = self._t
             if self._by_map is None:
-                events = t.events
-                n = len(events)
-                ids = packed("n", map(id, map(_releases, events)), n)
-                _ids, first, which = np.unique(ids, return_index=True, return_inverse=True)
-                self._by_map = ([events[i].releases for i in first.tolist()], which.reshape(-1))
+                self._by_map = _by_pair(self._cg) or _by_release_map(t.events)
                 self._end = (Columns(t) if self._cols is None else self._cols).end
             maps, which = self._by_map
             mine = [j for j, m in enumerate(maps) if sem in m]
@@ -89,6 +93,36 @@ class _Ends:
                 got = _NO_ENDS
             self._releasers[sem] = got
         return got
+
+
+def _by_release_map(events: list[Event]) -> tuple[list[Mapping[str, int]], np.ndarray]:
+    """The distinct release maps of ``events`` (by identity) and, per event, the number of its."""
+    ids = packed("n", map(id, map(_releases, events)), len(events))
+    _ids, first, which = np.unique(ids, return_index=True, return_inverse=True)
+    return [events[i].releases for i in first.tolist()], which.reshape(-1)
+
+
+def _by_pair(cg: CompiledGraph | None) -> tuple[list[Mapping[str, int]], np.ndarray] | None:
+    """:func:`_by_release_map` read off the numbers the scheduler gave the compiled graph's
+    distinct (acquire, release) pairs (``GraphTables.sig``, kept on the graph when it was
+    scheduled): per event its pair's number, and per pair the semaphores its events release
+    (the compiled release pairs of its first event, by name). Events are grouped by a finer
+    key than their release map alone (equal maps may sit in different pairs), which changes
+    no event's releases. ``None`` when the graph carries no such numbers (it was not scheduled
+    by the greedy scheduler since it was compiled): the maps are then grouped by identity,
+    whose ``id`` per event cost 2.8M instructions of a scenario_basic rank (callgrind) where
+    the numbers, small integers, pack in a tenth of it."""
+    tables = cg.derived("scheduler_tables") if cg is not None else None
+    if tables is None or cg is None:
+        return None
+    sig = tables.sig
+    which = packed("n", sig, len(sig))
+    _sigs, first = smallints.unique(which, return_index=True)
+    names = cg.sem_names
+    rel = cg.rel
+    maps: list[Mapping[str, int]] = [{names[k]: u for k, u in rel[i]} for i in first.tolist()]
+    # (pair numbers are 0 .. count - 1, in order of first event: the map of pair j is maps[j])
+    return maps, which
 
 
 class _Ended:
@@ -139,7 +173,7 @@ def critical_path(
     did (``on``: :func:`~moeopt.megamoe.analysis.table.events_on` of the table, ``cols``: its
     :class:`~moeopt.megamoe.analysis.table.Columns`, if made)."""
     t = table or Table.of(rg, s)
-    ends = _Ends(t, on, cols)
+    ends = _Ends(t, on, cols, rg.graph.compiled())
     path: list[CriticalStep] = []
     cur: str | None = last
     seen = set()
