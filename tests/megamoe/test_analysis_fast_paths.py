@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from moeopt.megamoe.analysis.bounds import _needed_work, _tails, data_paths
 from moeopt.megamoe.analysis.busy import busy_times
-from moeopt.megamoe.analysis.critical import _Ended, _Ends
+from moeopt.megamoe.analysis.critical import _by_pair, _Ended, _Ends
 from moeopt.megamoe.analysis.idle import _data_ready, _merge, _merged_all, _stage_events
 from moeopt.megamoe.analysis.table import Columns, Table, _events_on_loop, events_on, packed
 from moeopt.megamoe.simulate import build_graphs, scheduled_rank
@@ -184,6 +184,11 @@ def test_columns_are_the_tables_lists(bs72):
     assert c.end.tolist() == t.end
     assert c.n_res.tolist() == [len(rs) for rs in t.res]
     assert [c.stage_labels[k] for k in c.stage_code.tolist()] == t.stage
+    # (numbered in one pass over the events above; from the table's list once it is made)
+    assert c.stage_labels == list(dict.fromkeys(t.stage))
+    again = Columns(t)
+    assert again.stage_labels == c.stage_labels
+    assert again.stage_code.tolist() == c.stage_code.tolist()
     assert list(_stage_events(rg, c).items()) == list(_stage_events_loop(rg.stage_members, t).items())
 
 
@@ -285,3 +290,50 @@ def test_events_on_and_stages_of_a_rank_are_the_loops(bs72):
     evs = [_Labelled(None), _Labelled("gmm1")]
     t2 = Table(names=["a", "b"], events=evs, start=[0.0] * 2, end=[1.0] * 2, res=[(), ()], schedule=None)  # type: ignore[arg-type]
     assert t2.stage == [None, "gmm1"]
+
+
+def test_releasers_by_pair_numbers_are_by_map(bs72):
+    """:meth:`_Ends.releasers` read off the scheduler's (acquire, release) pair numbers kept on
+    the compiled graph, against the release maps grouped by identity: the same events in the
+    same (end, index) order, for every semaphore of a built and scheduled rank; a graph
+    compiled again (no pair numbers kept) takes the identity path."""
+    from dataclasses import replace
+
+    rg = next(iter(build_graphs(bs72).values()))[0]
+    rg, sch, _last = scheduled_rank(rg, bs72.config, False)
+    t = Table.of(rg, sch)
+    cg = rg.graph.compiled()
+    assert cg.derived("scheduler_tables") is not None
+    by_pair, by_map = _Ends(t, cg=cg), _Ends(t)
+    sems = list(rg.graph.semaphores)
+    assert sems
+    for sem in [*sems, "no such semaphore"]:
+        a, b = by_pair.releasers(sem), by_map.releasers(sem)
+        assert (a.ends, a.names) == (b.ends, b.names)
+    assert _by_pair(replace(cg)) is None
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.data())
+def test_busy_level_kept_on_merged_is_the_level(data):
+    """The busy level kept on a :class:`_Merged` (shared by a pool and the role with its
+    members) gives the all-busy intervals and the idle windows that a plain dict of the same
+    members gives, read in either order."""
+    from moeopt.megamoe.analysis.idle import _all_busy, _idle_windows, _Merged
+
+    grid = st.integers(0, 20).map(lambda k: k * 0.5)
+    members = {}
+    for r in ("c0.AIC", "c1.AIC", "c2.AIC")[: data.draw(st.integers(1, 3))]:
+        iv = sorted({(a, a + data.draw(st.integers(1, 3)) * 0.5) for a in data.draw(st.lists(grid, max_size=5))})
+        keep = []
+        for a, b in iv:  # (disjoint, as merged intervals are)
+            if not keep or a > keep[-1][1]:
+                keep.append((a, b))
+        members[r] = keep
+    span = data.draw(grid)
+    ref = (_all_busy(dict(members)), _idle_windows(dict(members), span))
+    first = _Merged(members)
+    assert (_all_busy(first), _idle_windows(first, span)) == ref
+    second = _Merged(members)
+    assert _idle_windows(second, span) == ref[1]
+    assert _all_busy(second) == ref[0]

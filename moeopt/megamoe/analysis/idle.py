@@ -651,7 +651,7 @@ def _all_busy(merged: dict[str, Busy]) -> tuple[list[float], list[float]]:
     iv = _intervals(merged)
     if not len(iv):
         return [], []
-    _t, level = _level(iv)
+    _t, level = _busy_level(merged)
     # a member's merged intervals are disjoint, so at most n are busy: "every member busy" is
     # level == n, and the intervals open where it becomes so and close where it stops
     full = level == n
@@ -679,6 +679,18 @@ def _joined(merged: dict[str, Busy]) -> np.ndarray:
     return np.concatenate([v if isinstance(v, np.ndarray) else _pairs(v, len(v)) for v in values])
 
 
+def _busy_level(merged: dict[str, Busy]) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`_level` of :func:`_intervals` of ``merged``: how many members are busy after each
+    distinct time. Kept on a :class:`_Merged`: a pool and the role holding the same members
+    share one (every pool of a scenario_basic rank is all of one role's members), and both the
+    all-busy intervals (:func:`_all_busy`) and the idle windows (:func:`_idle_windows`) read it."""
+    if isinstance(merged, _Merged):
+        if merged.level is None:
+            merged.level = _level(_intervals(merged))
+        return merged.level
+    return _level(_intervals(merged))
+
+
 def _rows(iv: Busy) -> list[Interval] | list[list[float]]:
     """Merged intervals as pairs of Python floats, for the point-by-point sweeps."""
     return iv.tolist() if isinstance(iv, np.ndarray) else iv
@@ -700,6 +712,7 @@ class _Merged(dict[str, Busy]):
 
     array: np.ndarray | None = None
     all_busy: tuple[list[float], list[float]] | None = None
+    level: tuple[np.ndarray, np.ndarray] | None = None
 
 
 def _grouped(t: np.ndarray, *deltas: np.ndarray) -> tuple[np.ndarray, list[np.ndarray]]:
@@ -981,7 +994,7 @@ def _idle_windows(merged: dict[str, Busy], span: float) -> list[Interval]:
     out: list[Interval] = []
     start: float | None = 0.0
     if len(iv):
-        t, level = _level(iv)
+        t, level = _busy_level(merged)
         cut = int(np.searchsorted(t, span, side="left"))
         # the windows change only where every member becomes busy or stops being so (at a time
         # where some end and others start, the ends come first: the level dips below n and
