@@ -278,11 +278,16 @@ def _spans_both_ways(s: mm.Scenario) -> tuple[int, int]:
         # every event, the waiting ones, and a reordered selection with repeats
         everyone = np.arange(len(tab.names))
         waited = everyone[cache.start > cache.ready + idle.EPS]
+        # (and from a cache primed again and read as arrays first: the spans _prime_group keeps
+        # as rows of an array are read without their lists)
+        fresh = idle._SpanCache(tab, levels, ready)
+        fresh.prime([i for i in range(len(tab.names)) if tab.start[i] > ready[i] + idle.EPS])
         for idx in (everyone, waited, np.concatenate((waited[::-1], waited[:3]))):
             flat = [ab for i in idx.tolist() for ab in refs[i]]
-            got_pairs = cache.pairs(idx)
-            assert got_pairs.shape == (len(flat), 2)
-            assert got_pairs.tolist() == [list(ab) for ab in flat]
+            for c in (cache, fresh):
+                got_pairs = c.pairs(idx)
+                assert got_pairs.shape == (len(flat), 2)
+                assert got_pairs.tolist() == [list(ab) for ab in flat]
     return primed, cut
 
 

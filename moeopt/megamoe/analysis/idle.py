@@ -249,6 +249,13 @@ class _SpanCache:
         self.ready = packed("d", ready, len(ready))
         self._waited: dict[str, np.ndarray] = {}
         self.end: np.ndarray | None = None  # (made when first needed)
+        # the spans _prime_group worked out, kept as rows of one array (state _ROWS): event i's
+        # are rows row_at[i] .. row_at[i] + row_n[i] - 1 of the parts joined (see _rows_store)
+        self._row_at = np.zeros(len(ready), np.intp)
+        self._row_n = np.zeros(len(ready), np.intp)
+        self._parts: list[np.ndarray] = []
+        self._stored = 0
+        self._store: np.ndarray | None = None
 
     def waited(self, pool: _Pool) -> np.ndarray:
         """The pool's events (indices, in pool order) that did not start as soon as they were
@@ -267,9 +274,21 @@ class _SpanCache:
                 return [(self._ready[i], self._tab.start[i])]
             if known == _NONE:
                 return []
-            got = self._got[i] = _ready_spans(i, self._tab, self._levels, self._ready[i])
+            if known == _ROWS:
+                a = int(self._row_at[i])
+                rows = self._rows_store()[a : a + int(self._row_n[i])].tolist()
+                got = self._got[i] = list(map(tuple, rows))
+            else:
+                got = self._got[i] = _ready_spans(i, self._tab, self._levels, self._ready[i])
             self.state[i] = _LISTED
         return got
+
+    def _rows_store(self) -> np.ndarray:
+        """The rows kept by :meth:`_prime_group`, as one ``(n, 2)`` array."""
+        if self._store is None:
+            self._store = np.concatenate(self._parts) if self._parts else np.empty((0, 2))
+            self._parts = [self._store]
+        return self._store
 
     def of_all(self, idxs: Sequence[int]) -> list[tuple[float, float]]:
         """The spans of the events ``idxs``, event after event, in one list."""
@@ -284,23 +303,31 @@ class _SpanCache:
             self.of(i)
         known = state[idx]
         listed = np.flatnonzero(known == _LISTED)
-        if not len(listed):
+        kept = np.flatnonzero(known == _ROWS)
+        if not len(listed) and not len(kept):
             whole = idx[known == _WHOLE]
             return np.stack((self.ready[whole], self.start[whole]), axis=1)
         got = self._got
         spans = [got[i] for i in idx[listed].tolist()]
         count = (known == _WHOLE).astype(np.intp)
         count[listed] = list(map(len, spans))
+        count[kept] = self._row_n[idx[kept]]
         at = np.cumsum(count) - count  # each event's first row
         out = np.empty((int(count.sum()), 2))
         one = known == _WHOLE
         out[at[one], 0] = self.ready[idx[one]]
         out[at[one], 1] = self.start[idx[one]]
-        n_listed = int(count[listed].sum())
-        if n_listed:
-            rows = np.repeat(at[listed], count[listed])
-            rows += np.arange(n_listed) - np.repeat(np.cumsum(count[listed]) - count[listed], count[listed])
-            out[rows] = _pairs(chain.from_iterable(spans), n_listed)
+        for sel in (listed, kept):
+            c = count[sel]
+            n_sel = int(c.sum())
+            if not n_sel:
+                continue
+            within = np.arange(n_sel) - np.repeat(np.cumsum(c) - c, c)  # each row's place in its event
+            rows = np.repeat(at[sel], c) + within
+            if sel is listed:
+                out[rows] = _pairs(chain.from_iterable(spans), n_sel)
+            else:  # (the same floats, read from the rows _prime_group kept)
+                out[rows] = self._rows_store()[np.repeat(self._row_at[idx[sel]], c) + within]
         return out
 
     def prime(self, idxs: Sequence[int] | np.ndarray) -> None:
@@ -449,8 +476,8 @@ class _SpanCache:
         span of an acquire, ``(r - 1, last end - d)`` per ``take - back > 0``); no cut at all
         gives ``[(r, st)]``. It sorts each event's cuts by ``(from, to)``, as the sort of
         several lists does (one list is sorted already: its spans are disjoint, in order), and
-        runs :func:`_uncut` on them column by column (:func:`_uncut_rows`)."""
-        got = self._got
+        runs :func:`_uncut` on them column by column (:func:`_uncut_flat`), keeping the spans
+        as rows of an array (state ``_ROWS``)."""
         lo, hi = self.ready[group], self.start[group]
         d = self._end()[group] - hi
         # every query of these events: (need, whether only its last span makes a cut)
@@ -465,7 +492,6 @@ class _SpanCache:
         for last, k, k2, _f, _t in found:
             n_cuts += (k2 > k) if last else (k2 - k)
         waited = hi > lo + EPS  # (else _ready_spans finds none: st <= r + EPS)
-        ids = group.tolist()
         # no cut: the whole wait (no semaphore could have held the event back)
         self.state[group[waited & (n_cuts == 0)]] = _WHOLE
         self.state[group[~waited]] = _NONE
@@ -477,8 +503,14 @@ class _SpanCache:
         cut_to: list[np.ndarray] = []
         for last, k, k2, sp_from, sp_to in found:
             _cuts(cut_from, cut_to, last, k[cut], k2[cut], sp_from, sp_to, lo, hi, d)
-        got.update(zip([ids[j] for j in cut.tolist()], _uncut_rows(lo, hi, cut_from, cut_to)))
-        self.state[group[cut]] = _LISTED
+        flat, counts = _uncut_flat(lo, hi, cut_from, cut_to)
+        cut_ids = group[cut]
+        self._row_at[cut_ids] = self._stored + np.cumsum(counts) - counts
+        self._row_n[cut_ids] = counts
+        self._parts.append(flat)
+        self._stored += len(flat)
+        self._store = None
+        self.state[cut_ids] = _ROWS
 
 
 def _cuts(
@@ -524,11 +556,28 @@ def _cuts(
 def _uncut_rows(
     r: np.ndarray, st: np.ndarray, cut_from: list[np.ndarray], cut_to: list[np.ndarray]
 ) -> list[list[tuple[float, float]]]:
-    """:func:`_uncut` of every row at once: row ``i``'s cuts are ``(cut_from[c][i], cut_to[c][i])``
-    over the columns ``c`` (each row's real cuts sorted by ``(from, to)`` here first, missing
-    ones ``(inf, inf)`` after them). The loop over the cuts runs column by column with the
-    same comparisons (a row that would have left the loop keeps its ``cur``), and each row's
-    spans are listed in the order the loop appends them."""
+    """:func:`_uncut_flat` as one list of spans per row."""
+    flat, counts = _uncut_flat(r, st, cut_from, cut_to)
+    pairs = list(map(tuple, flat.tolist()))
+    out: list[list[tuple[float, float]]] = []
+    at = 0
+    for upto in np.cumsum(counts).tolist():
+        out.append(pairs[at:upto])
+        at = upto
+    return out
+
+
+def _uncut_flat(
+    r: np.ndarray, st: np.ndarray, cut_from: list[np.ndarray], cut_to: list[np.ndarray]
+) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`_uncut` of every row at once, as ``(spans, count per row)``: the spans an ``(n, 2)``
+    array of them all, row after row (kept so: read back as lists only when asked one event at
+    a time, :meth:`_SpanCache.of`; the sweeps read them as arrays, and the lists and their
+    packing back cost 7.3M instructions of pto M=2048's GMM2 pool, callgrind). Row ``i``'s cuts
+    are ``(cut_from[c][i], cut_to[c][i])`` over the columns ``c`` (each row's real cuts sorted
+    by ``(from, to)`` here first, missing ones ``(inf, inf)`` after them). The loop over the
+    cuts runs column by column with the same comparisons (a row that would have left the loop
+    keeps its ``cur``), and each row's spans are listed in the order the loop appends them."""
     n = len(r)
     a_all = np.stack(cut_from, 1) if cut_from else np.empty((n, 0))
     b_all = np.stack(cut_to, 1) if cut_to else np.empty((n, 0))
@@ -552,18 +601,13 @@ def _uncut_rows(
     keep.append(cur < st - EPS)
     f, t = np.stack(froms, 1), np.stack(tos, 1)
     ok = np.stack(keep, 1) & (t > f + EPS)
-    pairs = list(zip(f[ok].tolist(), t[ok].tolist()))  # row by row, in append order
-    out: list[list[tuple[float, float]]] = []
-    at = 0
-    for upto in np.cumsum(ok.sum(1)).tolist():
-        out.append(pairs[at:upto])
-        at = upto
-    return out
+    # row by row, in append order
+    return np.stack((f[ok], t[ok]), axis=1), ok.sum(1)
 
 
-_UNKNOWN, _WHOLE, _NONE, _LISTED = 0, 1, 2, 3
+_UNKNOWN, _WHOLE, _NONE, _LISTED, _ROWS = 0, 1, 2, 3, 4
 """What :class:`_SpanCache` knows of an event's ready spans (its ``state``): nothing yet, the
-whole wait ``[(ready, start)]``, none, or the list it keeps."""
+whole wait ``[(ready, start)]``, none, the list it keeps, or rows of its array of them."""
 
 _GENERAL_MIN = 64
 """Events of a group left by :meth:`_SpanCache.prime`'s common cases from which they are worked
