@@ -280,7 +280,9 @@ def _spans_both_ways(s: mm.Scenario) -> tuple[int, int]:
         waited = everyone[cache.start > cache.ready + idle.EPS]
         # (and from a cache primed again and read as arrays first: the spans _prime_group keeps
         # as rows of an array are read without their lists)
-        fresh = idle._SpanCache(tab, levels, ready)
+        # (grouped by the scheduler's pair numbers, where the first cache grouped by identity)
+        fresh = idle._SpanCache(tab, levels, ready, cg=rg.graph.compiled())
+        assert rg.graph.compiled().derived("scheduler_tables") is not None
         fresh.prime([i for i in range(len(tab.names)) if tab.start[i] > ready[i] + idle.EPS])
         for idx in (everyone, waited, np.concatenate((waited[::-1], waited[:3]))):
             flat = [ab for i in idx.tolist() for ab in refs[i]]

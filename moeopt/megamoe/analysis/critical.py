@@ -18,7 +18,7 @@ from moeopt.core import smallints
 from moeopt.core.compiled import CompiledGraph
 from moeopt.core.events import Event
 from moeopt.core.schedule import Schedule, Wait, WaitKind
-from moeopt.megamoe.analysis.table import EPS, Columns, Table, events_on, packed
+from moeopt.megamoe.analysis.table import EPS, Columns, Table, events_on, packed, pair_numbers
 from moeopt.megamoe.build import RankGraph
 from moeopt.megamoe.results import CriticalStep, CriticalStepWait, Why
 
@@ -103,20 +103,14 @@ def _by_release_map(events: list[Event]) -> tuple[list[Mapping[str, int]], np.nd
 
 
 def _by_pair(cg: CompiledGraph | None) -> tuple[list[Mapping[str, int]], np.ndarray] | None:
-    """:func:`_by_release_map` read off the numbers the scheduler gave the compiled graph's
-    distinct (acquire, release) pairs (``GraphTables.sig``, kept on the graph when it was
-    scheduled): per event its pair's number, and per pair the semaphores its events release
-    (the compiled release pairs of its first event, by name). Events are grouped by a finer
-    key than their release map alone (equal maps may sit in different pairs), which changes
-    no event's releases. ``None`` when the graph carries no such numbers (it was not scheduled
-    by the greedy scheduler since it was compiled): the maps are then grouped by identity,
-    whose ``id`` per event cost 2.8M instructions of a scenario_basic rank (callgrind) where
-    the numbers, small integers, pack in a tenth of it."""
-    tables = cg.derived("scheduler_tables") if cg is not None else None
-    if tables is None or cg is None:
+    """:func:`_by_release_map` read off the scheduler's pair numbers
+    (:func:`~moeopt.megamoe.analysis.table.pair_numbers`): per event its pair's number, and per
+    pair the semaphores its events release (the compiled release pairs of its first event, by
+    name). Events are grouped by a finer key than their release map alone (equal maps may sit
+    in different pairs), which changes no event's releases. ``None`` without pair numbers."""
+    which = pair_numbers(cg)
+    if which is None or cg is None:
         return None
-    sig = tables.sig
-    which = packed("n", sig, len(sig))
     _sigs, first = smallints.unique(which, return_index=True)
     names = cg.sem_names
     rel = cg.rel

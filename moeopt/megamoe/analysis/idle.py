@@ -40,9 +40,11 @@ from typing import cast
 
 import numpy as np
 
+from moeopt.core.compiled import CompiledGraph
 from moeopt.core.events import Event
 from moeopt.core.schedule import Schedule
-from moeopt.megamoe.analysis.table import EPS, Columns, Table, events_on, packed
+from moeopt.core.smallints import stable_order
+from moeopt.megamoe.analysis.table import EPS, Columns, Table, events_on, packed, pair_numbers
 from moeopt.megamoe.build import RankGraph
 from moeopt.megamoe.results import IdleDecomposition, IdleSample, RoleIdle, StageIdle
 
@@ -117,7 +119,7 @@ def idle_decomposition(
     levels = _SemaphoreLevels(rg, tab)  # built on first use: often no event ever waits
     index = rg.graph.compiled().index  # event name -> position in graph order (the table's order)
     ready = _data_ready(rg, tab) if ready is None else ready
-    spans = _SpanCache(tab, levels, ready, cols_)
+    spans = _SpanCache(tab, levels, ready, cols_, rg.graph.compiled())
     # every resource's busy intervals merged at once (on arrays), or each when first asked
     merged_busy: dict[str, Busy] = _merged_all(on_, cols_.start, cols_.end) if VECTOR_SWEEPS else {}
     member_sets: dict[tuple[str, ...], _Merged] = {}
@@ -235,9 +237,16 @@ class _SpanCache:
     """Each event's ready spans (:func:`_ready_spans`), computed once for the pools and the roles."""
 
     def __init__(
-        self, tab: Table, levels: _SemaphoreLevels, ready: list[float], cols: Columns | None = None
+        self,
+        tab: Table,
+        levels: _SemaphoreLevels,
+        ready: list[float],
+        cols: Columns | None = None,
+        cg: CompiledGraph | None = None,
     ) -> None:
         self._tab, self._levels, self._ready = tab, levels, ready
+        self._cg = cg  # the table's graph compiled, if given (for its pair numbers)
+        self._pairs: np.ndarray | None = None
         self._got: dict[int, list[tuple[float, float]]] = {}
         # per event: _UNKNOWN, or its spans are known: _WHOLE ([(ready, start)], the whole wait),
         # _NONE ([]) or _LISTED (in _got). prime() marks the first two on arrays, without a
@@ -354,22 +363,41 @@ class _SpanCache:
             return  # (the reference: every event one by one)
         events = self._tab.events
         idx = np.asarray(idxs, np.intp)
-        groups: dict[tuple[int, int], list[int]] = {}
-        for i in idx[self.state[idx] == _UNKNOWN].tolist():
-            ev = events[i]
-            groups.setdefault((id(ev.acquires), id(ev.releases)), []).append(i)
-        # the groups worth it, by the shape of their queries: groups of one shape are worked out
-        # together (:meth:`_prime_batch`), their queries' binary searches group by group
+        # the groups worth it (a few events: one by one is cheaper), by the shape of their
+        # queries: groups of one shape are worked out together (:meth:`_prime_batch`), their
+        # queries' binary searches group by group
         shapes: dict[tuple[bool, ...], list[list[int]]] = {}
-        for same in groups.values():
-            if len(same) < _PRIME_MIN:
-                continue  # a few events: one by one is cheaper
+        for same in self._groups(idx[self.state[idx] == _UNKNOWN]):
             ev = events[same[0]]
             rel = ev.releases
             shape = tuple([take - rel.get(sem, 0) > 0 for sem, take in ev.acquires.items()])
             shapes.setdefault(shape, []).append(same)
         for shape, batch in shapes.items():
             self._prime_batch(shape, batch)
+
+    def _groups(self, idx: np.ndarray) -> list[list[int]]:
+        """The events ``idx`` grouped by their acquire and release maps (each group in the order
+        of ``idx``), the groups of at least :data:`_PRIME_MIN` events: by the scheduler's pair
+        numbers when the graph carries them (:func:`~moeopt.megamoe.analysis.table.pair_numbers`:
+        the same groups as the maps' identities, as the compiled pairs are shared by identity),
+        on arrays; else by the maps' identities, event by event."""
+        if self._pairs is None and self._cg is not None:
+            self._pairs = pair_numbers(self._cg)
+            self._cg = None  # (asked once)
+        if self._pairs is None:
+            events = self._tab.events
+            groups: dict[tuple[int, int], list[int]] = {}
+            for i in idx.tolist():
+                ev = events[i]
+                groups.setdefault((id(ev.acquires), id(ev.releases)), []).append(i)
+            return [same for same in groups.values() if len(same) >= _PRIME_MIN]
+        keys = self._pairs[idx]
+        order = stable_order(keys)  # (stable: each group in the order of idx)
+        keys, idx = keys[order], idx[order]
+        starts = np.flatnonzero(np.concatenate(([True], keys[1:] != keys[:-1]))) if len(keys) else keys
+        sizes = np.diff(np.append(starts, len(keys)))
+        big = sizes >= _PRIME_MIN
+        return [idx[a : a + c].tolist() for a, c in zip(starts[big].tolist(), sizes[big].tolist())]
 
     def _prime_batch(self, shape: tuple[bool, ...], batch: list[list[int]]) -> None:
         """:meth:`prime`'s common cases for the groups ``batch`` (events sharing acquire and release
