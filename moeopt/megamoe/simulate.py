@@ -379,8 +379,8 @@ def rank_result(
     instructions on the largest DeepSeek-V3-like rank, callgrind)."""
     g = rg.graph
     t = Table.of(rg, s)
-    on = events_on(t)  # each resource's events, for three of the analyses
-    cols = Columns(t)  # the table's columns as arrays, for the same three
+    cols = Columns(t)  # the table's columns as arrays, for three of the analyses
+    on = events_on(t, cols)  # each resource's events, for the same three
     # each event's longest data path (the floors) and data-ready time (the idle ledger), in
     # one walk of the data predecessors
     tails, ready = data_paths(rg, t.end)

@@ -11,9 +11,9 @@ from hypothesis import strategies as st
 
 from moeopt.megamoe.analysis.bounds import _needed_work, _tails, data_paths
 from moeopt.megamoe.analysis.busy import busy_times
-from moeopt.megamoe.analysis.critical import _Ended, _Ends
+from moeopt.megamoe.analysis.critical import _by_pair, _Ended, _Ends
 from moeopt.megamoe.analysis.idle import _data_ready, _merge, _merged_all, _stage_events
-from moeopt.megamoe.analysis.table import Columns, Table, events_on, packed
+from moeopt.megamoe.analysis.table import Columns, Table, _events_on_loop, events_on, packed
 from moeopt.megamoe.simulate import build_graphs, scheduled_rank
 
 
@@ -87,7 +87,8 @@ def test_releasers_are_every_releaser_by_end_then_index(data):
     for sem in ("s0", "s1", "s2"):
         ref = _Ended([(ends[i], i) for i in range(n) if sem in evs[i].releases], names)
         mine = got.releasers(sem)
-        assert (mine.ends, mine.names) == (ref.ends, ref.names)
+        assert (mine.ends, list(mine.names)) == (ref.ends, ref.names)
+        assert [mine.names[p] for p in range(len(mine.names))] == ref.names
 
 
 def _busy_loop(t, on):
@@ -184,6 +185,11 @@ def test_columns_are_the_tables_lists(bs72):
     assert c.end.tolist() == t.end
     assert c.n_res.tolist() == [len(rs) for rs in t.res]
     assert [c.stage_labels[k] for k in c.stage_code.tolist()] == t.stage
+    # (numbered in one pass over the events above; from the table's list once it is made)
+    assert c.stage_labels == list(dict.fromkeys(t.stage))
+    again = Columns(t)
+    assert again.stage_labels == c.stage_labels
+    assert again.stage_code.tolist() == c.stage_code.tolist()
     assert list(_stage_events(rg, c).items()) == list(_stage_events_loop(rg.stage_members, t).items())
 
 
@@ -251,3 +257,85 @@ def test_merged_all_is_the_merge_of_each_resource(data):
     assert list(got) == list(ref)
     for r in ref:
         assert [(a.hex(), b.hex()) for a, b in got[r]] == [(a.hex(), b.hex()) for a, b in ref[r]]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.data())
+def test_events_on_is_the_loop(data):
+    """:func:`events_on` (per distinct resource tuple, on arrays) against the loop over the events
+    it replaces: the same resources in the same order (of first event), each with its events in
+    graph order (a resource twice in one tuple: the event twice); and :attr:`Columns.n_res`
+    against each tuple's length. Equal tuples drawn as distinct objects and as one object."""
+    n = data.draw(st.integers(0, 40))
+    shared = [(), ("c0.AIC",), ("c1.AIC",), ("c0.AIV0", "c0.AIV1"), ("c1.AIV0", "c0.AIV0", "c1.AIV0")]
+    res = []
+    for _ in range(n):
+        rs = data.draw(st.sampled_from(shared))
+        res.append(rs if data.draw(st.booleans()) else tuple(map(str, rs)))  # (an equal tuple, another object)
+    t = Table(names=[f"e{i}" for i in range(n)], events=[], start=[0.0] * n, end=[1.0] * n, res=res, schedule=None)  # type: ignore[arg-type]
+    got = events_on(t)
+    ref = _events_on_loop(t)
+    assert list(got.items()) == list(ref.items())
+    assert Columns(t).n_res.tolist() == [len(rs) for rs in res]
+
+
+def test_events_on_and_stages_of_a_rank_are_the_loops(bs72):
+    """On a built and scheduled rank: :func:`events_on` is the loop over the events, and
+    :attr:`Table.stage` each event's ``labels.get("stage")`` (a table whose events lack the
+    label reads them all by ``get``)."""
+    rg = next(iter(build_graphs(bs72).values()))[0]
+    rg, sch, _last = scheduled_rank(rg, bs72.config, False)
+    t = Table.of(rg, sch)
+    assert list(events_on(t).items()) == list(_events_on_loop(t).items())
+    assert t.stage == [ev.labels.get("stage") for ev in t.events]
+    evs = [_Labelled(None), _Labelled("gmm1")]
+    t2 = Table(names=["a", "b"], events=evs, start=[0.0] * 2, end=[1.0] * 2, res=[(), ()], schedule=None)  # type: ignore[arg-type]
+    assert t2.stage == [None, "gmm1"]
+
+
+def test_releasers_by_pair_numbers_are_by_map(bs72):
+    """:meth:`_Ends.releasers` read off the scheduler's (acquire, release) pair numbers kept on
+    the compiled graph, against the release maps grouped by identity: the same events in the
+    same (end, index) order, for every semaphore of a built and scheduled rank; a graph
+    compiled again (no pair numbers kept) takes the identity path."""
+    from dataclasses import replace
+
+    rg = next(iter(build_graphs(bs72).values()))[0]
+    rg, sch, _last = scheduled_rank(rg, bs72.config, False)
+    t = Table.of(rg, sch)
+    cg = rg.graph.compiled()
+    assert cg.derived("scheduler_tables") is not None
+    by_pair, by_map = _Ends(t, cg=cg), _Ends(t)
+    sems = list(rg.graph.semaphores)
+    assert sems
+    for sem in [*sems, "no such semaphore"]:
+        a, b = by_pair.releasers(sem), by_map.releasers(sem)
+        assert (a.ends, list(a.names)) == (b.ends, list(b.names))
+        assert list(a.names[1:3]) == list(b.names)[1:3]
+    assert _by_pair(replace(cg)) is None
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.data())
+def test_busy_level_kept_on_merged_is_the_level(data):
+    """The busy level kept on a :class:`_Merged` (shared by a pool and the role with its
+    members) gives the all-busy intervals and the idle windows that a plain dict of the same
+    members gives, read in either order."""
+    from moeopt.megamoe.analysis.idle import _all_busy, _idle_windows, _Merged
+
+    grid = st.integers(0, 20).map(lambda k: k * 0.5)
+    members = {}
+    for r in ("c0.AIC", "c1.AIC", "c2.AIC")[: data.draw(st.integers(1, 3))]:
+        iv = sorted({(a, a + data.draw(st.integers(1, 3)) * 0.5) for a in data.draw(st.lists(grid, max_size=5))})
+        keep = []
+        for a, b in iv:  # (disjoint, as merged intervals are)
+            if not keep or a > keep[-1][1]:
+                keep.append((a, b))
+        members[r] = keep
+    span = data.draw(grid)
+    ref = (_all_busy(dict(members)), _idle_windows(dict(members), span))
+    first = _Merged(members)
+    assert (_all_busy(first), _idle_windows(first, span)) == ref
+    second = _Merged(members)
+    assert _idle_windows(second, span) == ref[1]
+    assert _all_busy(second) == ref[0]

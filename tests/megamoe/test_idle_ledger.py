@@ -278,11 +278,18 @@ def _spans_both_ways(s: mm.Scenario) -> tuple[int, int]:
         # every event, the waiting ones, and a reordered selection with repeats
         everyone = np.arange(len(tab.names))
         waited = everyone[cache.start > cache.ready + idle.EPS]
+        # (and from a cache primed again and read as arrays first: the spans _prime_group keeps
+        # as rows of an array are read without their lists)
+        # (grouped by the scheduler's pair numbers, where the first cache grouped by identity)
+        fresh = idle._SpanCache(tab, levels, ready, cg=rg.graph.compiled())
+        assert rg.graph.compiled().derived("scheduler_tables") is not None
+        fresh.prime([i for i in range(len(tab.names)) if tab.start[i] > ready[i] + idle.EPS])
         for idx in (everyone, waited, np.concatenate((waited[::-1], waited[:3]))):
             flat = [ab for i in idx.tolist() for ab in refs[i]]
-            got_pairs = cache.pairs(idx)
-            assert got_pairs.shape == (len(flat), 2)
-            assert got_pairs.tolist() == [list(ab) for ab in flat]
+            for c in (cache, fresh):
+                got_pairs = c.pairs(idx)
+                assert got_pairs.shape == (len(flat), 2)
+                assert got_pairs.tolist() == [list(ab) for ab in flat]
     return primed, cut
 
 
@@ -421,3 +428,26 @@ def test_merged_arrays_is_merge(iv):
     got = _merged_arrays(ids, start, end) if len(iv) else []
     assert got == want
     assert all(type(a) is float and type(b) is float for a, b in got)
+
+
+def test_primed_spans_on_basic_batches_of_one_shape():
+    """scenario_basic: its GMM1 tiles wait in 35 groups of one shape (two acquires, the
+    second keeping its unit), which :meth:`_SpanCache.prime` works out as one batch; every
+    event's spans are still those of ``_ready_spans``, one by one."""
+    from pathlib import Path
+    from unittest import mock
+
+    from moeopt.megamoe.analysis import idle
+
+    shapes: list[int] = []
+    real = idle._SpanCache._prime_batch
+
+    def spy(self, shape, batch):  # type: ignore[no-untyped-def]
+        shapes.append(len(batch))
+        return real(self, shape, batch)
+
+    s = mm.load_scenario(Path(__file__).parents[2] / "examples" / "scenario_basic.toml")
+    with mock.patch.object(idle._SpanCache, "_prime_batch", spy):
+        primed, _cut = _spans_both_ways(s)
+    assert primed > 1000
+    assert max(shapes) > 10  # (batches of many groups were made)

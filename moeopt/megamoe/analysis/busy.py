@@ -46,7 +46,7 @@ def busy_times(
     _codes, first = np.unique(code, return_index=True)
     names = list(keys)
     stage_busy = {names[c]: sums[c] for c in code[np.sort(first)].tolist()}
-    on_ = events_on(t) if on is None else on
+    on_ = events_on(t, c) if on is None else on
     ids = packed("n", chain.from_iterable(on_.values()), int(sum(map(len, on_.values()))))
     which = np.repeat(np.arange(len(on_)), packed("n", map(len, on_.values()), len(on_)))
     res_busy = dict(zip(on_, np.bincount(which, weights=dur[ids], minlength=len(on_)).tolist()))

@@ -9,13 +9,17 @@ first step to the last.
 from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from operator import attrgetter
+from typing import overload
 
 import numpy as np
 
+from moeopt.core import smallints
+from moeopt.core.compiled import CompiledGraph
+from moeopt.core.events import Event
 from moeopt.core.schedule import Schedule, Wait, WaitKind
-from moeopt.megamoe.analysis.table import EPS, Columns, Table, events_on, packed
+from moeopt.megamoe.analysis.table import EPS, Columns, Table, events_on, packed, pair_numbers
 from moeopt.megamoe.build import RankGraph
 from moeopt.megamoe.results import CriticalStep, CriticalStepWait, Why
 
@@ -39,9 +43,14 @@ class _Ends:
     resource's whole history."""
 
     def __init__(
-        self, t: Table, on: Mapping[str, list[int]] | None = None, cols: Columns | None = None
+        self,
+        t: Table,
+        on: Mapping[str, list[int]] | None = None,
+        cols: Columns | None = None,
+        cg: CompiledGraph | None = None,
     ) -> None:
         self._t = t
+        self._cg = cg  # the table's graph compiled (its events in the table's order), if given
         self._events_on = on
         self._cols = cols
         self._on: dict[str, _Ended] = {}
@@ -56,7 +65,7 @@ class _Ends:
             t = self._t
             end = t.end
             if self._events_on is None:
-                self._events_on = events_on(t)
+                self._events_on = events_on(t, self._cols)
             ids = self._events_on.get(r)
             got = self._on[r] = _Ended([(end[i], i) for i in ids], t.names) if ids else _NO_ENDS
         return got
@@ -71,11 +80,7 @@ class _Ends:
         if got is None:
             t = self._t
             if self._by_map is None:
-                events = t.events
-                n = len(events)
-                ids = packed("n", map(id, map(_releases, events)), n)
-                _ids, first, which = np.unique(ids, return_index=True, return_inverse=True)
-                self._by_map = ([events[i].releases for i in first.tolist()], which.reshape(-1))
+                self._by_map = _by_pair(self._cg) or _by_release_map(t.events)
                 self._end = (Columns(t) if self._cols is None else self._cols).end
             maps, which = self._by_map
             mine = [j for j, m in enumerate(maps) if sem in m]
@@ -83,12 +88,60 @@ class _Ends:
                 idx = np.flatnonzero(np.isin(which, mine))
                 e = self._end[idx]
                 order = np.argsort(e, kind="stable")
-                names = t.names
-                got = _Ended.sorted(e[order].tolist(), [names[i] for i in idx[order].tolist()])
+                got = _Ended.sorted(e[order].tolist(), _NamesAt(idx[order], t.names))
             else:
                 got = _NO_ENDS
             self._releasers[sem] = got
         return got
+
+
+def _by_release_map(events: list[Event]) -> tuple[list[Mapping[str, int]], np.ndarray]:
+    """The distinct release maps of ``events`` (by identity) and, per event, the number of its."""
+    ids = packed("n", map(id, map(_releases, events)), len(events))
+    _ids, first, which = np.unique(ids, return_index=True, return_inverse=True)
+    return [events[i].releases for i in first.tolist()], which.reshape(-1)
+
+
+def _by_pair(cg: CompiledGraph | None) -> tuple[list[Mapping[str, int]], np.ndarray] | None:
+    """:func:`_by_release_map` read off the scheduler's pair numbers
+    (:func:`~moeopt.megamoe.analysis.table.pair_numbers`): per event its pair's number, and per
+    pair the semaphores its events release (the compiled release pairs of its first event, by
+    name). Events are grouped by a finer key than their release map alone (equal maps may sit
+    in different pairs), which changes no event's releases. ``None`` without pair numbers."""
+    which = pair_numbers(cg)
+    if which is None or cg is None:
+        return None
+    _sigs, first = smallints.unique(which, return_index=True)
+    names = cg.sem_names
+    rel = cg.rel
+    maps: list[Mapping[str, int]] = [{names[k]: u for k, u in rel[i]} for i in first.tolist()]
+    # (pair numbers are 0 .. count - 1, in order of first event: the map of pair j is maps[j])
+    return maps, which
+
+
+class _NamesAt(Sequence[str]):
+    """``[names[i] for i in ids]``, each looked up when read: a semaphore shared by thousands of
+    events has as many releasers, of which a path step reads a few (building the list of their
+    names took 2.5M instructions of a pto M=2048 rank's critical path, callgrind)."""
+
+    __slots__ = ("_ids", "_names")
+
+    def __init__(self, ids: np.ndarray, names: Sequence[str]) -> None:
+        self._ids, self._names = ids, names
+
+    def __len__(self) -> int:
+        return len(self._ids)
+
+    @overload
+    def __getitem__(self, p: int) -> str: ...
+
+    @overload
+    def __getitem__(self, p: slice) -> list[str]: ...
+
+    def __getitem__(self, p: int | slice) -> str | list[str]:
+        if isinstance(p, slice):
+            return [self._names[i] for i in self._ids[p].tolist()]
+        return self._names[int(self._ids[p])]
 
 
 class _Ended:
@@ -99,10 +152,10 @@ class _Ended:
     def __init__(self, items: list[tuple[float, int]], names: list[str]) -> None:
         items.sort()
         self.ends = [e for e, _i in items]
-        self.names = [names[i] for _e, i in items]
+        self.names: Sequence[str] = [names[i] for _e, i in items]
 
     @classmethod
-    def sorted(cls, ends: list[float], names: list[str]) -> _Ended:
+    def sorted(cls, ends: list[float], names: Sequence[str]) -> _Ended:
         """From ends and names already in ``(end, index)`` order."""
         out = cls.__new__(cls)
         out.ends, out.names = ends, names
@@ -139,7 +192,7 @@ def critical_path(
     did (``on``: :func:`~moeopt.megamoe.analysis.table.events_on` of the table, ``cols``: its
     :class:`~moeopt.megamoe.analysis.table.Columns`, if made)."""
     t = table or Table.of(rg, s)
-    ends = _Ends(t, on, cols)
+    ends = _Ends(t, on, cols, rg.graph.compiled())
     path: list[CriticalStep] = []
     cur: str | None = last
     seen = set()
