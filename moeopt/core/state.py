@@ -418,22 +418,12 @@ class SchedulerState:
             t = ready[i]
             rb = -1
             blk: tuple[int, ...] | None = None
-            fixed = fixed_of[i]
-            if fixed:  # (a for over a tuple makes an iterator object: none for most pooled events)
-                if len(fixed) == 1:
-                    r = fixed[0]
-                    f = free[r]
-                    if f > t:
-                        t = f
-                        rb = r
-                        blk = single[r]
-                else:
-                    for r in fixed:
-                        f = free[r]
-                        if f > t:
-                            t = f
-                            rb = r
-                            blk = single[r]
+            for r in fixed_of[i]:
+                f = free[r]
+                if f > t:
+                    t = f
+                    rb = r
+                    blk = single[r]
             chosen: tuple[int, ...] = ()
             phs = placeholders[i]
             if phs:
