@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
+import itertools
 import struct
 from collections import defaultdict
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
-from itertools import count
 from operator import attrgetter, itemgetter
 from typing import TypeVar, overload
 
@@ -223,23 +223,14 @@ class Columns:
 
     @cached_property
     def _stages(self) -> tuple[list[str | None], np.ndarray]:
-        """:attr:`stage_labels` and :attr:`stage_code` in one C-level pass over the events: each
-        label numbered on first sight by a ``defaultdict`` whose factory counts (so in order of
-        first event, as ``dict.fromkeys`` orders them), read by subscription as
-        :attr:`Table.stage` reads it, without the list of labels (the table's own list, if
-        made, is read instead; an event without the label sends the pass to that list).
-        callgrind, scenario_basic: the label list then its numbering 7.7M."""
-        t = self.t
-        n = len(t.events)
-        if "stage" not in t.__dict__:
-            number: defaultdict[str | None, int] = defaultdict(count().__next__)
-            try:
-                code = packed("n", map(number.__getitem__, map(_STAGE, map(_LABELS, t.events))), n)
-                return list(number), code
-            except KeyError:
-                pass
-        number = defaultdict(count().__next__)
-        code = packed("n", map(number.__getitem__, t.stage), n)
+        """:attr:`stage_labels` and :attr:`stage_code` in one C-level pass over
+        :attr:`Table.stage`: each label numbered on first sight by a ``defaultdict`` whose
+        factory counts (so in order of first event, as ``dict.fromkeys`` orders them), without
+        a second pass to number them (callgrind, scenario_basic: the label list then its
+        numbering 7.7M)."""
+        stage = self.t.stage
+        number: defaultdict[str | None, int] = defaultdict(itertools.count().__next__)
+        code = packed("n", map(number.__getitem__, stage), len(stage))
         return list(number), code
 
 
