@@ -128,12 +128,13 @@ passes, and ``moeopt gap`` on the bs = 72 example takes 2 s instead of 3),
 hint within a minute; the passes do)."""
 
 STATIC_SHARE = 0.25
-"""Share of ``time_limit_s`` that each static analysis (on the real durations, then on the tick
-grid; only the latter on a grid that rounds nothing) may spend raising heads and tails
+"""Share of ``time_limit_s`` that the static analysis (one per solve: on the real durations, or
+on the tick grid when it rounds nothing; :func:`rounded_analysis`) may spend raising heads and tails
 (:func:`moeopt.exact.heads.raised_ends`) before it stops with what it has (sound, possibly
-weaker bounds). assumed: half the limit for both; on the seed-002 kernel graphs of 2-6k events
-both took 9-21 s in all before they were sped up (7-14 s after), so a 60 s limit cuts none of
-them, while a 5 s limit (the quick-start study's gap check) no longer runs 4x over."""
+weaker bounds). assumed: a quarter; on the seed-002 kernel graphs of 2-6k events the two
+analyses made then (real, then ticks) took 9-21 s in all before they were sped up (7-14 s
+after), so a 60 s limit cut none of them, while a 5 s limit (the quick-start study's gap
+check) no longer runs 4x over."""
 
 MIN_SOLVE_S = 0.05
 
