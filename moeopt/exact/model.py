@@ -65,10 +65,12 @@ class TickInstance:
 
     ``dur`` are floored durations, ``preds`` / ``succs`` carry floored λ, ``head`` / ``tail`` the
     longest paths on those (raised by the capacities where :mod:`moeopt.exact.heads` ran: every
-    schedule of the tick model starts each event in ``[head, makespan − tail]``), ``lower`` the
-    best static bound in ticks, ``delays`` the redundant start-to-start distances
-    ``(i, j, ticks)`` from :func:`moeopt.exact.bounds.energy_delays`, ``cliques`` the redundant
-    disjunctive cliques of :mod:`moeopt.exact.cliques`.
+    schedule of the tick model starts each event in ``[head, makespan − tail]``) or those of the
+    real durations rounded down (:func:`moeopt.exact.solve.rounded_analysis`: the image of every
+    real schedule starts each event there), ``lower`` the best static bound in ticks,
+    ``delays`` the redundant start-to-start distances ``(i, j, ticks)`` from
+    :func:`moeopt.exact.bounds.energy_delays`, ``cliques`` the redundant disjunctive cliques of
+    :mod:`moeopt.exact.cliques`.
     """
 
     cg: CompiledGraph

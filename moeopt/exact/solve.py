@@ -4,7 +4,9 @@ Steps: validate the graph and the hint (without a hint, the greedy with the defa
 provides one); pair the semaphores (:mod:`moeopt.exact.pairing`); compute the static bounds on
 the real durations (:mod:`moeopt.exact.bounds`); choose the tick grid and round down
 (:mod:`moeopt.exact.ticks`; when the grid rounds nothing and the hint is not improved, the
-static analysis runs once, on ticks, and gives the real bounds too); build the model
+static analysis runs once, on ticks, and gives the real bounds too; otherwise it runs once, on
+the real durations, and its values rounded down onto the grid serve the model,
+:func:`rounded_analysis`); build the model
 (:mod:`moeopt.exact.model`), hint it, solve it within what is left of the time limit (on small
 graphs not solved by then, the last ``BOUND_PHASE_SHARE`` of it searches from below for the
 bound); replay the solver's schedule with the real durations (:mod:`moeopt.exact.replay`) and
@@ -29,7 +31,7 @@ from moeopt.core.schedule import Schedule
 from moeopt.core.scheduler import schedule as greedy_schedule
 from moeopt.core.validate import validate_schedule
 from moeopt.errors import InputError, ScheduleError, SchedulingError, did_you_mean
-from moeopt.exact.bounds import Bound, StaticAnalysis, best_bound, static_bounds
+from moeopt.exact.bounds import Bound, StaticAnalysis, best_bound, static_analysis
 from moeopt.exact.model import (
     ExactModel,
     Mode,
@@ -126,12 +128,13 @@ passes, and ``moeopt gap`` on the bs = 72 example takes 2 s instead of 3),
 hint within a minute; the passes do)."""
 
 STATIC_SHARE = 0.25
-"""Share of ``time_limit_s`` that each static analysis (on the real durations, then on the tick
-grid; only the latter on a grid that rounds nothing) may spend raising heads and tails
+"""Share of ``time_limit_s`` that the static analysis (one per solve: on the real durations, or
+on the tick grid when it rounds nothing; :func:`rounded_analysis`) may spend raising heads and tails
 (:func:`moeopt.exact.heads.raised_ends`) before it stops with what it has (sound, possibly
-weaker bounds). assumed: half the limit for both; on the seed-002 kernel graphs of 2-6k events
-both took 9-21 s in all before they were sped up (7-14 s after), so a 60 s limit cuts none of
-them, while a 5 s limit (the quick-start study's gap check) no longer runs 4x over."""
+weaker bounds). assumed: a quarter; on the seed-002 kernel graphs of 2-6k events the two
+analyses made then (real, then ticks) took 9-21 s in all before they were sped up (7-14 s
+after), so a 60 s limit cut none of them, while a 5 s limit (the quick-start study's gap
+check) no longer runs 4x over."""
 
 MIN_SOLVE_S = 0.05
 
@@ -267,9 +270,11 @@ def solve_exact(
                 cg, early, pairings, deadline=time.perf_counter() + STATIC_SHARE * time_limit_s
             )
             real_static = [Bound(b.source, early.to_us(b.value), b.method) for b in tick_static.bounds]
+    real_analysis: StaticAnalysis | None = None
     if real_static is None:
         deadline = time.perf_counter() + STATIC_SHARE * time_limit_s
-        real_static = static_bounds(cg, pairings, cg.dur, cg.preds, cg.succs, deadline=deadline)
+        real_analysis = static_analysis(cg, pairings, cg.dur, cg.preds, cg.succs, deadline=deadline)
+        real_static = real_analysis.bounds
     real_bounds = real_static + [Bound(name, value) for name, value in limits.items()]
     if hint is not None:
         _check_limits_below(limits, hint)
@@ -297,10 +302,12 @@ def solve_exact(
                 t_begin, hint_source,
             )
 
+    if tick_static is None and real_analysis is not None:
+        tick_static = rounded_analysis(real_analysis, grid)  # no second analysis (see there)
     inst = tick_instance(
         cg, grid, model_mode, horizon, pairings, sem_model, DELAYS_BUDGET,
         deadline=time.perf_counter() + STATIC_SHARE * time_limit_s,
-        static=tick_static,  # computed on this same grid (same durations and horizon) when set
+        static=tick_static,  # on this same grid, or the real analysis rounded down onto it
     )
     if model_mode == "exact" and symmetry_breaking:
         inst.site_classes = site_classes(cg)
@@ -439,6 +446,34 @@ def solve_exact(
 
 
 # ---------------------------------------------------------------------- helpers
+def rounded_analysis(real: StaticAnalysis, grid: TimeGrid) -> StaticAnalysis:
+    """The static analysis on real µs (``real``) as the tick model's heads, tails and bounds:
+    every value rounded down onto ``grid``. It stands in for a second analysis on the rounded
+    durations (:func:`moeopt.exact.model.tick_analysis`), which on the kernel graphs of thousands
+    of events cost as much again as the first (measured on the seed-002 graph with M = 512,
+    3,480 events: 8.3 CPU s real, then 10.1 CPU s on ticks, load 3 on 2 cores) and left CP-SAT
+    that much less of the time limit.
+
+    *Why it is sound.* The bounds CP-SAT reports are sound because every real schedule maps to a
+    tick schedule of the model, its *image* ``S_i = ⌊s_i⌋`` (:mod:`moeopt.exact.model`), whose
+    makespan is ``⌊max e_i⌋``; a bound on the images is a bound on the real optimum. A real head
+    ``h_i ≤ s_i`` gives ``S_i = ⌊s_i⌋ ≥ ⌊h_i⌋``; a real tail ``t_i`` (``s_i + t_i ≤`` makespan
+    ``M``) gives ``S_i + ⌊t_i⌋ ≤ ⌊s_i + t_i⌋ ≤ ⌊M⌋``; a real bound ``B ≤ M`` gives
+    ``⌊B⌋ ≤ ⌊M⌋``. So the start domains ``[⌊h_i⌋, H − ⌊t_i⌋]`` and the makespan's lower end
+    ``⌊B⌋`` keep the image of every real schedule of makespan at most the horizon ``H`` (the
+    hint's ``⌊M⌋``), the optimal ones included: the model restricted to them still has the
+    image of an optimal schedule, and CP-SAT's bound stays at most ``⌊OPT⌋``. (Floors in ticks:
+    :meth:`TimeGrid.down`.) ∎ The rounded real values are at least the tick analysis's wherever
+    the two differ only by the rounding of durations (a sum of floors is at most the floor of
+    the sum); only its energy terms rounded up to whole ticks can be a tick higher.
+    """
+    return StaticAnalysis(
+        [Bound(b.source, float(grid.down(b.value)), b.method) for b in real.bounds],
+        [float(grid.down(h)) for h in real.head],
+        [float(grid.down(t)) for t in real.tail],
+    )
+
+
 def _destructive(
     inst: TickInstance, grid: TimeGrid, cp_bound: float, best: Schedule | None, seconds: float
 ) -> Bound | None:
