@@ -112,6 +112,46 @@ def graph_tables(cg: CompiledGraph) -> GraphTables:
     return got
 
 
+def pair_numbers(
+    acq: Sequence[tuple[tuple[int, int], ...]], rel: Sequence[tuple[tuple[int, int], ...]]
+) -> tuple[list[int], tuple[int, ...]]:
+    """``(some, sig)``: the events' (acquire, release) pairs of tuples told apart by the
+    identities of the two tuples (the compiled graph shares them between the events with equal
+    maps), numbered 0, 1, ... in order of their first event; ``some[k]`` is pair k's first
+    event and ``sig[i]`` event i's pair number.
+
+    Consecutive events often have the very pair of the event before, or of the last distinct
+    pair before that (a tile's write-backs alternate between two): those are found by two
+    identity tests, without an ``(id, id)`` key and its dict lookup (callgrind, pto M=2048's
+    6.2k events: 13.5M -> 6.4M instructions; scenario_basic's 5.6k events, whose pairs cycle
+    over a core's slot semaphores, 12.3M -> 11.1M, with one numbering of all by a dict
+    ``setdefault`` per event as before). tests/core/test_pair_numbers.py holds it to that
+    numbering."""
+    sig: list[int] = []
+    add = sig.append
+    some: list[int] = []
+    number: dict[tuple[int, int], int] = {}
+    # the last distinct pair and its number, and the one before it
+    la = lr = pa = pr = None
+    ls = ps = -1
+    for i, (a, r) in enumerate(zip(acq, rel)):
+        if a is la and r is lr:
+            add(ls)
+        elif a is pa and r is pr:  # (the two swap places)
+            pa, pr, la, lr, ps, ls = la, lr, a, r, ls, ps
+            add(ls)
+        else:
+            key = (id(a), id(r))
+            s = number.get(key)
+            if s is None:
+                s = number[key] = len(some)
+                some.append(i)
+            pa, pr, ps = la, lr, ls
+            la, lr, ls = a, r, s
+            add(s)
+    return some, tuple(sig)
+
+
 def _find_tables(cg: CompiledGraph) -> GraphTables:
     n = cg.n
     indeg = tuple(map(len, cg.preds))
@@ -120,19 +160,7 @@ def _find_tables(cg: CompiledGraph) -> GraphTables:
     ready = [-1.0] * n
     for i in compress(range(n), map(not_, indeg)):
         ready[i] = 0.0
-    # the pairs, by the identities of their two maps (shared by the events with equal maps):
-    # ``first_of[i]``, the first event with i's pair, by one dict lookup of an (id, id)
-    # tuple per event, then the pairs numbered by first appearance by a lookup of that
-    # event's number (the very int object the first dict holds: found by identity). On the
-    # pinned 20k graph 43M instructions (callgrind), where numbering each map's ids first
-    # and then the pairs by a_no * width + r_no took 79M (and an event per pair one more
-    # dict pass); the whole constructor went from 154M to 106M
-    first: dict[tuple[int, int], int] = {}
-    first_of = list(map(first.setdefault, zip(map(id, cg.acq), map(id, cg.rel)), range(n)))
-    some = list(first.values())  # pair number -> its first event (each has the same tuples)
-    sig_of = {e: x for x, e in enumerate(some)}
-    sig = tuple(map(sig_of.__getitem__, first_of))
-    del first, first_of
+    some, sig = pair_numbers(cg.acq, cg.rel)
     seen: list[tuple[tuple[int, int, int], ...]] = []
     seen_gain: list[tuple[int, ...]] = []
     seen_ops = []
