@@ -21,9 +21,9 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping, Sequence
 from itertools import compress
-from operator import not_
+from operator import itemgetter, not_
 from types import MappingProxyType
-from typing import NamedTuple
+from typing import NamedTuple, TypeVar
 
 from moeopt.core.compiled import CompiledGraph
 from moeopt.core.semaphores import SemaphoreProfile
@@ -112,6 +112,20 @@ def graph_tables(cg: CompiledGraph) -> GraphTables:
     return got
 
 
+_K = TypeVar("_K")
+_T = TypeVar("_T")
+
+
+def picked(table: Mapping[_K, _T] | Sequence[_T], keys: Sequence[_K] | Sequence[int]) -> tuple[_T, ...]:
+    """``tuple(table[k] for k in keys)``: for two or more keys one C-level ``itemgetter`` call
+    (about half the instructions of a ``map`` of the table's ``__getitem__``, callgrind: 5.6k
+    keys 1.63M -> 0.74M); it returns a bare item for one key, and takes none."""
+    if len(keys) > 1:
+        got: tuple[_T, ...] = itemgetter(*keys)(table)
+        return got
+    return tuple(map(table.__getitem__, keys))  # type: ignore[arg-type]
+
+
 def pair_numbers(
     acq: Sequence[tuple[tuple[int, int], ...]], rel: Sequence[tuple[tuple[int, int], ...]]
 ) -> tuple[list[int], tuple[int, ...]]:
@@ -192,8 +206,8 @@ def _find_tables(cg: CompiledGraph) -> GraphTables:
         sig_acq=tuple(seen),
         sig_ops=tuple(seen_ops),
         sig_gains=tuple(seen_gain),
-        acq3=tuple(map(seen.__getitem__, sig)),
-        gains=tuple(map(seen_gain.__getitem__, sig)),
+        acq3=picked(seen, sig),
+        gains=picked(seen_gain, sig),
         gainful=tuple(gainful),
         group_site=tuple(
             [sites[0] if sites is not None and len(sites) == 1 else -1 for sites in cg.group_sites]
@@ -221,7 +235,7 @@ def _placeholder_tables(
     pool_members = cg.pool_members
     # the lists depend on the placeholders alone: found once per distinct placeholder tuple
     lists_of = {phs: tuple([pool_members[p] for p in phs]) if phs else () for phs in set(cg.placeholders)}
-    ph_lists = tuple(map(lists_of.__getitem__, cg.placeholders))
+    ph_lists = picked(lists_of, cg.placeholders)
     site_members: list[tuple[int, ...] | None] = [None] * n
     interned: dict[tuple[int, ...], tuple[int, ...]] = {}
     if cg.group_sites:
@@ -326,7 +340,7 @@ class SchedulerState:
         self.sig_acq3 = tab.sig_acq
         self.sig_gains = tab.sig_gains
         self.sig_ops = seen_ops
-        self.sem_ops: list[SemOps] = list(map(seen_ops.__getitem__, sig))
+        self.sem_ops: list[SemOps] = list(picked(seen_ops, sig))
         self.gainful = list(tab.gainful)
         # colocation: the site of each group, -1 while undecided
         self.group_site = list(tab.group_site)

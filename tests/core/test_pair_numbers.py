@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import random
 
-from moeopt.core.state import pair_numbers
+from moeopt.core.state import pair_numbers, picked
 from moeopt.synthetic import layered_graph
 
 
@@ -47,3 +47,13 @@ def test_compiled_graphs() -> None:
     for late in (False, True):
         cg = layered_graph(500, seed=3, sites=3, bandwidth_units=4, late_bind_tiles=late).compiled()
         assert pair_numbers(cg.acq, cg.rel) == _reference(list(cg.acq), list(cg.rel))
+
+
+def test_picked_is_a_tuple_of_the_entries_for_any_number_of_keys() -> None:
+    # itemgetter returns a bare item for one key and takes none: every length against a generator
+    seq = ["a", "b", "c"]
+    table = {(0,): "x", (): "y", (1, 2): "z"}
+    for keys in ([], [2], [0, 2, 2, 1]):
+        assert picked(seq, keys) == tuple(seq[k] for k in keys)
+    for tkeys in ([], [(1, 2)], [(), (0,), ()]):
+        assert picked(table, tkeys) == tuple(table[k] for k in tkeys)
