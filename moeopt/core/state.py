@@ -21,9 +21,9 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping, Sequence
 from itertools import compress
-from operator import not_
+from operator import itemgetter, not_
 from types import MappingProxyType
-from typing import NamedTuple
+from typing import NamedTuple, TypeVar
 
 from moeopt.core.compiled import CompiledGraph
 from moeopt.core.semaphores import SemaphoreProfile
@@ -112,6 +112,60 @@ def graph_tables(cg: CompiledGraph) -> GraphTables:
     return got
 
 
+_K = TypeVar("_K")
+_T = TypeVar("_T")
+
+
+def picked(table: Mapping[_K, _T] | Sequence[_T], keys: Sequence[_K] | Sequence[int]) -> tuple[_T, ...]:
+    """``tuple(table[k] for k in keys)``: for two or more keys one C-level ``itemgetter`` call
+    (about half the instructions of a ``map`` of the table's ``__getitem__``, callgrind: 5.6k
+    keys 1.63M -> 0.74M); it returns a bare item for one key, and takes none."""
+    if len(keys) > 1:
+        got: tuple[_T, ...] = itemgetter(*keys)(table)
+        return got
+    return tuple(map(table.__getitem__, keys))  # type: ignore[arg-type]
+
+
+def pair_numbers(
+    acq: Sequence[tuple[tuple[int, int], ...]], rel: Sequence[tuple[tuple[int, int], ...]]
+) -> tuple[list[int], tuple[int, ...]]:
+    """``(some, sig)``: the events' (acquire, release) pairs of tuples told apart by the
+    identities of the two tuples (the compiled graph shares them between the events with equal
+    maps), numbered 0, 1, ... in order of their first event; ``some[k]`` is pair k's first
+    event and ``sig[i]`` event i's pair number.
+
+    Consecutive events often have the very pair of the event before, or of the last distinct
+    pair before that (a tile's write-backs alternate between two): those are found by two
+    identity tests, without an ``(id, id)`` key and its dict lookup (callgrind, pto M=2048's
+    6.2k events: 13.5M -> 6.4M instructions; scenario_basic's 5.6k events, whose pairs cycle
+    over a core's slot semaphores, 12.3M -> 11.1M, with one numbering of all by a dict
+    ``setdefault`` per event as before). tests/core/test_pair_numbers.py holds it to that
+    numbering."""
+    sig: list[int] = []
+    add = sig.append
+    some: list[int] = []
+    number: dict[tuple[int, int], int] = {}
+    # the last distinct pair and its number, and the one before it
+    la = lr = pa = pr = None
+    ls = ps = -1
+    for i, (a, r) in enumerate(zip(acq, rel)):
+        if a is la and r is lr:
+            add(ls)
+        elif a is pa and r is pr:  # (the two swap places)
+            pa, pr, la, lr, ps, ls = la, lr, a, r, ls, ps
+            add(ls)
+        else:
+            key = (id(a), id(r))
+            s = number.get(key)
+            if s is None:
+                s = number[key] = len(some)
+                some.append(i)
+            pa, pr, ps = la, lr, ls
+            la, lr, ls = a, r, s
+            add(s)
+    return some, tuple(sig)
+
+
 def _find_tables(cg: CompiledGraph) -> GraphTables:
     n = cg.n
     indeg = tuple(map(len, cg.preds))
@@ -120,19 +174,7 @@ def _find_tables(cg: CompiledGraph) -> GraphTables:
     ready = [-1.0] * n
     for i in compress(range(n), map(not_, indeg)):
         ready[i] = 0.0
-    # the pairs, by the identities of their two maps (shared by the events with equal maps):
-    # ``first_of[i]``, the first event with i's pair, by one dict lookup of an (id, id)
-    # tuple per event, then the pairs numbered by first appearance by a lookup of that
-    # event's number (the very int object the first dict holds: found by identity). On the
-    # pinned 20k graph 43M instructions (callgrind), where numbering each map's ids first
-    # and then the pairs by a_no * width + r_no took 79M (and an event per pair one more
-    # dict pass); the whole constructor went from 154M to 106M
-    first: dict[tuple[int, int], int] = {}
-    first_of = list(map(first.setdefault, zip(map(id, cg.acq), map(id, cg.rel)), range(n)))
-    some = list(first.values())  # pair number -> its first event (each has the same tuples)
-    sig_of = {e: x for x, e in enumerate(some)}
-    sig = tuple(map(sig_of.__getitem__, first_of))
-    del first, first_of
+    some, sig = pair_numbers(cg.acq, cg.rel)
     seen: list[tuple[tuple[int, int, int], ...]] = []
     seen_gain: list[tuple[int, ...]] = []
     seen_ops = []
@@ -164,8 +206,8 @@ def _find_tables(cg: CompiledGraph) -> GraphTables:
         sig_acq=tuple(seen),
         sig_ops=tuple(seen_ops),
         sig_gains=tuple(seen_gain),
-        acq3=tuple(map(seen.__getitem__, sig)),
-        gains=tuple(map(seen_gain.__getitem__, sig)),
+        acq3=picked(seen, sig),
+        gains=picked(seen_gain, sig),
         gainful=tuple(gainful),
         group_site=tuple(
             [sites[0] if sites is not None and len(sites) == 1 else -1 for sites in cg.group_sites]
@@ -193,7 +235,7 @@ def _placeholder_tables(
     pool_members = cg.pool_members
     # the lists depend on the placeholders alone: found once per distinct placeholder tuple
     lists_of = {phs: tuple([pool_members[p] for p in phs]) if phs else () for phs in set(cg.placeholders)}
-    ph_lists = tuple(map(lists_of.__getitem__, cg.placeholders))
+    ph_lists = picked(lists_of, cg.placeholders)
     site_members: list[tuple[int, ...] | None] = [None] * n
     interned: dict[tuple[int, ...], tuple[int, ...]] = {}
     if cg.group_sites:
@@ -298,7 +340,7 @@ class SchedulerState:
         self.sig_acq3 = tab.sig_acq
         self.sig_gains = tab.sig_gains
         self.sig_ops = seen_ops
-        self.sem_ops: list[SemOps] = list(map(seen_ops.__getitem__, sig))
+        self.sem_ops: list[SemOps] = list(picked(seen_ops, sig))
         self.gainful = list(tab.gainful)
         # colocation: the site of each group, -1 while undecided
         self.group_site = list(tab.group_site)

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from itertools import chain
+from operator import itemgetter
 from typing import TypeVar
 
 import numpy as np
@@ -139,7 +140,7 @@ def graph_floors(rg: RankGraph, tails: Sequence[float] | None = None) -> GraphFl
     role, the work its members must do before the last combine (``tails``: each event's longest
     data path with its duration, if already worked out, see :func:`data_paths`)."""
     cg = rg.graph.compiled()
-    ends = [cg.index[n] for n in (rg.combine_events or [n for n in cg.names if n != rg.tail_event])]
+    ends = _end_positions(rg)
     needed = _ancestors_or_self(cg.succs, ends, cg.n, cg.topo)
     role_of = [name.rsplit(".", 1)[-1] for name in cg.res_names]
     members: dict[str, int] = {}
@@ -153,7 +154,8 @@ def graph_floors(rg: RankGraph, tails: Sequence[float] | None = None) -> GraphFl
         pipe[role] = max(most, work / members[role])
     busiest = max(sorted(pipe), key=lambda k: pipe[k]) if pipe else ""
     return {
-        "longest_path_us": longest_path_us(rg, tails),
+        # (the same ends: their positions looked up once for the walk and the longest path)
+        "longest_path_us": _longest_to(ends, _tails(rg) if tails is None else tails),
         "pipe_us": dict(sorted(pipe.items())),
         "busiest_pipe": busiest,
         "busiest_pipe_us": pipe.get(busiest, 0.0),
@@ -244,10 +246,22 @@ def longest_path_us(rg: RankGraph, tails: Sequence[float] | None = None) -> floa
     pinned resource are resource constraints, so they are left out (else the floor would absorb
     the queueing); the time is measured to the last combine, so the chain ends there too.
     ``tails``: :func:`_tails` of ``rg``, if already worked out (by :func:`data_paths`)."""
+    return _longest_to(_end_positions(rg), _tails(rg) if tails is None else tails)
+
+
+def _end_positions(rg: RankGraph) -> list[int]:
+    """The positions (graph order) of the events the floors measure to: the combines, or every
+    event but the tail in a graph without combines (two or more: one C-level ``itemgetter``
+    call; a ``map`` of the read-only index's ``__getitem__`` calls a slot wrapper per name)."""
     cg = rg.graph.compiled()
-    got = _tails(rg) if tails is None else tails
-    ends = rg.combine_events or [n for n in cg.names if n != rg.tail_event]
-    return max((got[cg.index[n]] for n in ends), default=0.0)
+    names = rg.combine_events or [n for n in cg.names if n != rg.tail_event]
+    return list(itemgetter(*names)(cg.index)) if len(names) > 1 else [cg.index[n] for n in names]
+
+
+def _longest_to(ends: list[int], tails: Sequence[float]) -> float:
+    """The largest of ``tails`` at ``ends`` (0.0 for none): the same ``max`` over the same
+    values in the same order as a generator over the ends gives."""
+    return max(map(tails.__getitem__, ends), default=0.0)
 
 
 def _tails(rg: RankGraph) -> list[float]:
