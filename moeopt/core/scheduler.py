@@ -40,7 +40,7 @@ from moeopt.core.policies import Policy, make_policy
 from moeopt.core.restructure import Restructure, RestructureControl
 from moeopt.core.schedule import Schedule, SemaphoreLevels, Wait
 from moeopt.core.semaphores import SemaphoreProfile
-from moeopt.core.state import NO_SEM_OPS, SchedulerState, WaitRecord
+from moeopt.core.state import NO_SEM_OPS, SchedulerState
 from moeopt.core.view import SchedulerView
 from moeopt.errors import GraphError, SchedulingError
 
@@ -70,7 +70,9 @@ def _to_schedule(
         start_us=start_us,
         end_us=end_us,
         resources=_bound_names(cg, state.bound),
-        waits=_LazyWaits(cg, state.waits, state.ready, state.start),
+        waits=_LazyWaits(
+            cg, state.ready_pred, state.wait_res, state.t_base, state.wait_sem, state.ready, state.start
+        ),
         policy=policy_name,
         order=_names_at(names, state.order),
         recorded_levels=levels,
@@ -180,21 +182,28 @@ class _LazyByEvent(Mapping[str, _V]):
 class _LazyWaits(_LazyByEvent[Wait]):
     """``event -> Wait``."""
 
-    __slots__ = ("_raw", "_ready", "_start")
+    __slots__ = ("_pred", "_ready", "_res", "_sem", "_start", "_tb")
 
     def __init__(
         self,
         cg: CompiledGraph,
-        raw: Sequence[WaitRecord],
-        ready: list[float],
-        start: list[float],
+        pred: Sequence[int],
+        res: Sequence[int],
+        t_base: Sequence[float],
+        sem: Sequence[int],
+        ready: Sequence[float],
+        start: Sequence[float],
     ) -> None:
+        """Per event in graph order (the scheduler's columns, see ``SchedulerState``): the
+        predecessor that set its ready time, the resource that set its t_base, t_base, the
+        semaphore that moved its start (indices; -1: none), its ready time and its start."""
         super().__init__(cg)
-        self._raw, self._ready, self._start = raw, ready, start
+        self._pred, self._res, self._tb, self._sem = pred, res, t_base, sem
+        self._ready, self._start = ready, start
 
     def _build(self, i: int) -> Wait:
         cg = self._cg
-        rp, rb, tb, sb = self._raw[i]
+        rp, rb, tb, sb = self._pred[i], self._res[i], self._tb[i], self._sem[i]
         ready = self._ready[i]
         rw = tb - ready
         sw = self._start[i] - tb
@@ -223,7 +232,7 @@ class _LazyWaits(_LazyByEvent[Wait]):
         ``(index + 1) * (wait > 0)`` in the names with ``None`` put first."""
         cg = self._cg
         ready, start = self._ready, self._start
-        rp, rb, tb, sb = zip(*self._raw) if cg.names else ((), (), (), ())
+        rp, rb, tb, sb = self._pred, self._res, self._tb, self._sem
         rw = list(map(operator.sub, tb, ready))
         sw = list(map(operator.sub, start, tb))
         pred = map([*cg.names, None].__getitem__, rp)
@@ -241,8 +250,8 @@ class _LazyWaits(_LazyByEvent[Wait]):
 
 class WaitRecords(NamedTuple):
     """The greedy scheduler's own columns behind a schedule's ``waits`` (see
-    :func:`wait_records`): per event in graph order, ``raw[i] = (pred, resource, t_base,
-    semaphore)`` (indices into ``names``, ``res_names``, ``sem_names``; ``-1``: none), its
+    :func:`wait_records`): per event in graph order, ``pred[i]``, ``res[i]``, ``t_base[i]``,
+    ``sem[i]`` (the indices into ``names``, ``res_names``, ``sem_names``; ``-1``: none), its
     ready time and its start. An event's ``Wait`` is ``ready``; the predecessor's name;
     ``rw = t_base - ready`` and the resource when ``rw > 0`` (else ``0.0``, ``None``);
     ``sw = start - t_base`` and the semaphore when ``sw > 0`` (else ``0.0``, ``None``)."""
@@ -250,7 +259,10 @@ class WaitRecords(NamedTuple):
     names: tuple[str, ...]
     res_names: tuple[str, ...]
     sem_names: tuple[str, ...]
-    raw: Sequence[WaitRecord]
+    pred: Sequence[int]
+    res: Sequence[int]
+    t_base: Sequence[float]
+    sem: Sequence[int]
     ready: Sequence[float]
     start: Sequence[float]
 
@@ -262,7 +274,17 @@ def wait_records(waits: Mapping[str, Wait], names: Sequence[str]) -> WaitRecords
     itself (a process boundary: :mod:`moeopt.megamoe.packed`)."""
     if type(waits) is _LazyWaits and waits._cg.names == tuple(names):
         cg = waits._cg
-        return WaitRecords(cg.names, cg.res_names, cg.sem_names, waits._raw, waits._ready, waits._start)
+        return WaitRecords(
+            cg.names,
+            cg.res_names,
+            cg.sem_names,
+            waits._pred,
+            waits._res,
+            waits._tb,
+            waits._sem,
+            waits._ready,
+            waits._start,
+        )
     return None
 
 
@@ -408,8 +430,10 @@ def _run_keyed(
     end_of = state.end
     order_append = state.order.append
     bound = state.bound
-    waits = state.waits
     rpred = state.ready_pred
+    wait_res = state.wait_res
+    t_base = state.t_base
+    wait_sem = state.wait_sem
     sem_cap = cg.sem_cap
     succs = cg.succs
     indeg = state.indeg
@@ -1298,7 +1322,9 @@ def _run_keyed(
             grp = group_of[i]
             if grp >= 0 and group_site[grp] < 0:
                 group_site[grp] = res_site[rs[0]]
-            waits[i] = (rpred[i], rb, tb, sb)
+            wait_res[i] = rb
+            t_base[i] = tb
+            wait_sem[i] = sb
             ops = sig_ops[sig[i]]
             if ops is not NO_SEM_OPS:  # (most events change no semaphore)
                 holds, takes, gives = ops
