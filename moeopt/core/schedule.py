@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from itertools import repeat
-from typing import Literal, NamedTuple
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple, Protocol
 
 WaitKind = Literal["none", "dependency", "resource", "semaphore"]
 
@@ -76,6 +76,60 @@ class _Joined(Mapping[str, str]):
         return len(self._res)
 
 
+class Deferred(Protocol):
+    """What makes the fields of a :class:`Schedule` (or its :class:`SemaphoreLevels`) that its
+    producer left to be made on first read (see :func:`deferred`)."""
+
+    def get(self, name: str) -> Any:
+        """The value of field ``name`` (the same object on every call)."""
+
+    def end_values(self) -> Sequence[float]:
+        """Every event's end, in the order of the ``end_us`` map ``get`` makes."""
+
+    def size(self) -> int:
+        """The number of events (of keys of each map ``get`` makes)."""
+
+
+_DEFERRED = "_deferred_fields"
+"""The key under which an object with deferred fields keeps their maker in its ``__dict__``
+(the fields themselves are absent from it until read)."""
+
+
+def deferred(obj: Any, maker: Deferred) -> None:
+    """Leave the fields of ``obj`` that it lacks (made without them: ``object.__new__`` and
+    ``__dict__`` filled by hand) to be made by ``maker`` when first read."""
+    object.__getattribute__(obj, "__dict__")[_DEFERRED] = maker
+
+
+def _deferred_field(obj: Any, name: str) -> Any:
+    """``obj.name`` made by its maker and kept (``__getattr__``: read only when ``name`` is
+    missing from ``obj.__dict__`` and its class, so a made field costs nothing on later reads)."""
+    own = object.__getattribute__(obj, "__dict__")
+    maker = own.get(_DEFERRED)
+    names = _FIELD_NAMES.get(type(obj)) if maker is not None else None
+    if names is None and maker is not None:
+        names = frozenset(f.name for f in fields(obj))  # (a subclass)
+    if names is None or name not in names:
+        raise AttributeError(f"{type(obj).__name__!r} object has no attribute {name!r}")
+    value = own[name] = maker.get(name)
+    if names <= own.keys():
+        # every field made: the maker (and the columns it holds) goes, and the fields take
+        # their declared order (``vars`` as of the same object made eagerly)
+        ordered = {f.name: own[f.name] for f in fields(obj)}
+        own.clear()
+        own.update(ordered)
+    return value
+
+
+def _full_state(obj: Any) -> dict[str, Any]:
+    """``obj.__dict__`` with every field made, in field order, for pickling and copying (what
+    the state of the same object made eagerly is)."""
+    own = object.__getattribute__(obj, "__dict__")
+    if _DEFERRED not in own:
+        return own
+    return {f.name: getattr(obj, f.name) for f in fields(obj)}
+
+
 @dataclass(frozen=True, eq=False)
 class SemaphoreLevels:
     """The free units of each semaphore over time, recorded by the scheduler that produced a
@@ -89,6 +143,14 @@ class SemaphoreLevels:
     for_start: Mapping[str, float]
     for_end: Mapping[str, float]
     curves: Mapping[str, tuple[Sequence[float], Sequence[int]]]
+
+    if not TYPE_CHECKING:  # (hidden from type checkers: attribute typos stay errors)
+
+        def __getattr__(self, name: str) -> Any:
+            return _deferred_field(self, name)
+
+    def __getstate__(self) -> dict[str, Any]:
+        return _full_state(self)
 
 
 @dataclass(frozen=True)
@@ -110,9 +172,24 @@ class Schedule:
     resources: Mapping[str, tuple[str, ...]]
     waits: Mapping[str, Wait] = field(default_factory=dict)
     policy: str = ""
-    order: tuple[str, ...] = ()
-    recorded_levels: SemaphoreLevels | None = field(default=None, compare=False, repr=False)
+    # (defaults by factory: a plain default would be a class attribute, read instead of the
+    # field's maker when the scheduler leaves the field to be made on first read)
+    order: tuple[str, ...] = field(default_factory=tuple)
+    recorded_levels: SemaphoreLevels | None = field(default_factory=lambda: None, compare=False, repr=False)
     repinned: Mapping[str, tuple[str, str]] = field(default_factory=dict)
+
+    # The greedy scheduler leaves ``start_us``, ``end_us``, ``resources``, ``order`` and
+    # ``recorded_levels`` to be made when first read (:func:`deferred`): building the three
+    # 100k-entry maps of a large graph touched every event name's string object, about a tenth
+    # of the wall time of scheduling the pinned 100k graph, paid also by callers that read the
+    # makespan alone. Once read, a field is a plain attribute, as if made eagerly.
+    if not TYPE_CHECKING:  # (hidden from type checkers: attribute typos stay errors)
+
+        def __getattr__(self, name: str) -> Any:
+            return _deferred_field(self, name)
+
+    def __getstate__(self) -> dict[str, Any]:
+        return _full_state(self)
 
     def semaphore_levels(self, sem: str) -> tuple[Sequence[float], Sequence[int]] | None:
         """``(times, levels)`` of ``sem`` as the scheduler recorded them (see
@@ -125,6 +202,10 @@ class Schedule:
 
     @property
     def makespan_us(self) -> float:
+        own = self.__dict__
+        if "end_us" not in own and _DEFERRED in own:
+            # the ends in the order of the map's values: the same max (ties, NaNs) without it
+            return max(own[_DEFERRED].end_values(), default=0.0)
         return max(self.end_us.values(), default=0.0)
 
     @property
@@ -133,6 +214,9 @@ class Schedule:
         return _Joined(self.resources)
 
     def __len__(self) -> int:
+        own = self.__dict__
+        if "start_us" not in own and _DEFERRED in own:
+            return int(own[_DEFERRED].size())
         return len(self.start_us)
 
     def fingerprint(self) -> str:
@@ -173,3 +257,9 @@ class Schedule:
         ]
         rows.sort(key=lambda r: (r[1], r[0]))
         return rows
+
+
+_FIELD_NAMES: dict[type, frozenset[str]] = {
+    cls: frozenset(f.name for f in fields(cls)) for cls in (Schedule, SemaphoreLevels)
+}
+"""The fields a maker may make, per class (any other missing attribute is an ``AttributeError``)."""

@@ -38,9 +38,9 @@ from moeopt.core.gcpause import gc_paused
 from moeopt.core.normalize import drop_nonbinding_semaphores
 from moeopt.core.policies import Policy, make_policy
 from moeopt.core.restructure import Restructure, RestructureControl
-from moeopt.core.schedule import Schedule, SemaphoreLevels, Wait
+from moeopt.core.schedule import Schedule, SemaphoreLevels, Wait, deferred
 from moeopt.core.semaphores import SemaphoreProfile
-from moeopt.core.state import NO_SEM_OPS, SchedulerState, WaitRecord
+from moeopt.core.state import NO_SEM_OPS, SchedulerState
 from moeopt.core.view import SchedulerView
 from moeopt.errors import GraphError, SchedulingError
 
@@ -56,26 +56,84 @@ def _to_schedule(
 ) -> Schedule:
     """The schedule of the committed state; ``record_levels``: every semaphore use of the
     graph was scheduled (none dropped by normalisation), so that each profile is its
-    semaphore's level curve in the schedule."""
+    semaphore's level curve in the schedule.
+
+    Its ``start_us``, ``end_us``, ``resources``, ``order`` and ``recorded_levels`` are made
+    from the state's columns when first read (:class:`_ScheduleMaker`), each as it was made
+    here before: building the three maps and the order of the pinned 100k graph touched every
+    event name's string (its hash, its reference count) about four times, ~0.1 s of its ~0.95 s
+    (wall, median of 7), for callers that may read none of them (the makespan reads the ends
+    column)."""
     cg = state.cg
-    names = cg.names
-    start_us = _by_name(cg, state.start)
-    end_us = _by_name(cg, state.end)
-    levels = None
-    if record_levels:
-        # every event is committed: each profile is its semaphore's final level curve
-        curves = {sem: p.curve() for sem, p in zip(cg.sem_names, state.profiles)}
-        levels = SemaphoreLevels(start_us, end_us, curves)
-    return Schedule(
-        start_us=start_us,
-        end_us=end_us,
-        resources=_bound_names(cg, state.bound),
-        waits=_LazyWaits(cg, state.waits, state.ready, state.start),
-        policy=policy_name,
-        order=_names_at(names, state.order),
-        recorded_levels=levels,
-        repinned=dict(repinned or {}),
+    maker = _ScheduleMaker(cg, state.start, state.end, state.bound, state.order)
+    s = object.__new__(Schedule)
+    own = s.__dict__
+    own["waits"] = _LazyWaits(
+        cg, state.ready_pred, state.wait_res, state.t_base, state.wait_sem, state.ready, state.start
     )
+    own["policy"] = policy_name
+    own["repinned"] = dict(repinned or {})
+    if record_levels:
+        # every event is committed: each profile is its semaphore's final level curve (the
+        # curves now: the profiles are the state's; their maps when read, as the schedule's)
+        levels = object.__new__(SemaphoreLevels)
+        levels.__dict__["curves"] = {sem: p.curve() for sem, p in zip(cg.sem_names, state.profiles)}
+        deferred(levels, maker)
+        maker.levels = levels
+    deferred(s, maker)
+    return s
+
+
+_LEVELS_MAP = {"for_start": "start_us", "for_end": "end_us"}
+"""The recorded levels' maps: the schedule's."""
+
+
+class _ScheduleMaker:
+    """The fields of a greedy schedule (and of its recorded levels) made from the scheduler's
+    columns when first read (see :func:`moeopt.core.schedule.deferred`): each made once, and the
+    levels' ``for_start`` / ``for_end`` are the schedule's very ``start_us`` / ``end_us``."""
+
+    __slots__ = ("_bound", "_cg", "_end", "_made", "_order", "_start", "levels")
+
+    def __init__(
+        self,
+        cg: CompiledGraph,
+        start: list[float],
+        end: list[float],
+        bound: list[tuple[int, ...]],
+        order: list[int],
+    ) -> None:
+        self._cg, self._start, self._end, self._bound, self._order = cg, start, end, bound, order
+        self._made: dict[str, Any] = {}
+        self.levels: SemaphoreLevels | None = None
+
+    def get(self, name: str) -> Any:
+        made = self._made
+        name = _LEVELS_MAP.get(name, name)
+        if name in made:
+            return made[name]
+        cg = self._cg
+        value: Any
+        if name == "start_us":
+            value = _by_name(cg, self._start)
+        elif name == "end_us":
+            value = _by_name(cg, self._end)
+        elif name == "resources":
+            value = _bound_names(cg, self._bound)
+        elif name == "order":
+            value = _names_at(cg.names, self._order)
+        elif name == "recorded_levels":
+            value = self.levels
+        else:
+            raise AttributeError(name)
+        made[name] = value
+        return value
+
+    def end_values(self) -> Sequence[float]:
+        return self._end
+
+    def size(self) -> int:
+        return len(self._cg.names)
 
 
 def _by_name(cg: CompiledGraph, values: Iterable[_V]) -> dict[str, _V]:
@@ -183,21 +241,28 @@ class _LazyByEvent(Mapping[str, _V]):
 class _LazyWaits(_LazyByEvent[Wait]):
     """``event -> Wait``."""
 
-    __slots__ = ("_raw", "_ready", "_start")
+    __slots__ = ("_pred", "_ready", "_res", "_sem", "_start", "_tb")
 
     def __init__(
         self,
         cg: CompiledGraph,
-        raw: Sequence[WaitRecord],
-        ready: list[float],
-        start: list[float],
+        pred: Sequence[int],
+        res: Sequence[int],
+        t_base: Sequence[float],
+        sem: Sequence[int],
+        ready: Sequence[float],
+        start: Sequence[float],
     ) -> None:
+        """Per event in graph order (the scheduler's columns, see ``SchedulerState``): the
+        predecessor that set its ready time, the resource that set its t_base, t_base, the
+        semaphore that moved its start (indices; -1: none), its ready time and its start."""
         super().__init__(cg)
-        self._raw, self._ready, self._start = raw, ready, start
+        self._pred, self._res, self._tb, self._sem = pred, res, t_base, sem
+        self._ready, self._start = ready, start
 
     def _build(self, i: int) -> Wait:
         cg = self._cg
-        rp, rb, tb, sb = self._raw[i]
+        rp, rb, tb, sb = self._pred[i], self._res[i], self._tb[i], self._sem[i]
         ready = self._ready[i]
         rw = tb - ready
         sw = self._start[i] - tb
@@ -226,7 +291,7 @@ class _LazyWaits(_LazyByEvent[Wait]):
         ``(index + 1) * (wait > 0)`` in the names with ``None`` put first."""
         cg = self._cg
         ready, start = self._ready, self._start
-        rp, rb, tb, sb = zip(*self._raw) if cg.names else ((), (), (), ())
+        rp, rb, tb, sb = self._pred, self._res, self._tb, self._sem
         rw = list(map(operator.sub, tb, ready))
         sw = list(map(operator.sub, start, tb))
         pred = map([*cg.names, None].__getitem__, rp)
@@ -244,8 +309,8 @@ class _LazyWaits(_LazyByEvent[Wait]):
 
 class WaitRecords(NamedTuple):
     """The greedy scheduler's own columns behind a schedule's ``waits`` (see
-    :func:`wait_records`): per event in graph order, ``raw[i] = (pred, resource, t_base,
-    semaphore)`` (indices into ``names``, ``res_names``, ``sem_names``; ``-1``: none), its
+    :func:`wait_records`): per event in graph order, ``pred[i]``, ``res[i]``, ``t_base[i]``,
+    ``sem[i]`` (the indices into ``names``, ``res_names``, ``sem_names``; ``-1``: none), its
     ready time and its start. An event's ``Wait`` is ``ready``; the predecessor's name;
     ``rw = t_base - ready`` and the resource when ``rw > 0`` (else ``0.0``, ``None``);
     ``sw = start - t_base`` and the semaphore when ``sw > 0`` (else ``0.0``, ``None``)."""
@@ -253,7 +318,10 @@ class WaitRecords(NamedTuple):
     names: tuple[str, ...]
     res_names: tuple[str, ...]
     sem_names: tuple[str, ...]
-    raw: Sequence[WaitRecord]
+    pred: Sequence[int]
+    res: Sequence[int]
+    t_base: Sequence[float]
+    sem: Sequence[int]
     ready: Sequence[float]
     start: Sequence[float]
 
@@ -265,7 +333,17 @@ def wait_records(waits: Mapping[str, Wait], names: Sequence[str]) -> WaitRecords
     itself (a process boundary: :mod:`moeopt.megamoe.packed`)."""
     if type(waits) is _LazyWaits and waits._cg.names == tuple(names):
         cg = waits._cg
-        return WaitRecords(cg.names, cg.res_names, cg.sem_names, waits._raw, waits._ready, waits._start)
+        return WaitRecords(
+            cg.names,
+            cg.res_names,
+            cg.sem_names,
+            waits._pred,
+            waits._res,
+            waits._tb,
+            waits._sem,
+            waits._ready,
+            waits._start,
+        )
     return None
 
 
@@ -411,8 +489,10 @@ def _run_keyed(
     end_of = state.end
     order_append = state.order.append
     bound = state.bound
-    waits = state.waits
     rpred = state.ready_pred
+    wait_res = state.wait_res
+    t_base = state.t_base
+    wait_sem = state.wait_sem
     sem_cap = cg.sem_cap
     succs = cg.succs
     indeg = state.indeg
@@ -1301,7 +1381,9 @@ def _run_keyed(
             grp = group_of[i]
             if grp >= 0 and group_site[grp] < 0:
                 group_site[grp] = res_site[rs[0]]
-            waits[i] = (rpred[i], rb, tb, sb)
+            wait_res[i] = rb
+            t_base[i] = tb
+            wait_sem[i] = sb
             ops = sig_ops[sig[i]]
             if ops is not NO_SEM_OPS:  # (most events change no semaphore)
                 holds, takes, gives = ops

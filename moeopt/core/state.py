@@ -58,10 +58,6 @@ NO_SEM_OPS: SemOps = ((), (), ())
 """The one :data:`SemOps` object of every event without semaphore changes (most events): a
 commit tests for it by identity and skips the three loops."""
 
-WaitRecord = tuple[int, int, float, int]
-"""Why a committed event started when it did, read by unpacking:
-``ready_pred, rb, t_base, sb = state.waits[i]`` (the predecessor that set its ready time, the
-resource that set ``t_base``, ``t_base``, the semaphore that moved the start; -1: none)."""
 
 
 class GraphTables(NamedTuple):
@@ -294,10 +290,15 @@ class SchedulerState:
         self.start = [0.0] * n
         self.end = [0.0] * n
         self.bound: list[tuple[int, ...]] = [()] * n
-        # per committed event: (predecessor that set its ready time, resource that set t_base,
-        # t_base, semaphore that moved the start); the waits are derived from these, the ready
-        # times and the starts when read
-        self.waits: list[WaitRecord] = [(-1, -1, 0.0, -1)] * n
+        # why each committed event started when it did, in columns by event: the predecessor
+        # that set its ready time (``ready_pred``, final once the event is committed), the
+        # resource that set its t_base (``wait_res``), ``t_base``, and the semaphore that moved
+        # the start (``wait_sem``; -1: none); the waits are derived from these, the ready times
+        # and the starts when read. Why columns: one tuple per commit was 100k tuples (about
+        # 7 MB) per schedule of the pinned 100k graph, allocated in the loop and kept with it
+        self.wait_res = [-1] * n
+        self.t_base = [0.0] * n
+        self.wait_sem = [-1] * n
         self.order: list[int] = []
         self.profiles = profiles = [SemaphoreProfile(c) for c in cg.sem_cap]
         # the graph's semaphore tables (see GraphTables), shared with every state of this graph;
@@ -578,7 +579,9 @@ class SchedulerState:
         res_site = cg.res_site
         readyl = self.ready
         rpred = self.ready_pred
-        waits = self.waits
+        wait_res = self.wait_res
+        t_base = self.t_base
+        wait_sem = self.wait_sem
         profiles = self.profiles
         sem_ops = self.sem_ops
         sem_cap = cg.sem_cap
@@ -602,7 +605,9 @@ class SchedulerState:
             g = group_of[i]
             if g >= 0 and group_site[g] < 0:
                 group_site[g] = res_site[rs[0]]
-            waits[i] = (rpred[i], rb, tb, sb)
+            wait_res[i] = rb
+            t_base[i] = tb
+            wait_sem[i] = sb
             ops = sem_ops[i]
             if ops is not NO_SEM_OPS:
                 holds, takes, gives = ops

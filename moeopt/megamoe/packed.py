@@ -232,11 +232,9 @@ def _record_arrays(waits: Mapping[str, Wait], names: list[str]) -> tuple[Any, ..
     if rec is None:
         return None
     # (the lazy map's own columns, which its rows() reads)
-    raw, ready, start = rec.raw, rec.ready, rec.start
-    n = len(raw)
-    if n == 0:
+    ready, start, t_base = rec.ready, rec.start, rec.t_base
+    if not t_base:
         return None
-    pred, res, t_base, sem = zip(*raw)
     if not _FLOATS.issuperset(map(type, t_base)):
         return None
     tb = _array("d", t_base)
@@ -245,10 +243,10 @@ def _record_arrays(waits: Mapping[str, Wait], names: list[str]) -> tuple[Any, ..
     rpos, spos = rw > 0, sw > 0
     return (
         list(ready),
-        _array("n", pred),
-        np.where(rpos, _array("n", res), -1),
+        _array("n", rec.pred),
+        np.where(rpos, _array("n", rec.res), -1),
         np.where(rpos, rw, 0.0),
-        np.where(spos, _array("n", sem), -1),
+        np.where(spos, _array("n", rec.sem), -1),
         np.where(spos, sw, 0.0),
         list(rec.res_names),
         list(rec.sem_names),

@@ -233,7 +233,8 @@ def test_waits_worked_out_in_columns_are_the_lazy_maps() -> None:
         rec = wait_records(s.waits, names)
         assert rec is not None
         assert list(rec.names) == names
-        assert len(rec.raw) == len(rec.ready) == len(rec.start) == len(names)
+        cols = (rec.pred, rec.res, rec.t_base, rec.sem, rec.ready, rec.start)
+        assert [len(c) for c in cols] == [len(names)] * 6
         assert wait_records(dict(s.waits), names) is None
         assert wait_records(s.waits, names[::-1]) is None
         kinds |= {s.waits[n].kind for n in names}
@@ -355,18 +356,22 @@ def test_waits_with_an_int_time_are_the_rows() -> None:
     names = list(s.start_us)
     lazy = s.waits
     assert type(lazy) is _LazyWaits
-    cols = {"raw": lazy._raw, "ready": lazy._ready, "start": lazy._start}
-    for field, how in (("ready", "arrays"), ("start", "arrays"), ("raw", "fields")):
+    cols = {
+        "pred": lazy._pred,
+        "res": lazy._res,
+        "t_base": lazy._tb,
+        "sem": lazy._sem,
+        "ready": lazy._ready,
+        "start": lazy._start,
+    }
+    for field, how in (("ready", "arrays"), ("start", "arrays"), ("t_base", "fields")):
         col = list(cols[field])
-        if field == "raw":  # (its t_base)
-            k = next(i for i, (_p, _r, tb, _s) in enumerate(col) if tb == int(tb))
-            p, r, tb, sm = col[k]
-            col[k] = (p, r, int(tb), sm)
-        else:
-            k = next(i for i, v in enumerate(col) if v == int(v))
-            col[k] = int(col[k])
-        got_cols = {**cols, field: col}
-        waits = _LazyWaits(lazy._cg, got_cols["raw"], got_cols["ready"], got_cols["start"])
+        k = next(i for i, v in enumerate(col) if v == int(v))
+        col[k] = int(col[k])
+        got = {**cols, field: col}
+        waits = _LazyWaits(
+            lazy._cg, got["pred"], got["res"], got["t_base"], got["sem"], got["ready"], got["start"]
+        )
         sent = _pack_waits(waits, names)
         assert sent[0] == how
         got = list(_unpack_waits(sent, names)[1])
