@@ -172,14 +172,14 @@ class Schedule:
     resources: Mapping[str, tuple[str, ...]]
     waits: Mapping[str, Wait] = field(default_factory=dict)
     policy: str = ""
-    # (defaults by factory: a plain default would be a class attribute, read instead of the
+    # (a default by factory: a plain default would be a class attribute, read instead of the
     # field's maker when the scheduler leaves the field to be made on first read)
     order: tuple[str, ...] = field(default_factory=tuple)
-    recorded_levels: SemaphoreLevels | None = field(default_factory=lambda: None, compare=False, repr=False)
+    recorded_levels: SemaphoreLevels | None = field(default=None, compare=False, repr=False)
     repinned: Mapping[str, tuple[str, str]] = field(default_factory=dict)
 
-    # The greedy scheduler leaves ``start_us``, ``end_us``, ``resources``, ``order`` and
-    # ``recorded_levels`` to be made when first read (:func:`deferred`): building the three
+    # The greedy scheduler leaves ``start_us``, ``end_us``, ``resources`` and ``order`` (and
+    # its recorded levels' two maps) to be made when first read (:func:`deferred`): building the three
     # 100k-entry maps of a large graph touched every event name's string object, about a tenth
     # of the wall time of scheduling the pinned 100k graph, paid also by callers that read the
     # makespan alone. Once read, a field is a plain attribute, as if made eagerly.

@@ -58,12 +58,19 @@ def _to_schedule(
     graph was scheduled (none dropped by normalisation), so that each profile is its
     semaphore's level curve in the schedule.
 
-    Its ``start_us``, ``end_us``, ``resources``, ``order`` and ``recorded_levels`` are made
-    from the state's columns when first read (:class:`_ScheduleMaker`), each as it was made
-    here before: building the three maps and the order of the pinned 100k graph touched every
-    event name's string (its hash, its reference count) about four times, ~0.1 s of its ~0.95 s
-    (wall, median of 7), for callers that may read none of them (the makespan reads the ends
-    column)."""
+    Its ``start_us``, ``end_us``, ``resources`` and ``order`` (and its recorded levels'
+    ``for_start`` / ``for_end``, the same two maps) are made from the state's columns when
+    first read (:class:`_ScheduleMaker`), each as it was made here before: building the three
+    maps and the order of the pinned 100k graph touched every event name's string (its hash,
+    its reference count) about four times, ~0.1 s of its ~0.95 s (wall, median of 7), for
+    callers that may read none of them (the makespan reads the ends column).
+
+    The recorded levels are set here, not left to the maker: a maker that held the levels,
+    whose own maker it is, made a reference cycle, which only the cyclic collector frees, and
+    ``kernel_time``'s workers schedule rank after rank with it paused (``gc_paused``): each
+    rank's compiled graph stayed behind (DeepSeek-V3-like zipf, ``bench_scale.py --mode
+    kernel_time``: peak 505 MB against 291 MB before the maker, back to the latter without the
+    cycle; tests/core/test_deferred_schedule_fields.py frees a schedule with the collector off)."""
     cg = state.cg
     maker = _ScheduleMaker(cg, state.start, state.end, state.bound, state.order)
     s = object.__new__(Schedule)
@@ -73,13 +80,14 @@ def _to_schedule(
     )
     own["policy"] = policy_name
     own["repinned"] = dict(repinned or {})
+    levels = None
     if record_levels:
         # every event is committed: each profile is its semaphore's final level curve (the
         # curves now: the profiles are the state's; their maps when read, as the schedule's)
         levels = object.__new__(SemaphoreLevels)
         levels.__dict__["curves"] = {sem: p.curve() for sem, p in zip(cg.sem_names, state.profiles)}
         deferred(levels, maker)
-        maker.levels = levels
+    own["recorded_levels"] = levels
     deferred(s, maker)
     return s
 
@@ -93,7 +101,7 @@ class _ScheduleMaker:
     columns when first read (see :func:`moeopt.core.schedule.deferred`): each made once, and the
     levels' ``for_start`` / ``for_end`` are the schedule's very ``start_us`` / ``end_us``."""
 
-    __slots__ = ("_bound", "_cg", "_end", "_made", "_order", "_start", "levels")
+    __slots__ = ("_bound", "_cg", "_end", "_made", "_order", "_start")
 
     def __init__(
         self,
@@ -105,7 +113,6 @@ class _ScheduleMaker:
     ) -> None:
         self._cg, self._start, self._end, self._bound, self._order = cg, start, end, bound, order
         self._made: dict[str, Any] = {}
-        self.levels: SemaphoreLevels | None = None
 
     def get(self, name: str) -> Any:
         made = self._made
@@ -122,8 +129,6 @@ class _ScheduleMaker:
             value = _bound_names(cg, self._bound)
         elif name == "order":
             value = _names_at(cg.names, self._order)
-        elif name == "recorded_levels":
-            value = self.levels
         else:
             raise AttributeError(name)
         made[name] = value

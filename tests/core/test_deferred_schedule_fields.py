@@ -1,15 +1,19 @@
-"""A greedy schedule's ``start_us``, ``end_us``, ``resources``, ``order`` and ``recorded_levels``
-are made from the scheduler's columns when first read (``moeopt.core.schedule.deferred``). What a
+"""A greedy schedule's ``start_us``, ``end_us``, ``resources`` and ``order`` (and its recorded
+levels' two maps) are made from the scheduler's columns when first read (``moeopt.core.schedule.deferred``). What a
 user relies on must not tell it from a schedule made eagerly: the fields' values and types,
 equality, ``repr``, ``len`` and the makespan (read from the ends column before the map is made),
 the levels tied to the very start / end maps whichever is read first, copying, pickling,
-``dataclasses.replace``, and ``vars`` once every field is read (the declared order, no maker)."""
+``dataclasses.replace``, ``vars`` once every field is read (the declared order, no maker), and
+no reference cycle: ``kernel_time``'s workers schedule rank after rank with the cyclic collector
+paused, so a schedule and what it holds must go when its last reference does."""
 
 from __future__ import annotations
 
 import copy
 import dataclasses
+import gc
 import pickle
+import weakref
 
 import pytest
 
@@ -19,7 +23,7 @@ from moeopt.core.schedule import _DEFERRED
 from moeopt.synthetic import layered_graph
 from moeopt.testing import naive_schedule
 
-_LAZY = ("start_us", "end_us", "resources", "order", "recorded_levels")
+_LAZY = ("start_us", "end_us", "resources", "order")
 _FIELDS = [f.name for f in dataclasses.fields(m.Schedule)]
 
 
@@ -71,6 +75,25 @@ def test_levels_read_first_share_the_schedules_maps() -> None:
     assert lv.for_start is s.start_us
     sem = next(iter(lv.curves))
     assert s.semaphore_levels(sem) is lv.curves[sem]
+
+
+@pytest.mark.parametrize("read", [False, True])
+def test_a_schedule_and_its_levels_go_without_the_cyclic_collector(read: bool) -> None:
+    # A maker that held the levels (whose maker it is) made a cycle: with the collector off
+    # the levels, the maker and the compiled graph it holds outlived the schedule.
+    g = layered_graph(300, seed=3)
+    gc.collect()
+    gc.disable()
+    try:
+        s = m.schedule(g, "earliest_start", normalize=False)
+        assert s.recorded_levels is not None
+        if read:
+            assert s.recorded_levels.for_start is s.start_us
+        gone = [weakref.ref(s), weakref.ref(s.recorded_levels)]
+        del s
+        assert [r() for r in gone] == [None, None]
+    finally:
+        gc.enable()
 
 
 def test_equality_and_copies_of_an_unread_schedule() -> None:
