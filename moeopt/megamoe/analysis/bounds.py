@@ -26,11 +26,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from itertools import chain
-from operator import itemgetter
 from typing import TypeVar
 
 import numpy as np
 
+from moeopt.core.state import picked
 from moeopt.megamoe.analysis.table import EPS, packed
 from moeopt.megamoe.build import RankGraph
 from moeopt.megamoe.config.implementation import CUBE_M_ALIGN, ROW_PAD_BYTES, SCALE_BYTES
@@ -251,11 +251,11 @@ def longest_path_us(rg: RankGraph, tails: Sequence[float] | None = None) -> floa
 
 def _end_positions(rg: RankGraph) -> list[int]:
     """The positions (graph order) of the events the floors measure to: the combines, or every
-    event but the tail in a graph without combines (two or more: one C-level ``itemgetter``
-    call; a ``map`` of the read-only index's ``__getitem__`` calls a slot wrapper per name)."""
+    event but the tail in a graph without combines (by :func:`~moeopt.core.state.picked`: a
+    ``map`` of the read-only index's ``__getitem__`` calls a slot wrapper per name)."""
     cg = rg.graph.compiled()
     names = rg.combine_events or [n for n in cg.names if n != rg.tail_event]
-    return list(itemgetter(*names)(cg.index)) if len(names) > 1 else [cg.index[n] for n in names]
+    return list(picked(cg.index, names))
 
 
 def _longest_to(ends: list[int], tails: Sequence[float]) -> float:

@@ -17,6 +17,7 @@ from moeopt.core.compiled import CompiledGraph
 from moeopt.core.events import Event
 from moeopt.core.schedule import Schedule, Wait
 from moeopt.core.smallints import stable_order
+from moeopt.core.state import picked
 from moeopt.megamoe.build import RankGraph
 from moeopt.megamoe.results import EventRow
 
@@ -27,7 +28,6 @@ _LABELS = attrgetter("labels")
 _STAGE = itemgetter("stage")
 
 _V = TypeVar("_V")
-_K = TypeVar("_K")
 
 
 @dataclass(frozen=True)
@@ -158,17 +158,6 @@ def packed(code: str, values: Iterable[object], count: int) -> np.ndarray:
 _DTYPE = {"d": np.dtype(np.float64), "n": np.dtype(np.intp)}
 
 
-def _looked_up(table: Mapping[_K, int], keys: Sequence[_K]) -> Sequence[int]:
-    """``[table[k] for k in keys]`` in order (a ``defaultdict`` numbers each new key as it is
-    met): for two or more keys one C-level ``itemgetter`` call, about half the instructions
-    of a ``map`` of the table's ``__getitem__`` (callgrind, 5.6k keys: 1.63M -> 0.74M); it
-    returns a bare item for one key, and takes none."""
-    if len(keys) > 1:
-        got: tuple[int, ...] = itemgetter(*keys)(table)
-        return got
-    return [table[k] for k in keys]
-
-
 def pair_numbers(cg: CompiledGraph | None) -> np.ndarray | None:
     """Per event of the compiled graph ``cg`` (graph order), the number of its (acquire,
     release) pair among the distinct ones, as the greedy scheduler numbered them and kept them
@@ -215,7 +204,7 @@ class Columns:
         :func:`events_on` and :attr:`n_res`."""
         res = self.t.res
         number = {rs: k for k, rs in enumerate(dict.fromkeys(res))}
-        return list(number), packed("n", _looked_up(number, res), len(res))
+        return list(number), packed("n", picked(number, res), len(res))
 
     @cached_property
     def n_res(self) -> np.ndarray:
@@ -242,7 +231,7 @@ class Columns:
         numbering 7.7M)."""
         stage = self.t.stage
         number: defaultdict[str | None, int] = defaultdict(itertools.count().__next__)
-        code = packed("n", _looked_up(number, stage), len(stage))
+        code = packed("n", picked(number, stage), len(stage))
         return list(number), code
 
 
