@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import compress, repeat
-from operator import attrgetter, is_not, not_
+from operator import attrgetter, is_not, lt, not_
 from types import MappingProxyType
 from typing import Any
 
@@ -697,8 +697,14 @@ def compile_graph(g: EventGraph) -> CompiledGraph:
         groups: Sequence[Sequence[int]]
         if len(set(ib)) == len(ib) and set(ib).isdisjoint(ia):
             # the common case: each event is linked to a partner that nothing else links to and
-            # that links to nothing, so every group is one pair (what union-find finds then)
-            groups = sorted(zip(map(min, ia, ib), map(max, ia, ib)))
+            # that links to nothing, so every group is one pair (what union-find finds then);
+            # a partner made before its event (a write-back colocated with its tile) is the
+            # pair's first member: one C-level test of every pair instead of a min and a max
+            # call per pair (scenario_basic, 1,024 pairs: about 0.3 -> 0.12 ms)
+            if all(map(lt, ib, ia)):
+                groups = sorted(zip(ib, ia))
+            else:
+                groups = sorted(zip(map(min, ia, ib), map(max, ia, ib)))
         else:
             groups = _linked_groups(len(events), ia, ib)
         pool_sites = [{res_site[m] for m in members} for members in pool_members]

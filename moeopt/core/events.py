@@ -428,6 +428,18 @@ def _trusted_by_setters(
     return ev
 
 
+def positions(d: dict[str, Any]) -> dict[str, int]:
+    """A new dict of each key of ``d`` -> its position in ``d``'s order: ``dict(zip(d,
+    range(len(d))))``, the same keys in the same order.
+
+    Made from a copy of ``d``, whose table is copied as it is (no insertion and no growth per
+    key), each value then replaced by the position: about three quarters of the instructions of
+    ``dict(zip(...))`` (callgrind, 47k events)."""
+    out: dict[str, Any] = d.copy()
+    out.update(zip(d, range(len(out))))
+    return out
+
+
 class EventGraph:
     """A validated DAG of :class:`Event` objects on a ``networkx.DiGraph``.
 
@@ -604,14 +616,9 @@ class EventGraph:
         return self._compiled
 
     def _positions(self) -> dict[str, int]:
-        """A new dict of event name -> position in insertion order (``compile_graph``'s index).
-
-        Made from a copy of the events' own dict, whose table is copied as it is (no insertion
-        and no growth per name), each value then replaced by the position: about three quarters
-        of the instructions of ``dict(zip(names, range(n)))`` (callgrind, 47k events)."""
-        out: dict[str, Any] = self._events.copy()
-        out.update(zip(self._events, range(len(out))))
-        return out
+        """A new dict of event name -> position in insertion order (``compile_graph``'s index):
+        :func:`positions` of the events' own dict."""
+        return positions(self._events)
 
     # used by compile_graph; kept here so the raw networkx graph stays private
     def _raw_nx(self) -> _DiGraph:

@@ -105,3 +105,30 @@ def test_every_repeated_bad_group_is_reported() -> None:
         g.compiled()
     assert "['a0', 'b0']" in str(err.value)
     assert "['a1', 'b1']" in str(err.value)
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.integers(2, 10).flatmap(lambda n: st.tuples(st.just(n), st.permutations(range(n)), st.booleans())))
+def test_pair_groups_whichever_side_is_earlier(case: tuple[int, list[int], bool]) -> None:
+    # disjoint pairs linked both ways round: every partner made before its event (the shortcut
+    # without a min / max per pair), every one after it, and mixed; the groups numbered as
+    # union-find numbers them (by first member) either way
+    n, perm, later = case
+    pairs = [(perm[k], perm[k + 1]) for k in range(0, n - 1, 2)]
+    # (later: the event first, its partner after it; else its partner first)
+    link = {min(a, b): max(a, b) for a, b in pairs} if later else {max(a, b): min(a, b) for a, b in pairs}
+    if pairs and perm[0] % 2:  # (and one pair the other way round: the mixed case)
+        a, b = pairs[0]
+        link.pop(min(a, b), None)
+        link.pop(max(a, b), None)
+        link[min(a, b) if not later else max(a, b)] = max(a, b) if not later else min(a, b)
+    g = m.EventGraph()
+    for k in range(n):
+        partner = f"e{link[k]}" if k in link else None
+        g.add(m.Event(f"e{k}", resources=["c0.a"], colocate_with=partner, duration_us=1.0))
+    cg = g.compiled()
+    want = _brute_groups(n, list(link.items()))
+    assert all(len(members) == 2 for members in want)
+    for gid, members in enumerate(want):
+        assert [cg.group[i] for i in members] == [gid, gid]
+    assert sum(x >= 0 for x in cg.group) == 2 * len(want)

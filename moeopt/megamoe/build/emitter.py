@@ -35,7 +35,7 @@ from typing import Any
 import numpy as np
 
 from moeopt.core import smallints
-from moeopt.core.events import Event, EventGraph
+from moeopt.core.events import Event, EventGraph, positions
 from moeopt.core.smallints import stable_order
 
 Units = Mapping[str, int]  # an event's acquires or releases: semaphore -> units
@@ -485,7 +485,7 @@ class Emitter:
         flags = self._flags
         # (the flags they wait for, found by C-level passes over their dependency maps)
         moved |= flags.intersection(chain_iter.from_iterable(map(_deps_of, map(events.__getitem__, moved))))
-        position = dict(zip(events, range(len(specs))))
+        position = positions(events)  # (specs: the events' values, in the same order)
         if with_late:
             for i in map(position.__getitem__, self._late):
                 specs[i] = self._with_late_deps(specs[i])
