@@ -545,6 +545,15 @@ def _run_keyed(
     gate_live: list[int] = []  # members waiting in each gate (a popped representative has left)
     gate_tbs: list[list[tuple[float, int, int]]] = []
     gate_durs: list[list[tuple[float, int, int]]] = []
+    # A plain gate's last admission in push_rep: (the change counts of its semaphores summed,
+    # t, duration, the admitted start, the gate's version after it). Admission depends on the
+    # profiles alone, and change counts only grow, so an equal sum means no profile of the gate
+    # changed: asked again from the same t and duration it gives the same start, and while the
+    # gate's version is the one it left, the registrations made then are still live (a release
+    # that could consume them changes a profile). Between two commits a gate is often re-keyed
+    # several times (each of its popped representatives that goes back, each release), with
+    # nothing changed on its semaphores: the second admission is then not made again.
+    gate_memo: list[tuple[int, float, float, float, int] | None] = []
     solo = [False] * n
     # A semaphore-delayed event with no other waiter of its signature waits on its own, as
     # without gates (tiles on a rolling cursor: one waiter per core's slot semaphore, where a
@@ -826,6 +835,7 @@ def _run_keyed(
             gate_live.append(0)
             gate_tbs.append([])
             gate_durs.append([])
+            gate_memo.append(None)
             gate_cls.append(True)
             cls_pend.append([])
             cls_beta.append(s)
@@ -901,10 +911,24 @@ def _run_keyed(
                 t = min(map(free.__getitem__, gate_members[g]))
                 d = gate_dur[g]
             if acq:
-                gate_version[g] += 1
-                t2, _sb, movers = admit_all(acq, t, d)
-                if t2 != t:
-                    register(n + g, gate_version[g], movers, t2)
+                stamp = 0
+                for sem, _a, _b in acq:
+                    stamp += profiles[sem].changes
+                memo = gate_memo[g]
+                if (
+                    memo is not None
+                    and memo[0] == stamp
+                    and memo[1] == t
+                    and memo[2] == d
+                    and memo[4] == gate_version[g]
+                ):
+                    t2 = memo[3]
+                else:
+                    gate_version[g] += 1
+                    t2, _sb, movers = admit_all(acq, t, d)
+                    if t2 != t:
+                        register(n + g, gate_version[g], movers, t2)
+                    gate_memo[g] = (stamp, t, d, t2, gate_version[g])
                 if t2 == INF:
                     if cur_key[j] is not None:
                         cur_key[j] = None
@@ -999,6 +1023,7 @@ def _run_keyed(
             gate_live.append(0)
             gate_tbs.append([])
             gate_durs.append([])
+            gate_memo.append(None)
             gate_cls.append(False)
             cls_pend.append([])
             cls_beta.append(INF)

@@ -63,8 +63,8 @@ tiles changes profiles thousands of breakpoints before their end and converts ea
 
 class SemaphoreProfile:
     __slots__ = (
-        "_bl", "_bt", "_drop", "_end", "_fin", "_first", "_free", "_hd", "_hi", "_l", "_lo", "_off", "_stale",
-        "_t",
+        "_bl", "_bt", "_drop", "_end", "_fin", "_first", "_free", "_hd", "_hi", "_l", "_lo", "_off", "_seen",
+        "_seen_at", "_stale", "_t",
         "cap", "changes", "low",
     )
 
@@ -122,6 +122,16 @@ class SemaphoreProfile:
         # walks the long tail of a profile whose units are held until releases not committed
         # yet (the cost that made late-bound slots quadratic).
         self._free: dict[int, float] = {}
+        # the blocked walk's answers since the last change, per (take, head, duration): the
+        # stretch ``(t, answer)`` of the latest walk. Admission is monotone in its start: the
+        # answer from ``t`` is the first admissible time at or after ``t``, so from any time
+        # in ``[t, answer]`` it is that same answer, and a waiter asking again from inside a
+        # stretch another waiter of its shape walked is answered without walking (late-bound
+        # slots: many loads of one shape ask the blocked profile from nearby times between two
+        # commits). ``_seen_at``: the change count the stretches belong to (any change makes
+        # them unknown, and the first admission after it forgets them)
+        self._seen: dict[tuple[int, int, float], tuple[float, float]] = {}
+        self._seen_at = 0
 
     # ------------------------------------------------------------------ reading
 
@@ -341,7 +351,17 @@ class SemaphoreProfile:
                 t = f
             times = self._t  # the search may have turned the profile into blocks
         if times is None:
-            return self._admit_blocks(t, take, head, dur)
+            seen = self._seen
+            if self._seen_at != self.changes:
+                seen.clear()
+                self._seen_at = self.changes
+            key = (take, head, dur)
+            got = seen.get(key)
+            if got is not None and got[0] <= t <= got[1]:
+                return got[1]
+            a = self._admit_blocks(t, take, head, dur)
+            seen[key] = (t, a)
+            return a
         # flat: the same walk as _admit_blocks over one list, bounded by _FLAT steps (past
         # it, the profile turns into blocks and the blocked walk answers from the same t)
         levels = self._l  # type: ignore[assignment]

@@ -382,3 +382,47 @@ def test_admission_after_the_last_drop_is_the_first_time_with_enough_units(holds
             for back in (0, take):
                 for dur in (0.0, 0.5, 3.0):
                     assert p.admit(t, take, back, dur) == _admit(seen, cap, t, take, back, dur), (t, take, back, dur)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    steps=st.lists(
+        st.one_of(
+            # a change: ("add", t, delta) or ("hold", s, length, take, back)
+            st.tuples(st.just("add"), st.integers(0, 40), st.sampled_from([-2, -1, 1, 2])),
+            st.tuples(st.just("hold"), st.integers(0, 40), st.integers(0, 6), st.integers(1, 2), st.integers(0, 2)),
+            # admissions of every shape from a few starts, in any order (the blocked form
+            # remembers, per shape, the stretch its last walk covered until the next change)
+            st.tuples(st.just("ask"), st.lists(st.integers(0, 90), min_size=1, max_size=4)),
+        ),
+        min_size=1,
+        max_size=30,
+    )
+)
+def test_admissions_between_changes_answer_as_a_walk_over_every_breakpoint(steps) -> None:
+    # a blocked profile (tiny blocks: several of them) asked between changes, against the brute
+    # force over every breakpoint with the changes made so far; a remembered answer that
+    # outlived a change, or one reused from outside the stretch it was found for, differs here
+    with mock.patch.object(semaphores, "B", 2), mock.patch.object(semaphores, "_G", 2):
+        cap = 3
+        p = SemaphoreProfile(cap)
+        p._to_blocks()
+        changes: list[tuple[float, int]] = []
+        for step in steps:
+            if step[0] == "add":
+                _k, t, d = step
+                p.add(float(t), d)
+                changes.append((float(t), d))
+            elif step[0] == "hold":
+                _k, s, length, take, back = step
+                back = min(back, take)
+                p.hold(float(s), float(s + length), take, back)
+                changes += [(float(s), -take), (float(s + length), back)]
+            else:
+                for t in step[1]:
+                    t2 = t / 2
+                    for take in (1, 2, 3):
+                        for back in range(take + 1):
+                            for dur in (0.0, 0.5, 2.0, 9.0):
+                                want = _admit(changes, cap, t2, take, back, dur)
+                                assert p.admit(t2, take, back, dur) == want, (t2, take, back, dur)
