@@ -11,7 +11,9 @@ from __future__ import annotations
 import json
 import os
 import sys
-from collections.abc import Sequence
+from collections import deque
+from collections.abc import Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -117,6 +119,9 @@ def _sampled(w: Workload, n_exp: int) -> np.ndarray:
         logp = np.zeros(n_exp)
     weight = _key_weight(logp)
     counts = np.zeros((w.world, n_exp), dtype=np.int64)
+    if weight is not None and w.world > 1 and w.tokens * n_exp >= _THREADED_CELLS:
+        _sampled_threaded(rng, logp, weight, w.tokens, w.topk, counts)
+        return counts
     for s in range(w.world):
         # Gumbel top-k: topk distinct experts per token, drawn without replacement with weights exp(logp)
         state = rng.bit_generator.state
@@ -127,6 +132,55 @@ def _sampled(w: Workload, n_exp: int) -> np.ndarray:
             got = _exact_top_k_counts(rng, logp, w.tokens, w.topk)
         counts[s] = got
     return counts
+
+
+_THREADED_CELLS = 1 << 18
+"""Tokens x experts per source rank from which the ranks' keys are sorted in two threads
+(:func:`_sampled_threaded`). assumed: below about a quarter million cells a rank takes a few
+milliseconds and a thread's start and hand-over would cost a noticeable part of it; the
+DeepSeek-V3-like zipf shape (4096 x 256 = 1M cells, 32 ranks) spends ~0.6 s here in one thread."""
+
+_AHEAD = 3
+"""Ranks drawn ahead of the one whose counts are taken next (each holds its draws, 8 bytes a
+cell, until its keys are counted). assumed: enough to keep two threads busy while this one draws."""
+
+
+def _sampled_threaded(
+    rng: np.random.Generator,
+    logp: np.ndarray,
+    neg_weight: np.ndarray,
+    tokens: int,
+    topk: int,
+    counts: np.ndarray,
+) -> None:
+    """``_sampled``'s loop over the source ranks with the keys of up to :data:`_AHEAD` ranks
+    counted in two threads while this thread draws the next (numpy's draws, logs, products and
+    sorts of whole arrays run without the interpreter lock). The draws are made in rank order,
+    each from the state the one before left, exactly as the one-thread loop makes them; the
+    counts are taken in rank order too. A rank that falls back to the exact way (a near tie, a
+    rejected draw) is redrawn from its saved state as there, and since the exact draw may use a
+    different number of values, every rank drawn after it is dropped and drawn again from the
+    state the fallback leaves: the counts are the one-thread loop's, bit for bit."""
+    world, n = counts.shape
+    flight: deque[tuple[int, Mapping[str, Any], Future[np.ndarray | None]]] = deque()
+    with ThreadPoolExecutor(2) as pool:
+        drawn = 0  # the next rank to draw
+        while flight or drawn < world:
+            while drawn < world and len(flight) < _AHEAD:
+                state = rng.bit_generator.state
+                u = rng.random(size=(tokens, n))
+                flight.append((drawn, state, pool.submit(_top_k_counts, u, neg_weight, topk)))
+                drawn += 1
+            r, state, fut = flight.popleft()
+            got = fut.result()
+            if got is None:
+                for _r, _st, later in flight:
+                    later.cancel()  # (one already running finishes on its own draws, unread)
+                flight.clear()
+                rng.bit_generator.state = state
+                got = _exact_top_k_counts(rng, logp, tokens, topk)
+                drawn = r + 1
+            counts[r] = got
 
 
 def _exact_top_k_counts(rng: np.random.Generator, logp: np.ndarray, tokens: int, topk: int) -> np.ndarray:

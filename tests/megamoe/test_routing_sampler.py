@@ -10,6 +10,7 @@ draw of 0, weights out of range.
 from __future__ import annotations
 
 from typing import Any
+from unittest import mock
 
 import numpy as np
 import pytest
@@ -57,15 +58,30 @@ def test_the_sampler_draws_what_gumbel_and_argpartition_draw(w: mm.Workload) -> 
     assert (counts_matrix(w) == _reference(w)).all()
 
 
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(w=_workloads())
+def test_the_threaded_sampler_draws_what_gumbel_and_argpartition_draw(w: mm.Workload) -> None:
+    # every workload of two or more ranks through the threaded loop (ranks drawn ahead, counted
+    # in two threads), whatever its size
+    with mock.patch.object(routing, "_THREADED_CELLS", 0):
+        assert (counts_matrix(w) == _reference(w)).all()
+
+
+# the one-thread loop, and the threaded one with every size admitted: the same draws either way
+THREADED = [pytest.param(1 << 62, id="one-thread"), pytest.param(0, id="threaded")]
+
+
+@pytest.mark.parametrize("cells", THREADED)
 @pytest.mark.parametrize("routing_mode", ["zipf", "random"])
-def test_forced_fallbacks_draw_the_same(routing_mode: str, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_forced_fallbacks_draw_the_same(routing_mode: str, cells: int, monkeypatch: pytest.MonkeyPatch) -> None:
     # every rank decided the exact way (an infinite tie gap), then every rank's weights refused
     # (a weight bound below 1): both from the saved generator states, in rank order
+    monkeypatch.setattr(routing, "_THREADED_CELLS", cells)
     w = mm.Workload(tokens=300, topk=4, world=4, local_experts=6, routing=routing_mode, seed=11)
     want = _reference(w)
     monkeypatch.setattr(routing, "_TIE_GAP", float("inf"))
     assert (counts_matrix(w) == want).all()
-    monkeypatch.undo()
+    monkeypatch.setattr(routing, "_TIE_GAP", 1e-9)
     monkeypatch.setattr(routing, "_MAX_WEIGHT", 0.5)
     assert (counts_matrix(w) == want).all()
 
@@ -89,10 +105,14 @@ class _ZeroOnCall:
         return u
 
 
+@pytest.mark.parametrize("cells", THREADED)
 @pytest.mark.parametrize("at", [0, 2])
-def test_a_rejected_draw_is_redrawn_from_the_saved_state(at: int, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_rejected_draw_is_redrawn_from_the_saved_state(at: int, cells: int, monkeypatch: pytest.MonkeyPatch) -> None:
     # the injected 0 never reaches the counts: that rank is redrawn with Generator.gumbel from the
-    # state before its draw, and the ranks after it continue from the state gumbel leaves
+    # state before its draw, and the ranks after it continue from the state gumbel leaves (the
+    # threaded loop has drawn them ahead from the state the rejected draw left, and draws them
+    # again from there: see the next test for a fallback that leaves another state)
+    monkeypatch.setattr(routing, "_THREADED_CELLS", cells)
     w = mm.Workload(tokens=90, topk=3, world=4, local_experts=5, routing="zipf", seed=4, zipf_skew=2.0)
     want = _reference(w)
     real = np.random.default_rng
@@ -146,3 +166,30 @@ def test_weights_out_of_range_are_refused() -> None:
 def _list(a: np.ndarray | None) -> list[Any]:
     assert a is not None
     return list(a.tolist())
+
+
+@pytest.mark.parametrize("at", [0, 1, 3])
+def test_ranks_drawn_ahead_of_a_fallback_are_drawn_again_after_it(at: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    # gumbel redraws a value that would be 0 (one in 2**53), so a fallback may leave the generator
+    # further on than the vectorised draw did; here the exact way is made to use one value more
+    # (an extra draw after it), at rank ``at`` (a rejected draw there). The one-thread loop is the
+    # definition: every rank after ``at`` draws from the state the fallback left. The threaded
+    # loop, which drew those ranks ahead from the state before, must draw them again
+    w = mm.Workload(tokens=90, topk=3, world=5, local_experts=5, routing="zipf", seed=4, zipf_skew=2.0)
+    real_exact = routing._exact_top_k_counts
+
+    def exact_one_more(rng: Any, logp: np.ndarray, tokens: int, topk: int) -> np.ndarray:
+        got = real_exact(rng, logp, tokens, topk)
+        rng.random()
+        return got
+
+    monkeypatch.setattr(routing, "_exact_top_k_counts", exact_one_more)
+    real = np.random.default_rng
+    monkeypatch.setattr(routing.np.random, "default_rng", lambda seed: _ZeroOnCall(real(seed), at))
+    monkeypatch.setattr(routing, "_THREADED_CELLS", 1 << 62)
+    want = counts_matrix(w)
+    monkeypatch.setattr(routing, "_THREADED_CELLS", 0)
+    got = counts_matrix(w)
+    assert (got == want).all()
+    # (and the extra value did move every later rank: without the redraw they would differ)
+    assert (want[at + 1 :] != _reference(w)[at + 1 :]).any() or at == w.world - 1
