@@ -119,7 +119,8 @@ def _sampled(w: Workload, n_exp: int) -> np.ndarray:
         logp = np.zeros(n_exp)
     weight = _key_weight(logp)
     counts = np.zeros((w.world, n_exp), dtype=np.int64)
-    if weight is not None and w.world > 1 and w.tokens * n_exp >= _THREADED_CELLS:
+    big = w.world > 1 and w.tokens * n_exp >= _THREADED_CELLS
+    if weight is not None and big and (os.cpu_count() or 1) > 1:
         _sampled_threaded(rng, logp, weight, w.tokens, w.topk, counts)
         return counts
     for s in range(w.world):
@@ -136,9 +137,10 @@ def _sampled(w: Workload, n_exp: int) -> np.ndarray:
 
 _THREADED_CELLS = 1 << 18
 """Tokens x experts per source rank from which the ranks' keys are sorted in two threads
-(:func:`_sampled_threaded`). assumed: below about a quarter million cells a rank takes a few
-milliseconds and a thread's start and hand-over would cost a noticeable part of it; the
-DeepSeek-V3-like zipf shape (4096 x 256 = 1M cells, 32 ranks) spends ~0.6 s here in one thread."""
+(:func:`_sampled_threaded`; on a machine of more than one core). assumed: below about a
+quarter million cells a rank takes a few milliseconds and a thread's start and hand-over would
+cost a noticeable part of it; the DeepSeek-V3-like zipf shape (4096 x 256 = 1M cells, 32 ranks)
+spends ~0.6 s here in one thread."""
 
 _AHEAD = 3
 """Ranks drawn ahead of the one whose counts are taken next (each holds its draws, 8 bytes a

@@ -193,3 +193,21 @@ def test_ranks_drawn_ahead_of_a_fallback_are_drawn_again_after_it(at: int, monke
     assert (got == want).all()
     # (and the extra value did move every later rank: without the redraw they would differ)
     assert (want[at + 1 :] != _reference(w)[at + 1 :]).any() or at == w.world - 1
+
+
+def test_one_core_draws_in_one_thread(monkeypatch: pytest.MonkeyPatch) -> None:
+    # on a machine of one core the threads would only take turns: the one-thread loop draws
+    # (the threaded one, if called, fails here), with the same counts
+    w = mm.Workload(tokens=200, topk=3, world=3, local_experts=4, routing="zipf", seed=7)
+    want = _reference(w)
+
+    def refused(*_a: Any) -> None:
+        raise AssertionError("threaded sampling on one core")
+
+    monkeypatch.setattr(routing, "_THREADED_CELLS", 0)
+    monkeypatch.setattr(routing, "_sampled_threaded", refused)
+    monkeypatch.setattr(routing.os, "cpu_count", lambda: 1)
+    assert (counts_matrix(w) == want).all()
+    monkeypatch.setattr(routing.os, "cpu_count", lambda: 2)
+    with pytest.raises(AssertionError, match="one core"):
+        counts_matrix(w)
