@@ -63,8 +63,8 @@ tiles changes profiles thousands of breakpoints before their end and converts ea
 
 class SemaphoreProfile:
     __slots__ = (
-        "_bl", "_bt", "_drop", "_end", "_fin", "_first", "_free", "_hd", "_hi", "_l", "_lo", "_off", "_seen",
-        "_seen_at", "_stale", "_t",
+        "_bl", "_bt", "_drop", "_end", "_fin", "_first", "_free", "_hd", "_hi", "_l", "_lo", "_off",
+        "_raised", "_seen", "_seen_at", "_stale", "_t",
         "cap", "changes", "low",
     )
 
@@ -122,15 +122,19 @@ class SemaphoreProfile:
         # walks the long tail of a profile whose units are held until releases not committed
         # yet (the cost that made late-bound slots quadratic).
         self._free: dict[int, float] = {}
-        # the blocked walk's answers since the last change, per (take, head, duration): the
-        # stretch ``(t, answer)`` of the latest walk. Admission is monotone in its start: the
-        # answer from ``t`` is the first admissible time at or after ``t``, so from any time
-        # in ``[t, answer]`` it is that same answer, and a waiter asking again from inside a
-        # stretch another waiter of its shape walked is answered without walking (late-bound
-        # slots: many loads of one shape ask the blocked profile from nearby times between two
-        # commits). ``_seen_at``: the change count the stretches belong to (any change makes
-        # them unknown, and the first admission after it forgets them)
-        self._seen: dict[tuple[int, int, float], tuple[float, float]] = {}
+        # the blocked walk's refusals, per (take, head, duration): a stretch ``(t, a, c)`` in
+        # which every start was refused when the walk from ``t`` answered ``a`` (``INF``: every
+        # start from ``t`` on), found at change count ``c`` (while it is unchanged, ``a`` is
+        # still the answer). A change that only takes units (an ``add`` of fewer, a ``hold`` that
+        # gives back no more than it took) lowers levels and never raises one, so a start
+        # refused before is refused after it, and the stretch stays true; a walk from inside it
+        # starts at its end instead (the first admissible start from there is the first from
+        # inside). Late-bound slots: many loads of one shape ask the blocked profile from
+        # nearby times, commit after commit, and most commits are holds. ``_raised`` counts the
+        # changes that raised a level (an ``add`` of more units); ``_seen_at``: its value when
+        # the stretches were found (a raise may admit a refused start: they are forgotten)
+        self._seen: dict[tuple[int, int, float], tuple[float, float, int]] = {}
+        self._raised = 0
         self._seen_at = 0
 
     # ------------------------------------------------------------------ reading
@@ -352,15 +356,21 @@ class SemaphoreProfile:
             times = self._t  # the search may have turned the profile into blocks
         if times is None:
             seen = self._seen
-            if self._seen_at != self.changes:
+            if self._seen_at != self._raised:
                 seen.clear()
-                self._seen_at = self.changes
+                self._seen_at = self._raised
             key = (take, head, dur)
             got = seen.get(key)
             if got is not None and got[0] <= t <= got[1]:
-                return got[1]
+                # every start in [got[0], got[1]) is refused: the walk goes on from its end,
+                # which is the answer itself while nothing changed since it was found
+                lo, t, at = got
+                if t == INF or at == self.changes:
+                    return t
+            else:
+                lo = t
             a = self._admit_blocks(t, take, head, dur)
-            seen[key] = (t, a)
+            seen[key] = (lo, a, self.changes)
             return a
         # flat: the same walk as _admit_blocks over one list, bounded by _FLAT steps (past
         # it, the profile turns into blocks and the blocked walk answers from the same t)
@@ -483,8 +493,11 @@ class SemaphoreProfile:
         """Apply ``delta`` units at time ``t`` and every later time; return the highest level
         from ``t`` on (for the capacity check of releases)."""
         self.changes += 1
-        if delta < 0 and t > self._drop:
-            self._drop = t
+        if delta < 0:
+            if t > self._drop:
+                self._drop = t
+        elif delta:
+            self._raised += 1
         times = self._t
         if times is None:
             return self._add_blocks(t, delta)
@@ -567,10 +580,11 @@ class SemaphoreProfile:
         lower bound of every level, and admission answers the same with any lower bound (it is
         only its shortcut when every level is high enough)."""
         self.changes += 1
+        if back > take:
+            self._raised += 1  # (levels from e on rise: see _seen)
         times = self._t
         if times is None or self._free:
-            self.add(s, -take)
-            self.add(e, back)
+            self._by_adds(s, e, take, back)
             return
         levels: list[int] = self._l  # type: ignore[assignment]
         last = self._end
@@ -607,13 +621,11 @@ class SemaphoreProfile:
             k = bisect_left(times, s)
         if times[k] == s:
             if n - k > _FLAT:
-                self.add(s, -take)
-                self.add(e, back)
+                self._by_adds(s, e, take, back)
                 return
         else:
             if n - k >= _FLAT:
-                self.add(s, -take)
-                self.add(e, back)
+                self._by_adds(s, e, take, back)
                 return
             # a new breakpoint, at the level in force before it
             times.insert(k, s)
@@ -664,6 +676,15 @@ class SemaphoreProfile:
                     low = v
             self._fin += d
         self.low = low
+
+    def _by_adds(self, s: float, e: float, take: int, back: int) -> None:
+        """``hold`` as its two ``add`` calls; the give-back is no raise of a level when it gives
+        back no more than was taken (the two together only lower levels: see ``_seen``)."""
+        raised = self._raised
+        self.add(s, -take)
+        self.add(e, back)
+        if back <= take:
+            self._raised = raised
 
     def _add_blocks(self, t: float, delta: int) -> int:
         """``add`` on the blocked form."""
