@@ -53,6 +53,14 @@ _G = 32
 """Blocks a search skips at once (one C-level ``max`` / ``min``) after stepping over a few
 one by one."""
 
+_STRETCHES = 8
+"""The most refused stretches a profile keeps per admission shape (``SemaphoreProfile._seen``);
+past it the earliest half is forgotten (a forgotten refusal costs a longer walk, nothing else).
+assumed: a few; on the late-bound 30k synthetic graph under work_conserving_critical_path, whose
+asks come from before and after one another, 145,640 admissions walked 140,739 times keeping 2
+stretches, 120,099 keeping 4, 119,250 keeping 8, 118,995 keeping 32 (144,118 with one stretch
+that the next walk replaced, as before); earliest_start kept up to 214 when unbounded."""
+
 _FLAT = 128
 """The longest walk a flat profile makes (breakpoints stepped over by one change or one
 search) before it turns into blocks. assumed: 2 * B, so that a flat step never costs more than
@@ -122,18 +130,21 @@ class SemaphoreProfile:
         # walks the long tail of a profile whose units are held until releases not committed
         # yet (the cost that made late-bound slots quadratic).
         self._free: dict[int, float] = {}
-        # the blocked walk's refusals, per (take, head, duration): a stretch ``(t, a, c)`` in
-        # which every start was refused when the walk from ``t`` answered ``a`` (``INF``: every
-        # start from ``t`` on), found at change count ``c`` (while it is unchanged, ``a`` is
-        # still the answer). A change that only takes units (an ``add`` of fewer, a ``hold`` that
-        # gives back no more than it took) lowers levels and never raises one, so a start
-        # refused before is refused after it, and the stretch stays true; a walk from inside it
-        # starts at its end instead (the first admissible start from there is the first from
-        # inside). Late-bound slots: many loads of one shape ask the blocked profile from
-        # nearby times, commit after commit, and most commits are holds. ``_raised`` counts the
-        # changes that raised a level (an ``add`` of more units); ``_seen_at``: its value when
-        # the stretches were found (a raise may admit a refused start: they are forgotten)
-        self._seen: dict[tuple[int, int, float], tuple[float, float, int]] = {}
+        # the blocked walk's refusals, per (take, head, duration): stretches ``[t, a)`` in
+        # which every start was refused when a walk from ``t`` answered ``a`` (``INF``: every
+        # start from ``t`` on), disjoint and in time order, as three lists (their starts, ends,
+        # and the change count at which each end was found: while it is unchanged, the end is
+        # still the answer). A change that only takes units (an ``add`` of fewer, a ``hold``
+        # that gives back no more than it took) lowers levels and never raises one, so a start
+        # refused before is refused after it, and the stretches stay true; a walk from inside
+        # one starts at its end instead (the first admissible start from there is the first
+        # from inside). Late-bound slots: many loads of one shape ask the blocked profile from
+        # nearby times, commit after commit, and most commits are holds; under a policy that
+        # does not commit in time order the asks come from before and after one another, so
+        # every stretch found is kept. ``_raised`` counts the changes that raised a level (an
+        # ``add`` of more units); ``_seen_at``: its value when the stretches were found (a
+        # raise may admit a refused start: they are forgotten)
+        self._seen: dict[tuple[int, int, float], tuple[list[float], list[float], list[int]]] = {}
         self._raised = 0
         self._seen_at = 0
 
@@ -361,16 +372,37 @@ class SemaphoreProfile:
                 self._seen_at = self._raised
             key = (take, head, dur)
             got = seen.get(key)
-            if got is not None and got[0] <= t <= got[1]:
-                # every start in [got[0], got[1]) is refused: the walk goes on from its end,
-                # which is the answer itself while nothing changed since it was found
-                lo, t, at = got
-                if t == INF or at == self.changes:
-                    return t
+            if got is None:
+                got = seen[key] = ([], [], [])
+                k = 0
             else:
-                lo = t
+                starts, ends, ats = got
+                k = bisect_right(starts, t)  # the stretches from k on start after t
+                if k and t <= ends[k - 1]:
+                    # t is in a stretch whose every start is refused: the walk goes on from its
+                    # end, which is the answer itself while nothing changed since it was found
+                    e = ends[k - 1]
+                    if e == INF or ats[k - 1] == self.changes:
+                        return e
+                    a = self._admit_blocks(e, take, head, dur)
+                    # the stretch grows to [its start, a); those starting before a lie in it
+                    j = bisect_left(starts, a, k)
+                    del starts[k:j], ends[k:j], ats[k:j]
+                    ends[k - 1] = a
+                    ats[k - 1] = self.changes
+                    return a
             a = self._admit_blocks(t, take, head, dur)
-            seen[key] = (lo, a, self.changes)
+            if a > t:
+                # [t, a) is refused: a stretch, in place of those starting inside it (each
+                # ends by a: a start refused before is refused now, and a is admitted)
+                starts, ends, ats = got
+                j = bisect_left(starts, a, k)
+                starts[k:j] = (t,)
+                ends[k:j] = (a,)
+                ats[k:j] = (self.changes,)
+                if len(starts) > _STRETCHES:
+                    # the earliest half goes (forgetting a refusal costs a longer walk only)
+                    del starts[: _STRETCHES // 2], ends[: _STRETCHES // 2], ats[: _STRETCHES // 2]
             return a
         # flat: the same walk as _admit_blocks over one list, bounded by _FLAT steps (past
         # it, the profile turns into blocks and the blocked walk answers from the same t)

@@ -384,7 +384,7 @@ def test_admission_after_the_last_drop_is_the_first_time_with_enough_units(holds
                     assert p.admit(t, take, back, dur) == _admit(seen, cap, t, take, back, dur), (t, take, back, dur)
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     steps=st.lists(
         st.one_of(
@@ -405,6 +405,14 @@ def test_admission_after_the_last_drop_is_the_first_time_with_enough_units(holds
 # refuses for ever a start keeping 2 units after its end, from 0 on (a stretch to INF); the
 # hold at 0 taking 1 and giving 2 back leaves 2 free from 1 on, so a start at 0 is admitted
 @example(steps=[("add", 1, -2), ("ask", [0]), ("hold", 0, 0, 1, 2), ("ask", [0])])
+# an add of units raises levels: after 2 units taken from t=1, starts of 2 units held from 0 on
+# are refused; one unit given back from 0 on admits some of them again
+@example(steps=[("add", 1, -2), ("ask", [0]), ("add", 0, 1), ("ask", [0])])
+# a start after a refused stretch's end is not in it: free units 1 in [0, 25), 0 in [25, 31),
+# 2 in [31, 32), 0 from 32 on; a hold of 2 units for 0.5 asked from 0 is refused until 31 (the
+# stretch [0, 31)) and admitted at 31; asked from 31.5 it is admitted there, where a stretch read
+# past its end (to 32) would answer 31, before the start asked for
+@example(steps=[("add", 0, -2), ("add", 32, -2), ("hold", 25, 6, 1, 2), ("ask", [0, 63])])
 def test_admissions_between_changes_answer_as_a_walk_over_every_breakpoint(steps) -> None:
     # a blocked profile (tiny blocks: several of them) asked between changes, against the brute
     # force over every breakpoint with the changes made so far; a remembered answer that
