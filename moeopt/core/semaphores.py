@@ -141,9 +141,9 @@ class SemaphoreProfile:
         # from inside). Late-bound slots: many loads of one shape ask the blocked profile from
         # nearby times, commit after commit, and most commits are holds; under a policy that
         # does not commit in time order the asks come from before and after one another, so
-        # every stretch found is kept. ``_raised`` counts the changes that raised a level (an
-        # ``add`` of more units); ``_seen_at``: its value when the stretches were found (a
-        # raise may admit a refused start: they are forgotten)
+        # the stretches found are kept (up to ``_STRETCHES``). ``_raised`` counts the changes
+        # that raised a level (an ``add`` of more units); ``_seen_at``: its value when the
+        # stretches were found (a raise may admit a refused start: they are forgotten)
         self._seen: dict[tuple[int, int, float], tuple[list[float], list[float], list[int]]] = {}
         self._raised = 0
         self._seen_at = 0
