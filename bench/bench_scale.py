@@ -103,9 +103,10 @@ elif mode == "winning_point":
     total, ranks, events = r["kernel_total_us"], len(r["simulated_ranks"]), -1
 elif mode.startswith("losing_point"):
     r = kt.kernel_time_below(s, case["best_us"], **({"workers": 1} if mode.endswith("serial") else {}))
-    # a Reached (stopped at a rank that reaches the best), or the kernel time when no rank
-    # reached it before the last (one distinct rank: the uniform and cyclic cases)
-    total, ranks, events = (r["kernel_total_us"], len(r["simulated_ranks"]), -1) if isinstance(r, dict) else (r.total_us, -1, -1)
+    if isinstance(r, dict):  # no rank reached the best before the last (one distinct rank)
+        total, ranks, events = r["kernel_total_us"], len(r["simulated_ranks"]), -1
+    else:  # a Reached: stopped at a rank that reaches the best
+        total, ranks, events = r.total_us, -1, -1
 else:
     r = mm.kernel_time(s)
     total, ranks, events = r["kernel_total_us"], len(r["simulated_ranks"]), -1
