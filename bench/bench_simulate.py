@@ -18,14 +18,26 @@ building, scheduling, the independent validator, and the analyses.
 
 ``--core`` times the generic core's functions alone on the same graph (Event construction,
 EventGraph.add, compile, schedule with and without normalisation, validate_schedule, fingerprint).
+
+``--python A B`` compares two interpreters (or wrappers that put two checkouts first on the path,
+e.g. ``PYTHONPATH=/path/to/base exec python "$@"``): per case, ``--rounds`` rounds, each a fresh
+process per interpreter in turn (A, B, A, B, ...: one load state for both), each process timing
+``--repeat`` calls after its warm-up; it prints each round's medians and the ratio A/B of the
+medians over the rounds (wall and CPU), the figure an ``N x faster than the base commit`` claim
+quotes. The scenario files are this checkout's, read by both.
+
+    python bench/bench_simulate.py --python /path/base-python python --only scenario_basic pto_m2048
 """
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
+import json
 import os
 import statistics
+import subprocess
+import tempfile
 import time
 from collections.abc import Callable
 from typing import Any
@@ -117,15 +129,91 @@ def core_costs(s: mm.Scenario) -> str:
     )
 
 
+CHILD = r"""
+import json, statistics, sys, time
+import moeopt.megamoe as mm
+spec, repeat = json.loads(sys.argv[1]), int(sys.argv[2])
+if spec["file"]:
+    s = mm.load_scenario(spec["file"])
+else:
+    s = mm.Scenario(workload=mm.Workload(**spec["workload"]), h=7168, hidden_dim=4096, profile="pto-a2a3")
+for _ in range(2):  # warm-up (imports, registries, first-call caches)
+    r = mm.simulate(s)
+wall, cpu = [], []
+for _ in range(repeat):
+    w0, c0 = time.perf_counter(), time.process_time()
+    r = mm.simulate(s)
+    wall.append(time.perf_counter() - w0)
+    cpu.append(time.process_time() - c0)
+print(json.dumps({"moeopt": mm.__file__, "wall": statistics.median(wall), "cpu": statistics.median(cpu),
+                  "total": r["kernel_total_us"]}))
+"""
+
+
+def _spec(name: str) -> dict[str, Any]:
+    """What the child process needs to make case ``name``'s scenario."""
+    if name == "bs72":
+        return {"file": os.path.abspath(BS72)}
+    if name == "scenario_basic":
+        return {"file": os.path.abspath(BASIC)}
+    m = int(name.removeprefix("pto_m"))
+    return {"file": None, "workload": {"tokens": m, "topk": 8, "world": 8, "local_experts": 16, "routing": "cyclic"}}
+
+
+def _child(python: str, name: str, repeat: int) -> dict[str, Any]:
+    # run outside any checkout: ``python -c`` puts the working directory first on the path,
+    # which would import this checkout's moeopt whatever the interpreter
+    out = subprocess.run(
+        [python, "-c", CHILD, json.dumps(_spec(name)), str(repeat)],
+        capture_output=True, text=True, check=False, cwd=tempfile.gettempdir(),
+    )
+    if out.returncode != 0:
+        raise SystemExit(f"{python} {name} failed:\n{out.stderr}")
+    got: dict[str, Any] = json.loads(out.stdout.strip().splitlines()[-1])
+    return got
+
+
+def compare(pythons: list[str], names: list[str], rounds: int, repeat: int) -> None:
+    """The ``--python A B`` mode (see the module docstring)."""
+    for name in names:
+        runs: dict[str, list[dict[str, Any]]] = {py: [] for py in pythons}
+        for k in range(rounds):
+            for py in pythons:  # alternated, so that both see the same load
+                runs[py].append(_child(py, name, repeat))
+            a, b = (runs[py][-1] for py in pythons)
+            print(
+                f"{name:<16} round {k + 1}: A wall {a['wall'] * 1e3:7.1f} ms cpu {a['cpu'] * 1e3:7.1f} ms | "
+                f"B wall {b['wall'] * 1e3:7.1f} ms cpu {b['cpu'] * 1e3:7.1f} ms | A/B cpu {a['cpu'] / b['cpu']:.2f}x",
+                flush=True,
+            )
+        med = {py: {k: statistics.median(r[k] for r in runs[py]) for k in ("wall", "cpu")} for py in pythons}
+        a, b = (med[py] for py in pythons)
+        totals = " ".join(f"{runs[py][0]['total']:.3f}" for py in pythons)
+        print(
+            f"{name:<16} medians over {rounds} rounds: A/B wall {a['wall'] / b['wall']:.2f}x, "
+            f"cpu {a['cpu'] / b['cpu']:.2f}x  (kernel_total_us A B: {totals}; "
+            f"A {runs[pythons[0]][0]['moeopt']}, B {runs[pythons[1]][0]['moeopt']})",
+            flush=True,
+        )
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--breakdown", action="store_true", help="also time the phases of one call")
     ap.add_argument("--core", action="store_true", help="also time the generic core's functions alone")
     ap.add_argument("--only", nargs="+", default=None, help="case names to run")
+    ap.add_argument("--python", nargs=2, default=None, metavar=("A", "B"), help="compare two interpreters")
+    ap.add_argument("--rounds", type=int, default=5, help="alternating rounds per case with --python")
     args = ap.parse_args()
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     print(f"{os.cpu_count()} CPUs, load average {load:.2f} (wall seconds include waiting for a core)")
+    if args.python:
+        names = [name for name, _make, _t in cases() if not args.only or name in args.only]
+        compare(list(args.python), names, args.rounds, args.repeat)
+        load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+        print(f"load average {load:.2f} at end")
+        return
     print(
         f"{'scenario':<16} {'events':>7} {'ranks':>5} {'wall s':>7} {'cpu s':>7} {'target s':>8}  "
         f"{'':<4} {'kernel_total_us':>15}"
