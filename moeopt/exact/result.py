@@ -64,7 +64,8 @@ class ExactResult:
         cpsat_best_us: CP-SAT's best objective times the tick (a tick-model value, not a real
             makespan when durations were rounded), ``None`` without a solution.
         best_source: ``"cpsat"`` (the replayed solver schedule), ``"hint"``, ``"improved"`` (the
-            hint improved by forward-backward passes, :mod:`moeopt.exact.improve`),
+            hint improved by forward-backward passes, :mod:`moeopt.exact.improve`), ``"window"``
+            (the hint improved by CP-SAT on windows, :mod:`moeopt.exact.neighbourhood`),
             ``"restarted"`` (found after the solve by restarts of those passes, see
             :func:`moeopt.exact.gap.graph_optimality_gap`) or ``None``.
         replay_error: why the solver's schedule could not be replayed, or ``None``.

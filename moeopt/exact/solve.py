@@ -127,6 +127,22 @@ passes, and ``moeopt gap`` on the bs = 72 example takes 2 s instead of 3),
 ``IMPROVE_SHARE_LARGE`` above (on kernel graphs of thousands of events CP-SAT rarely improves the
 hint within a minute; the passes do)."""
 
+WINDOW_SHARE_SMALL = 0.0
+WINDOW_SHARE_LARGE = 0.0
+MIN_WINDOW_S = 1.0
+"""Share of the time left after model building spent on the window search
+(:mod:`moeopt.exact.neighbourhood`) before the main solve, by default: ``WINDOW_SHARE_SMALL`` up to
+``IMPROVE_LARGE_EVENTS`` events, ``WINDOW_SHARE_LARGE`` above; it does not run when its share is
+under ``MIN_WINDOW_S`` (one window takes 0.2-3 s on the kernel graphs). Both are 0 (off) because
+on the kernel graphs of ``bench/bench_gap.py`` it found nothing after the forward-backward
+passes. Measured at a 60 s limit, one worker, share 0.5 (load 1.3-1.9 on 2 cores): V1 M = 512
+(2,008 events) 13 windows in 13.9 s, none better than the passes' 981.72 µs (10 proven);
+M = 128 12 windows in 23.4 s, none better than 680.02 (8 proven); M = 512 27 windows in 24.3 s,
+all proven, and CP-SAT was left 7.2 s to prove the passes' schedule optimal. From the restarts'
+976.11 µs on V1 M = 512 every window of 150 events was proven without gain (46 of 48 in 60 s).
+From a greedy schedule it does gain (V1 M = 512: 1012.34 -> 1000.43 µs in 120 s), but far
+slower than the passes (981.72 in 24 s). Pass ``window_share`` to use it."""
+
 STATIC_SHARE = 0.25
 """Share of ``time_limit_s`` that the static analysis (one per solve: on the real durations, or
 on the tick grid when it rounds nothing; :func:`rounded_analysis`) may spend raising heads and tails
@@ -188,6 +204,7 @@ def solve_exact(
     symmetry_breaking: bool = True,
     hints: Sequence[Schedule] = (),
     improve_share: float | None = None,
+    window_share: float | None = None,
 ) -> ExactResult:
     """Solve ``graph`` with CP-SAT and return the best valid schedule and a sound lower bound.
 
@@ -230,6 +247,13 @@ def solve_exact(
             schedule reaching a static bound is proven optimal without CP-SAT when
             ``skip_proven``.
 
+        window_share: share of the time left after model building spent re-optimising windows
+            of the hint with CP-SAT, the rest of the schedule held (:mod:`moeopt.exact.neighbourhood`),
+            before the main solve (0: none; ``None``: by graph size, see ``WINDOW_SHARE_LARGE``);
+            it stops early, giving the time back to the main solve, once every window was proven
+            without gain. A shorter schedule replaces the hint (``best_source`` ``"window"`` when
+            CP-SAT finds nothing better).
+
     Raises:
         InputError: a bad argument or a hint that is not a valid schedule of ``graph``.
         GraphError: an invalid graph.
@@ -247,6 +271,9 @@ def solve_exact(
     if improve_share is None:
         improve_share = IMPROVE_SHARE_SMALL if cg.n <= IMPROVE_LARGE_EVENTS else IMPROVE_SHARE_LARGE
     _check_share(improve_share)
+    if window_share is None:
+        window_share = WINDOW_SHARE_SMALL if cg.n <= IMPROVE_LARGE_EVENTS else WINDOW_SHARE_LARGE
+    _check_share(window_share, "window_share")
     for h in hints:
         _check_hint(graph, h)
     # semaphores: pairing theorem where it applies
@@ -326,6 +353,25 @@ def solve_exact(
     main_defaults = {**defaults, **SMALL_MODEL_PARAMS} if cg.n <= SMALL_MODEL_EVENTS else defaults
     used = _apply_params(solver, workers, main_defaults, params)
     reserve = REPLAY_RESERVE_S + REPLAY_RESERVE_PER_EVENT_S * cg.n
+    left_s = time_limit_s - (time.perf_counter() - t_begin) - reserve
+    if hint is not None and window_share > 0 and left_s * window_share >= MIN_WINDOW_S:
+        # better hint: CP-SAT on windows of it, the rest of the schedule held (module constant)
+        from moeopt.exact.neighbourhood import WindowSearch
+
+        def window_solver(seconds: float) -> cp_model.CpSolver:
+            sub = cp_model.CpSolver()
+            _apply_params(sub, workers, defaults, params)
+            sub.parameters.max_time_in_seconds = seconds
+            return sub
+
+        search = WindowSearch(model, graph, window_solver, caller_params=tuple(params or {}))
+        target = best_bound(real_bounds).value
+        better = search.run(hint, time.perf_counter() + window_share * left_s, target_us=target)
+        model.cp.clear_hints()
+        model.add_hint(better)
+        if better.makespan_us < hint.makespan_us:
+            hint = better
+            hint_source = "window"
     budget = max(MIN_SOLVE_S, time_limit_s - (time.perf_counter() - t_begin) - reserve)
     solver.parameters.max_time_in_seconds = budget
     used["max_time_in_seconds"] = budget
@@ -559,9 +605,9 @@ def _check_limits_below(limits: Mapping[str, float], schedule: Schedule) -> None
             )
 
 
-def _check_share(share: Any) -> None:
+def _check_share(share: Any, name: str = "improve_share") -> None:
     if isinstance(share, bool) or not isinstance(share, (int, float)) or not 0 <= share < 1:
-        raise InputError(f"improve_share must be a number in [0, 1), got {share!r}")
+        raise InputError(f"{name} must be a number in [0, 1), got {share!r}")
 
 
 def _check_limits(limits: Any) -> dict[str, float]:

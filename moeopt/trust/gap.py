@@ -316,6 +316,8 @@ def _best_from(r: RankGap) -> str:
         return "improved greedy"
     if r.exact.best_source == "restarted":
         return "restarted passes"
+    if r.exact.best_source == "window":
+        return "window search"
     return f"greedy:{s.policy}" if s is not None and s.policy else "greedy"
 
 
