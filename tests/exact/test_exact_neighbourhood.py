@@ -116,7 +116,9 @@ def test_solve_exact_runs_the_window_search_within_its_limit() -> None:
     poor = m.schedule(g, ListPolicy([0.0, 1.0, 2.0]), normalize=False)
     t0 = time.perf_counter()
     x = solve_exact(g, 3.0, 1, hint=poor, improve_share=0.0, window_share=0.5)
-    assert time.perf_counter() - t0 < 3.0 + 1.0
+    # the limit is the whole call's, window search included; the margin is for a loaded
+    # machine (model building and the replay run outside CP-SAT's own clock)
+    assert time.perf_counter() - t0 < 3.0 + 3.0
     assert x.best_us == pytest.approx(6.0)
     assert x.proven_optimal
     assert x.best_source in ("window", "cpsat")
