@@ -378,28 +378,42 @@ class SemaphoreProfile:
             else:
                 starts, ends, ats = got
                 k = bisect_right(starts, t)  # the stretches from k on start after t
-                if k and t <= ends[k - 1]:
+                km = k - 1
+                if k and t <= ends[km]:
                     # t is in a stretch whose every start is refused: the walk goes on from its
                     # end, which is the answer itself while nothing changed since it was found
-                    e = ends[k - 1]
-                    if e == INF or ats[k - 1] == self.changes:
+                    e = ends[km]
+                    if e == INF or ats[km] == self.changes:
                         return e
                     a = self._admit_blocks(e, take, head, dur)
                     # the stretch grows to [its start, a); those starting before a lie in it
+                    # (mostly none: no slice deletions then, three of them cost as much as the
+                    # rest of this path, callgrind)
                     j = bisect_left(starts, a, k)
-                    del starts[k:j], ends[k:j], ats[k:j]
-                    ends[k - 1] = a
-                    ats[k - 1] = self.changes
+                    if j > k:
+                        del starts[k:j], ends[k:j], ats[k:j]
+                    ends[km] = a
+                    ats[km] = self.changes
                     return a
             a = self._admit_blocks(t, take, head, dur)
             if a > t:
                 # [t, a) is refused: a stretch, in place of those starting inside it (each
-                # ends by a: a start refused before is refused now, and a is admitted)
+                # ends by a: a start refused before is refused now, and a is admitted); none or
+                # one of them in the common cases, done without slice assignments
                 starts, ends, ats = got
                 j = bisect_left(starts, a, k)
-                starts[k:j] = (t,)
-                ends[k:j] = (a,)
-                ats[k:j] = (self.changes,)
+                if j == k:
+                    starts.insert(k, t)
+                    ends.insert(k, a)
+                    ats.insert(k, self.changes)
+                elif j == k + 1:
+                    starts[k] = t
+                    ends[k] = a
+                    ats[k] = self.changes
+                else:
+                    starts[k:j] = (t,)
+                    ends[k:j] = (a,)
+                    ats[k:j] = (self.changes,)
                 if len(starts) > _STRETCHES:
                     # the earliest half goes (forgetting a refusal costs a longer walk only)
                     del starts[: _STRETCHES // 2], ends[: _STRETCHES // 2], ats[: _STRETCHES // 2]
