@@ -38,9 +38,9 @@ import argparse
 import json
 import os
 import statistics
-import subprocess
 import sys
-import tempfile
+
+from child import run_child
 
 # every mode the bench runs (see the docstring); each case has a target for each
 _MODES = ("simulate", "simulate_slowest", "kernel_time", "losing_point", "losing_point_serial", "winning_point")
@@ -121,18 +121,7 @@ print(json.dumps({"moeopt": mm.__file__, "wall": wall, "cpu": cpu, "rss_self": m
 def run_one(python: str, name: str, mode: str, best_us: float = 0.0) -> dict[str, float] | None:
     workload, profile, _targets = CASES[name]
     arg = json.dumps({"workload": workload, "profile": profile, "best_us": best_us})
-    # run outside any checkout: ``python -c`` puts the working directory first on the path,
-    # which would import this checkout's moeopt whatever the interpreter
-    out = subprocess.run(
-        [python, "-c", CHILD, arg, mode],
-        capture_output=True,
-        text=True,
-        check=False,
-        cwd=tempfile.gettempdir(),
-    )
-    if out.returncode != 0:
-        raise SystemExit(f"{python} {name} {mode} failed:\n{out.stderr}")
-    got = json.loads(out.stdout.strip().splitlines()[-1])
+    got = run_child(python, CHILD, [arg, mode], f"{name} {mode}")
     return None if got.get("missing") else got
 
 

@@ -36,11 +36,11 @@ import dataclasses
 import json
 import os
 import statistics
-import subprocess
-import tempfile
 import time
 from collections.abc import Callable
 from typing import Any
+
+from child import run_child
 
 import moeopt.megamoe as mm
 from moeopt.core.events import Event, EventGraph
@@ -53,13 +53,12 @@ BASIC = os.path.join(HERE, "..", "examples", "scenario_basic.toml")
 BS72 = os.path.join(HERE, "..", "examples", "scenario_bs72.toml")
 
 
+PTO_WORKLOAD = {"topk": 8, "world": 8, "local_experts": 16, "routing": "cyclic"}
+"""The typical PTO MegaMoE cases' workload but for its tokens (also what ``CHILD`` builds)."""
+
+
 def pto(m: int) -> mm.Scenario:
-    return mm.Scenario(
-        workload=mm.Workload(tokens=m, topk=8, world=8, local_experts=16, routing="cyclic"),
-        h=7168,
-        hidden_dim=4096,
-        profile="pto-a2a3",
-    )
+    return mm.Scenario(workload=mm.Workload(tokens=m, **PTO_WORKLOAD), h=7168, hidden_dim=4096, profile="pto-a2a3")
 
 
 def cases() -> list[tuple[str, Callable[[], mm.Scenario], float]]:
@@ -157,20 +156,11 @@ def _spec(name: str) -> dict[str, Any]:
     if name == "scenario_basic":
         return {"file": os.path.abspath(BASIC)}
     m = int(name.removeprefix("pto_m"))
-    return {"file": None, "workload": {"tokens": m, "topk": 8, "world": 8, "local_experts": 16, "routing": "cyclic"}}
+    return {"file": None, "workload": {"tokens": m, **PTO_WORKLOAD}}
 
 
 def _child(python: str, name: str, repeat: int) -> dict[str, Any]:
-    # run outside any checkout: ``python -c`` puts the working directory first on the path,
-    # which would import this checkout's moeopt whatever the interpreter
-    out = subprocess.run(
-        [python, "-c", CHILD, json.dumps(_spec(name)), str(repeat)],
-        capture_output=True, text=True, check=False, cwd=tempfile.gettempdir(),
-    )
-    if out.returncode != 0:
-        raise SystemExit(f"{python} {name} failed:\n{out.stderr}")
-    got: dict[str, Any] = json.loads(out.stdout.strip().splitlines()[-1])
-    return got
+    return run_child(python, CHILD, [json.dumps(_spec(name)), str(repeat)], name)
 
 
 def compare(pythons: list[str], names: list[str], rounds: int, repeat: int) -> None:
