@@ -32,8 +32,10 @@ from itertools import compress, repeat
 from types import MappingProxyType
 from typing import Any, NamedTuple, TypeVar
 
+from moeopt.core import fastloop
 from moeopt.core.compiled import CompiledGraph
 from moeopt.core.events import EventGraph
+from moeopt.core.fastloop import PinnedRun
 from moeopt.core.gcpause import gc_paused
 from moeopt.core.normalize import drop_nonbinding_semaphores
 from moeopt.core.policies import Policy, make_policy
@@ -48,8 +50,21 @@ INF = math.inf
 _V = TypeVar("_V")
 
 
+class _Finished:
+    """The columns of a run of the compiled loop in the shape :func:`_to_schedule` reads them
+    off a :class:`SchedulerState`."""
+
+    def __init__(self, cg: CompiledGraph, run: PinnedRun) -> None:
+        self.cg = cg
+        self.start, self.end, self.order = run.start, run.end, run.order
+        self.bound: list[tuple[int, ...]] = list(cg.fixed)  # (pinned: what commit binds)
+        self.ready, self.ready_pred = run.ready, run.ready_pred
+        self.wait_res, self.t_base, self.wait_sem = run.wait_res, run.t_base, run.wait_sem
+        self.curves = run.curves
+
+
 def _to_schedule(
-    state: SchedulerState,
+    state: SchedulerState | _Finished,
     policy_name: str,
     record_levels: bool = True,
     repinned: Mapping[str, tuple[str, str]] | None = None,
@@ -85,7 +100,8 @@ def _to_schedule(
         # every event is committed: each profile is its semaphore's final level curve (the
         # curves now: the profiles are the state's; their maps when read, as the schedule's)
         levels = object.__new__(SemaphoreLevels)
-        levels.__dict__["curves"] = {sem: p.curve() for sem, p in zip(cg.sem_names, state.profiles)}
+        curves = state.curves if isinstance(state, _Finished) else [p.curve() for p in state.profiles]
+        levels.__dict__["curves"] = dict(zip(cg.sem_names, curves))
         deferred(levels, maker)
     own["recorded_levels"] = levels
     deferred(s, maker)
@@ -398,9 +414,13 @@ def schedule(
             more = f"\n  ... and {len(bad) - 5} more" if len(bad) > 5 else ""
             raise GraphError("the list scheduler cannot bind this graph:\n  " + "\n  ".join(bad[:5]) + more)
         cg = drop_nonbinding_semaphores(graph) if normalize else full
+        pol.prepare(cg)
+        if restructure is None:
+            run = _run_pinned(cg, pol)
+            if run is not None:
+                return _to_schedule(_Finished(cg, run), pol.name, record_levels=cg is full)
         state = SchedulerState(cg)
         try:
-            pol.prepare(cg)
             if restructure is not None:
                 restructure.prepare(cg)
             if pol.wants_view and not pol.candidates:
@@ -412,6 +432,35 @@ def schedule(
             return _to_schedule(state, pol.name, record_levels=cg is full, repinned=moved)
         finally:
             state.close()
+
+
+def _keys(pol: Policy, n: int) -> tuple[list[float], list[float], bool]:
+    """``(before, after, plain)``: each event's fixed parts of its key ``(before, start, after,
+    index)`` under the keyed policy ``pol`` (prepared), as floats; ``plain``: the base rank,
+    ``(0, 0)`` for every event (earliest_start), so that the start alone orders."""
+    if type(pol).rank is Policy.rank or pol.wants_view:
+        # (the keys are then ``(start, index)``, which order as ``(0, start, 0, index)`` would,
+        # and tokens ``(F, event, group, version)``: a key made and compared for every heap
+        # entry with two items fewer; callgrind, one warm pinned 100k call: 3,943M -> 3,907M)
+        zeros = [0.0] * n
+        return zeros, zeros, True
+    ranks = [pol.rank(i) for i in range(n)]
+    return [float(b) for b, _a in ranks], [float(a) for _b, a in ranks], False
+
+
+def _run_pinned(cg: CompiledGraph, pol: Policy) -> PinnedRun | None:
+    """The compiled loop's run of ``cg`` (:mod:`moeopt.core.fastloop`) when it applies: a
+    pinned graph, a keyed policy (prepared), and the process using the compiled loop
+    (``fastloop.wanted``); else ``None`` (and ``None`` when no event can ever start or a release
+    overflows a semaphore: the Python loop then reports it)."""
+    if pol.wants_view:
+        return None
+    if any(cg.placeholders) or not fastloop.wanted(cg.n):
+        return None
+    form = fastloop.pinned_form(cg)
+    assert form is not None  # (pinned: no placeholder)
+    before, after, _plain = _keys(pol, cg.n)
+    return fastloop.run_pinned(form, before, after)
 
 
 def _run_keyed(
@@ -454,19 +503,7 @@ def _run_keyed(
     """
     cg = state.cg
     n = cg.n
-    if type(pol).rank is Policy.rank or pol.wants_view:
-        # the base rank, (0, 0) for every event (earliest_start): the start alone orders
-        before = after = [0.0] * n
-        # ... so the keys are ``(start, index)``, which order as ``(0, start, 0, index)`` would
-        # (and tokens ``(F, event, group, version)``): a key made and compared for every heap
-        # entry with two items fewer (callgrind, one warm pinned 100k call: 3,943M -> 3,907M)
-        plain = True
-    else:
-        ranks = [pol.rank(i) for i in range(n)]
-        before = [float(b) for b, _a in ranks]
-        after = [float(a) for _b, a in ranks]
-        del ranks
-        plain = False
+    before, after, plain = _keys(pol, n)
     evaluate = state.evaluate
     admit_all = state.admit_all
     commit = state.commit

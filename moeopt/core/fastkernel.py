@@ -1,0 +1,320 @@
+"""The machine-code part of :mod:`moeopt.core.fastloop` (imported on its first use only: this
+module imports numba). See there for what the loop does and why it gives the Python loop's
+schedule; each function here names the Python code it mirrors."""
+
+from __future__ import annotations
+
+import heapq
+import math
+from typing import Any
+
+import numba
+import numpy as np
+
+INF = math.inf
+
+_jit = numba.njit(cache=True, nogil=True)
+
+
+@_jit
+def admit(
+    times: Any, levels: Any, lo: int, hi: int, cap: int, t: float, take: int, back: int, dur: float
+) -> float:
+    """``SemaphoreProfile.admit(t, take, back, dur)`` on the breakpoints ``times[lo:hi]``
+    (levels ``levels[lo:hi]``, ``cap`` before the first): the earliest ``t' >= t`` at which
+    ``take`` units can be held over ``[t', t' + dur)`` and ``take - back`` units from ``t' +
+    dur`` on; ``INF`` when there is none with what is committed now."""
+    if dur > 0:
+        head = take
+    else:
+        head = take - back
+        if head <= 0:
+            return t  # a zero-length hold gives its units back at the instant it takes them
+    after = take - back
+    if after > 0:
+        # the time from which every level is at least ``after`` (SemaphoreProfile.free_from):
+        # the breakpoint after the last one below it
+        j = hi - 1
+        while j >= lo and levels[j] >= after:
+            j -= 1
+        if j >= lo:
+            if j + 1 == hi:
+                return INF
+            f = times[j + 1]
+            if f > t:
+                t = f
+    # k: the first breakpoint after t
+    a, b = lo, hi
+    while a < b:
+        m = (a + b) >> 1
+        if times[m] <= t:
+            a = m + 1
+        else:
+            b = m
+    k = a
+    if (levels[k - 1] if k > lo else cap) < head:
+        while k < hi and levels[k] < head:
+            k += 1
+        if k == hi:
+            return INF
+        t = times[k]
+        k += 1
+    if dur <= 0:
+        return t
+    end = t + dur
+    # each breakpoint inside the hold [t, end) must leave take units; at the first that does
+    # not, the next try starts at the next breakpoint with head units
+    while k < hi:
+        if times[k] >= end:
+            return t
+        if levels[k] < take:
+            k += 1
+            while k < hi and levels[k] < head:
+                k += 1
+            if k == hi:
+                return INF
+            t = times[k]
+            end = t + dur
+        k += 1
+    return t
+
+
+@_jit
+def breakpoint_at(
+    times: Any, levels: Any, lo: int, hi: int, cap: int, t: float, first: int
+) -> tuple[int, int]:
+    """The index of the breakpoint at ``t`` in ``times[lo:hi]`` (searched from ``first``), made
+    when missing at the level in force before it; and the new ``hi``."""
+    a, b = first, hi
+    while a < b:
+        m = (a + b) >> 1
+        if times[m] < t:
+            a = m + 1
+        else:
+            b = m
+    k = a
+    if k == hi or times[k] != t:
+        for j in range(hi, k, -1):
+            times[j] = times[j - 1]
+            levels[j] = levels[j - 1]
+        levels[k] = levels[k - 1] if k > lo else cap
+        times[k] = t
+        hi += 1
+    return k, hi
+
+
+@_jit
+def evaluate(
+    i: int, ready: Any, fix_ptr: Any, fix_idx: Any, free: Any, sig: Any, acq_ptr: Any, acq_sem: Any,
+    acq_take: Any, acq_back: Any, dur: Any, low: Any, times: Any, levels: Any, off: Any, used: Any,
+    sem_cap: Any,
+) -> tuple[float, float, int, int]:  # fmt: skip
+    """``SchedulerState.evaluate`` of a pinned event: ``(start, t_base, the resource that set
+    t_base, the semaphore that moved the start last)`` (-1: none), by admit_all's cycle."""
+    t = ready[i]
+    rb = -1
+    for q in range(fix_ptr[i], fix_ptr[i + 1]):
+        r = fix_idx[q]
+        if free[r] > t:
+            t = free[r]
+            rb = r
+    tb = t
+    sb = -1
+    g = sig[i]
+    a0 = acq_ptr[g]
+    m = acq_ptr[g + 1] - a0
+    if m:
+        d = dur[i]
+        k = 0
+        ok = 0
+        while ok < m and t < INF:
+            s = acq_sem[a0 + k]
+            take = acq_take[a0 + k]
+            if low[s] >= take:
+                t2 = t
+            else:
+                t2 = admit(times, levels, off[s], off[s] + used[s], sem_cap[s], t, take, acq_back[a0 + k], d)
+            if t2 > t:
+                t = t2
+                sb = s
+                ok = 1
+            else:
+                ok += 1
+            k = k + 1 if k + 1 < m else 0
+    return t, tb, rb, sb
+
+
+@_jit
+def loop(
+    dur: Any, ready0: Any, indeg: Any, succ_ptr: Any, succ_idx: Any, succ_lam: Any,
+    fix_ptr: Any, fix_idx: Any, n_res: int, sig: Any,
+    acq_ptr: Any, acq_sem: Any, acq_take: Any, acq_back: Any,
+    hold_ptr: Any, hold_sem: Any, hold_take: Any, hold_back: Any,
+    take_ptr: Any, take_sem: Any, take_units: Any,
+    give_ptr: Any, give_sem: Any, give_units: Any,
+    sem_cap: Any, off: Any, waiters_off: Any, before: Any, after: Any,
+) -> Any:  # fmt: skip
+    """``_run_keyed`` for a pinned graph: ``(status, start, end, ready, ready_pred, wait_res,
+    t_base, wait_sem, order, times, levels, used)``; ``status`` 0: done, 1: no eligible event
+    can ever start, 2: a release lifts a semaphore above its capacity. ``indeg`` is used up.
+
+    Per signature (``sig[i]``, CSR by ``*_ptr``): the acquire triples ``(sem, take, back)`` in
+    the order of the state's ``acq3``, and the changes of ``SchedulerState.sem_ops``: holds
+    ``(sem, take, back)``, other takes ``(sem, units)``, other gives ``(sem, units)``.
+    ``waiters_off``: per semaphore, where its list of eligible acquirers lives in one array
+    (room for every event that acquires it)."""
+    n = dur.shape[0]
+    n_sem = sem_cap.shape[0]
+    start = np.zeros(n, np.float64)
+    end = np.zeros(n, np.float64)
+    ready = ready0.copy()
+    rpred = np.full(n, -1, np.int64)
+    wres = np.full(n, -1, np.int64)
+    tbase = np.zeros(n, np.float64)
+    wsem = np.full(n, -1, np.int64)
+    order = np.empty(n, np.int64)
+    free = np.zeros(n_res, np.float64)
+    times = np.empty(off[n_sem], np.float64)
+    levels = np.empty(off[n_sem], np.int64)
+    used = np.zeros(n_sem, np.int64)
+    done_ = np.zeros(n, np.bool_)
+    version = np.zeros(n, np.int64)
+    # the lowest level each profile has had (SemaphoreProfile.low): a semaphore whose every
+    # level was always at least ``take`` admits at once
+    low = sem_cap.copy()
+    # per semaphore that some event gives units back to beyond what it took (a release can then
+    # bring a start forward): its eligible acquirers, re-evaluated after each such release
+    gainful = np.zeros(n_sem, np.bool_)
+    for q in range(give_sem.shape[0]):
+        gainful[give_sem[q]] = True
+    waiters = np.empty(waiters_off[n_sem], np.int64)
+    n_wait = np.zeros(n_sem, np.int64)
+    # heap entries (before, a lower bound of the start, after, event, version)
+    heap = [(0.0, 0.0, 0.0, 0, 0)]
+    heap.pop()
+
+    for j in range(n):
+        if indeg[j] == 0:
+            heapq.heappush(heap, (before[j], ready[j], after[j], j, version[j]))
+            g2 = sig[j]
+            for q2 in range(acq_ptr[g2], acq_ptr[g2 + 1]):
+                s2 = acq_sem[q2]
+                if gainful[s2]:
+                    waiters[waiters_off[s2] + n_wait[s2]] = j
+                    n_wait[s2] += 1
+    done = 0
+    status = 0
+    while heap:
+        bk, sk, ak, i, ver = heapq.heappop(heap)
+        if ver != version[i] or done_[i]:
+            continue  # an entry replaced after a release
+        t, tb, rb, sb = evaluate(
+            i, ready, fix_ptr, fix_idx, free, sig, acq_ptr, acq_sem, acq_take, acq_back, dur, low,
+            times, levels, off, used, sem_cap,
+        )  # fmt: skip
+        if t == INF:
+            # starved until a release: it waits in its semaphores' lists of acquirers only
+            # (a release re-evaluates it); a starved event nothing can release is left over
+            continue
+        if t != sk:
+            # the key moved: back with the start found (a lower bound again)
+            heapq.heappush(heap, (bk, t, ak, i, ver))
+            continue
+        # SchedulerState.commit
+        e = t + dur[i]
+        done_[i] = True
+        start[i] = t
+        end[i] = e
+        order[done] = i
+        done += 1
+        for q in range(fix_ptr[i], fix_ptr[i + 1]):
+            free[fix_idx[q]] = e
+        wres[i] = rb
+        tbase[i] = tb
+        wsem[i] = sb
+        g = sig[i]
+        for q in range(hold_ptr[g], hold_ptr[g + 1]):
+            # SemaphoreProfile.hold: take units over [t, e), keep take - back from e on
+            s = hold_sem[q]
+            lo = off[s]
+            hi = lo + used[s]
+            k, hi = breakpoint_at(times, levels, lo, hi, sem_cap[s], t, lo)
+            k2, hi = breakpoint_at(times, levels, lo, hi, sem_cap[s], e, k)
+            used[s] = hi - lo
+            take = hold_take[q]
+            for j in range(k, k2):
+                v = levels[j] - take
+                levels[j] = v
+                if v < low[s]:
+                    low[s] = v
+            keep = take - hold_back[q]
+            if keep:
+                for j in range(k2, hi):
+                    v = levels[j] - keep
+                    levels[j] = v
+                    if v < low[s]:
+                        low[s] = v
+        for q in range(take_ptr[g], take_ptr[g + 1]):
+            # SemaphoreProfile.add(t, -units)
+            s = take_sem[q]
+            lo = off[s]
+            k, hi = breakpoint_at(times, levels, lo, lo + used[s], sem_cap[s], t, lo)
+            used[s] = hi - lo
+            u = take_units[q]
+            for j in range(k, hi):
+                v = levels[j] - u
+                levels[j] = v
+                if v < low[s]:
+                    low[s] = v
+        for q in range(give_ptr[g], give_ptr[g + 1]):
+            # SemaphoreProfile.add(e, units) and the capacity check
+            s = give_sem[q]
+            lo = off[s]
+            k, hi = breakpoint_at(times, levels, lo, lo + used[s], sem_cap[s], e, lo)
+            used[s] = hi - lo
+            u = give_units[q]
+            for j in range(k, hi):
+                v = levels[j] + u
+                levels[j] = v
+                if v > sem_cap[s]:
+                    status = 2
+            if status:
+                break
+            # the release may bring an eligible acquirer's start forward: each gets its key
+            # afresh (its older heap entry retired by its version)
+            w0 = waiters_off[s]
+            kept = 0
+            for q2 in range(n_wait[s]):
+                j = waiters[w0 + q2]
+                if done_[j]:
+                    continue
+                waiters[w0 + kept] = j
+                kept += 1
+                tj = evaluate(
+                    j, ready, fix_ptr, fix_idx, free, sig, acq_ptr, acq_sem, acq_take, acq_back, dur,
+                    low, times, levels, off, used, sem_cap,
+                )[0]  # fmt: skip
+                version[j] += 1
+                if tj < INF:
+                    heapq.heappush(heap, (before[j], tj, after[j], j, version[j]))
+            n_wait[s] = kept
+        if status:
+            break
+        for q in range(succ_ptr[i], succ_ptr[i + 1]):
+            j = succ_idx[q]
+            v = e + succ_lam[q]
+            if v > ready[j]:
+                ready[j] = v
+                rpred[j] = i
+            indeg[j] -= 1
+            if indeg[j] == 0:
+                heapq.heappush(heap, (before[j], ready[j], after[j], j, version[j]))
+                g2 = sig[j]
+                for q2 in range(acq_ptr[g2], acq_ptr[g2 + 1]):
+                    s2 = acq_sem[q2]
+                    if gainful[s2]:
+                        waiters[waiters_off[s2] + n_wait[s2]] = j
+                        n_wait[s2] += 1
+    if not status and done < n:
+        status = 1  # events left that can never start
+    return (status, start, end, ready, rpred, wres, tbase, wsem, order, times, levels, used)

@@ -1,0 +1,271 @@
+"""A compiled form of the keyed greedy loop for *pinned* graphs.
+
+A graph is pinned when no event has a pool placeholder: every event runs on its fixed
+resources (colocation groups then bind nothing). For such a graph, under a keyed policy and
+without a restructure hook, :func:`moeopt.core.scheduler.schedule` may hand the whole loop to
+:func:`run_pinned`, which makes the same choices as ``_run_keyed`` and fills the same columns
+(starts, ends, ready times, the wait columns, the commit order and each semaphore's
+breakpoints), in machine code compiled by numba (:mod:`moeopt.core.fastkernel`).
+
+Why the same schedule: the rule is the one of :mod:`moeopt.core.scheduler` (commit the eligible
+event of the smallest key ``(before, start, after, index)``), and every part of an event's
+start is worked out by the same float operations in the same order:
+
+* ``ready = max(end_p + λ)`` over the predecessors, updated when each is committed (strictly
+  greater replaces, so the predecessor that set it is the first committed to reach it);
+* ``t_base``: the ready time raised by each fixed resource's free time in the event's order
+  (strictly greater replaces);
+* admission of each semaphore as ``SemaphoreProfile.admit`` answers it (the earliest ``t >=
+  t_base`` at which ``take`` units are free over ``[t, t + duration)``, ``τ < t + duration``
+  deciding whether a breakpoint ``τ`` is inside, and what the event keeps from its end on is
+  free from then on), with several semaphores the same cycle as ``SchedulerState.admit_all``
+  (each semaphore in turn until every one admits the same start; the one that moved it last is
+  the wait's semaphore);
+* a committed event's changes as ``SchedulerState.commit`` makes them (``sem_ops``: holds, then
+  the other takes at its start, then the other gives at its end), each adding the breakpoints
+  ``SemaphoreProfile`` adds (at the level in force there) and moving the levels it moves.
+
+Keys: a heap entry's key is a lower bound of its event's key. Commits raise free times and
+take units, which only moves starts later; a popped event whose key is unchanged is then the
+true minimum (the argument of ``_run_keyed``'s docstring). A release that gives back more than
+its event took is the one change that can move a start earlier: every eligible event that
+acquires that semaphore gets its key afresh at once (its older entry is retired by a version
+number), so the invariant holds again before the next pop.
+
+The Python loop stays the reference: every other graph, policy or hook uses it, and
+tests/core/test_fastloop.py holds the two to identical schedules on random pinned graphs and on
+operator graphs. :func:`run_pinned` answers ``None`` (the caller then runs the Python loop,
+which raises its own error) when no eligible event can ever start or a release lifts a
+semaphore above its capacity.
+
+When: numba is imported on the first use, not with moeopt. Its import and the load of the
+compiled loop (cached on disk after the first compilation) cost ~0.8 s once per process (see
+:data:`LOAD_EVENTS`), so a process starts using the compiled loop only once the graphs it has
+scheduled make that worth it.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Callable, Sequence
+from itertools import chain
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from moeopt.core.compiled import CompiledGraph
+from moeopt.core.state import graph_tables
+
+LOAD_EVENTS = 60_000
+"""A process loads the compiled loop once the pinned graphs it has scheduled (this one
+included) reach this many events in all; from then on every pinned graph of at least
+:data:`MIN_EVENTS` events uses it. measured (stop 41, this 2-core machine): loading costs
+~0.8 s once per process (numba's import 0.29 s, the kernel module 0.26 s, the first call 0.23
+s, from the on-disk cache), and the Python loop costs ~3-6 µs per event more than the compiled
+one: the load pays for itself after ~150-250k events, and a process that has scheduled 60k is
+taken to be one that schedules many (a search, a sweep, a benchmark). assumed: the threshold
+itself; a single ``simulate`` of a graph below it never loads numba."""
+
+MIN_EVENTS = 500
+"""assumed: below this many events the arrays the compiled loop reads cost about what it saves."""
+
+_seen_events = 0
+
+
+class PinnedForm(NamedTuple):
+    """The arrays of a pinned graph, built once per compiled graph (see :func:`pinned_form`).
+    CSR lists: the entries of row ``r`` are ``ptr[r]:ptr[r + 1]`` of the flat arrays."""
+
+    dur: np.ndarray  # float64 per event
+    ready0: np.ndarray  # float64 per event: 0.0 without predecessors, else -1.0 (as the state's)
+    indeg: np.ndarray  # int64 per event
+    succ_ptr: np.ndarray
+    succ_idx: np.ndarray  # the successor j (int64) ...
+    succ_lam: np.ndarray  # ... and its λ (float64), in the order of ``cg.succs[i]``
+    fix_ptr: np.ndarray
+    fix_idx: np.ndarray  # fixed resources (int64), in the order of ``cg.fixed[i]``
+    sig: np.ndarray  # int64 per event: its semaphore signature (the state's ``sig``)
+    # per signature (CSR): its acquire triples (the state's ``acq3``: semaphore, take, give
+    # back), and its changes (``sem_ops``): holds (semaphore, take, give back), the other
+    # takes and the other gives (semaphore, units)
+    acq: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]
+    holds: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]
+    takes: tuple[np.ndarray, np.ndarray, np.ndarray]
+    gives: tuple[np.ndarray, np.ndarray, np.ndarray]
+    sem_cap: np.ndarray  # int64 per semaphore
+    off: np.ndarray  # per semaphore, where its breakpoints live in one array (room for all)
+    waiters_off: np.ndarray  # per semaphore, where its eligible acquirers live in one array
+    n_res: int
+
+
+def pinned_form(cg: CompiledGraph) -> PinnedForm | None:
+    """The :class:`PinnedForm` of ``cg`` when it is pinned (no event has a placeholder), else
+    ``None``; found once per compiled graph and kept on it."""
+    got = cg.derived("pinned_form")
+    if got is None:
+        got = cg.keep("pinned_form", _find_form(cg) or False)
+    return got or None
+
+
+# one edge as struct's native "nd" packs it: a position, then λ (8 + 8 bytes, no padding)
+_EDGE = np.dtype([("j", np.intp), ("lam", np.float64)])
+
+
+def _ptr(rows: Sequence[Sequence[Any]]) -> np.ndarray:
+    """The CSR offsets of ``rows``: row ``i`` is ``ptr[i]:ptr[i + 1]`` of the flattened items."""
+    ptr = np.zeros(len(rows) + 1, np.int64)
+    np.cumsum(np.fromiter(map(len, rows), np.int64, len(rows)), out=ptr[1:])
+    return ptr
+
+
+def _columns(rows: Sequence[Sequence[tuple[int, ...]]], width: int) -> tuple[np.ndarray, ...]:
+    """``(ptr, column 0, ..., column width-1)`` of rows of ``width``-tuples of ints (fresh
+    int64 arrays: numba compiles the loop once per array type, so every array is alike)."""
+    flat = list(chain.from_iterable(rows))
+    cols = [np.array([x[c] for x in flat], np.int64) if flat else np.zeros(0, np.int64) for c in range(width)]
+    return (_ptr(rows), *cols)
+
+
+def _find_form(cg: CompiledGraph) -> PinnedForm | None:
+    if any(cg.placeholders):
+        return None
+    tab = graph_tables(cg)
+    n = cg.n
+    n_sem = len(cg.sem_cap)
+    succ_ptr = _ptr(cg.succs)
+    m = int(succ_ptr[-1])
+    # the edges packed in one C loop by struct (about two thirds of the time of np.fromiter
+    # over the same pairs into records, 174k edges)
+    succ = np.frombuffer(struct.pack("nd" * m, *chain.from_iterable(chain.from_iterable(cg.succs))), _EDGE)
+    fix_ptr = _ptr(cg.fixed)
+    sig = np.fromiter(tab.sig, np.int64, n)
+    acq = _columns(tab.sig_acq, 3)
+    holds = _columns([ops[0] for ops in tab.sig_ops], 3)
+    takes = _columns([ops[1] for ops in tab.sig_ops], 2)
+    gives = _columns([ops[2] for ops in tab.sig_ops], 2)
+    # room per semaphore: a breakpoint per change of each event (a hold makes two), and an
+    # eligible-acquirer entry per acquiring event
+    per_sig = np.bincount(sig, minlength=len(tab.sig_acq))
+
+    def per_sem(cols: tuple[np.ndarray, ...]) -> np.ndarray:
+        rows = np.repeat(np.arange(len(cols[0]) - 1), np.diff(cols[0]))
+        return np.bincount(cols[1], per_sig[rows], n_sem) if len(cols[1]) else np.zeros(n_sem)
+
+    changes = 2 * per_sem(holds) + per_sem(takes) + per_sem(gives)
+    off = np.zeros(n_sem + 1, np.int64)
+    np.cumsum(changes.astype(np.int64), out=off[1:])
+    waiters_off = np.zeros(n_sem + 1, np.int64)
+    np.cumsum(per_sem(acq).astype(np.int64), out=waiters_off[1:])
+    return PinnedForm(
+        dur=np.fromiter(cg.dur, np.float64, n),
+        ready0=np.fromiter(tab.ready, np.float64, n),
+        indeg=np.fromiter(tab.indeg, np.int64, n),
+        succ_ptr=succ_ptr,
+        succ_idx=succ["j"].astype(np.int64),  # (copies: fresh, writable arrays)
+        succ_lam=succ["lam"].copy(),
+        fix_ptr=fix_ptr,
+        fix_idx=np.fromiter(chain.from_iterable(cg.fixed), np.int64, int(fix_ptr[-1])),
+        sig=sig,
+        acq=acq,  # type: ignore[arg-type]
+        holds=holds,  # type: ignore[arg-type]
+        takes=takes,  # type: ignore[arg-type]
+        gives=gives,  # type: ignore[arg-type]
+        sem_cap=np.fromiter(cg.sem_cap, np.int64, n_sem),
+        off=off,
+        waiters_off=waiters_off,
+        n_res=len(cg.res_names),
+    )
+
+
+class PinnedRun(NamedTuple):
+    """The columns of a finished run, as the Python loop leaves them in its state (lists of
+    Python numbers), and each semaphore's breakpoints ``(times, levels)``."""
+
+    start: list[float]
+    end: list[float]
+    ready: list[float]
+    ready_pred: list[int]
+    wait_res: list[int]
+    t_base: list[float]
+    wait_sem: list[int]
+    order: list[int]
+    curves: list[tuple[list[float], list[int]]]
+
+
+def wanted(n: int) -> bool:
+    """Whether a pinned graph of ``n`` events is to be scheduled by the compiled loop in this
+    process (see :data:`LOAD_EVENTS`); counts it among the graphs this process has scheduled."""
+    global _seen_events
+    if n < MIN_EVENTS:
+        return False
+    _seen_events += n
+    return _LOOP is not None or (_seen_events >= LOAD_EVENTS and available())
+
+
+def scheduled_elsewhere(n: int) -> None:
+    """Count a graph of ``n`` events that a worker process of this one scheduled (its workers'
+    graphs count as this process's work: see :func:`before_fork`)."""
+    global _seen_events
+    if n >= MIN_EVENTS:
+        _seen_events += n
+
+
+def before_fork() -> None:
+    """Load the compiled loop now when this process has scheduled enough (see
+    :data:`LOAD_EVENTS`): a process about to fork workers, so that they share it instead of
+    each loading it (a forked worker's counts are lost with it: without this, every call of a
+    search that schedules in workers would load it again)."""
+    if _LOOP is None and _seen_events >= LOAD_EVENTS and available():
+        compiled()
+
+
+def run_pinned(form: PinnedForm, before: Sequence[float], after: Sequence[float]) -> PinnedRun | None:
+    """The greedy schedule of a pinned graph under the keys ``(before[i], start, after[i],
+    i)``; ``None`` when no eligible event can ever start or a release lifts a semaphore above
+    its capacity (the caller then runs the Python loop, which reports it)."""
+    f = form
+    out = compiled()(
+        f.dur, f.ready0, f.indeg.copy(), f.succ_ptr, f.succ_idx, f.succ_lam, f.fix_ptr, f.fix_idx,
+        f.n_res, f.sig, *f.acq, *f.holds, *f.takes, *f.gives, f.sem_cap, f.off, f.waiters_off,
+        np.asarray(before, np.float64), np.asarray(after, np.float64),
+    )  # fmt: skip
+    status, start, end, ready, rpred, wres, tbase, wsem, order, times, levels, used = out
+    if status:
+        return None
+    off = f.off
+    curves = [
+        (times[off[s] : off[s] + used[s]].tolist(), levels[off[s] : off[s] + used[s]].tolist())
+        for s in range(len(f.sem_cap))
+    ]
+    return PinnedRun(
+        start.tolist(), end.tolist(), ready.tolist(), rpred.tolist(), wres.tolist(), tbase.tolist(),
+        wsem.tolist(), order.tolist(), curves,
+    )  # fmt: skip
+
+
+_LOOP: Callable[..., Any] | None = None
+_AVAILABLE: bool | None = None
+
+
+def available() -> bool:
+    """Whether numba can be imported here (asked once per process)."""
+    global _AVAILABLE
+    if _AVAILABLE is None:
+        try:
+            import numba  # noqa: F401
+        except ImportError:
+            _AVAILABLE = False
+        else:
+            _AVAILABLE = True
+    return _AVAILABLE
+
+
+def compiled() -> Callable[..., Any]:
+    """The compiled loop (numba imported, and the loop compiled or loaded from its on-disk
+    cache, on the first call in a process)."""
+    global _LOOP
+    if _LOOP is None:
+        from moeopt.core import fastkernel
+
+        _LOOP = fastkernel.loop
+    return _LOOP

@@ -1,0 +1,238 @@
+"""The compiled loop of pinned graphs (moeopt.core.fastloop) against the Python loop.
+
+The Python loop (``_run_keyed``) is the reference, itself held to the naive rule by
+test_properties.py: on every pinned graph, under every keyed policy, the compiled loop must
+give the very same schedule (starts, ends, commit order, every wait column, every semaphore's
+breakpoints), or decline (``None``) exactly where the Python loop raises, which it then does.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from moeopt.core import fastloop
+from moeopt.core import scheduler as scheduler_module
+from moeopt.core.events import Event, EventGraph
+from moeopt.core.policies import BUILTIN_POLICIES, make_policy
+from moeopt.core.schedule import Schedule
+from moeopt.core.scheduler import schedule
+from moeopt.errors import SchedulingError
+
+KEYED = [p for p in BUILTIN_POLICIES if not make_policy(p).wants_view]
+RESOURCES = ("c0.a", "c0.b", "c1.a", "c1.b")
+DURATIONS = (0.0, 0.5, 1.0, 1.0, 2.0, 3.25)  # (repeats: ties between starts are common)
+LAMBDAS = (0.0, 0.0, 0.5, 1.25)
+
+
+@st.composite
+def pinned_graphs(draw: st.DrawFn, max_events: int = 24) -> EventGraph:
+    """A pinned graph (no placeholder): 0-2 fixed resources per event, λ edges, colocation links
+    (which bind nothing without placeholders), and three semaphores used every way an event
+    can use one: a hold giving back all it took or part of it, a take given back by a later
+    consumer, a give beyond what the event took (which may overflow: the scheduler raises),
+    several semaphores on one event, and takes never given back (which may starve a later
+    acquirer: the scheduler raises)."""
+    n = draw(st.integers(1, max_events))
+    caps = {"s1": draw(st.integers(1, 4)), "s2": draw(st.integers(1, 3)), "s3": draw(st.integers(2, 6))}
+    g = EventGraph(semaphores=caps)
+    names: list[str] = []
+    site_of: dict[str, set[str]] = {}
+    open_slots: list[tuple[str, str, int]] = []
+    for k in range(n):
+        name = f"e{k}"
+        res = draw(st.lists(st.sampled_from(RESOURCES), max_size=2, unique=True))
+        deps: dict[str, float] = {}
+        if names:
+            for p in draw(st.lists(st.sampled_from(names), max_size=3, unique=True)):
+                deps[p] = draw(st.sampled_from(LAMBDAS))
+        acquires: dict[str, int] = {}
+        releases: dict[str, int] = {}
+        for sem in draw(st.lists(st.sampled_from(sorted(caps)), max_size=2, unique=True)):
+            mode = draw(st.sampled_from(["hold", "hold", "partial", "produce", "consume", "extra"]))
+            cap = caps[sem]
+            if mode == "hold":
+                acquires[sem] = releases[sem] = draw(st.integers(1, cap))
+            elif mode == "partial" and cap >= 2:
+                acquires[sem] = draw(st.integers(2, cap))
+                releases[sem] = draw(st.integers(1, acquires[sem] - 1))
+            elif mode == "produce":
+                acquires[sem] = 1
+                open_slots.append((name, sem, 1))
+            elif mode == "consume":
+                mine = [x for x in open_slots if x[1] == sem]
+                if mine:
+                    slot = draw(st.sampled_from(mine))
+                    open_slots.remove(slot)
+                    deps.setdefault(slot[0], draw(st.sampled_from(LAMBDAS)))
+                    releases[sem] = slot[2]
+            elif mode == "extra":
+                acquires[sem] = 1
+                releases[sem] = 2
+        # colocation with an earlier event on the same one site (a group needs one site)
+        sites = {r.split(".")[0] for r in res}
+        partners = [p for p in names if len(sites) == 1 and site_of.get(p) == sites]
+        coloc = draw(st.sampled_from(partners)) if partners and draw(st.integers(0, 3)) == 0 else None
+        site_of[name] = sites
+        g.add(
+            Event(
+                name,
+                resources=res,
+                deps=deps,
+                acquires=acquires,
+                releases=releases,
+                colocate_with=coloc,
+                duration_us=draw(st.sampled_from(DURATIONS)),
+            )
+        )
+        names.append(name)
+    return g
+
+
+@pytest.fixture
+def compiled_loop(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every pinned graph goes to the compiled loop in this test (the process-wide policy of
+    when to load it is tested on its own)."""
+    fastloop.compiled()
+    monkeypatch.setattr(fastloop, "MIN_EVENTS", 0)
+
+
+def _python(g: EventGraph, policy: str, normalize: bool = False) -> Schedule:
+    """The Python loop's schedule (the compiled loop turned off)."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(fastloop, "MIN_EVENTS", 1 << 60)
+        return schedule(g, policy=policy, normalize=normalize)
+
+
+def _compiled(g: EventGraph, policy: str, normalize: bool = False) -> Schedule:
+    """The schedule by the compiled loop; fails the test if the Python loop ran instead."""
+
+    def refuse(*_args: object) -> None:
+        raise AssertionError("the Python loop ran: the compiled loop declined")
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(scheduler_module, "_run_keyed", refuse)
+        return schedule(g, policy=policy, normalize=normalize)
+
+
+def _same(a: Schedule, b: Schedule) -> None:
+    assert list(a.start_us.items()) == list(b.start_us.items())
+    assert list(a.end_us.items()) == list(b.end_us.items())
+    assert list(a.order) == list(b.order)
+    assert dict(a.resources) == dict(b.resources)
+    assert a.waits.rows() == b.waits.rows()  # type: ignore[attr-defined]
+    assert (a.recorded_levels is None) == (b.recorded_levels is None)
+    if a.recorded_levels is not None and b.recorded_levels is not None:
+        assert a.recorded_levels.curves == b.recorded_levels.curves
+    assert a.policy == b.policy
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(g=pinned_graphs(), policy=st.sampled_from(KEYED), normalize=st.booleans())
+@pytest.mark.usefixtures("compiled_loop")
+def test_compiled_loop_gives_the_python_schedule(g: EventGraph, policy: str, normalize: bool) -> None:
+    try:
+        want = _python(g, policy, normalize)
+    except SchedulingError as exc:
+        # (a starved acquirer or an overflow) the compiled loop declines and the Python loop
+        # raises the same error through schedule()
+        cg = g.compiled()
+        form = fastloop.pinned_form(cg)
+        assert form is not None
+        pol = make_policy(policy)
+        pol.prepare(cg)
+        before, after, _plain = scheduler_module._keys(pol, cg.n)
+        if not normalize:
+            assert fastloop.run_pinned(form, before, after) is None
+        with pytest.raises(SchedulingError) as again:
+            schedule(g, policy=policy, normalize=normalize)
+        assert str(again.value) == str(exc)
+        return
+    _same(want, _compiled(g, policy, normalize))
+
+
+def test_a_starved_acquirer_is_reported_as_by_the_python_loop(compiled_loop: None) -> None:
+    # e0 takes the only unit of s and nothing gives it back; e1 needs it: no start ever
+    g = EventGraph(semaphores={"s": 1})
+    g.add(Event("e0", resources=["c0.a"], acquires={"s": 1}, duration_us=1.0))
+    g.add(Event("e1", resources=["c1.a"], deps={"e0": 0.0}, acquires={"s": 1}, duration_us=1.0))
+    with pytest.raises(SchedulingError) as got:
+        schedule(g)
+    with pytest.raises(SchedulingError) as want:
+        _python(g, "earliest_start")
+    assert str(got.value) == str(want.value)
+
+
+def test_an_overflowing_release_is_reported_as_by_the_python_loop(compiled_loop: None) -> None:
+    # e0 gives back two units of a semaphore of capacity 1 having taken one
+    g = EventGraph(semaphores={"s": 1})
+    # (normalize=False: normalisation drops a semaphore no one waits on, and its check)
+    g.add(Event("e0", resources=["c0.a"], acquires={"s": 1}, releases={"s": 2}, duration_us=1.0))
+    form = fastloop.pinned_form(g.compiled())
+    assert form is not None
+    assert fastloop.run_pinned(form, [0.0], [0.0]) is None
+    with pytest.raises(SchedulingError, match="above the capacity") as got:
+        schedule(g, normalize=False)
+    with pytest.raises(SchedulingError) as want:
+        _python(g, "earliest_start")
+    assert str(got.value) == str(want.value)
+
+
+def test_a_release_brings_a_waiting_start_forward(compiled_loop: None) -> None:
+    """Hand-derived: s has 1 unit. p, w and x can all start at 0; p goes first (index 0), takes
+    the unit at 0 and never gives it back itself: w and x then cannot start at all (starved).
+    c (on c0.a after p: 1-3 µs) gives the unit back at 3, which brings w and x forward to 3;
+    w goes first on the tie (index 2 < 3) and holds the unit over [3, 4), so x starts at 4.
+    w waited 3 µs for s from its t_base 0."""
+    g = EventGraph(semaphores={"s": 1})
+    g.add(Event("p", resources=["c0.a"], acquires={"s": 1}, duration_us=1.0))
+    g.add(Event("c", resources=["c0.a"], deps={"p": 0.0}, releases={"s": 1}, duration_us=2.0))
+    g.add(Event("w", resources=["c1.a"], acquires={"s": 1}, releases={"s": 1}, duration_us=1.0))
+    g.add(Event("x", resources=["c1.b"], acquires={"s": 1}, releases={"s": 1}, duration_us=0.5))
+    s = _compiled(g, "earliest_start")
+    assert dict(s.start_us) == {"p": 0.0, "c": 1.0, "w": 3.0, "x": 4.0}
+    assert s.waits["w"].semaphore == "s"
+    assert s.waits["w"].semaphore_wait_us == 3.0
+    _same(_python(g, "earliest_start"), s)
+
+
+@pytest.mark.parametrize("case", ["scenario_basic", "pto_m128", "bs72.staged"])
+def test_operator_graphs_under_every_policy(case: str, compiled_loop: None) -> None:
+    from moeopt.trust.golden import default_configs
+
+    sm = importlib.import_module("moeopt.megamoe.simulate")
+    if case == "scenario_basic":
+        from moeopt.megamoe.scenario.files import load_scenario
+
+        scen = load_scenario("examples/scenario_basic.toml")
+    else:
+        scen = next(c for c in default_configs() if c.name == case).scenario()
+    for rg, _ranks in sm.build_graphs(scen).values():
+        for policy in KEYED:
+            _same(_python(rg.graph, policy), _compiled(rg.graph, policy))
+
+
+def test_when_a_process_loads_the_compiled_loop(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Graphs below MIN_EVENTS never count; the loop is wanted once LOAD_EVENTS events of pinned
+    graphs were scheduled here or by this process's workers, and a process about to fork loads
+    it then (its workers share it)."""
+    monkeypatch.setattr(fastloop, "_LOOP", None)
+    monkeypatch.setattr(fastloop, "_seen_events", 0)
+    monkeypatch.setattr(fastloop, "MIN_EVENTS", 100)
+    monkeypatch.setattr(fastloop, "LOAD_EVENTS", 1000)
+    assert not fastloop.wanted(99)
+    assert fastloop._seen_events == 0
+    assert not fastloop.wanted(600)
+    fastloop.before_fork()
+    assert fastloop._LOOP is None  # (600 < 1000)
+    fastloop.scheduled_elsewhere(50)  # (below MIN_EVENTS: not counted)
+    fastloop.scheduled_elsewhere(300)
+    assert fastloop._seen_events == 900
+    fastloop.before_fork()
+    assert fastloop._LOOP is None
+    assert fastloop.wanted(100)  # 1000 reached
+    fastloop.before_fork()
+    assert fastloop._LOOP is not None
