@@ -42,6 +42,7 @@ from typing import Any, NamedTuple, TypedDict, TypeGuard, cast
 
 import numpy as np
 
+from moeopt.core import fastloop
 from moeopt.core.events import EventGraph
 from moeopt.core.gcpause import gc_paused
 from moeopt.core.policies import make_policy
@@ -331,6 +332,10 @@ def _can_fork() -> bool:
 
 @contextlib.contextmanager
 def _pool(job: _Job | _FullJob, workers: int) -> Iterator[Any]:
+    # a process that has scheduled enough (its workers' ranks counted) loads the compiled loop
+    # once, here, so that every worker forked now and later shares it instead of loading it
+    # again (moeopt.core.fastloop)
+    fastloop.before_fork()
     ctx = multiprocessing.get_context("fork")
     pool = ctx.Pool(workers, initializer=_init if isinstance(job, _Job) else _init_full, initargs=(job,))
     try:
@@ -461,6 +466,7 @@ def parallel_rank_results(
             assert one.result is not None
             # (while the workers go on) its graph was sent without: made here when first read
             got[one.rep] = unpack(one.result, partial(_graph_again, builder, scenario, counts, one.rep))
+            fastloop.scheduled_elsewhere(got[one.rep]["n_events"])
             if steps is not None:
                 for what in ("built", "scheduled", "analysed"):
                     steps(f"rank {one.rep} {what}")
@@ -589,6 +595,8 @@ def _timed(
             batches = [reps[:1], reps[1:]] if stop_at is not None else [reps]
             for batch in batches:
                 for rep, res in pool.imap_unordered(_rank_time_remote, batch, chunksize=1):
+                    if isinstance(res, _RankTime):
+                        fastloop.scheduled_elsewhere(res.n_events)
                     stop = took(rep, _received(res))
                     if stop is not None:
                         return stop
