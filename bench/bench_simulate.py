@@ -8,8 +8,8 @@ Cases (targets on one core):
 * ``pto M=16 / 128 / 512 / 2048``: the typical PTO MegaMoE cases (world 8, K 7168, N 4096, topK 8,
   16 experts per rank, profile pto-a2a3, the kernel's cyclic routing) -- target 2 s each.
 
-Each figure is the median of ``--repeat`` calls in this one process (after one warm-up call
-that is not counted): wall-clock seconds, and CPU seconds of this process (the fairer figure
+Each figure is the median of ``--repeat`` calls in this one process (after ``--warmup`` calls
+that are not counted, 2 by default): wall-clock seconds, and CPU seconds of this process (the fairer figure
 on a shared machine, where the wall clock also counts time the process waited for a core).
 The verdict compares the CPU median with the target. ``--breakdown`` also times (CPU s) the phases of one call separately: graph
 building, scheduling, the independent validator, and the analyses.
@@ -27,6 +27,12 @@ medians over the rounds (wall and CPU), the figure an ``N x faster than the base
 quotes. The scenario files are this checkout's, read by both.
 
     python bench/bench_simulate.py --python /path/base-python python --only scenario_basic pto_m2048
+
+A process that has already scheduled ``moeopt.core.fastloop.LOAD_EVENTS`` events of pinned
+graphs (a search, a sweep: every process of ``moeopt search``) schedules them with the compiled
+loop; a fresh process with a few calls does not. ``--warmup 12`` measures that warm state on
+scenario_basic (12 x 5,570 events) and the PTO cases from M = 512 on; the default measures a
+fresh process.
 """
 
 from __future__ import annotations
@@ -131,12 +137,12 @@ def core_costs(s: mm.Scenario) -> str:
 CHILD = r"""
 import json, statistics, sys, time
 import moeopt.megamoe as mm
-spec, repeat = json.loads(sys.argv[1]), int(sys.argv[2])
+spec, repeat, warmup = json.loads(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
 if spec["file"]:
     s = mm.load_scenario(spec["file"])
 else:
     s = mm.Scenario(workload=mm.Workload(**spec["workload"]), h=7168, hidden_dim=4096, profile="pto-a2a3")
-for _ in range(2):  # warm-up (imports, registries, first-call caches)
+for _ in range(warmup):  # warm-up (imports, registries, first-call caches)
     r = mm.simulate(s)
 wall, cpu = [], []
 for _ in range(repeat):
@@ -159,17 +165,17 @@ def _spec(name: str) -> dict[str, Any]:
     return {"file": None, "workload": {"tokens": m, **PTO_WORKLOAD}}
 
 
-def _child(python: str, name: str, repeat: int) -> dict[str, Any]:
-    return run_child(python, CHILD, [json.dumps(_spec(name)), str(repeat)], name)
+def _child(python: str, name: str, repeat: int, warmup: int) -> dict[str, Any]:
+    return run_child(python, CHILD, [json.dumps(_spec(name)), str(repeat), str(warmup)], name)
 
 
-def compare(pythons: list[str], names: list[str], rounds: int, repeat: int) -> None:
+def compare(pythons: list[str], names: list[str], rounds: int, repeat: int, warmup: int) -> None:
     """The ``--python A B`` mode (see the module docstring)."""
     for name in names:
         runs: dict[str, list[dict[str, Any]]] = {py: [] for py in pythons}
         for k in range(rounds):
             for py in pythons:  # alternated, so that both see the same load
-                runs[py].append(_child(py, name, repeat))
+                runs[py].append(_child(py, name, repeat, warmup))
             a, b = (runs[py][-1] for py in pythons)
             print(
                 f"{name:<16} round {k + 1}: A wall {a['wall'] * 1e3:7.1f} ms cpu {a['cpu'] * 1e3:7.1f} ms | "
@@ -195,12 +201,13 @@ def main() -> None:
     ap.add_argument("--only", nargs="+", default=None, help="case names to run")
     ap.add_argument("--python", nargs=2, default=None, metavar=("A", "B"), help="compare two interpreters")
     ap.add_argument("--rounds", type=int, default=5, help="alternating rounds per case with --python")
+    ap.add_argument("--warmup", type=int, default=2, help="calls before the timed ones (see the docstring)")
     args = ap.parse_args()
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     print(f"{os.cpu_count()} CPUs, load average {load:.2f} (wall seconds include waiting for a core)")
     if args.python:
         names = [name for name, _make, _t in cases() if not args.only or name in args.only]
-        compare(list(args.python), names, args.rounds, args.repeat)
+        compare(list(args.python), names, args.rounds, args.repeat, args.warmup)
         load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
         print(f"load average {load:.2f} at end")
         return
@@ -212,7 +219,8 @@ def main() -> None:
         if args.only and name not in args.only:
             continue
         s = make()
-        r = mm.simulate(s)  # warm-up (imports, registries, first-call caches)
+        for _ in range(max(args.warmup, 1)):  # warm-up (imports, registries, first-call caches)
+            r = mm.simulate(s)
         runs = [timed2(lambda s=s: mm.simulate(s)) for _ in range(args.repeat)]
         wall = statistics.median(w for w, _c in runs)
         cpu = statistics.median(c for _w, c in runs)
