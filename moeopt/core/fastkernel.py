@@ -18,12 +18,14 @@ _jit = numba.njit(cache=True, nogil=True)
 
 @_jit
 def admit(
-    times: Any, levels: Any, lo: int, hi: int, cap: int, t: float, take: int, back: int, dur: float
-) -> float:
+    times: Any, levels: Any, lo: int, hi: int, cap: int, t: float, take: int, back: int, dur: float,
+    steps: Any,
+) -> float:  # fmt: skip
     """``SemaphoreProfile.admit(t, take, back, dur)`` on the breakpoints ``times[lo:hi]``
     (levels ``levels[lo:hi]``, ``cap`` before the first): the earliest ``t' >= t`` at which
     ``take`` units can be held over ``[t', t' + dur)`` and ``take - back`` units from ``t' +
-    dur`` on; ``INF`` when there is none with what is committed now."""
+    dur`` on; ``INF`` when there is none with what is committed now. ``steps[0]`` counts the
+    breakpoints walked over."""
     if dur > 0:
         head = take
     else:
@@ -37,6 +39,7 @@ def admit(
         j = hi - 1
         while j >= lo and levels[j] >= after:
             j -= 1
+        steps[0] += hi - 1 - j
         if j >= lo:
             if j + 1 == hi:
                 return INF
@@ -52,30 +55,36 @@ def admit(
         else:
             b = m
     k = a
+    k0 = k
     if (levels[k - 1] if k > lo else cap) < head:
         while k < hi and levels[k] < head:
             k += 1
         if k == hi:
+            steps[0] += k - k0
             return INF
         t = times[k]
         k += 1
     if dur <= 0:
+        steps[0] += k - k0
         return t
     end = t + dur
     # each breakpoint inside the hold [t, end) must leave take units; at the first that does
     # not, the next try starts at the next breakpoint with head units
     while k < hi:
         if times[k] >= end:
+            steps[0] += k - k0
             return t
         if levels[k] < take:
             k += 1
             while k < hi and levels[k] < head:
                 k += 1
             if k == hi:
+                steps[0] += k - k0
                 return INF
             t = times[k]
             end = t + dur
         k += 1
+    steps[0] += k - k0
     return t
 
 
@@ -104,13 +113,43 @@ def breakpoint_at(
 
 
 @_jit
+def best_site(
+    i: int, g: int, t: float, free: Any, ph_ptr: Any, ph_pool: Any, gs_ptr: Any, gs_site: Any,
+    mat_ptr: Any, mem: Any, n_sites: int,
+) -> int:  # fmt: skip
+    """``SchedulerState._best_site``: the allowed site of group ``g`` at which event ``i``'s
+    placeholders give the earliest start from ``t`` (the first such site in the group's order)."""
+    best = -1
+    best_t = INF
+    for q in range(gs_ptr[g], gs_ptr[g + 1]):
+        site = gs_site[q]
+        ts = t
+        for x in range(ph_ptr[i], ph_ptr[i + 1]):
+            c = ph_pool[x] * n_sites + site
+            mf = INF
+            for y in range(mat_ptr[c], mat_ptr[c + 1]):
+                if free[mem[y]] < mf:
+                    mf = free[mem[y]]
+            if mf > ts:
+                ts = mf
+        if ts < best_t:
+            best_t = ts
+            best = site
+    return best
+
+
+@_jit
 def evaluate(
-    i: int, ready: Any, fix_ptr: Any, fix_idx: Any, free: Any, sig: Any, acq_ptr: Any, acq_sem: Any,
-    acq_take: Any, acq_back: Any, dur: Any, low: Any, times: Any, levels: Any, off: Any, used: Any,
-    sem_cap: Any,
-) -> tuple[float, float, int, int]:  # fmt: skip
-    """``SchedulerState.evaluate`` of a pinned event: ``(start, t_base, the resource that set
-    t_base, the semaphore that moved the start last)`` (-1: none), by admit_all's cycle."""
+    i: int, ready: Any, fix_ptr: Any, fix_idx: Any, free: Any, pools: Any, group_site: Any, n_sites: int,
+    sig: Any, acq_ptr: Any, acq_sem: Any, acq_take: Any, acq_back: Any, dur: Any, low: Any,
+    times: Any, levels: Any, off: Any, used: Any, sem_cap: Any, lo_buf: Any, hi_buf: Any, chosen: Any,
+    steps: Any,
+) -> tuple[float, float, int, int, int]:  # fmt: skip
+    """``SchedulerState.evaluate``: ``(start, t_base, the resource that set t_base, the
+    semaphore that moved the start last, how many members were chosen)`` (-1: none), the
+    members bound to the placeholders in ``chosen``. ``pools``: the placeholder tables (see
+    ``fastloop.LoopForm.pools``)."""
+    ph_ptr, ph_pool, group, gs_ptr, gs_site, sm_ptr, pool_ptr, mat_ptr, mem = pools
     t = ready[i]
     rb = -1
     for q in range(fix_ptr[i], fix_ptr[i + 1]):
@@ -118,6 +157,74 @@ def evaluate(
         if free[r] > t:
             t = free[r]
             rb = r
+    nph = ph_ptr[i + 1] - ph_ptr[i]
+    nl = 0
+    if nph:
+        # the member lists of the placeholders (ranges of ``mem``)
+        g = group[i]
+        if g < 0:
+            for x in range(ph_ptr[i], ph_ptr[i + 1]):
+                p = ph_pool[x]
+                lo_buf[nl] = pool_ptr[p]
+                hi_buf[nl] = pool_ptr[p + 1]
+                nl += 1
+        else:
+            site = group_site[g]
+            if site < 0 and sm_ptr[i + 1] > sm_ptr[i]:
+                # one member per allowed site: choosing the member chooses the site
+                lo_buf[0] = sm_ptr[i]
+                hi_buf[0] = sm_ptr[i + 1]
+                nl = 1
+            else:
+                if site < 0:
+                    site = best_site(i, g, t, free, ph_ptr, ph_pool, gs_ptr, gs_site, mat_ptr, mem, n_sites)
+                for x in range(ph_ptr[i], ph_ptr[i + 1]):
+                    c = ph_pool[x] * n_sites + site
+                    lo_buf[nl] = mat_ptr[c]
+                    hi_buf[nl] = mat_ptr[c + 1]
+                    nl += 1
+        if nl == 1:
+            lo, hi = lo_buf[0], hi_buf[0]
+            if hi - lo == 1:
+                best = mem[lo]
+                if free[best] > t:
+                    t = free[best]
+                    rb = best
+                chosen[0] = best
+            else:
+                # the first member free by t, else the earliest to free up (first on ties)
+                best = -1
+                for y in range(lo, hi):
+                    if free[mem[y]] <= t:
+                        best = mem[y]
+                        break
+                if best < 0:
+                    bf = INF
+                    for y in range(lo, hi):
+                        if free[mem[y]] < bf:
+                            bf = free[mem[y]]
+                            best = mem[y]
+                    t = bf
+                    rb = best
+                chosen[0] = best
+        else:
+            # the latest of each placeholder's earliest member; then, per placeholder, the
+            # first member free by then
+            for x in range(nl):
+                mf = INF
+                first = -1
+                for y in range(lo_buf[x], hi_buf[x]):
+                    if free[mem[y]] < mf:
+                        mf = free[mem[y]]
+                        first = mem[y]
+                if mf > t:
+                    t = mf
+                    rb = first
+            for x in range(nl):
+                for y in range(lo_buf[x], hi_buf[x]):
+                    if free[mem[y]] <= t:
+                        chosen[x] = mem[y]
+                        break
     tb = t
     sb = -1
     g = sig[i]
@@ -133,7 +240,9 @@ def evaluate(
             if low[s] >= take:
                 t2 = t
             else:
-                t2 = admit(times, levels, off[s], off[s] + used[s], sem_cap[s], t, take, acq_back[a0 + k], d)
+                t2 = admit(
+                    times, levels, off[s], off[s] + used[s], sem_cap[s], t, take, acq_back[a0 + k], d, steps
+                )
             if t2 > t:
                 t = t2
                 sb = s
@@ -141,22 +250,34 @@ def evaluate(
             else:
                 ok += 1
             k = k + 1 if k + 1 < m else 0
-    return t, tb, rb, sb
+        if t > tb and nl and t < INF:
+            # semaphores moved the start: the first member free by then, per placeholder
+            for x in range(nl):
+                for y in range(lo_buf[x], hi_buf[x]):
+                    if free[mem[y]] <= t:
+                        chosen[x] = mem[y]
+                        break
+    return t, tb, rb, sb, nl
 
 
 @_jit
 def loop(
     dur: Any, ready0: Any, indeg: Any, succ_ptr: Any, succ_idx: Any, succ_lam: Any,
-    fix_ptr: Any, fix_idx: Any, n_res: int, sig: Any,
+    fix_ptr: Any, fix_idx: Any, n_res: int, pools: Any, group_site0: Any, res_site: Any, n_sites: int,
+    sig: Any,
     acq_ptr: Any, acq_sem: Any, acq_take: Any, acq_back: Any,
     hold_ptr: Any, hold_sem: Any, hold_take: Any, hold_back: Any,
     take_ptr: Any, take_sem: Any, take_units: Any,
     give_ptr: Any, give_sem: Any, give_units: Any,
-    sem_cap: Any, off: Any, waiters_off: Any, before: Any, after: Any,
+    sem_cap: Any, off: Any, waiters_off: Any, before: Any, after: Any, wake_budget: int,
+    walk_budget: int,
 ) -> Any:  # fmt: skip
-    """``_run_keyed`` for a pinned graph: ``(status, start, end, ready, ready_pred, wait_res,
-    t_base, wait_sem, order, times, levels, used)``; ``status`` 0: done, 1: no eligible event
-    can ever start, 2: a release lifts a semaphore above its capacity. ``indeg`` is used up.
+    """``_run_keyed``: ``(status, start, end, ready, ready_pred, wait_res,
+    t_base, wait_sem, order, times, levels, used, chosen)``; ``status`` 0: done, 1: no eligible event
+    can ever start, 2: a release lifts a semaphore above its capacity, 4: waiters woken more than
+    ``wake_budget`` times or admissions that walked more than ``walk_budget`` breakpoints in all
+    (the caller runs the Python loop, whose gates wake such waiters class by class and whose
+    profiles skip long busy stretches in blocks). ``indeg`` is used up.
 
     Per signature (``sig[i]``, CSR by ``*_ptr``): the acquire triples ``(sem, take, back)`` in
     the order of the state's ``acq3``, and the changes of ``SchedulerState.sem_ops``: holds
@@ -189,6 +310,22 @@ def loop(
         gainful[give_sem[q]] = True
     waiters = np.empty(waiters_off[n_sem], np.int64)
     n_wait = np.zeros(n_sem, np.int64)
+    ph_ptr = pools[0]
+    group = pools[2]
+    group_site = group_site0.copy()
+    max_ph = 1
+    for i in range(n):
+        if ph_ptr[i + 1] - ph_ptr[i] > max_ph:
+            max_ph = ph_ptr[i + 1] - ph_ptr[i]
+    lo_buf = np.empty(max_ph, np.int64)
+    hi_buf = np.empty(max_ph, np.int64)
+    chosen = np.empty(max_ph, np.int64)
+    scratch = np.empty(max_ph, np.int64)
+    chosen_out = np.full(ph_ptr[n], -1, np.int64)
+    # per event, the start of its live heap entry's key (INF: starved, no entry)
+    key_start = np.full(n, INF, np.float64)
+    wakes = 0
+    steps = np.zeros(1, np.int64)  # breakpoints walked by admission
     # heap entries (before, a lower bound of the start, after, event, version)
     heap = [(0.0, 0.0, 0.0, 0, 0)]
     heap.pop()
@@ -196,6 +333,7 @@ def loop(
     for j in range(n):
         if indeg[j] == 0:
             heapq.heappush(heap, (before[j], ready[j], after[j], j, version[j]))
+            key_start[j] = ready[j]
             g2 = sig[j]
             for q2 in range(acq_ptr[g2], acq_ptr[g2 + 1]):
                 s2 = acq_sem[q2]
@@ -208,16 +346,21 @@ def loop(
         bk, sk, ak, i, ver = heapq.heappop(heap)
         if ver != version[i] or done_[i]:
             continue  # an entry replaced after a release
-        t, tb, rb, sb = evaluate(
-            i, ready, fix_ptr, fix_idx, free, sig, acq_ptr, acq_sem, acq_take, acq_back, dur, low,
-            times, levels, off, used, sem_cap,
+        t, tb, rb, sb, nch = evaluate(
+            i, ready, fix_ptr, fix_idx, free, pools, group_site, n_sites, sig, acq_ptr, acq_sem,
+            acq_take, acq_back, dur, low, times, levels, off, used, sem_cap, lo_buf, hi_buf, chosen, steps,
         )  # fmt: skip
+        if steps[0] > walk_budget:
+            status = 4  # (see wake_budget)
+            break
         if t == INF:
             # starved until a release: it waits in its semaphores' lists of acquirers only
             # (a release re-evaluates it); a starved event nothing can release is left over
+            key_start[i] = INF
             continue
         if t != sk:
             # the key moved: back with the start found (a lower bound again)
+            key_start[i] = t
             heapq.heappush(heap, (bk, t, ak, i, ver))
             continue
         # SchedulerState.commit
@@ -229,6 +372,15 @@ def loop(
         done += 1
         for q in range(fix_ptr[i], fix_ptr[i + 1]):
             free[fix_idx[q]] = e
+        p0 = ph_ptr[i]
+        for x in range(nch):
+            free[chosen[x]] = e
+            chosen_out[p0 + x] = chosen[x]
+        grp = group[i]
+        if grp >= 0 and group_site[grp] < 0:
+            # the group's site: that of the event's first resource (fixed ones first)
+            first = fix_idx[fix_ptr[i]] if fix_ptr[i + 1] > fix_ptr[i] else chosen[0]
+            group_site[grp] = res_site[first]
         wres[i] = rb
         tbase[i] = tb
         wsem[i] = sb
@@ -280,8 +432,12 @@ def loop(
                     status = 2
             if status:
                 break
-            # the release may bring an eligible acquirer's start forward: each gets its key
-            # afresh (its older heap entry retired by its version)
+            # the release may bring an eligible acquirer's start forward, but only one whose
+            # key's start is after the release: every instant that refused an earlier start
+            # lies before that start (SemaphoreProfile.admit), and a start refused since by a
+            # later commit lies at or after the key, which stays a lower bound. Each such one
+            # is evaluated afresh and, when it can start earlier than its key, gets a new entry
+            # (the older one retired by its version)
             w0 = waiters_off[s]
             kept = 0
             for q2 in range(n_wait[s]):
@@ -290,14 +446,24 @@ def loop(
                     continue
                 waiters[w0 + kept] = j
                 kept += 1
+                if key_start[j] <= e:
+                    continue
+                wakes += 1
                 tj = evaluate(
-                    j, ready, fix_ptr, fix_idx, free, sig, acq_ptr, acq_sem, acq_take, acq_back, dur,
-                    low, times, levels, off, used, sem_cap,
+                    j, ready, fix_ptr, fix_idx, free, pools, group_site, n_sites, sig, acq_ptr,
+                    acq_sem, acq_take, acq_back, dur, low, times, levels, off, used, sem_cap,
+                    lo_buf, hi_buf, scratch, steps,
                 )[0]  # fmt: skip
-                version[j] += 1
-                if tj < INF:
+                if tj < key_start[j]:
+                    key_start[j] = tj
+                    version[j] += 1
                     heapq.heappush(heap, (before[j], tj, after[j], j, version[j]))
             n_wait[s] = kept
+            if wakes > wake_budget:
+                # waiters woken again and again (many events waiting for one shared semaphore:
+                # the Python loop's gates handle them in one entry per class); it runs instead
+                status = 4
+                break
         if status:
             break
         for q in range(succ_ptr[i], succ_ptr[i + 1]):
@@ -309,6 +475,7 @@ def loop(
             indeg[j] -= 1
             if indeg[j] == 0:
                 heapq.heappush(heap, (before[j], ready[j], after[j], j, version[j]))
+                key_start[j] = ready[j]
                 g2 = sig[j]
                 for q2 in range(acq_ptr[g2], acq_ptr[g2 + 1]):
                     s2 = acq_sem[q2]
@@ -317,4 +484,4 @@ def loop(
                         n_wait[s2] += 1
     if not status and done < n:
         status = 1  # events left that can never start
-    return (status, start, end, ready, rpred, wres, tbase, wsem, order, times, levels, used)
+    return (status, start, end, ready, rpred, wres, tbase, wsem, order, times, levels, used, chosen_out)

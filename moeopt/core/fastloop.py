@@ -1,11 +1,11 @@
-"""A compiled form of the keyed greedy loop for *pinned* graphs.
+"""A compiled form of the keyed greedy loop.
 
-A graph is pinned when no event has a pool placeholder: every event runs on its fixed
-resources (colocation groups then bind nothing). For such a graph, under a keyed policy and
-without a restructure hook, :func:`moeopt.core.scheduler.schedule` may hand the whole loop to
-:func:`run_pinned`, which makes the same choices as ``_run_keyed`` and fills the same columns
-(starts, ends, ready times, the wait columns, the commit order and each semaphore's
-breakpoints), in machine code compiled by numba (:mod:`moeopt.core.fastkernel`).
+For any graph under a keyed policy without a restructure hook, :func:`moeopt.core.scheduler.schedule`
+may hand the whole loop to :func:`run_compiled`, which makes the same choices as ``_run_keyed``
+and fills the same columns (starts, ends, bound resources, ready times, the wait columns, the
+commit order and each semaphore's breakpoints), in machine code compiled by numba
+(:mod:`moeopt.core.fastkernel`). The one graph it declines is one the Python loop cannot bind
+either: a colocated event with placeholders whose group has no site list.
 
 Why the same schedule: the rule is the one of :mod:`moeopt.core.scheduler` (commit the eligible
 event of the smallest key ``(before, start, after, index)``), and every part of an event's
@@ -14,29 +14,34 @@ start is worked out by the same float operations in the same order:
 * ``ready = max(end_p + λ)`` over the predecessors, updated when each is committed (strictly
   greater replaces, so the predecessor that set it is the first committed to reach it);
 * ``t_base``: the ready time raised by each fixed resource's free time in the event's order
-  (strictly greater replaces);
+  (strictly greater replaces), then by the pool placeholders as ``SchedulerState.evaluate``
+  binds them (one placeholder: the first member free by then, else the earliest to free up,
+  first on ties; several: the latest of each one's earliest member; a colocated event: the
+  members at its group's site, the one-member-per-site list of the state, or the site
+  ``_best_site`` picks), and the members picked again after the semaphores moved the start;
 * admission of each semaphore as ``SemaphoreProfile.admit`` answers it (the earliest ``t >=
   t_base`` at which ``take`` units are free over ``[t, t + duration)``, ``τ < t + duration``
   deciding whether a breakpoint ``τ`` is inside, and what the event keeps from its end on is
   free from then on), with several semaphores the same cycle as ``SchedulerState.admit_all``
   (each semaphore in turn until every one admits the same start; the one that moved it last is
   the wait's semaphore);
-* a committed event's changes as ``SchedulerState.commit`` makes them (``sem_ops``: holds, then
+* a committed event's changes as ``SchedulerState.commit`` makes them (its resources' free
+  times, its group's site when it is the group's first; ``sem_ops``: holds, then
   the other takes at its start, then the other gives at its end), each adding the breakpoints
   ``SemaphoreProfile`` adds (at the level in force there) and moving the levels it moves.
 
-Keys: a heap entry's key is a lower bound of its event's key. Commits raise free times and
-take units, which only moves starts later; a popped event whose key is unchanged is then the
+Keys: a heap entry's key is a lower bound of its event's key. Commits raise free times, fix
+groups' sites and take units, which only moves starts later; a popped event whose key is unchanged is then the
 true minimum (the argument of ``_run_keyed``'s docstring). A release that gives back more than
 its event took is the one change that can move a start earlier: every eligible event that
 acquires that semaphore gets its key afresh at once (its older entry is retired by a version
 number), so the invariant holds again before the next pop.
 
-The Python loop stays the reference: every other graph, policy or hook uses it, and
-tests/core/test_fastloop.py holds the two to identical schedules on random pinned graphs and on
-operator graphs. :func:`run_pinned` answers ``None`` (the caller then runs the Python loop,
-which raises its own error) when no eligible event can ever start or a release lifts a
-semaphore above its capacity.
+The Python loop stays the reference: view policies, restructure hooks and small processes use
+it, and tests/core/test_fastloop.py holds the two to identical schedules on random graphs
+(pools, colocation, every semaphore use) and on operator graphs. :func:`run_compiled` answers
+``None`` (the caller then runs the Python loop, which raises its own error) when no eligible
+event can ever start or a release lifts a semaphore above its capacity.
 
 When: numba is imported on the first use, not with moeopt. Its import and the load of the
 compiled loop (cached on disk after the first compilation) cost ~0.8 s once per process (see
@@ -57,8 +62,8 @@ from moeopt.core.compiled import CompiledGraph
 from moeopt.core.state import graph_tables
 
 LOAD_EVENTS = 60_000
-"""A process loads the compiled loop once the pinned graphs it has scheduled (this one
-included) reach this many events in all; from then on every pinned graph of at least
+"""A process loads the compiled loop once the graphs it has scheduled under keyed policies
+(this one included) reach this many events in all; from then on every such graph of at least
 :data:`MIN_EVENTS` events uses it. measured (stop 41, this 2-core machine): loading costs
 ~0.8 s once per process (numba's import 0.29 s, the kernel module 0.26 s, the first call 0.23
 s, from the on-disk cache), and the Python loop costs ~3-6 µs per event more than the compiled
@@ -69,11 +74,41 @@ itself; a single ``simulate`` of a graph below it never loads numba."""
 MIN_EVENTS = 500
 """assumed: below this many events the arrays the compiled loop reads cost about what it saves."""
 
+PLACEHOLDERS = False
+"""Whether graphs with pool placeholders go to the compiled loop too. It binds them as the Python
+loop does (tests/core/test_fastloop.py turns this on: random graphs with pools and colocation,
+and a late-bound operator graph, give identical schedules), but it is not on by default:
+measured (stop 41, bench_scheduler's synthetic graphs, 100k events), it was faster than the
+Python loop on the late-bound graph under every keyed policy (earliest_start 26-32k events/s
+against 23k) and on the rolling-cursor graph under three (earliest_start 223-247k against
+110k), but slower under work_conserving_critical_path on the rolling-cursor graph (3.0-3.3 s
+against 2.0-2.2 s), not yet understood."""
+
+WAKES_PER_EVENT = 1
+WAKES_BASE = 1_000
+"""The compiled loop gives up on a graph (and the Python loop schedules it, now and every time
+after) once its releases have woken waiters more than ``WAKES_PER_EVENT * events + WAKES_BASE``
+times: many events waiting for one shared semaphore (late-bound tiles competing for a pool's
+slots) are woken one by one at every release there, where the Python loop's gates wake one
+entry per class. measured (stop 41): none of the 508 runs of the golden configs' graphs under
+the four keyed policies gives up; with 4 per event and a base of 10,000, the pinned synthetic
+100k graph under work_conserving_critical_path lost ~1.2 s to wakes before giving up (3.2 s
+against 2.0 s in Python). assumed: the multiple and the base themselves."""
+
+WALK_PER_EVENT = 256
+WALK_BASE = 1_000_000
+"""Likewise, it gives up once admissions have walked over more than ``WALK_PER_EVENT * events
++ WALK_BASE`` breakpoints in all: a semaphore whose levels stay low for long stretches makes
+each admission walk them one by one, where the Python loop's profiles skip them in blocks and
+remember the stretches refused (late-bound slots: the synthetic late-bound graph at 100k events
+took 165 s under earliest_start without this). assumed: a breakpoint costs ~1-2 ns, so the
+budget is a few milliseconds per 10k events."""
+
 _seen_events = 0
 
 
-class PinnedForm(NamedTuple):
-    """The arrays of a pinned graph, built once per compiled graph (see :func:`pinned_form`).
+class LoopForm(NamedTuple):
+    """The arrays of a graph for the compiled loop, built once per compiled graph (see :func:`loop_form`).
     CSR lists: the entries of row ``r`` are ``ptr[r]:ptr[r + 1]`` of the flat arrays."""
 
     dur: np.ndarray  # float64 per event
@@ -96,14 +131,24 @@ class PinnedForm(NamedTuple):
     off: np.ndarray  # per semaphore, where its breakpoints live in one array (room for all)
     waiters_off: np.ndarray  # per semaphore, where its eligible acquirers live in one array
     n_res: int
+    # the placeholders: per event (CSR) its pools, and its colocation group (-1: none); per group
+    # (CSR) its allowed sites; per event (CSR) the one-member-per-site list of the state's
+    # ``site_members`` (empty: none); the member lists as ranges of one array ``mem``: each
+    # pool's (``pool_ptr``) and each pool's at each site (``mat_ptr``, row pool * n_sites + site)
+    pools: tuple[np.ndarray, ...]
+    group_site: np.ndarray  # per group: its site when it has one only, else -1 (initial)
+    res_site: np.ndarray  # per resource: its site
+    n_sites: int
 
 
-def pinned_form(cg: CompiledGraph) -> PinnedForm | None:
-    """The :class:`PinnedForm` of ``cg`` when it is pinned (no event has a placeholder), else
-    ``None``; found once per compiled graph and kept on it."""
-    got = cg.derived("pinned_form")
+def loop_form(cg: CompiledGraph) -> LoopForm | None:
+    """The :class:`LoopForm` of ``cg`` (``None`` for the graph the loop declines, see the module
+    docstring); found once per compiled graph and kept on it."""
+    if cg.derived("loop_declined") or (not PLACEHOLDERS and any(cg.placeholders)):
+        return None
+    got = cg.derived("loop_form")
     if got is None:
-        got = cg.keep("pinned_form", _find_form(cg) or False)
+        got = cg.keep("loop_form", _find_form(cg) or False)
     return got or None
 
 
@@ -126,10 +171,43 @@ def _columns(rows: Sequence[Sequence[tuple[int, ...]]], width: int) -> tuple[np.
     return (_ptr(rows), *cols)
 
 
-def _find_form(cg: CompiledGraph) -> PinnedForm | None:
-    if any(cg.placeholders):
-        return None
+def _pool_tables(
+    cg: CompiledGraph, site_members: Sequence[tuple[int, ...] | None]
+) -> tuple[np.ndarray, ...] | None:
+    """The placeholder tables of :attr:`LoopForm.pools` (see there); ``None`` when a
+    colocated event with placeholders has a group without a site list (which the Python loop
+    cannot bind either)."""
+    n = cg.n
+    n_sites = len(cg.site_names)
+    ph_ptr = _ptr(cg.placeholders)
+    ph_pool = np.fromiter(chain.from_iterable(cg.placeholders), np.int64, int(ph_ptr[-1]))
+    group = np.fromiter(cg.group, np.int64, n)
+    gs = cg.group_sites
+    for i in np.flatnonzero((group >= 0) & (np.diff(ph_ptr) > 0)).tolist():
+        if gs[cg.group[i]] is None:
+            return None
+    gs_ptr = _ptr([x or () for x in gs])
+    gs_site = np.fromiter(chain.from_iterable(x or () for x in gs), np.int64, int(gs_ptr[-1]))
+    # every member list in one array: each pool's members, then each pool's members at each
+    # site (pool p, site s: row p * n_sites + s), then each event's one-member-per-site list
+    at_site = [cg.pool_members_at(p, site) for p in range(len(cg.pool_members)) for site in range(n_sites)]
+    own = [x or () for x in site_members]
+    pool_ptr = _ptr(cg.pool_members)
+    mat_ptr = _ptr(at_site) + pool_ptr[-1]
+    sm_ptr = _ptr(own) + mat_ptr[-1]
+    mem = np.fromiter(
+        chain(chain.from_iterable(cg.pool_members), chain.from_iterable(at_site), chain.from_iterable(own)),
+        np.int64,
+        int(sm_ptr[-1]),
+    )
+    return (ph_ptr, ph_pool, group, gs_ptr, gs_site, sm_ptr, pool_ptr, mat_ptr, mem)
+
+
+def _find_form(cg: CompiledGraph) -> LoopForm | None:
     tab = graph_tables(cg)
+    pools = _pool_tables(cg, tab.site_members)
+    if pools is None:
+        return None
     n = cg.n
     n_sem = len(cg.sem_cap)
     succ_ptr = _ptr(cg.succs)
@@ -156,7 +234,7 @@ def _find_form(cg: CompiledGraph) -> PinnedForm | None:
     np.cumsum(changes.astype(np.int64), out=off[1:])
     waiters_off = np.zeros(n_sem + 1, np.int64)
     np.cumsum(per_sem(acq).astype(np.int64), out=waiters_off[1:])
-    return PinnedForm(
+    return LoopForm(
         dur=np.fromiter(cg.dur, np.float64, n),
         ready0=np.fromiter(tab.ready, np.float64, n),
         indeg=np.fromiter(tab.indeg, np.int64, n),
@@ -174,10 +252,14 @@ def _find_form(cg: CompiledGraph) -> PinnedForm | None:
         off=off,
         waiters_off=waiters_off,
         n_res=len(cg.res_names),
+        pools=pools,
+        group_site=np.fromiter(tab.group_site, np.int64, len(tab.group_site)),
+        res_site=np.fromiter(cg.res_site, np.int64, len(cg.res_site)),
+        n_sites=len(cg.site_names),
     )
 
 
-class PinnedRun(NamedTuple):
+class CompiledRun(NamedTuple):
     """The columns of a finished run, as the Python loop leaves them in its state (lists of
     Python numbers), and each semaphore's breakpoints ``(times, levels)``."""
 
@@ -190,10 +272,11 @@ class PinnedRun(NamedTuple):
     wait_sem: list[int]
     order: list[int]
     curves: list[tuple[list[float], list[int]]]
+    bound: list[tuple[int, ...]]  # per event: its fixed resources, then its chosen members
 
 
 def wanted(n: int) -> bool:
-    """Whether a pinned graph of ``n`` events is to be scheduled by the compiled loop in this
+    """Whether a graph of ``n`` events is to be scheduled by the compiled loop in this
     process (see :data:`LOAD_EVENTS`); counts it among the graphs this process has scheduled."""
     global _seen_events
     if n < MIN_EVENTS:
@@ -219,27 +302,45 @@ def before_fork() -> None:
         compiled()
 
 
-def run_pinned(form: PinnedForm, before: Sequence[float], after: Sequence[float]) -> PinnedRun | None:
-    """The greedy schedule of a pinned graph under the keys ``(before[i], start, after[i],
-    i)``; ``None`` when no eligible event can ever start or a release lifts a semaphore above
-    its capacity (the caller then runs the Python loop, which reports it)."""
-    f = form
+def run_compiled(cg: CompiledGraph, before: Sequence[float], after: Sequence[float]) -> CompiledRun | None:
+    """The greedy schedule of ``cg`` under the keys ``(before[i], start, after[i], i)``; ``None``
+    when the loop does not take the graph, or no eligible event can ever start, or a release
+    lifts a semaphore above its capacity (the caller then runs the Python loop, which reports
+    it), or waiters were woken too often (the loop then declines this graph from now on: see
+    :mod:`moeopt.core.fastkernel`'s ``loop``)."""
+    f = loop_form(cg)
+    if f is None:
+        return None
+    fixed = cg.fixed
     out = compiled()(
         f.dur, f.ready0, f.indeg.copy(), f.succ_ptr, f.succ_idx, f.succ_lam, f.fix_ptr, f.fix_idx,
-        f.n_res, f.sig, *f.acq, *f.holds, *f.takes, *f.gives, f.sem_cap, f.off, f.waiters_off,
+        f.n_res, f.pools, f.group_site, f.res_site, f.n_sites,
+        f.sig, *f.acq, *f.holds, *f.takes, *f.gives, f.sem_cap, f.off, f.waiters_off,
         np.asarray(before, np.float64), np.asarray(after, np.float64),
+        WAKES_PER_EVENT * len(f.dur) + WAKES_BASE, WALK_PER_EVENT * len(f.dur) + WALK_BASE,
     )  # fmt: skip
-    status, start, end, ready, rpred, wres, tbase, wsem, order, times, levels, used = out
+    status, start, end, ready, rpred, wres, tbase, wsem, order, times, levels, used, chosen = out
     if status:
+        if status == 4:
+            cg.keep("loop_declined", True)
         return None
+    # each event's bound resources: its fixed ones, then the member chosen for each placeholder
+    bound: list[tuple[int, ...]] = list(fixed)
+    ph_ptr = f.pools[0]
+    if len(chosen):
+        picks = chosen.tolist()
+        lo = ph_ptr[:-1].tolist()
+        hi = ph_ptr[1:].tolist()
+        for i in np.flatnonzero(np.diff(ph_ptr)).tolist():
+            bound[i] = fixed[i] + tuple(picks[lo[i] : hi[i]])
     off = f.off
     curves = [
         (times[off[s] : off[s] + used[s]].tolist(), levels[off[s] : off[s] + used[s]].tolist())
         for s in range(len(f.sem_cap))
     ]
-    return PinnedRun(
+    return CompiledRun(
         start.tolist(), end.tolist(), ready.tolist(), rpred.tolist(), wres.tolist(), tbase.tolist(),
-        wsem.tolist(), order.tolist(), curves,
+        wsem.tolist(), order.tolist(), curves, bound,
     )  # fmt: skip
 
 

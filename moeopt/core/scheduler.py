@@ -35,7 +35,7 @@ from typing import Any, NamedTuple, TypeVar
 from moeopt.core import fastloop
 from moeopt.core.compiled import CompiledGraph
 from moeopt.core.events import EventGraph
-from moeopt.core.fastloop import PinnedRun
+from moeopt.core.fastloop import CompiledRun
 from moeopt.core.gcpause import gc_paused
 from moeopt.core.normalize import drop_nonbinding_semaphores
 from moeopt.core.policies import Policy, make_policy
@@ -54,10 +54,10 @@ class _Finished:
     """The columns of a run of the compiled loop in the shape :func:`_to_schedule` reads them
     off a :class:`SchedulerState`."""
 
-    def __init__(self, cg: CompiledGraph, run: PinnedRun) -> None:
+    def __init__(self, cg: CompiledGraph, run: CompiledRun) -> None:
         self.cg = cg
         self.start, self.end, self.order = run.start, run.end, run.order
-        self.bound: list[tuple[int, ...]] = list(cg.fixed)  # (pinned: what commit binds)
+        self.bound = run.bound
         self.ready, self.ready_pred = run.ready, run.ready_pred
         self.wait_res, self.t_base, self.wait_sem = run.wait_res, run.t_base, run.wait_sem
         self.curves = run.curves
@@ -416,7 +416,7 @@ def schedule(
         cg = drop_nonbinding_semaphores(graph) if normalize else full
         pol.prepare(cg)
         if restructure is None:
-            run = _run_pinned(cg, pol)
+            run = _run_compiled(cg, pol)
             if run is not None:
                 return _to_schedule(_Finished(cg, run), pol.name, record_levels=cg is full)
         state = SchedulerState(cg)
@@ -448,19 +448,17 @@ def _keys(pol: Policy, n: int) -> tuple[list[float], list[float], bool]:
     return [float(b) for b, _a in ranks], [float(a) for _b, a in ranks], False
 
 
-def _run_pinned(cg: CompiledGraph, pol: Policy) -> PinnedRun | None:
-    """The compiled loop's run of ``cg`` (:mod:`moeopt.core.fastloop`) when it applies: a
-    pinned graph, a keyed policy (prepared), and the process using the compiled loop
+def _run_compiled(cg: CompiledGraph, pol: Policy) -> CompiledRun | None:
+    """The compiled loop's run of ``cg`` (:mod:`moeopt.core.fastloop`) when it applies: a keyed
+    policy (prepared), a graph it takes, and the process using the compiled loop
     (``fastloop.wanted``); else ``None`` (and ``None`` when no event can ever start or a release
     overflows a semaphore: the Python loop then reports it)."""
     if pol.wants_view:
         return None
-    if any(cg.placeholders) or not fastloop.wanted(cg.n):
+    if not fastloop.wanted(cg.n) or fastloop.loop_form(cg) is None:
         return None
-    form = fastloop.pinned_form(cg)
-    assert form is not None  # (pinned: no placeholder)
     before, after, _plain = _keys(pol, cg.n)
-    return fastloop.run_pinned(form, before, after)
+    return fastloop.run_compiled(cg, before, after)
 
 
 def _run_keyed(

@@ -1,7 +1,7 @@
-"""The compiled loop of pinned graphs (moeopt.core.fastloop) against the Python loop.
+"""The compiled greedy loop (moeopt.core.fastloop) against the Python loop.
 
 The Python loop (``_run_keyed``) is the reference, itself held to the naive rule by
-test_properties.py: on every pinned graph, under every keyed policy, the compiled loop must
+test_properties.py: on every graph, under every keyed policy, the compiled loop must
 give the very same schedule (starts, ends, commit order, every wait column, every semaphore's
 breakpoints), or decline (``None``) exactly where the Python loop raises, which it then does.
 """
@@ -21,6 +21,7 @@ from moeopt.core.policies import BUILTIN_POLICIES, make_policy
 from moeopt.core.schedule import Schedule
 from moeopt.core.scheduler import schedule
 from moeopt.errors import SchedulingError
+from moeopt.testing.strategies import event_graphs
 
 KEYED = [p for p in BUILTIN_POLICIES if not make_policy(p).wants_view]
 RESOURCES = ("c0.a", "c0.b", "c1.a", "c1.b")
@@ -94,10 +95,11 @@ def pinned_graphs(draw: st.DrawFn, max_events: int = 24) -> EventGraph:
 
 @pytest.fixture
 def compiled_loop(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Every pinned graph goes to the compiled loop in this test (the process-wide policy of
+    """Every graph goes to the compiled loop in this test (the process-wide policy of
     when to load it is tested on its own)."""
     fastloop.compiled()
     monkeypatch.setattr(fastloop, "MIN_EVENTS", 0)
+    monkeypatch.setattr(fastloop, "PLACEHOLDERS", True)
 
 
 def _python(g: EventGraph, policy: str, normalize: bool = False) -> Schedule:
@@ -140,18 +142,67 @@ def test_compiled_loop_gives_the_python_schedule(g: EventGraph, policy: str, nor
         # (a starved acquirer or an overflow) the compiled loop declines and the Python loop
         # raises the same error through schedule()
         cg = g.compiled()
-        form = fastloop.pinned_form(cg)
-        assert form is not None
         pol = make_policy(policy)
         pol.prepare(cg)
         before, after, _plain = scheduler_module._keys(pol, cg.n)
         if not normalize:
-            assert fastloop.run_pinned(form, before, after) is None
+            assert fastloop.run_compiled(cg, before, after) is None
         with pytest.raises(SchedulingError) as again:
             schedule(g, policy=policy, normalize=normalize)
         assert str(again.value) == str(exc)
         return
     _same(want, _compiled(g, policy, normalize))
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(g=event_graphs(max_events=12), policy=st.sampled_from(KEYED), normalize=st.booleans())
+@pytest.mark.usefixtures("compiled_loop")
+def test_compiled_loop_binds_placeholders_as_the_python_loop(
+    g: EventGraph, policy: str, normalize: bool
+) -> None:
+    """Pool placeholders over three sites, colocation with an earlier event (a group binds on
+    one site, fixed by its first member committed), fixed resources, and both semaphore uses
+    (moeopt.testing's graphs): the same members chosen, the same schedule, or the same error."""
+    try:
+        want = _python(g, policy, normalize)
+    except SchedulingError as exc:
+        with pytest.raises(SchedulingError) as again:
+            schedule(g, policy=policy, normalize=normalize)
+        assert str(again.value) == str(exc)
+        return
+    _same(want, _compiled(g, policy, normalize))
+
+
+def test_a_colocated_pair_takes_the_first_site_on_a_tie(compiled_loop: None) -> None:
+    """Hand-derived: e0 and e1 (colocated) each need one member of pool a and one of pool b;
+    both sites c0 and c1 have one of each, all free at 0. e0's group has no site yet and two
+    placeholders, so the site is the one giving the earliest start, the first on a tie: c0.
+    e1 must then bind on c0 too, after e0 ends at 1."""
+    g = EventGraph(pools={"a": ["c0.a", "c1.a"], "b": ["c0.b", "c1.b"]})
+    g.add(Event("e0", resources=["a:*", "b:*"], duration_us=1.0))
+    g.add(Event("e1", resources=["a:*", "b:*"], colocate_with="e0", duration_us=1.0))
+    s = _compiled(g, "earliest_start")
+    assert dict(s.resources) == {"e0": ("c0.a", "c0.b"), "e1": ("c0.a", "c0.b")}
+    assert dict(s.start_us) == {"e0": 0.0, "e1": 1.0}
+    _same(_python(g, "earliest_start"), s)
+
+
+def test_a_graph_whose_waiters_wake_too_often_goes_to_the_python_loop(
+    compiled_loop: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With no wake allowed, the first release that wakes a waiter makes the compiled loop give
+    up: the schedule is the Python loop's, and the graph is not tried again. The graph: p takes
+    the one unit of s, c gives it back after p, and w waits for it meanwhile."""
+    monkeypatch.setattr(fastloop, "WAKES_PER_EVENT", 0)
+    monkeypatch.setattr(fastloop, "WAKES_BASE", 0)
+    g = EventGraph(semaphores={"s": 1})
+    g.add(Event("p", resources=["c0.a"], acquires={"s": 1}, duration_us=1.0))
+    g.add(Event("c", resources=["c0.a"], deps={"p": 0.0}, releases={"s": 1}, duration_us=2.0))
+    g.add(Event("w", resources=["c1.a"], acquires={"s": 1}, releases={"s": 1}, duration_us=1.0))
+    cg = g.compiled()
+    assert fastloop.run_compiled(cg, [0.0] * 3, [0.0] * 3) is None
+    assert fastloop.loop_form(cg) is None  # (declined from now on)
+    _same(_python(g, "earliest_start"), schedule(g, normalize=False))
 
 
 def test_a_starved_acquirer_is_reported_as_by_the_python_loop(compiled_loop: None) -> None:
@@ -171,9 +222,7 @@ def test_an_overflowing_release_is_reported_as_by_the_python_loop(compiled_loop:
     g = EventGraph(semaphores={"s": 1})
     # (normalize=False: normalisation drops a semaphore no one waits on, and its check)
     g.add(Event("e0", resources=["c0.a"], acquires={"s": 1}, releases={"s": 2}, duration_us=1.0))
-    form = fastloop.pinned_form(g.compiled())
-    assert form is not None
-    assert fastloop.run_pinned(form, [0.0], [0.0]) is None
+    assert fastloop.run_compiled(g.compiled(), [0.0], [0.0]) is None
     with pytest.raises(SchedulingError, match="above the capacity") as got:
         schedule(g, normalize=False)
     with pytest.raises(SchedulingError) as want:
@@ -199,7 +248,7 @@ def test_a_release_brings_a_waiting_start_forward(compiled_loop: None) -> None:
     _same(_python(g, "earliest_start"), s)
 
 
-@pytest.mark.parametrize("case", ["scenario_basic", "pto_m128", "bs72.staged"])
+@pytest.mark.parametrize("case", ["scenario_basic", "pto_m128", "bs72.staged", "basic_e8.late_aic_aiv1"])
 def test_operator_graphs_under_every_policy(case: str, compiled_loop: None) -> None:
     from moeopt.trust.golden import default_configs
 
@@ -215,8 +264,18 @@ def test_operator_graphs_under_every_policy(case: str, compiled_loop: None) -> N
             _same(_python(rg.graph, policy), _compiled(rg.graph, policy))
 
 
+def test_placeholders_stay_with_the_python_loop_by_default() -> None:
+    """fastloop.PLACEHOLDERS is off: a graph with a pool placeholder is not taken."""
+    g = EventGraph(pools={"a": ["c0.a", "c1.a"]})
+    g.add(Event("e0", resources=["a:*"], duration_us=1.0))
+    assert fastloop.loop_form(g.compiled()) is None
+    h = EventGraph()
+    h.add(Event("e0", resources=["c0.a"], duration_us=1.0))
+    assert fastloop.loop_form(h.compiled()) is not None
+
+
 def test_when_a_process_loads_the_compiled_loop(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Graphs below MIN_EVENTS never count; the loop is wanted once LOAD_EVENTS events of pinned
+    """Graphs below MIN_EVENTS never count; the loop is wanted once LOAD_EVENTS events of
     graphs were scheduled here or by this process's workers, and a process about to fork loads
     it then (its workers share it)."""
     monkeypatch.setattr(fastloop, "_LOOP", None)
