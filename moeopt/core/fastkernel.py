@@ -113,6 +113,17 @@ def breakpoint_at(
 
 
 @_jit
+def lower(levels: Any, a: int, b: int, units: int, low: Any, s: int) -> None:
+    """The levels ``levels[a:b]`` lowered by ``units``, and ``low[s]`` (the lowest level the
+    profile has had) kept up to date."""
+    for j in range(a, b):
+        v = levels[j] - units
+        levels[j] = v
+        if v < low[s]:
+            low[s] = v
+
+
+@_jit
 def best_site(
     i: int, g: int, t: float, free: Any, ph_ptr: Any, ph_pool: Any, gs_ptr: Any, gs_site: Any,
     mat_ptr: Any, mem: Any, n_sites: int,
@@ -261,6 +272,23 @@ def evaluate(
 
 
 @_jit
+def eligible(
+    j: int, heap: Any, before: Any, ready: Any, after: Any, version: Any, key_start: Any, sig: Any,
+    acq_ptr: Any, acq_sem: Any, gainful: Any, waiters: Any, waiters_off: Any, n_wait: Any,
+) -> None:  # fmt: skip
+    """Event ``j`` became eligible: its heap entry keyed by its ready time (a lower bound), and
+    a place in the list of eligible acquirers of each semaphore some release gives back to."""
+    heapq.heappush(heap, (before[j], ready[j], after[j], j, version[j]))
+    key_start[j] = ready[j]
+    g = sig[j]
+    for q in range(acq_ptr[g], acq_ptr[g + 1]):
+        s = acq_sem[q]
+        if gainful[s]:
+            waiters[waiters_off[s] + n_wait[s]] = j
+            n_wait[s] += 1
+
+
+@_jit
 def loop(
     dur: Any, ready0: Any, indeg: Any, succ_ptr: Any, succ_idx: Any, succ_lam: Any,
     fix_ptr: Any, fix_idx: Any, n_res: int, pools: Any, group_site0: Any, res_site: Any, n_sites: int,
@@ -332,14 +360,10 @@ def loop(
 
     for j in range(n):
         if indeg[j] == 0:
-            heapq.heappush(heap, (before[j], ready[j], after[j], j, version[j]))
-            key_start[j] = ready[j]
-            g2 = sig[j]
-            for q2 in range(acq_ptr[g2], acq_ptr[g2 + 1]):
-                s2 = acq_sem[q2]
-                if gainful[s2]:
-                    waiters[waiters_off[s2] + n_wait[s2]] = j
-                    n_wait[s2] += 1
+            eligible(
+                j, heap, before, ready, after, version, key_start, sig, acq_ptr, acq_sem, gainful, waiters,
+                waiters_off, n_wait,
+            )  # fmt: skip
     done = 0
     status = 0
     while heap:
@@ -394,30 +418,17 @@ def loop(
             k2, hi = breakpoint_at(times, levels, lo, hi, sem_cap[s], e, k)
             used[s] = hi - lo
             take = hold_take[q]
-            for j in range(k, k2):
-                v = levels[j] - take
-                levels[j] = v
-                if v < low[s]:
-                    low[s] = v
+            lower(levels, k, k2, take, low, s)
             keep = take - hold_back[q]
             if keep:
-                for j in range(k2, hi):
-                    v = levels[j] - keep
-                    levels[j] = v
-                    if v < low[s]:
-                        low[s] = v
+                lower(levels, k2, hi, keep, low, s)
         for q in range(take_ptr[g], take_ptr[g + 1]):
             # SemaphoreProfile.add(t, -units)
             s = take_sem[q]
             lo = off[s]
             k, hi = breakpoint_at(times, levels, lo, lo + used[s], sem_cap[s], t, lo)
             used[s] = hi - lo
-            u = take_units[q]
-            for j in range(k, hi):
-                v = levels[j] - u
-                levels[j] = v
-                if v < low[s]:
-                    low[s] = v
+            lower(levels, k, hi, take_units[q], low, s)
         for q in range(give_ptr[g], give_ptr[g + 1]):
             # SemaphoreProfile.add(e, units) and the capacity check
             s = give_sem[q]
@@ -474,14 +485,10 @@ def loop(
                 rpred[j] = i
             indeg[j] -= 1
             if indeg[j] == 0:
-                heapq.heappush(heap, (before[j], ready[j], after[j], j, version[j]))
-                key_start[j] = ready[j]
-                g2 = sig[j]
-                for q2 in range(acq_ptr[g2], acq_ptr[g2 + 1]):
-                    s2 = acq_sem[q2]
-                    if gainful[s2]:
-                        waiters[waiters_off[s2] + n_wait[s2]] = j
-                        n_wait[s2] += 1
+                eligible(
+                j, heap, before, ready, after, version, key_start, sig, acq_ptr, acq_sem, gainful, waiters,
+                waiters_off, n_wait,
+            )  # fmt: skip
     if not status and done < n:
         status = 1  # events left that can never start
     return (status, start, end, ready, rpred, wres, tbase, wsem, order, times, levels, used, chosen_out)
