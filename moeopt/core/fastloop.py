@@ -141,10 +141,16 @@ class LoopForm(NamedTuple):
     n_sites: int
 
 
+def declines(cg: CompiledGraph) -> bool:
+    """Whether the loop declines ``cg`` on sight (without its arrays): pool placeholders while
+    :data:`PLACEHOLDERS` is off, or a graph it gave up on before."""
+    return bool(cg.derived("loop_declined")) or (not PLACEHOLDERS and any(cg.placeholders))
+
+
 def loop_form(cg: CompiledGraph) -> LoopForm | None:
     """The :class:`LoopForm` of ``cg`` (``None`` for the graph the loop declines, see the module
     docstring); found once per compiled graph and kept on it."""
-    if cg.derived("loop_declined") or (not PLACEHOLDERS and any(cg.placeholders)):
+    if declines(cg):
         return None
     got = cg.derived("loop_form")
     if got is None:

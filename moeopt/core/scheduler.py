@@ -453,9 +453,10 @@ def _run_compiled(cg: CompiledGraph, pol: Policy) -> CompiledRun | None:
     policy (prepared), a graph it takes, and the process using the compiled loop
     (``fastloop.wanted``); else ``None`` (and ``None`` when no event can ever start or a release
     overflows a semaphore: the Python loop then reports it)."""
-    if pol.wants_view:
+    # (a graph the loop declines on sight is not counted as work for it: see fastloop.wanted)
+    if pol.wants_view or fastloop.declines(cg) or not fastloop.wanted(cg.n):
         return None
-    if not fastloop.wanted(cg.n) or fastloop.loop_form(cg) is None:
+    if fastloop.loop_form(cg) is None:
         return None
     before, after, _plain = _keys(pol, cg.n)
     return fastloop.run_compiled(cg, before, after)

@@ -274,6 +274,22 @@ def test_placeholders_stay_with_the_python_loop_by_default() -> None:
     assert fastloop.loop_form(h.compiled()) is not None
 
 
+def test_a_declined_graph_does_not_count_toward_loading(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A graph with a placeholder (switch off) is scheduled by the Python loop without counting
+    as work for the compiled one; a pinned graph counts."""
+    monkeypatch.setattr(fastloop, "_seen_events", 0)
+    monkeypatch.setattr(fastloop, "MIN_EVENTS", 1)
+    monkeypatch.setattr(fastloop, "LOAD_EVENTS", 1 << 40)
+    g = EventGraph(pools={"a": ["c0.a", "c1.a"]})
+    g.add(Event("e0", resources=["a:*"], duration_us=1.0))
+    schedule(g)
+    assert fastloop._seen_events == 0
+    h = EventGraph()
+    h.add(Event("e0", resources=["c0.a"], duration_us=1.0))
+    schedule(h)
+    assert fastloop._seen_events == 1
+
+
 def test_when_a_process_loads_the_compiled_loop(monkeypatch: pytest.MonkeyPatch) -> None:
     """Graphs below MIN_EVENTS never count; the loop is wanted once LOAD_EVENTS events of
     graphs were scheduled here or by this process's workers, and a process about to fork loads
