@@ -30,8 +30,8 @@ quotes. The scenario files are this checkout's, read by both.
 
 A process that has already scheduled ``moeopt.core.fastloop.LOAD_EVENTS`` events of pinned
 graphs (a search, a sweep: every process of ``moeopt search``) schedules them with the compiled
-loop; a fresh process with a few calls does not. ``--warmup 12`` measures that warm state on
-scenario_basic (12 x 5,570 events) and the PTO cases from M = 512 on; the default measures a
+loop; a fresh process with a few calls does not. ``--warmup 30`` measures that warm state on
+scenario_basic (30 x 5,570 events) and the PTO cases from M = 512 on; the default measures a
 fresh process.
 """
 

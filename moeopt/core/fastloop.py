@@ -61,15 +61,18 @@ import numpy as np
 from moeopt.core.compiled import CompiledGraph
 from moeopt.core.state import graph_tables
 
-LOAD_EVENTS = 60_000
+LOAD_EVENTS = 160_000
 """A process loads the compiled loop once the graphs it has scheduled under keyed policies
 (this one included) reach this many events in all; from then on every such graph of at least
 :data:`MIN_EVENTS` events uses it. measured (stop 41, this 2-core machine): loading costs
 ~0.8 s once per process (numba's import 0.29 s, the kernel module 0.26 s, the first call 0.23
-s, from the on-disk cache), and the Python loop costs ~3-6 µs per event more than the compiled
-one: the load pays for itself after ~150-250k events, and a process that has scheduled 60k is
-taken to be one that schedules many (a search, a sweep, a benchmark). assumed: the threshold
-itself; a single ``simulate`` of a graph below it never loads numba."""
+s, from the on-disk cache), and the Python loop costs ~5 µs per event more than the compiled
+one (scenario_basic: 35-90 ms against 4-15 ms for its 5,570 events). The threshold is the
+rent-or-buy rule: load once the Python loop has cost what loading costs (0.8 s / 5 µs =
+160k events), which never pays more than twice the better of the two choices made in
+hindsight. So a single ``simulate``, the README's 24-trial quick start (134k events) and other
+short runs never load numba, and a search or sweep of more loads it once. assumed: the 5 µs per
+event, an average over the graphs measured."""
 
 MIN_EVENTS = 500
 """assumed: below this many events the arrays the compiled loop reads cost about what it saves."""
