@@ -486,9 +486,9 @@ def loop(
             indeg[j] -= 1
             if indeg[j] == 0:
                 eligible(
-                j, heap, before, ready, after, version, key_start, sig, acq_ptr, acq_sem, gainful, waiters,
-                waiters_off, n_wait,
-            )  # fmt: skip
+                    j, heap, before, ready, after, version, key_start, sig, acq_ptr, acq_sem, gainful,
+                    waiters, waiters_off, n_wait,
+                )  # fmt: skip
     if not status and done < n:
         status = 1  # events left that can never start
     return (status, start, end, ready, rpred, wres, tbase, wsem, order, times, levels, used, chosen_out)

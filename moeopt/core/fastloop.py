@@ -1,11 +1,11 @@
 """A compiled form of the keyed greedy loop.
 
-For any graph under a keyed policy without a restructure hook, :func:`moeopt.core.scheduler.schedule`
-may hand the whole loop to :func:`run_compiled`, which makes the same choices as ``_run_keyed``
-and fills the same columns (starts, ends, bound resources, ready times, the wait columns, the
-commit order and each semaphore's breakpoints), in machine code compiled by numba
-(:mod:`moeopt.core.fastkernel`). The one graph it declines is one the Python loop cannot bind
-either: a colocated event with placeholders whose group has no site list.
+For a pinned graph (no pool placeholder) under a keyed policy without a restructure hook,
+:func:`moeopt.core.scheduler.schedule` may hand the whole loop to :func:`run_compiled`, which
+makes the same choices as ``_run_keyed`` and fills the same columns (starts, ends, bound
+resources, ready times, the wait columns, the commit order and each semaphore's breakpoints), in
+machine code compiled by numba (:mod:`moeopt.core.fastkernel`). Graphs with placeholders are
+bound the same way but taken only when :data:`PLACEHOLDERS` is on (off by default, see there).
 
 Why the same schedule: the rule is the one of :mod:`moeopt.core.scheduler` (commit the eligible
 event of the smallest key ``(before, start, after, index)``), and every part of an event's
@@ -41,7 +41,9 @@ The Python loop stays the reference: view policies, restructure hooks and small 
 it, and tests/core/test_fastloop.py holds the two to identical schedules on random graphs
 (pools, colocation, every semaphore use) and on operator graphs. :func:`run_compiled` answers
 ``None`` (the caller then runs the Python loop, which raises its own error) when no eligible
-event can ever start or a release lifts a semaphore above its capacity.
+event can ever start or a release lifts a semaphore above its capacity, and also when it gives
+up on a graph whose waiters or admissions cost too much (:data:`WAKES_PER_EVENT`,
+:data:`WALK_PER_EVENT`).
 
 When: numba is imported on the first use, not with moeopt. Its import and the load of the
 compiled loop (cached on disk after the first compilation) cost ~0.8 s once per process (see
@@ -94,17 +96,18 @@ after) once its releases have woken waiters more than ``WAKES_PER_EVENT * events
 times: many events waiting for one shared semaphore (late-bound tiles competing for a pool's
 slots) are woken one by one at every release there, where the Python loop's gates wake one
 entry per class. measured (stop 41): none of the 508 runs of the golden configs' graphs under
-the four keyed policies gives up; with 4 per event and a base of 10,000, the pinned synthetic
-100k graph under work_conserving_critical_path lost ~1.2 s to wakes before giving up (3.2 s
-against 2.0 s in Python). assumed: the multiple and the base themselves."""
+the four keyed policies gives up; without a limit, the late-bound synthetic graph of
+bench_scheduler (placeholders on) took 2.7 s at 10k events under earliest_start against 0.43 s
+in Python. assumed: the multiple and the base themselves (a wake-up is an evaluation, ~0.1-1
+µs, so the limit costs at most about what the Python loop spends on a few events each)."""
 
 WALK_PER_EVENT = 256
 WALK_BASE = 1_000_000
 """Likewise, it gives up once admissions have walked over more than ``WALK_PER_EVENT * events
 + WALK_BASE`` breakpoints in all: a semaphore whose levels stay low for long stretches makes
 each admission walk them one by one, where the Python loop's profiles skip them in blocks and
-remember the stretches refused (late-bound slots: the synthetic late-bound graph at 100k events
-took 165 s under earliest_start without this). assumed: a breakpoint costs ~1-2 ns, so the
+remember the stretches refused (late-bound slots: the synthetic late-bound graph at 100k events,
+placeholders on, took 165 s under earliest_start without this). assumed: a breakpoint costs ~1-2 ns, so the
 budget is a few milliseconds per 10k events."""
 
 _seen_events = 0
@@ -269,9 +272,11 @@ def _find_form(cg: CompiledGraph) -> LoopForm | None:
 
 
 class CompiledRun(NamedTuple):
-    """The columns of a finished run, as the Python loop leaves them in its state (lists of
-    Python numbers), and each semaphore's breakpoints ``(times, levels)``."""
+    """The columns of a finished run of ``cg``, named and shaped as the Python loop leaves them
+    in its state (lists of Python numbers, so that :func:`moeopt.core.scheduler._to_schedule`
+    reads either), and each semaphore's breakpoints ``(times, levels)``."""
 
+    cg: CompiledGraph
     start: list[float]
     end: list[float]
     ready: list[float]
@@ -348,7 +353,7 @@ def run_compiled(cg: CompiledGraph, before: Sequence[float], after: Sequence[flo
         for s in range(len(f.sem_cap))
     ]
     return CompiledRun(
-        start.tolist(), end.tolist(), ready.tolist(), rpred.tolist(), wres.tolist(), tbase.tolist(),
+        cg, start.tolist(), end.tolist(), ready.tolist(), rpred.tolist(), wres.tolist(), tbase.tolist(),
         wsem.tolist(), order.tolist(), curves, bound,
     )  # fmt: skip
 

@@ -50,21 +50,8 @@ INF = math.inf
 _V = TypeVar("_V")
 
 
-class _Finished:
-    """The columns of a run of the compiled loop in the shape :func:`_to_schedule` reads them
-    off a :class:`SchedulerState`."""
-
-    def __init__(self, cg: CompiledGraph, run: CompiledRun) -> None:
-        self.cg = cg
-        self.start, self.end, self.order = run.start, run.end, run.order
-        self.bound = run.bound
-        self.ready, self.ready_pred = run.ready, run.ready_pred
-        self.wait_res, self.t_base, self.wait_sem = run.wait_res, run.t_base, run.wait_sem
-        self.curves = run.curves
-
-
 def _to_schedule(
-    state: SchedulerState | _Finished,
+    state: SchedulerState | CompiledRun,
     policy_name: str,
     record_levels: bool = True,
     repinned: Mapping[str, tuple[str, str]] | None = None,
@@ -100,7 +87,7 @@ def _to_schedule(
         # every event is committed: each profile is its semaphore's final level curve (the
         # curves now: the profiles are the state's; their maps when read, as the schedule's)
         levels = object.__new__(SemaphoreLevels)
-        curves = state.curves if isinstance(state, _Finished) else [p.curve() for p in state.profiles]
+        curves = state.curves if isinstance(state, CompiledRun) else [p.curve() for p in state.profiles]
         levels.__dict__["curves"] = dict(zip(cg.sem_names, curves))
         deferred(levels, maker)
     own["recorded_levels"] = levels
@@ -418,7 +405,7 @@ def schedule(
         if restructure is None:
             run = _run_compiled(cg, pol)
             if run is not None:
-                return _to_schedule(_Finished(cg, run), pol.name, record_levels=cg is full)
+                return _to_schedule(run, pol.name, record_levels=cg is full)
         state = SchedulerState(cg)
         try:
             if restructure is not None:
@@ -454,9 +441,7 @@ def _run_compiled(cg: CompiledGraph, pol: Policy) -> CompiledRun | None:
     (``fastloop.wanted``); else ``None`` (and ``None`` when no event can ever start or a release
     overflows a semaphore: the Python loop then reports it)."""
     # (a graph the loop declines on sight is not counted as work for it: see fastloop.wanted)
-    if pol.wants_view or fastloop.declines(cg) or not fastloop.wanted(cg.n):
-        return None
-    if fastloop.loop_form(cg) is None:
+    if pol.wants_view or cg.n < fastloop.MIN_EVENTS or fastloop.declines(cg) or not fastloop.wanted(cg.n):
         return None
     before, after, _plain = _keys(pol, cg.n)
     return fastloop.run_compiled(cg, before, after)

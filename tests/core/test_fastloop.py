@@ -9,6 +9,7 @@ breakpoints), or decline (``None``) exactly where the Python loop raises, which 
 from __future__ import annotations
 
 import importlib
+from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -256,7 +257,7 @@ def test_operator_graphs_under_every_policy(case: str, compiled_loop: None) -> N
     if case == "scenario_basic":
         from moeopt.megamoe.scenario.files import load_scenario
 
-        scen = load_scenario("examples/scenario_basic.toml")
+        scen = load_scenario(Path(__file__).resolve().parents[2] / "examples" / "scenario_basic.toml")
     else:
         scen = next(c for c in default_configs() if c.name == case).scenario()
     for rg, _ranks in sm.build_graphs(scen).values():
