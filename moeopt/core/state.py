@@ -471,6 +471,11 @@ class SchedulerState:
             phs = placeholders[i]
             if phs:
                 g = group_of[i]
+                # whether the members the placeholders bind among may still change (a group
+                # whose site is not fixed, bound at the best site for now): a start they set
+                # is then no bound for other events waiting on those members, so the event
+                # waits in no gate (blk None)
+                settled = True
                 if g < 0:
                     lists = ph_lists[i]
                 else:
@@ -487,6 +492,7 @@ class SchedulerState:
                         else:
                             site = best_site(i, g, t, free)
                             lists = tuple(members_at[(p, site)] for p in phs)
+                            settled = False
                 if len(lists) == 1:
                     lst = lists[0]
                     if len(lst) == 1:
@@ -497,7 +503,7 @@ class SchedulerState:
                         if bf > t:
                             t = bf
                             rb = best
-                            blk = lst
+                            blk = lst if settled else None
                         chosen = lst
                     else:
                         # the first member free by t (a walk that stops there: a few members of
@@ -512,7 +518,7 @@ class SchedulerState:
                             best = lst[vals.index(bf)]
                             t = bf
                             rb = best
-                            blk = lst
+                            blk = lst if settled else None
                         chosen = single[best]
                 else:
                     # the start is the latest of each placeholder's earliest member; then take,
@@ -522,7 +528,7 @@ class SchedulerState:
                         if mf > t:
                             t = mf
                             rb = next(m for m in members if free[m] == mf)
-                            blk = members
+                            blk = members if settled else None
                     chosen = tuple(next(m for m in members if free[m] <= t) for members in lists)
             tb = t
             sb = -1
