@@ -223,9 +223,9 @@ def _placeholder_tables(
     dict[tuple[int, int], tuple[int, ...]],
 ]:
     """Per event: the member lists of its placeholders when no site restriction applies, and
-    for a colocated event with one placeholder whose pool has one member per allowed site,
-    those members (choosing the member then chooses the site); and the members of each pool
-    at each site a colocated event may use."""
+    for a colocated event with one placeholder, its pool's members at the sites its group may
+    use, in pool order (choosing the member then chooses the site, while the group has none);
+    and the members of each pool at each site a colocated event may use."""
     n = cg.n
     members_at: dict[tuple[int, int], tuple[int, ...]] = {}
     pool_members = cg.pool_members
@@ -257,12 +257,14 @@ def _placeholder_tables(
                     if (p, site) not in members_at:
                         members_at[(p, site)] = cg.pool_members_at(p, site)
             if len(phs) == 1:
+                # its pool's members at the allowed sites, in pool order: it binds among them as
+                # an event outside any group binds in its pool (the member giving the earliest
+                # start, the first in pool order on ties), and the member chosen chooses the site
                 ok_sites = set(allowed)
                 pool = cg.pool_members[phs[0]]
                 mem = tuple(m for m in pool if cg.res_site[m] in ok_sites)
-                if len({cg.res_site[m] for m in mem}) == len(mem):
-                    # one shared object per distinct list: the scheduler's gates key on identity
-                    got = site_members[i] = interned.setdefault(mem, mem)
+                # one shared object per distinct list: the scheduler's gates key on identity
+                got = site_members[i] = interned.setdefault(mem, mem)
             found[pk] = got
     return ph_lists, tuple(site_members), members_at
 

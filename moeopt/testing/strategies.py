@@ -2,11 +2,12 @@
 
 ``event_graphs()`` draws valid graphs (they always compile) of up to ``max_events`` events over
 three sites ``c0``, ``c1``, ``c2`` and two roles ``a``, ``b``: fixed resources, pool
-placeholders ``a:*`` / ``b:*`` (the pools list the three sites in a drawn order), an event with
-both, events with no resource, dependencies with λ, colocation with an earlier event, and two
-semaphores ``s1`` / ``s2`` used both ways a kernel uses them: units held by one event for its
-duration, and units taken by a producer and given back by a consumer that depends on it. Every
-event carries a ``stage`` label (``x``, ``y`` or ``z``) that no scheduler may read.
+placeholders ``a:*`` / ``b:*`` (the pools list the three sites in a drawn order; ``b`` has one or
+two members per site), an event with both, events with no resource, dependencies with λ,
+colocation with an earlier event, and two semaphores ``s1`` / ``s2`` used both ways a kernel
+uses them: units held by one event for its duration, and units taken by a producer and given
+back by a consumer that depends on it. Every event carries a ``stage`` label (``x``, ``y`` or
+``z``) that no scheduler may read.
 
 Some drawn graphs deadlock (a producer whose units are never given back starves a later
 acquirer): the scheduler then raises ``SchedulingError`` with "deadlock" in its message.
@@ -31,6 +32,10 @@ def event_graphs(draw: st.DrawFn, max_events: int = 9, semaphores: bool = True) 
     pools = {
         role: [f"{s}.{role}" for s in draw(st.permutations(SITES))] for role in ("a", "b")
     }
+    if draw(st.booleans()):
+        # two members of b per site (in a drawn order): a colocated b placeholder whose group
+        # has no site yet then binds at the group's best site, not to a site's one member
+        pools["b"] = list(draw(st.permutations([f"{s}.{u}" for s in SITES for u in ("b", "bb")])))
     sems = {}
     if semaphores:
         sems = {"s1": draw(st.integers(1, 3)), "s2": draw(st.integers(1, 2))}

@@ -213,8 +213,11 @@ def test_pool_tie_after_semaphore_delay_goes_to_the_first_member() -> None:
 
 def site_change_graph() -> EventGraph:
     """A colocated event whose group has no site yet waits for one site's members, and another
-    site frees up first (pool b: two members on c0 and two on c1; g: one on each)."""
-    g = EventGraph(pools={"b": ["c0.b", "c0.bb", "c1.b", "c1.bb"], "g": ["c0.g", "c1.g"]})
+    site frees up first (pool b: two members on c0 and two on c1; g and k: one on each). m has
+    two placeholders (b and k), so it is bound at its group's best site for now."""
+    g = EventGraph(
+        pools={"b": ["c0.b", "c0.bb", "c1.b", "c1.bb"], "g": ["c0.g", "c1.g"], "k": ["c0.k", "c1.k"]}
+    )
     g.add(Event("x0", resources=["c1.b"], duration_us=5.0))
     g.add(Event("x1", resources=["c1.bb"], duration_us=5.0))
     g.add(Event("z", resources=["c0.b"], duration_us=1.0))
@@ -223,7 +226,7 @@ def site_change_graph() -> EventGraph:
     g.add(Event("q2", resources=["c0.bb"], duration_us=10.0))
     g.add(Event("hr", resources=["c0.h"], duration_us=0.5))
     g.add(Event("r", resources=["b:*"], colocate_with="hr", duration_us=1.0))
-    g.add(Event("m", resources=["b:*"], duration_us=2.0))
+    g.add(Event("m", resources=["b:*", "k:*"], duration_us=2.0))
     g.add(Event("hm", resources=["g:*"], deps={"m": 0.0}, colocate_with="m", duration_us=0.5))
     g.add(Event("w", resources=["c1.b"], deps={"x0": 1.0}, duration_us=3.0))
     g.add(Event("w2", resources=["c1.bb"], deps={"x1": 1.0}, duration_us=3.0))
@@ -235,7 +238,8 @@ def site_change_graph() -> EventGraph:
 #   over [1, 11). hr fixes r's group on c0 at once.
 # * At 1, r (group on c0) and m (no site yet: c0 at 1 beats c1 at 5) both wait for c0.
 # * q and q2 commit at 1, so c0 is busy to 11: r can start at 11 only, and m's best site is now
-#   c1 at 5. m starts at 5 on c1.b (the first member free by then), which fixes its group on c1.
+#   c1 at 5 (k's members are free all along). m starts at 5 on c1.b and c1.k (the first members
+#   free by then), which fixes its group on c1.
 # * w2 (ready 6 = x1's end + 1) finds c1.bb free and starts at 6. hm (ready 7 after m) and w
 #   (ready 6, c1.b busy to 7) can both start at 7: hm first by index. r starts at 11.
 SITE_CHANGE_STARTS = {
@@ -252,7 +256,7 @@ def test_an_event_whose_site_may_change_is_not_held_to_one_sites_members() -> No
     g = site_change_graph()
     s = m.schedule(g, "earliest_start", normalize=False)
     assert dict(s.start_us) == SITE_CHANGE_STARTS
-    assert s.resources["m"] == ("c1.b",)
+    assert s.resources["m"] == ("c1.b", "c1.k")
     assert {k: v[0] for k, v in naive_schedule(g, make_policy("earliest_start")).items()} == SITE_CHANGE_STARTS
     for policy in ("earliest_start", "critical_path_first", "work_conserving_critical_path", "priority_by_stage"):
         ref = naive_schedule(g, make_policy(policy))
