@@ -154,30 +154,42 @@ def evaluate(
     i: int, ready: Any, fix_ptr: Any, fix_idx: Any, free: Any, pools: Any, group_site: Any, n_sites: int,
     sig: Any, acq_ptr: Any, acq_sem: Any, acq_take: Any, acq_back: Any, dur: Any, low: Any,
     times: Any, levels: Any, off: Any, used: Any, sem_cap: Any, lo_buf: Any, hi_buf: Any, chosen: Any,
-    steps: Any,
-) -> tuple[float, float, int, int, int]:  # fmt: skip
+    steps: Any, set_buf: Any,
+) -> tuple[float, float, int, int, int, int]:  # fmt: skip
     """``SchedulerState.evaluate``: ``(start, t_base, the resource that set t_base, the
-    semaphore that moved the start last, how many members were chosen)`` (-1: none), the
-    members bound to the placeholders in ``chosen``. ``pools``: the placeholder tables (see
-    ``fastloop.LoopForm.pools``)."""
+    semaphore that moved the start last, how many members were chosen, the candidate set that
+    set t_base)`` (-1: none), the members bound to the placeholders in ``chosen``. ``pools``:
+    the placeholder tables (see ``fastloop.LoopForm.pools``).
+
+    The candidate set (see :func:`loop`'s gates) is a number for a set of resources every
+    future evaluation of the event must bind one of: a fixed resource ``r`` is ``r``; a pool
+    placeholder ``p`` of an event outside any colocation group, the pool's members, ``n_res +
+    p``; a placeholder of a group whose site is fixed, the pool's members there, ``n_res +
+    n_pools + p * n_sites + site``; -2 when t_base was set by a placeholder whose members may
+    still change (a group whose site is not fixed yet)."""
     ph_ptr, ph_pool, group, gs_ptr, gs_site, sm_ptr, pool_ptr, mat_ptr, mem = pools
+    n_res = free.shape[0]
+    n_pools = pool_ptr.shape[0] - 1
     t = ready[i]
     rb = -1
+    bset = -1
     for q in range(fix_ptr[i], fix_ptr[i + 1]):
         r = fix_idx[q]
         if free[r] > t:
             t = free[r]
             rb = r
+            bset = r
     nph = ph_ptr[i + 1] - ph_ptr[i]
     nl = 0
     if nph:
-        # the member lists of the placeholders (ranges of ``mem``)
+        # the member lists of the placeholders (ranges of ``mem``) and their candidate sets
         g = group[i]
         if g < 0:
             for x in range(ph_ptr[i], ph_ptr[i + 1]):
                 p = ph_pool[x]
                 lo_buf[nl] = pool_ptr[p]
                 hi_buf[nl] = pool_ptr[p + 1]
+                set_buf[nl] = n_res + p
                 nl += 1
         else:
             site = group_site[g]
@@ -185,14 +197,17 @@ def evaluate(
                 # one member per allowed site: choosing the member chooses the site
                 lo_buf[0] = sm_ptr[i]
                 hi_buf[0] = sm_ptr[i + 1]
+                set_buf[0] = -2
                 nl = 1
             else:
+                fixed_site = site >= 0
                 if site < 0:
                     site = best_site(i, g, t, free, ph_ptr, ph_pool, gs_ptr, gs_site, mat_ptr, mem, n_sites)
                 for x in range(ph_ptr[i], ph_ptr[i + 1]):
                     c = ph_pool[x] * n_sites + site
                     lo_buf[nl] = mat_ptr[c]
                     hi_buf[nl] = mat_ptr[c + 1]
+                    set_buf[nl] = n_res + n_pools + c if fixed_site else -2
                     nl += 1
         if nl == 1:
             lo, hi = lo_buf[0], hi_buf[0]
@@ -201,6 +216,7 @@ def evaluate(
                 if free[best] > t:
                     t = free[best]
                     rb = best
+                    bset = set_buf[0]
                 chosen[0] = best
             else:
                 # the first member free by t, else the earliest to free up (first on ties)
@@ -217,6 +233,7 @@ def evaluate(
                             best = mem[y]
                     t = bf
                     rb = best
+                    bset = set_buf[0]
                 chosen[0] = best
         else:
             # the latest of each placeholder's earliest member; then, per placeholder, the
@@ -231,6 +248,7 @@ def evaluate(
                 if mf > t:
                     t = mf
                     rb = first
+                    bset = set_buf[x]
             for x in range(nl):
                 for y in range(lo_buf[x], hi_buf[x]):
                     if free[mem[y]] <= t:
@@ -268,7 +286,7 @@ def evaluate(
                     if free[mem[y]] <= t:
                         chosen[x] = mem[y]
                         break
-    return t, tb, rb, sb, nl
+    return t, tb, rb, sb, nl, bset
 
 
 @_jit
@@ -289,6 +307,24 @@ def eligible(
 
 
 @_jit
+def leave_gate(
+    i: int, gi: int, t_lb: float, gates: Any, in_gate: Any, by_rank: Any, key_start: Any, heap: Any,
+    before: Any, after: Any, version: Any,
+) -> None:  # fmt: skip
+    """Event ``i``, gate ``gi``'s representative, leaves it; the next member (if any) gets the
+    gate's heap entry, keyed with ``t_lb`` (a value the set's earliest free time had) or its own
+    key start when later."""
+    gh = gates[gi]
+    heapq.heappop(gh)
+    in_gate[i] = -1
+    if gh:
+        j = by_rank[gh[0]]
+        if t_lb > key_start[j]:
+            key_start[j] = t_lb
+        heapq.heappush(heap, (before[j], key_start[j], after[j], j, version[j]))
+
+
+@_jit
 def loop(
     dur: Any, ready0: Any, indeg: Any, succ_ptr: Any, succ_idx: Any, succ_lam: Any,
     fix_ptr: Any, fix_idx: Any, n_res: int, pools: Any, group_site0: Any, res_site: Any, n_sites: int,
@@ -297,21 +333,47 @@ def loop(
     hold_ptr: Any, hold_sem: Any, hold_take: Any, hold_back: Any,
     take_ptr: Any, take_sem: Any, take_units: Any,
     give_ptr: Any, give_sem: Any, give_units: Any,
-    sem_cap: Any, off: Any, waiters_off: Any, before: Any, after: Any, wake_budget: int,
-    walk_budget: int,
+    sem_cap: Any, off: Any, waiters_off: Any, before: Any, after: Any, rank: Any, by_rank: Any,
+    budgets: Any,
 ) -> Any:  # fmt: skip
     """``_run_keyed``: ``(status, start, end, ready, ready_pred, wait_res,
     t_base, wait_sem, order, times, levels, used, chosen)``; ``status`` 0: done, 1: no eligible event
-    can ever start, 2: a release lifts a semaphore above its capacity, 4: waiters woken more than
-    ``wake_budget`` times or admissions that walked more than ``walk_budget`` breakpoints in all
-    (the caller runs the Python loop, whose gates wake such waiters class by class and whose
-    profiles skip long busy stretches in blocks). ``indeg`` is used up.
+    can ever start, 2: a release lifts a semaphore above its capacity, 4: it gave up (the caller
+    runs the Python loop). ``indeg`` is used up.
+
+    ``budgets``: ``(wakes per commit, wakes base, breakpoints per commit, breakpoints base,
+    pushes per commit, pushes base)``. The loop gives up as soon as, with ``c`` events
+    committed so far, releases have woken waiters more than ``wakes per commit * c + wakes
+    base`` times (many events waiting for one shared semaphore: the Python loop's gates wake
+    one entry per class), admissions have walked over more breakpoints than ``breakpoints per
+    commit * c + breakpoints base`` (a semaphore whose levels stay low for long stretches: the
+    Python loop's profiles skip them in blocks), or keys that moved went back to the heap more
+    than ``pushes per commit * c + pushes base`` times (events held back by a semaphore, which
+    no gate here holds, re-keyed at every commit that moves its level). Counted against the
+    commits so far, a graph that costs too much is given up early, before the waste is large.
 
     Per signature (``sig[i]``, CSR by ``*_ptr``): the acquire triples ``(sem, take, back)`` in
     the order of the state's ``acq3``, and the changes of ``SchedulerState.sem_ops``: holds
     ``(sem, take, back)``, other takes ``(sem, units)``, other gives ``(sem, units)``.
     ``waiters_off``: per semaphore, where its list of eligible acquirers lives in one array
-    (room for every event that acquires it)."""
+    (room for every event that acquires it). ``rank``: each event's place in the order of
+    ``(before, after, index)`` (``by_rank`` its inverse).
+
+    *Gates.* An event whose key moved because a busy candidate set held it back (t_base after
+    its ready time, set by a fixed resource or a pool's members that every later evaluation of
+    it binds one of, and no semaphore moving it further: see :func:`evaluate`) waits in that
+    set's gate instead of going back to the heap. Every event in the gate starts no earlier
+    than the set's earliest free time ``T``, which only grows; so one heap entry stands for the
+    whole gate, its member first in ``(before, after, index)`` (the gate's own heap of ranks)
+    keyed ``(before, T', after, index)`` with ``T'`` a value ``T`` had: a lower bound of every
+    member's key, so the lazy heap's argument holds and the same event is committed next.
+    Without gates, a commit on a set that many ready events wait for re-keys every one of them
+    (20,000 independent events on one core took 90 s against 0.1 s in the Python loop, whose
+    gates this follows for the resource-held case; it gates more cases). A member leaves only
+    as the gate's representative: committed, starved, or held by another set or a semaphore;
+    the next member then gets the entry, keyed with the leaver's ``T'``. A release cannot bring
+    a member's start below ``T``, so the release wake-ups never push a member (its key start
+    is a value ``T`` had)."""
     n = dur.shape[0]
     n_sem = sem_cap.shape[0]
     start = np.zeros(n, np.float64)
@@ -350,8 +412,17 @@ def loop(
     chosen = np.empty(max_ph, np.int64)
     scratch = np.empty(max_ph, np.int64)
     chosen_out = np.full(ph_ptr[n], -1, np.int64)
+    set_buf = np.empty(max_ph, np.int64)
     # per event, the start of its live heap entry's key (INF: starved, no entry)
     key_start = np.full(n, INF, np.float64)
+    # the gates, one per candidate set (see evaluate): their members' ranks (a heap each; the
+    # first is the representative, the one member with a heap entry) and each event's gate
+    n_sets = n_res + (pools[6].shape[0] - 1) * (1 + n_sites)
+    gates = [[np.int64(0)] for _ in range(n_sets)]
+    for gh in gates:
+        gh.pop()
+    in_gate = np.full(n, -1, np.int64)
+    pushes = 0
     wakes = 0
     steps = np.zeros(1, np.int64)  # breakpoints walked by admission
     # heap entries (before, a lower bound of the start, after, event, version)
@@ -370,13 +441,35 @@ def loop(
         bk, sk, ak, i, ver = heapq.heappop(heap)
         if ver != version[i] or done_[i]:
             continue  # an entry replaced after a release
-        t, tb, rb, sb, nch = evaluate(
+        t, tb, rb, sb, nch, bset = evaluate(
             i, ready, fix_ptr, fix_idx, free, pools, group_site, n_sites, sig, acq_ptr, acq_sem,
             acq_take, acq_back, dur, low, times, levels, off, used, sem_cap, lo_buf, hi_buf, chosen, steps,
+            set_buf,
         )  # fmt: skip
-        if steps[0] > walk_budget:
-            status = 4  # (see wake_budget)
+        if steps[0] > budgets[2] * done + budgets[3]:
+            status = 4  # (see budgets)
             break
+        gi = in_gate[i]
+        if t != sk and t < INF and sb < 0 and bset >= 0 and tb > ready[i]:
+            # held back by a busy candidate set: it waits in the set's gate
+            key_start[i] = t
+            if gi == bset:
+                # the gate's representative, keyed afresh (T has grown)
+                heapq.heappush(heap, (bk, t, ak, i, ver))
+                continue
+            if gi >= 0:
+                leave_gate(i, gi, sk, gates, in_gate, by_rank, key_start, heap, before, after, version)
+            gh = gates[bset]
+            rep = by_rank[gh[0]] if gh else -1
+            heapq.heappush(gh, rank[i])
+            in_gate[i] = bset
+            if rep < 0 or rank[i] < rank[rep]:
+                if rep >= 0:
+                    version[rep] += 1  # (its entry retired: the gate's is i's now)
+                heapq.heappush(heap, (bk, t, ak, i, ver))
+            continue
+        if gi >= 0:
+            leave_gate(i, gi, sk, gates, in_gate, by_rank, key_start, heap, before, after, version)
         if t == INF:
             # starved until a release: it waits in its semaphores' lists of acquirers only
             # (a release re-evaluates it); a starved event nothing can release is left over
@@ -385,6 +478,10 @@ def loop(
         if t != sk:
             # the key moved: back with the start found (a lower bound again)
             key_start[i] = t
+            pushes += 1
+            if pushes > budgets[4] * done + budgets[5]:
+                status = 4
+                break
             heapq.heappush(heap, (bk, t, ak, i, ver))
             continue
         # SchedulerState.commit
@@ -457,20 +554,21 @@ def loop(
                     continue
                 waiters[w0 + kept] = j
                 kept += 1
-                if key_start[j] <= e:
+                if key_start[j] <= e or in_gate[j] >= 0:
+                    # (a gate's member starts no earlier than its key start: see Gates)
                     continue
                 wakes += 1
                 tj = evaluate(
                     j, ready, fix_ptr, fix_idx, free, pools, group_site, n_sites, sig, acq_ptr,
                     acq_sem, acq_take, acq_back, dur, low, times, levels, off, used, sem_cap,
-                    lo_buf, hi_buf, scratch, steps,
+                    lo_buf, hi_buf, scratch, steps, set_buf,
                 )[0]  # fmt: skip
                 if tj < key_start[j]:
                     key_start[j] = tj
                     version[j] += 1
                     heapq.heappush(heap, (before[j], tj, after[j], j, version[j]))
             n_wait[s] = kept
-            if wakes > wake_budget:
+            if wakes > budgets[0] * done + budgets[1]:
                 # waiters woken again and again (many events waiting for one shared semaphore:
                 # the Python loop's gates handle them in one entry per class); it runs instead
                 status = 4

@@ -35,15 +35,17 @@ groups' sites and take units, which only moves starts later; a popped event whos
 true minimum (the argument of ``_run_keyed``'s docstring). A release that gives back more than
 its event took is the one change that can move a start earlier: every eligible event that
 acquires that semaphore gets its key afresh at once (its older entry is retired by a version
-number), so the invariant holds again before the next pop.
+number), so the invariant holds again before the next pop. Events that a busy core or pool
+holds back wait in that candidate set's *gate*, which has one heap entry for all of them (see
+:func:`moeopt.core.fastkernel.loop`): a commit there re-keys one entry, not every waiter.
 
 The Python loop stays the reference: view policies, restructure hooks and small processes use
 it, and tests/core/test_fastloop.py holds the two to identical schedules on random graphs
 (pools, colocation, every semaphore use) and on operator graphs. :func:`run_compiled` answers
 ``None`` (the caller then runs the Python loop, which raises its own error) when no eligible
 event can ever start or a release lifts a semaphore above its capacity, and also when it gives
-up on a graph whose waiters or admissions cost too much (:data:`WAKES_PER_EVENT`,
-:data:`WALK_PER_EVENT`).
+up on a graph whose waiters, admissions or moved keys cost too much (:data:`WAKES_PER_EVENT`,
+:data:`WALK_PER_EVENT`, :data:`PUSHES_PER_EVENT`).
 
 When: numba is imported on the first use, not with moeopt. Its import and the load of the
 compiled loop (cached on disk after the first compilation) cost ~0.8 s once per process (see
@@ -92,23 +94,40 @@ against 2.0-2.2 s), not yet understood."""
 WAKES_PER_EVENT = 1
 WAKES_BASE = 1_000
 """The compiled loop gives up on a graph (and the Python loop schedules it, now and every time
-after) once its releases have woken waiters more than ``WAKES_PER_EVENT * events + WAKES_BASE``
-times: many events waiting for one shared semaphore (late-bound tiles competing for a pool's
-slots) are woken one by one at every release there, where the Python loop's gates wake one
-entry per class. measured (stop 41): none of the 508 runs of the golden configs' graphs under
-the four keyed policies gives up; without a limit, the late-bound synthetic graph of
-bench_scheduler (placeholders on) took 2.7 s at 10k events under earliest_start against 0.43 s
-in Python. assumed: the multiple and the base themselves (a wake-up is an evaluation, ~0.1-1
-µs, so the limit costs at most about what the Python loop spends on a few events each)."""
+after) once its releases have woken waiters more than ``WAKES_PER_EVENT * c + WAKES_BASE``
+times with ``c`` events committed so far (counted against the commits, so that a graph it
+cannot take is given up early): many events waiting for one shared semaphore (late-bound
+tiles competing for a pool's slots) are woken one by one at every release there, where the
+Python loop's gates wake one entry per class. measured (stop 41): none of the 508 runs of the
+golden configs' graphs under the four keyed policies gives up; without a limit, the late-bound
+synthetic graph of bench_scheduler (placeholders on) took 2.7 s at 10k events under
+earliest_start against 0.43 s in Python. measured (stop 42): at most 0.34 wake-ups per event
+on those graphs, never above ``c``. assumed: the multiple and the base themselves (a wake-up
+is an evaluation, ~0.1-1 µs, so the limit costs at most about what the Python loop spends on a
+few events each)."""
 
 WALK_PER_EVENT = 256
 WALK_BASE = 1_000_000
-"""Likewise, it gives up once admissions have walked over more than ``WALK_PER_EVENT * events
-+ WALK_BASE`` breakpoints in all: a semaphore whose levels stay low for long stretches makes
+"""Likewise, it gives up once admissions have walked over more than ``WALK_PER_EVENT * c +
+WALK_BASE`` breakpoints in all: a semaphore whose levels stay low for long stretches makes
 each admission walk them one by one, where the Python loop's profiles skip them in blocks and
 remember the stretches refused (late-bound slots: the synthetic late-bound graph at 100k events,
-placeholders on, took 165 s under earliest_start without this). assumed: a breakpoint costs ~1-2 ns, so the
-budget is a few milliseconds per 10k events."""
+placeholders on, took 165 s under earliest_start without this). measured (stop 42,
+placeholders on): the golden configs' graphs under the four keyed policies walk at most 392
+breakpoints per event, and at most 287,581 above ``256 * c`` at any commit (pto_m16.late_aic).
+assumed: a breakpoint costs ~1-2 ns, so the budget is a few milliseconds per 10k events."""
+
+PUSHES_PER_EVENT = 16
+PUSHES_BASE = 25_000
+"""Likewise, it gives up once keys that moved have gone back to the heap more than
+``PUSHES_PER_EVENT * c + PUSHES_BASE`` times with ``c`` events committed: events held back by a
+semaphore, which its gates do not hold (those of the Python loop do), are re-keyed at every
+commit that moves the semaphore's level. measured (stop 42, placeholders on): over the golden
+configs' graphs under the four keyed policies at most 16.6 pushes per event and at most 8,551
+pushes above ``16 * c`` at any commit (pto_m16.late_aic); the DeepSeek-V3-like ranks 1, 16 and
+21 and the rolling-cursor synthetic graphs never above ``16 * c``; the late-bound synthetic
+graph 188-251 per event under earliest_start and work_conserving_critical_path, given up after
+~1,000 commits (0.03-0.1 s at 100k events). assumed: the multiple and the base themselves."""
 
 _seen_events = 0
 
@@ -326,12 +345,22 @@ def run_compiled(cg: CompiledGraph, before: Sequence[float], after: Sequence[flo
     if f is None:
         return None
     fixed = cg.fixed
+    n = len(f.dur)
+    b = np.asarray(before, np.float64)
+    a = np.asarray(after, np.float64)
+    # each event's place in the order of (before, after, index): a gate's order (lexsort is
+    # stable, so equal pairs stay in index order)
+    by_rank = np.lexsort((a, b))
+    rank = np.empty(n, np.int64)
+    rank[by_rank] = np.arange(n)
     out = compiled()(
         f.dur, f.ready0, f.indeg.copy(), f.succ_ptr, f.succ_idx, f.succ_lam, f.fix_ptr, f.fix_idx,
         f.n_res, f.pools, f.group_site, f.res_site, f.n_sites,
         f.sig, *f.acq, *f.holds, *f.takes, *f.gives, f.sem_cap, f.off, f.waiters_off,
-        np.asarray(before, np.float64), np.asarray(after, np.float64),
-        WAKES_PER_EVENT * len(f.dur) + WAKES_BASE, WALK_PER_EVENT * len(f.dur) + WALK_BASE,
+        b, a, rank, by_rank,
+        np.array(
+            [WAKES_PER_EVENT, WAKES_BASE, WALK_PER_EVENT, WALK_BASE, PUSHES_PER_EVENT, PUSHES_BASE], np.int64
+        ),
     )  # fmt: skip
     status, start, end, ready, rpred, wres, tbase, wsem, order, times, levels, used, chosen = out
     if status:

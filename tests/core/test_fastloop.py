@@ -23,6 +23,7 @@ from moeopt.core.schedule import Schedule
 from moeopt.core.scheduler import schedule
 from moeopt.errors import SchedulingError
 from moeopt.testing.strategies import event_graphs
+from tests.core.test_hand_cases import SITE_CHANGE_STARTS, site_change_graph
 
 KEYED = [p for p in BUILTIN_POLICIES if not make_policy(p).wants_view]
 RESOURCES = ("c0.a", "c0.b", "c1.a", "c1.b")
@@ -247,6 +248,77 @@ def test_a_release_brings_a_waiting_start_forward(compiled_loop: None) -> None:
     assert s.waits["w"].semaphore == "s"
     assert s.waits["w"].semaphore_wait_us == 3.0
     _same(_python(g, "earliest_start"), s)
+
+
+GATE_N = 3_000
+"""Events waiting for one candidate set in the gate tests. Without gates every commit there
+re-keys every waiter (about ``GATE_N ** 2 / 2`` = 4.5M pushes), far above the loop's push limit
+(``16 * c + 25,000`` after ``c`` commits), so the loop would give up and ``_compiled`` fail."""
+
+
+def _durations(k: int) -> float:
+    return (1.0, 0.5, 2.0, 0.25)[k % 4]
+
+
+def test_events_waiting_for_one_core_wait_in_its_gate(compiled_loop: None) -> None:
+    """GATE_N independent events on one core, all ready at 0. Hand-derived for earliest_start:
+    every one can start when the core frees up, so the keys tie on the start and the index
+    decides: they run back to back in index order, e_k starting at the sum of the durations
+    of e_0 .. e_{k-1}. Every keyed policy gives the Python loop's schedule."""
+    g = EventGraph()
+    for k in range(GATE_N):
+        g.add(Event(f"e{k}", resources=["c0.a"], duration_us=_durations(k)))
+    s = _compiled(g, "earliest_start")
+    t = 0.0
+    for k in range(GATE_N):
+        assert s.start_us[f"e{k}"] == t
+        t += _durations(k)
+    for policy in KEYED:
+        _same(_python(g, policy), _compiled(g, policy))
+
+
+def test_events_waiting_for_a_pool_wait_in_its_gate(compiled_loop: None) -> None:
+    """The same with a pool placeholder: GATE_N events bound late to a pool of two cores, and
+    GATE_N / 2 colocated pairs (a pinned head on site c0 or c1, then a placeholder of a pool
+    with members on both sites, which waits on the head's site once the head is committed).
+    Every keyed policy: the compiled loop takes the graph and gives the Python loop's
+    schedule."""
+    g = EventGraph(pools={"a": ["c0.a", "c1.a"], "b": ["c0.b", "c1.b", "c0.c", "c1.c"]})
+    for k in range(GATE_N):
+        g.add(Event(f"e{k}", resources=["a:*"], duration_us=_durations(k)))
+    for k in range(GATE_N // 2):
+        g.add(Event(f"h{k}", resources=[f"c{k % 2}.h"], duration_us=0.125))
+        g.add(Event(f"t{k}", resources=["b:*"], colocate_with=f"h{k}", duration_us=_durations(k)))
+    for policy in KEYED:
+        _same(_python(g, policy), _compiled(g, policy))
+
+
+def test_an_event_that_may_still_change_site_waits_in_no_gate(compiled_loop: None) -> None:
+    """m's group has no site yet, so the members it waits for may still change: it must not
+    wait behind r in the gate of pool b's members at c0 (the hand-derived case and its
+    schedule: tests/core/test_hand_cases.py)."""
+    g = site_change_graph()
+    s = _compiled(g, "earliest_start")
+    assert dict(s.start_us) == SITE_CHANGE_STARTS
+    assert s.resources["m"] == ("c1.b", "c1.k")
+    for policy in KEYED:
+        _same(_python(g, policy), _compiled(g, policy))
+
+
+def test_a_graph_whose_moved_keys_cost_too_much_goes_to_the_python_loop(compiled_loop: None) -> None:
+    """400 events on 400 cores all hold the one unit of s: each commit moves every other start
+    by the semaphore, which no gate holds, so the keys go back to the heap about 400 ** 2 / 2
+    times, and the loop gives up once that passes 16 * c + 25,000 (after ~70 commits). The
+    Python loop's schedule, hand-derived: they run one at a time in index order, e_k at k µs."""
+    n = 400
+    g = EventGraph(semaphores={"s": 1})
+    for k in range(n):
+        g.add(Event(f"e{k}", resources=[f"c{k}.a"], acquires={"s": 1}, releases={"s": 1}, duration_us=1.0))
+    cg = g.compiled()
+    assert fastloop.run_compiled(cg, [0.0] * n, [0.0] * n) is None
+    assert fastloop.loop_form(cg) is None  # (declined from now on)
+    s = schedule(g, normalize=False)
+    assert [s.start_us[f"e{k}"] for k in range(n)] == [float(k) for k in range(n)]
 
 
 @pytest.mark.parametrize("case", ["scenario_basic", "pto_m128", "bs72.staged", "basic_e8.late_aic_aiv1"])
