@@ -84,12 +84,17 @@ MIN_EVENTS = 500
 PLACEHOLDERS = False
 """Whether graphs with pool placeholders go to the compiled loop too. It binds them as the Python
 loop does (tests/core/test_fastloop.py turns this on: random graphs with pools and colocation,
-and a late-bound operator graph, give identical schedules), but it is not on by default:
-measured (stop 41, bench_scheduler's synthetic graphs, 100k events), it was faster than the
-Python loop on the late-bound graph under every keyed policy (earliest_start 26-32k events/s
-against 23k) and on the rolling-cursor graph under three (earliest_start 223-247k against
-110k), but slower under work_conserving_critical_path on the rolling-cursor graph (3.0-3.3 s
-against 2.0-2.2 s), not yet understood."""
+and late-bound operator graphs, give identical schedules), but it is not on by default, as
+events that a semaphore holds back after their pool has a member free re-key at every commit
+that moves the semaphore (the Python loop's semaphore and class gates hold them; the compiled
+loop's gates hold only the resource-held case). measured (stop 42, this machine), with it on,
+whole ``simulate`` in a warm process: pto_m16.late_aic 1.27x and basic_e8.late_aic_aiv1 1.41x
+faster, bs72.late_aic 1.04x, but scenario_basic with late-bound AIC (GM link) 0.79x: 42 moved
+keys per event, so the loop gives up (:data:`PUSHES_PER_EVENT`) after building its arrays;
+bench_scheduler's synthetic graphs at 100k events: rolling-cursor 3-5x faster (the
+work_conserving_critical_path slowdown measured at stop 41 was the resource-held re-keying the
+gates now remove: 0.48 s against 1.8 s), late-bound given up at once (+5-10% over the Python
+loop alone). Semaphore gates in the compiled loop would be the next step."""
 
 WAKES_PER_EVENT = 1
 WAKES_BASE = 1_000
