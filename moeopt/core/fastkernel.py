@@ -165,9 +165,12 @@ def evaluate(
     future evaluation of the event must bind one of: a fixed resource ``r`` is ``r``; a pool
     placeholder ``p`` of an event outside any colocation group, the pool's members, ``n_res +
     p``; a placeholder of a group whose site is fixed, the pool's members there, ``n_res +
-    n_pools + p * n_sites + site``; -2 when t_base was set by a placeholder whose members may
-    still change (a group whose site is not fixed yet)."""
-    ph_ptr, ph_pool, group, gs_ptr, gs_site, sm_ptr, pool_ptr, mat_ptr, mem = pools
+    n_pools + p * n_sites + site``; the one placeholder of a group whose site is not fixed yet,
+    its pool's members at the group's sites (``sm_row`` ``k``), ``n_res + n_pools * (1 +
+    n_sites) + k``; -2 when t_base was set by a placeholder whose members may still change
+    (one of several placeholders of a group whose site is not fixed yet, bound at the best
+    site for now)."""
+    ph_ptr, ph_pool, group, gs_ptr, gs_site, sm_ptr, pool_ptr, mat_ptr, mem, sm_row = pools
     n_res = free.shape[0]
     n_pools = pool_ptr.shape[0] - 1
     t = ready[i]
@@ -193,11 +196,14 @@ def evaluate(
                 nl += 1
         else:
             site = group_site[g]
-            if site < 0 and sm_ptr[i + 1] > sm_ptr[i]:
-                # one member per allowed site: choosing the member chooses the site
-                lo_buf[0] = sm_ptr[i]
-                hi_buf[0] = sm_ptr[i + 1]
-                set_buf[0] = -2
+            if site < 0 and sm_row[i] >= 0:
+                # one placeholder: its pool's members at the group's sites (choosing the member
+                # chooses the site); a group's site, once fixed, only narrows them to a subset,
+                # so their earliest free time bounds the start for good
+                k = sm_row[i]
+                lo_buf[0] = sm_ptr[k]
+                hi_buf[0] = sm_ptr[k + 1]
+                set_buf[0] = n_res + n_pools * (1 + n_sites) + k
                 nl = 1
             else:
                 fixed_site = site >= 0
@@ -417,7 +423,7 @@ def loop(
     key_start = np.full(n, INF, np.float64)
     # the gates, one per candidate set (see evaluate): their members' ranks (a heap each; the
     # first is the representative, the one member with a heap entry) and each event's gate
-    n_sets = n_res + (pools[6].shape[0] - 1) * (1 + n_sites)
+    n_sets = n_res + (pools[6].shape[0] - 1) * (1 + n_sites) + pools[5].shape[0] - 1
     gates = [[np.int64(0)] for _ in range(n_sets)]
     for gh in gates:
         gh.pop()

@@ -84,17 +84,21 @@ MIN_EVENTS = 500
 PLACEHOLDERS = False
 """Whether graphs with pool placeholders go to the compiled loop too. It binds them as the Python
 loop does (tests/core/test_fastloop.py turns this on: random graphs with pools and colocation,
-and late-bound operator graphs, give identical schedules), but it is not on by default, as
-events that a semaphore holds back after their pool has a member free re-key at every commit
-that moves the semaphore (the Python loop's semaphore and class gates hold them; the compiled
-loop's gates hold only the resource-held case). measured (stop 42, this machine), with it on,
-whole ``simulate`` in a warm process: pto_m16.late_aic 1.27x and basic_e8.late_aic_aiv1 1.41x
-faster, bs72.late_aic 1.04x, but scenario_basic with late-bound AIC (GM link) 0.79x: 42 moved
-keys per event, so the loop gives up (:data:`PUSHES_PER_EVENT`) after building its arrays;
-bench_scheduler's synthetic graphs at 100k events: rolling-cursor 3-5x faster (the
-work_conserving_critical_path slowdown measured at stop 41 was the resource-held re-keying the
-gates now remove: 0.48 s against 1.8 s), late-bound given up at once (+5-10% over the Python
-loop alone). Semaphore gates in the compiled loop would be the next step."""
+and late-bound operator graphs, give identical schedules), but it is not on by default: events
+that a semaphore holds back (alone, or after a busy core or pool) re-key at every commit that
+moves the semaphore, and admissions walk the long low stretches of late-bound slots one
+breakpoint at a time, where the Python loop has semaphore and class gates and skips such
+stretches in blocks; the compiled loop's gates hold only events held back by a busy core or
+pool. measured (stop 42, this machine), whole ``simulate`` in a warm process with it on
+against off, medians of 3, late-bound AIC (GM link where the on-chip one forbids it):
+scenario_basic 1.61x, pto_m16 1.33x, basic_e8 1.29x, bs72 1.03x faster; pto_m16.v1 0.77x,
+pto_m512 0.89x, pto_m128 0.88x, pto_m16.zipf 0.85x (pto_m512 under earliest_start: 59 moved
+keys per event, 60% held by a semaphore after the core, 40% by a semaphore alone, and 13k
+breakpoints walked per event, so the loop gives up after building its arrays); 0.91x over the
+eight. bench_scheduler's synthetic graphs at 100k events: rolling-cursor 3-5x faster (the
+work_conserving_critical_path slowdown measured at stop 41 was the re-keying the gates now
+remove: 0.48 s against 1.8 s), late-bound given up at once (+5-10% over the Python loop
+alone). Semaphore gates and block skipping in the compiled loop would be the next step."""
 
 WAKES_PER_EVENT = 1
 WAKES_BASE = 1_000
@@ -162,9 +166,11 @@ class LoopForm(NamedTuple):
     waiters_off: np.ndarray  # per semaphore, where its eligible acquirers live in one array
     n_res: int
     # the placeholders: per event (CSR) its pools, and its colocation group (-1: none); per group
-    # (CSR) its allowed sites; per event (CSR) the one-member-per-site list of the state's
-    # ``site_members`` (empty: none); the member lists as ranges of one array ``mem``: each
-    # pool's (``pool_ptr``) and each pool's at each site (``mat_ptr``, row pool * n_sites + site)
+    # (CSR) its allowed sites; the member lists as ranges of one array ``mem``: each pool's
+    # (``pool_ptr``), each pool's at each site (``mat_ptr``, row pool * n_sites + site) and each
+    # distinct list of the state's ``site_members`` (``sm_ptr``, row ``sm_row[i]`` for event i,
+    # -1: none); in the order (ph_ptr, ph_pool, group, gs_ptr, gs_site, sm_ptr, pool_ptr,
+    # mat_ptr, mem, sm_row)
     pools: tuple[np.ndarray, ...]
     group_site: np.ndarray  # per group: its site when it has one only, else -1 (initial)
     res_site: np.ndarray  # per resource: its site
@@ -225,9 +231,20 @@ def _pool_tables(
     gs_ptr = _ptr([x or () for x in gs])
     gs_site = np.fromiter(chain.from_iterable(x or () for x in gs), np.int64, int(gs_ptr[-1]))
     # every member list in one array: each pool's members, then each pool's members at each
-    # site (pool p, site s: row p * n_sites + s), then each event's one-member-per-site list
+    # site (pool p, site s: row p * n_sites + s), then each distinct list of a colocated
+    # event's members at its group's sites (the state's ``site_members``: one object per
+    # distinct list), ``sm_row`` naming each event's (-1: none)
     at_site = [cg.pool_members_at(p, site) for p in range(len(cg.pool_members)) for site in range(n_sites)]
-    own = [x or () for x in site_members]
+    row_of: dict[int, int] = {}
+    own: list[tuple[int, ...]] = []
+    sm_row = np.full(n, -1, np.int64)
+    for i, x in enumerate(site_members):
+        if x is not None:
+            k = row_of.get(id(x))
+            if k is None:
+                k = row_of[id(x)] = len(own)
+                own.append(x)
+            sm_row[i] = k
     pool_ptr = _ptr(cg.pool_members)
     mat_ptr = _ptr(at_site) + pool_ptr[-1]
     sm_ptr = _ptr(own) + mat_ptr[-1]
@@ -236,7 +253,7 @@ def _pool_tables(
         np.int64,
         int(sm_ptr[-1]),
     )
-    return (ph_ptr, ph_pool, group, gs_ptr, gs_site, sm_ptr, pool_ptr, mat_ptr, mem)
+    return (ph_ptr, ph_pool, group, gs_ptr, gs_site, sm_ptr, pool_ptr, mat_ptr, mem, sm_row)
 
 
 def _find_form(cg: CompiledGraph) -> LoopForm | None:

@@ -278,17 +278,23 @@ def test_events_waiting_for_one_core_wait_in_its_gate(compiled_loop: None) -> No
 
 
 def test_events_waiting_for_a_pool_wait_in_its_gate(compiled_loop: None) -> None:
-    """The same with a pool placeholder: GATE_N events bound late to a pool of two cores, and
-    GATE_N / 2 colocated pairs (a pinned head on site c0 or c1, then a placeholder of a pool
-    with members on both sites, which waits on the head's site once the head is committed).
-    Every keyed policy: the compiled loop takes the graph and gives the Python loop's
-    schedule."""
-    g = EventGraph(pools={"a": ["c0.a", "c1.a"], "b": ["c0.b", "c1.b", "c0.c", "c1.c"]})
+    """The same with pool placeholders: GATE_N events bound late to a pool of two cores;
+    GATE_N / 2 colocated pairs of a pinned head on site c0 or c1 and a placeholder of a pool
+    with members on both sites (it waits for the members at its head's site); and GATE_N / 2
+    pairs of two placeholders whose group has no site until one of them is committed (the first
+    waits for its pool's members on every site). Every keyed policy: the compiled loop takes the
+    graph and gives the Python loop's schedule."""
+    g = EventGraph(
+        pools={"a": ["c0.a", "c1.a"], "b": ["c0.b", "c1.b", "c0.c", "c1.c"], "d": ["c0.d", "c1.d"]}
+    )
     for k in range(GATE_N):
         g.add(Event(f"e{k}", resources=["a:*"], duration_us=_durations(k)))
     for k in range(GATE_N // 2):
         g.add(Event(f"h{k}", resources=[f"c{k % 2}.h"], duration_us=0.125))
         g.add(Event(f"t{k}", resources=["b:*"], colocate_with=f"h{k}", duration_us=_durations(k)))
+    for k in range(GATE_N // 2):
+        g.add(Event(f"u{k}", resources=["b:*"], duration_us=_durations(k + 1)))
+        g.add(Event(f"v{k}", resources=["d:*"], deps={f"u{k}": 0.0}, colocate_with=f"u{k}", duration_us=0.25))
     for policy in KEYED:
         _same(_python(g, policy), _compiled(g, policy))
 
