@@ -150,6 +150,50 @@ def best_site(
 
 
 @_jit
+def site_binding(
+    i: int, g: int, t: float, free: Any, ph_ptr: Any, ph_pool: Any, gs_ptr: Any, gs_site: Any,
+    mat_ptr: Any, mem: Any, mem_pos: Any, n_sites: int, chosen: Any,
+) -> None:  # fmt: skip
+    """``SchedulerState._site_binding``: in ``chosen``, the members event ``i`` (several
+    placeholders, group ``g`` without a site) binds to when it starts at ``t``: at each allowed
+    site where every placeholder has a member free by ``t``, the first such member of each; of
+    those sites, the one whose members' places in their pools (``mem_pos``) come first."""
+    nph = ph_ptr[i + 1] - ph_ptr[i]
+    best_pos = np.empty(nph, np.int64)
+    pick = np.empty(nph, np.int64)
+    pos = np.empty(nph, np.int64)
+    have = False
+    for q in range(gs_ptr[g], gs_ptr[g + 1]):
+        site = gs_site[q]
+        ok = True
+        for x in range(nph):
+            c = ph_pool[ph_ptr[i] + x] * n_sites + site
+            found = -1
+            for y in range(mat_ptr[c], mat_ptr[c + 1]):
+                if free[mem[y]] <= t:
+                    found = y
+                    break
+            if found < 0:
+                ok = False
+                break
+            pick[x] = mem[found]
+            pos[x] = mem_pos[found]
+        if not ok:
+            continue
+        better = not have
+        if have:
+            for x in range(nph):
+                if pos[x] != best_pos[x]:
+                    better = pos[x] < best_pos[x]
+                    break
+        if better:
+            have = True
+            for x in range(nph):
+                best_pos[x] = pos[x]
+                chosen[x] = pick[x]
+
+
+@_jit
 def evaluate(
     i: int, ready: Any, fix_ptr: Any, fix_idx: Any, free: Any, pools: Any, group_site: Any, n_sites: int,
     sig: Any, acq_ptr: Any, acq_sem: Any, acq_take: Any, acq_back: Any, dur: Any, low: Any,
@@ -170,7 +214,7 @@ def evaluate(
     n_sites) + k``; -2 when t_base was set by a placeholder whose members may still change
     (one of several placeholders of a group whose site is not fixed yet, bound at the best
     site for now)."""
-    ph_ptr, ph_pool, group, gs_ptr, gs_site, sm_ptr, pool_ptr, mat_ptr, mem, sm_row = pools
+    ph_ptr, ph_pool, group, gs_ptr, gs_site, sm_ptr, pool_ptr, mat_ptr, mem, sm_row, mem_pos = pools
     n_res = free.shape[0]
     n_pools = pool_ptr.shape[0] - 1
     t = ready[i]
@@ -184,6 +228,7 @@ def evaluate(
             bset = r
     nph = ph_ptr[i + 1] - ph_ptr[i]
     nl = 0
+    unsettled = -1  # the group of several placeholders without a site yet (-1: none)
     if nph:
         # the member lists of the placeholders (ranges of ``mem``) and their candidate sets
         g = group[i]
@@ -207,6 +252,8 @@ def evaluate(
                 nl = 1
             else:
                 fixed_site = site >= 0
+                if not fixed_site:
+                    unsettled = g
                 if site < 0:
                     site = best_site(i, g, t, free, ph_ptr, ph_pool, gs_ptr, gs_site, mat_ptr, mem, n_sites)
                 for x in range(ph_ptr[i], ph_ptr[i + 1]):
@@ -292,6 +339,12 @@ def evaluate(
                     if free[mem[y]] <= t:
                         chosen[x] = mem[y]
                         break
+    if unsettled >= 0 and t < INF:
+        # several placeholders and no site yet: the binding at the start found (see
+        # site_binding; every site whose members are free by t gives that start)
+        site_binding(
+            i, unsettled, t, free, ph_ptr, ph_pool, gs_ptr, gs_site, mat_ptr, mem, mem_pos, n_sites, chosen
+        )  # fmt: skip
     return t, tb, rb, sb, nl, bset
 
 

@@ -169,8 +169,9 @@ class LoopForm(NamedTuple):
     # (CSR) its allowed sites; the member lists as ranges of one array ``mem``: each pool's
     # (``pool_ptr``), each pool's at each site (``mat_ptr``, row pool * n_sites + site) and each
     # distinct list of the state's ``site_members`` (``sm_ptr``, row ``sm_row[i]`` for event i,
-    # -1: none); in the order (ph_ptr, ph_pool, group, gs_ptr, gs_site, sm_ptr, pool_ptr,
-    # mat_ptr, mem, sm_row)
+    # -1: none), and ``mem_pos`` each entry's place in its pool (for the members at a site);
+    # in the order (ph_ptr, ph_pool, group, gs_ptr, gs_site, sm_ptr, pool_ptr, mat_ptr, mem,
+    # sm_row, mem_pos)
     pools: tuple[np.ndarray, ...]
     group_site: np.ndarray  # per group: its site when it has one only, else -1 (initial)
     res_site: np.ndarray  # per resource: its site
@@ -253,7 +254,15 @@ def _pool_tables(
         np.int64,
         int(sm_ptr[-1]),
     )
-    return (ph_ptr, ph_pool, group, gs_ptr, gs_site, sm_ptr, pool_ptr, mat_ptr, mem, sm_row)
+    # each member's place in its pool, for the members at a site (a colocated event of several
+    # placeholders binds by it: SchedulerState._site_binding); the other entries their place in
+    # their own list
+    place = [{m: k for k, m in enumerate(members)} for members in cg.pool_members]
+    own_places = chain.from_iterable(map(range, map(len, chain(cg.pool_members))))
+    at_places = (place[k // n_sites][m] for k, row in enumerate(at_site) for m in row)
+    list_places = chain.from_iterable(map(range, map(len, own)))
+    mem_pos = np.fromiter(chain(own_places, at_places, list_places), np.int64, int(sm_ptr[-1]))
+    return (ph_ptr, ph_pool, group, gs_ptr, gs_site, sm_ptr, pool_ptr, mat_ptr, mem, sm_row, mem_pos)
 
 
 def _find_form(cg: CompiledGraph) -> LoopForm | None:

@@ -292,6 +292,7 @@ class SchedulerState:
         self.start = [0.0] * n
         self.end = [0.0] * n
         self.bound: list[tuple[int, ...]] = [()] * n
+        self._pool_pos: list[dict[int, int]] | None = None  # (see _site_binding)
         # why each committed event started when it did, in columns by event: the predecessor
         # that set its ready time (``ready_pred``, final once the event is committed), the
         # resource that set its t_base (``wait_res``), ``t_base``, and the semaphore that moved
@@ -375,6 +376,7 @@ class SchedulerState:
         dur = cg.dur
         profiles = self.profiles
         best_site = self._best_site
+        site_binding = self._site_binding
 
         def admit_all(
             acq: tuple[tuple[int, int, int], ...], t: float, d: float
@@ -471,13 +473,15 @@ class SchedulerState:
                     blk = single[r]
             chosen: tuple[int, ...] = ()
             phs = placeholders[i]
+            # whether the members the placeholders bind among are settled: not so for several
+            # placeholders of a group whose site is not fixed (bound at the best site for now,
+            # the binding chosen once the start is known, see _site_binding); a start they set
+            # is then no bound for other events waiting on those members, so the event waits
+            # in no gate (blk None)
+            settled = True
+            g = -1
             if phs:
                 g = group_of[i]
-                # whether the members the placeholders bind among may still change (a group
-                # whose site is not fixed, bound at the best site for now): a start they set
-                # is then no bound for other events waiting on those members, so the event
-                # waits in no gate (blk None)
-                settled = True
                 if g < 0:
                     lists = ph_lists[i]
                 else:
@@ -548,9 +552,39 @@ class SchedulerState:
                         chosen = single[best]
                     else:
                         chosen = tuple([next(m for m in members if free[m] <= t) for members in lists])
+            if not settled and t < INF:
+                # several placeholders and the group has no site yet: every site at which each
+                # placeholder has a member free by t gives the start t (admission is monotone),
+                # and the binding goes to the one whose members come first in pool order
+                chosen = site_binding(i, g, t, free)
             return (t, tb, chosen, rb, sb, blk, movers)
 
         return evaluate
+
+    def _site_binding(self, i: int, g: int, t: float, free: list[float]) -> tuple[int, ...]:
+        """The members event ``i`` (several placeholders, group ``g`` without a site) binds to
+        when it starts at ``t``: at each allowed site where every placeholder has a member free
+        by ``t``, the first such member of each; of those sites, the one whose members' places
+        in their pools come first (compared in placeholder order), as SPEC's rule (the member
+        giving the earliest start, the lowest index on ties) reads for several placeholders."""
+        cg = self.cg
+        if self._pool_pos is None:
+            self._pool_pos = [{m: k for k, m in enumerate(members)} for members in cg.pool_members]
+        pos = self._pool_pos
+        best: tuple[tuple[int, ...], tuple[int, ...]] | None = None
+        for site in cg.group_sites[g] or ():
+            picks: list[int] = []
+            for p in cg.placeholders[i]:
+                m = next((m for m in self.members_at[(p, site)] if free[m] <= t), -1)
+                if m < 0:
+                    break
+                picks.append(m)
+            else:
+                key = tuple([pos[p][m] for p, m in zip(cg.placeholders[i], picks)])
+                if best is None or key < best[0]:
+                    best = (key, tuple(picks))
+        assert best is not None  # (the best site's members are free by t)
+        return best[1]
 
     def _best_site(self, i: int, g: int, t: float, free: list[float]) -> int:
         cg = self.cg

@@ -3,11 +3,11 @@
 ``event_graphs()`` draws valid graphs (they always compile) of up to ``max_events`` events over
 three sites ``c0``, ``c1``, ``c2`` and two roles ``a``, ``b``: fixed resources, pool
 placeholders ``a:*`` / ``b:*`` (the pools list the three sites in a drawn order; ``b`` has one or
-two members per site), an event with both, events with no resource, dependencies with λ,
-colocation with an earlier event, and two semaphores ``s1`` / ``s2`` used both ways a kernel
-uses them: units held by one event for its duration, and units taken by a producer and given
-back by a consumer that depends on it. Every event carries a ``stage`` label (``x``, ``y`` or
-``z``) that no scheduler may read.
+two members per site), an event with a fixed resource and a placeholder, an event with both
+placeholders, events with no resource, dependencies with λ, colocation with an earlier event,
+and two semaphores ``s1`` / ``s2`` used both ways a kernel uses them: units held by one event
+for its duration, and units taken by a producer and given back by a consumer that depends on
+it. Every event carries a ``stage`` label (``x``, ``y`` or ``z``) that no scheduler may read.
 
 Some drawn graphs deadlock (a producer whose units are never given back starves a later
 acquirer): the scheduler then raises ``SchedulingError`` with "deadlock" in its message.
@@ -45,13 +45,15 @@ def event_graphs(draw: st.DrawFn, max_events: int = 9, semaphores: bool = True) 
     open_slots: list[tuple[str, str, int]] = []  # (producer, semaphore, units) not yet released
     for k in range(n):
         name = f"e{k}"
-        kind = draw(st.sampled_from(["fixed", "pool", "pool", "both", "none"]))
+        kind = draw(st.sampled_from(["fixed", "pool", "pool", "both", "none", "two"]))
         if kind == "fixed":
             res = [f"{draw(st.sampled_from(SITES))}.{draw(st.sampled_from(['a', 'b']))}"]
         elif kind == "pool":
             res = [f"{draw(st.sampled_from(['a', 'b']))}:*"]
         elif kind == "both":
             res = [f"{draw(st.sampled_from(SITES))}.a", "b:*"]
+        elif kind == "two":
+            res = ["a:*", "b:*"]
         else:
             res = []
         deps: dict[str, float] = {}
@@ -59,8 +61,10 @@ def event_graphs(draw: st.DrawFn, max_events: int = 9, semaphores: bool = True) 
             for p in draw(st.lists(st.sampled_from(names), max_size=3, unique=True)):
                 deps[p] = draw(st.sampled_from(LAMBDAS))
         coloc = None
-        if names and len(res) == 1 and res[0].endswith(":*") and draw(st.booleans()):
-            partners = [p for p in names if len(res_of[p]) == 1]
+        if names and res and all(r.endswith(":*") for r in res) and draw(st.booleans()):
+            # (a group holds at most one event with fixed resources: only placeholder-only
+            # events link, each to one partner)
+            partners = [p for p in names if res_of[p]]
             if partners:
                 coloc = draw(st.sampled_from(partners))
         acquires: dict[str, int] = {}

@@ -23,7 +23,7 @@ from moeopt.core.schedule import Schedule
 from moeopt.core.scheduler import schedule
 from moeopt.errors import SchedulingError
 from moeopt.testing.strategies import event_graphs
-from tests.core.test_hand_cases import SITE_CHANGE_STARTS, site_change_graph
+from tests.core.test_hand_cases import SITE_CHANGE_STARTS, several_placeholders_graph, site_change_graph
 
 KEYED = [p for p in BUILTIN_POLICIES if not make_policy(p).wants_view]
 RESOURCES = ("c0.a", "c0.b", "c1.a", "c1.b")
@@ -309,6 +309,15 @@ def test_an_event_that_may_still_change_site_waits_in_no_gate(compiled_loop: Non
     assert s.resources["m"] == ("c1.b", "c1.k")
     for policy in KEYED:
         _same(_python(g, policy), _compiled(g, policy))
+
+
+def test_several_placeholders_bind_as_the_python_loop(compiled_loop: None) -> None:
+    """The hand-derived case of tests/core/test_hand_cases.py: e binds at the site whose
+    members come first in their pools once the semaphore has set its start."""
+    g = several_placeholders_graph()
+    s = _compiled(g, "earliest_start")
+    assert s.resources["e"] == ("c0.a", "c0.b")
+    _same(_python(g, "earliest_start"), s)
 
 
 def test_a_graph_whose_moved_keys_cost_too_much_goes_to_the_python_loop(compiled_loop: None) -> None:

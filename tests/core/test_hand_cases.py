@@ -262,3 +262,28 @@ def test_an_event_whose_site_may_change_is_not_held_to_one_sites_members() -> No
         ref = naive_schedule(g, make_policy(policy))
         got = m.schedule(g, policy, normalize=False)
         assert {k: (got.start_us[k], got.resources[k]) for k in ref} == {k: (v[0], v[2]) for k, v in ref.items()}
+
+
+def several_placeholders_graph() -> EventGraph:
+    """e has two placeholders (a and b) and a group with no site yet (p, colocated with it,
+    depends on it); s has one unit, which y holds over [0, 2)."""
+    g = EventGraph(semaphores={"s": 1}, pools={"a": ["c0.a", "c1.a"], "b": ["c0.b", "c1.b"]})
+    g.add(Event("y", resources=["c5.z"], acquires={"s": 1}, releases={"s": 1}, duration_us=2.0))
+    g.add(Event("x", resources=["c0.a"], duration_us=1.0))
+    g.add(Event("e", resources=["a:*", "b:*"], acquires={"s": 1}, releases={"s": 1}, duration_us=1.0))
+    g.add(Event("p", resources=["a:*"], deps={"e": 0.0}, colocate_with="e", duration_us=1.0))
+    return g
+
+
+def test_several_placeholders_bind_at_the_site_whose_members_come_first() -> None:
+    """Hand-derived, earliest_start: y holds s over [0, 2) and x holds c0.a over [0, 1). e's
+    earliest t_base is 0 at c1 (c0.a is busy to 1), but s admits it only at 2, when both sites
+    are free: every binding free by 2 gives the start 2, and SPEC's tie rule (the lowest index)
+    takes the members first in their pools, c0.a and c0.b. (The scheduler once kept the site of
+    the earliest t_base, c1.) p follows on e's site: c0.a at 3. The naive scheduler agrees."""
+    g = several_placeholders_graph()
+    s = m.schedule(g, "earliest_start", normalize=False)
+    assert dict(s.start_us) == {"y": 0.0, "x": 0.0, "e": 2.0, "p": 3.0}
+    assert dict(s.resources) == {"y": ("c5.z",), "x": ("c0.a",), "e": ("c0.a", "c0.b"), "p": ("c0.a",)}
+    ref = naive_schedule(g, make_policy("earliest_start"))
+    assert {k: (v[0], v[2]) for k, v in ref.items()} == {k: (s.start_us[k], s.resources[k]) for k in ref}
