@@ -17,8 +17,10 @@ start is worked out by the same float operations in the same order:
   (strictly greater replaces), then by the pool placeholders as ``SchedulerState.evaluate``
   binds them (one placeholder: the first member free by then, else the earliest to free up,
   first on ties; several: the latest of each one's earliest member; a colocated event: the
-  members at its group's site, the one-member-per-site list of the state, or the site
-  ``_best_site`` picks), and the members picked again after the semaphores moved the start;
+  members at its group's site, or while the group has none, its one placeholder's members at
+  the group's sites (the state's ``site_members``) or, for several, the site ``_best_site``
+  picks), and the members picked again after the semaphores moved the start (several
+  placeholders of a group without a site: at the site ``_site_binding`` picks);
 * admission of each semaphore as ``SemaphoreProfile.admit`` answers it (the earliest ``t >=
   t_base`` at which ``take`` units are free over ``[t, t + duration)``, ``τ < t + duration``
   deciding whether a breakpoint ``τ`` is inside, and what the event keeps from its end on is

@@ -34,7 +34,7 @@ def event_graphs(draw: st.DrawFn, max_events: int = 9, semaphores: bool = True) 
     }
     if draw(st.booleans()):
         # two members of b per site (in a drawn order): a colocated b placeholder whose group
-        # has no site yet then binds at the group's best site, not to a site's one member
+        # has no site yet then chooses among several members per site, in pool order
         pools["b"] = list(draw(st.permutations([f"{s}.{u}" for s in SITES for u in ("b", "bb")])))
     sems = {}
     if semaphores:
