@@ -565,8 +565,8 @@ class SchedulerState:
         """The members event ``i`` (several placeholders, group ``g`` without a site) binds to
         when it starts at ``t``: at each allowed site where every placeholder has a member free
         by ``t``, the first such member of each; of those sites, the one whose members' places
-        in their pools come first (compared in placeholder order), as SPEC's rule (the member
-        giving the earliest start, the lowest index on ties) reads for several placeholders."""
+        in their pools come first (compared in placeholder order): the binding rule (the member
+        giving the earliest start, the lowest index on ties) for several placeholders."""
         cg = self.cg
         if self._pool_pos is None:
             self._pool_pos = [{m: k for k, m in enumerate(members)} for members in cg.pool_members]

@@ -278,7 +278,7 @@ def several_placeholders_graph() -> EventGraph:
 def test_several_placeholders_bind_at_the_site_whose_members_come_first() -> None:
     """Hand-derived, earliest_start: y holds s over [0, 2) and x holds c0.a over [0, 1). e's
     earliest t_base is 0 at c1 (c0.a is busy to 1), but s admits it only at 2, when both sites
-    are free: every binding free by 2 gives the start 2, and SPEC's tie rule (the lowest index)
+    are free: every binding free by 2 gives the start 2, and the tie rule (the lowest index)
     takes the members first in their pools, c0.a and c0.b. (The scheduler once kept the site of
     the earliest t_base, c1.) p follows on e's site: c0.a at 3. The naive scheduler agrees."""
     g = several_placeholders_graph()
