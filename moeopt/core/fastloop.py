@@ -260,10 +260,10 @@ def _pool_tables(
     # placeholders binds by it: SchedulerState._site_binding); the other entries their place in
     # their own list
     place = [{m: k for k, m in enumerate(members)} for members in cg.pool_members]
-    own_places = chain.from_iterable(map(range, map(len, chain(cg.pool_members))))
+    pool_places = chain.from_iterable(map(range, map(len, cg.pool_members)))
     at_places = (place[k // n_sites][m] for k, row in enumerate(at_site) for m in row)
     list_places = chain.from_iterable(map(range, map(len, own)))
-    mem_pos = np.fromiter(chain(own_places, at_places, list_places), np.int64, int(sm_ptr[-1]))
+    mem_pos = np.fromiter(chain(pool_places, at_places, list_places), np.int64, int(sm_ptr[-1]))
     return (ph_ptr, ph_pool, group, gs_ptr, gs_site, sm_ptr, pool_ptr, mat_ptr, mem, sm_row, mem_pos)
 
 
