@@ -381,7 +381,13 @@ def _child_main(
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
     try:
-        stats = worker_loop(cfg, spec, index, deadline, parent_pid=parent, baseline=baseline)
+        try:
+            stats = worker_loop(cfg, spec, index, deadline, parent_pid=parent, baseline=baseline)
+        finally:
+            # the work is over: a stop request from now on has nothing to interrupt, and one
+            # raised inside q.put below (the parent stops every child once one reports an error)
+            # escaped as a traceback (tests/search/test_removed_study_file.py, two workers)
+            signal.signal(signal.SIGTERM, signal.SIG_IGN)
     except KeyboardInterrupt:
         stats = WorkerStats(interrupted=True)
     except Exception as exc:  # reported by the parent; the other workers go on
