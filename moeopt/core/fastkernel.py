@@ -17,6 +17,15 @@ _jit = numba.njit(cache=True, nogil=True)
 
 
 @_jit
+def first_at_least(levels: Any, k: int, hi: int, need: int) -> int:
+    """The first index from ``k`` (below ``hi``) whose level is at least ``need``; ``hi`` when
+    there is none."""
+    while k < hi and levels[k] < need:
+        k += 1
+    return k
+
+
+@_jit
 def admit(
     times: Any, levels: Any, lo: int, hi: int, cap: int, t: float, take: int, back: int, dur: float,
     steps: Any,
@@ -57,8 +66,7 @@ def admit(
     k = a
     k0 = k
     if (levels[k - 1] if k > lo else cap) < head:
-        while k < hi and levels[k] < head:
-            k += 1
+        k = first_at_least(levels, k, hi, head)
         if k == hi:
             steps[0] += k - k0
             return INF
@@ -75,9 +83,7 @@ def admit(
             steps[0] += k - k0
             return t
         if levels[k] < take:
-            k += 1
-            while k < hi and levels[k] < head:
-                k += 1
+            k = first_at_least(levels, k + 1, hi, head)
             if k == hi:
                 steps[0] += k - k0
                 return INF
