@@ -330,12 +330,30 @@ def _can_fork() -> bool:
     )
 
 
+def _expected_events(cfg: Config, counts: np.ndarray, reps: Sequence[int], local_experts: int) -> int:
+    """About how many events the ranks ``reps`` have: their GMM tiles on a rectangular grid
+    (each expert's rows in blocks of ``tile_m``, its GMM1 and GMM2 columns in blocks of
+    ``tile_n``), which are nearly all of a large rank's events (the DeepSeek-V3-like zipf rank
+    16: 57,772 GMM tiles of 58,460 events). An estimate for deciding when to load the compiled
+    loop (:func:`moeopt.core.fastloop.before_fork`), read off the routing counts before anything
+    is built; other tile grids cut the outputs otherwise, and the other stages add a few
+    events per expert."""
+    e = local_experts
+    per_row_block = -(-cfg.hidden_dim // cfg.tile_n) + -(-cfg.h // cfg.tile_n)
+    total = 0
+    for r in reps:
+        rows = counts[:, r * e : (r + 1) * e].sum(axis=0)
+        total += int((-(-rows // cfg.tile_m)).sum()) * per_row_block
+    return total
+
+
 @contextlib.contextmanager
-def _pool(job: _Job | _FullJob, workers: int) -> Iterator[Any]:
-    # a process that has scheduled enough (its workers' ranks counted) loads the compiled loop
-    # once, here, so that every worker forked now and later shares it instead of loading it
-    # again (moeopt.core.fastloop)
-    fastloop.before_fork()
+def _pool(job: _Job | _FullJob, workers: int, expected: int = 0) -> Iterator[Any]:
+    # a process that has scheduled enough (its workers' ranks counted), or whose workers are
+    # about to schedule enough (``expected`` events, when the whole job is known), loads the
+    # compiled loop once, here, so that every worker forked now and later shares it instead of
+    # loading it again (moeopt.core.fastloop)
+    fastloop.before_fork(expected, workers)
     ctx = multiprocessing.get_context("fork")
     pool = ctx.Pool(workers, initializer=_init if isinstance(job, _Job) else _init_full, initargs=(job,))
     try:
@@ -456,7 +474,7 @@ def parallel_rank_results(
     builder = lookup("builder", cfg.builder)  # (the one the workers build with, kept)
     got: dict[int, RankResult] = {}
     failed: dict[int, _Failed] = {}
-    with _pool(job, n) as pool:  # (leaving it stops the workers)
+    with _pool(job, n, _expected_events(cfg, counts, reps, e)) as pool:  # (leaving it stops the workers)
         for one in pool.imap_unordered(_rank_analysed, reps, chunksize=1):
             used |= one.constants
             if one.failed is not None:
@@ -586,7 +604,10 @@ def _timed(
         finally:
             _JOB = saved
     else:
-        with _pool(job, n) as pool:  # (leaving it stops the workers)
+        # (with stop_at, how many ranks are scheduled is not known beforehand: the workers'
+        # own counts decide)
+        expected = _expected_events(cfg, counts, reps, e) if stop_at is None else 0
+        with _pool(job, n, expected) as pool:  # (leaving it stops the workers)
             # with stop_at, the likely slowest rank alone first: a point that cannot win then
             # stops with the other workers idle, none of them having scheduled a rank only to
             # be stopped; a point that wins waits for that one rank before the others are

@@ -399,3 +399,19 @@ def test_when_a_process_loads_the_compiled_loop(monkeypatch: pytest.MonkeyPatch)
     assert fastloop.wanted(100)  # 1000 reached
     fastloop.before_fork()
     assert fastloop._LOOP is not None
+
+
+def test_a_known_job_loads_before_the_fork_once_it_pays(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Workers about to schedule a known number of events: the loop is loaded before the fork
+    once those events reach LOAD_EVENTS per worker (loading is paid once, on one core; what it
+    saves is shared out over the workers), whatever this process scheduled before."""
+    monkeypatch.setattr(fastloop, "_LOOP", None)
+    monkeypatch.setattr(fastloop, "_seen_events", 0)
+    monkeypatch.setattr(fastloop, "LOAD_EVENTS", 1000)
+    fastloop.before_fork(1999, 2)  # below 2 x 1000
+    assert fastloop._LOOP is None
+    fastloop.before_fork(2999, 3)
+    assert fastloop._LOOP is None
+    monkeypatch.setattr(fastloop, "_seen_events", 1)  # (with one event seen here: 2000 in all)
+    fastloop.before_fork(1999, 2)
+    assert fastloop._LOOP is not None

@@ -516,3 +516,24 @@ def test_below_in_workers_reads_each_rank_as_it_is_done(monkeypatch: pytest.Monk
     monkeypatch.setattr(kt, "_rank_time", held)
     got = kt.kernel_time_below(sc, times[slow], workers=2)
     assert got == kt.Reached(slow, times[slow])
+
+
+@pytest.mark.parametrize("name", ["bs72.zipf", "pto_m16.zipf"])
+def test_expected_events_are_the_gmm_tiles_of_a_rectangular_grid(name: str) -> None:
+    # the estimate that decides whether to load the compiled loop before forking counts each
+    # rank's GMM tiles on the rectangular grid: on these configs (rect grid, no split tiles)
+    # exactly the events the builds label gmm1 and gmm2
+    import moeopt.megamoe.kerneltime as kt
+
+    sc = _golden(name)
+    assert sc.config.tile_grid == "rect"
+    counts, groups = sys.modules["moeopt.megamoe.simulate"].rank_groups(sc)
+    reps = [g[0] for g in groups]
+    graphs = build_graphs(sc)
+    tiles = sum(
+        1
+        for rep in reps
+        for ev in graphs[rep][0].graph.events.values()
+        if ev.labels.get("stage") in ("gmm1", "gmm2")
+    )
+    assert kt._expected_events(sc.config, counts, reps, sc.workload.local_experts) == tiles
