@@ -57,7 +57,6 @@ scheduled make that worth it.
 
 from __future__ import annotations
 
-import struct
 from collections.abc import Callable, Sequence
 from itertools import chain
 from typing import Any, NamedTuple
@@ -197,8 +196,6 @@ def loop_form(cg: CompiledGraph) -> LoopForm | None:
     return got or None
 
 
-# one edge as struct's native "nd" packs it: a position, then λ (8 + 8 bytes, no padding)
-_EDGE = np.dtype([("j", np.intp), ("lam", np.float64)])
 
 
 def _ptr(rows: Sequence[Sequence[Any]]) -> np.ndarray:
@@ -274,11 +271,7 @@ def _find_form(cg: CompiledGraph) -> LoopForm | None:
         return None
     n = cg.n
     n_sem = len(cg.sem_cap)
-    succ_ptr = _ptr(cg.succs)
-    m = int(succ_ptr[-1])
-    # the edges packed in one C loop by struct (about two thirds of the time of np.fromiter
-    # over the same pairs into records, 174k edges)
-    succ = np.frombuffer(struct.pack("nd" * m, *chain.from_iterable(chain.from_iterable(cg.succs))), _EDGE)
+    e = cg.edges
     fix_ptr = _ptr(cg.fixed)
     sig = np.fromiter(tab.sig, np.int64, n)
     acq = _columns(tab.sig_acq, 3)
@@ -302,9 +295,9 @@ def _find_form(cg: CompiledGraph) -> LoopForm | None:
         dur=np.fromiter(cg.dur, np.float64, n),
         ready0=np.fromiter(tab.ready, np.float64, n),
         indeg=np.fromiter(tab.indeg, np.int64, n),
-        succ_ptr=succ_ptr,
-        succ_idx=succ["j"].astype(np.int64),  # (copies: fresh, writable arrays)
-        succ_lam=succ["lam"].copy(),
+        succ_ptr=e.succ_ptr.copy(),  # (copies: fresh, writable int64 / float64 arrays)
+        succ_idx=e.succ_idx.astype(np.int64),
+        succ_lam=e.succ_lam.copy(),
         fix_ptr=fix_ptr,
         fix_idx=np.fromiter(chain.from_iterable(cg.fixed), np.int64, int(fix_ptr[-1])),
         sig=sig,
@@ -434,6 +427,12 @@ def run_compiled(cg: CompiledGraph, before: Sequence[float], after: Sequence[flo
 
 _LOOP: Callable[..., Any] | None = None
 _AVAILABLE: bool | None = None
+
+
+def loaded() -> bool:
+    """Whether the compiled loop is loaded in this process (it then takes every pinned graph of
+    :data:`MIN_EVENTS` or more under a keyed policy)."""
+    return _LOOP is not None
 
 
 def available() -> bool:

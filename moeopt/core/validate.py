@@ -419,14 +419,13 @@ def _passes(graph: EventGraph, schedule: Schedule, durations_exact: bool, by_pos
 
     ``by_position``: the predecessors and their λ, and the semaphore uses, are read from the
     compiled graph by position (see :func:`validate_schedule`) instead of by name from the
-    events: the same edges and amounts (``compile_graph`` keeps each event's dependencies and
-    semaphore maps as ``(position, value)`` pairs in the graph's event order and semaphore
-    order, values as given), and the schedule's order is checked against the same names, so
-    each test sees the same numbers. On the DeepSeek-V3-like zipf rank 1 (47k events, 174k
-    edges) the by-name lookups of the predecessors' ends were about half of this check's
-    wall-clock time; read by position, the rank's build, schedule and check went from
-    4,007.7M to 3,980.0M instructions (callgrind): the per-edge work left is turning the
-    pairs into arrays.
+    events: the same edges and amounts (``compile_graph`` keeps each event's dependencies as
+    the arrays of :class:`~moeopt.core.compiled.Edges`, positions and λ as given, and its
+    semaphore maps as ``(position, value)`` pairs in the graph's semaphore order), and the
+    schedule's order is checked against the same names, so each test sees the same numbers. On
+    the DeepSeek-V3-like zipf rank 1 (47k events, 174k edges) the by-name lookups of the
+    predecessors' ends were about half of this check's wall-clock time; by position, the
+    predecessors' ends are one gather from the compiled edges.
     """
     events = graph.events
     n = len(events)
@@ -458,7 +457,8 @@ def _passes(graph: EventGraph, schedule: Schedule, durations_exact: bool, by_pos
     # precedence with λ, one entry per edge
     cg = graph.compiled() if by_position else None
     if cg is not None:
-        n_deps, need = _edge_needs(cg.preds, en)
+        n_deps = np.diff(cg.edges.pred_ptr)
+        need = en[cg.edges.pred_idx] + cg.edges.pred_lam
     else:
         deps = [ev.deps for ev in evs]
         n_deps = _packed("n", map(len, deps), n)
@@ -578,22 +578,6 @@ def _passes(graph: EventGraph, schedule: Schedule, durations_exact: bool, by_pos
     return _semaphores_pass(graph, evs, st, en, by_position)
 
 
-def _edge_needs(
-    preds: Sequence[Sequence[tuple[int, float]]], en: np.ndarray
-) -> tuple[np.ndarray, np.ndarray]:
-    """Per event its number of predecessors, and per edge (event after event, each event's
-    predecessors in its order) the predecessor's end plus λ, from ``(position, λ)`` pairs:
-    the pairs packed as (intp, float64) records in one C loop (:func:`struct.pack`, each λ
-    converted by ``float()`` as :func:`_packed` converts it), the ends gathered by position."""
-    n_deps = _packed("n", map(len, preds), len(preds))
-    m = int(n_deps.sum())
-    flat = np.frombuffer(struct.pack("nd" * m, *chain.from_iterable(chain.from_iterable(preds))), _EDGE)
-    need: np.ndarray = en[flat["p"]] + flat["lam"]
-    return n_deps, need
-
-
-# one edge as packed by struct's native "nd": a position, then λ (8 + 8 bytes, no padding)
-_EDGE = np.dtype([("p", np.intp), ("lam", np.float64)])
 
 
 def _semaphores_pass(

@@ -43,6 +43,7 @@ from typing import Any, NamedTuple, TypedDict, TypeGuard, cast
 import numpy as np
 
 from moeopt.core import fastloop
+from moeopt.core.compiled import columns_from
 from moeopt.core.events import EventGraph
 from moeopt.core.gcpause import gc_paused
 from moeopt.core.policies import make_policy
@@ -214,7 +215,7 @@ def _rank_time(rep: int) -> _RankTime | _Failed:
     scenario, counts, conservation, slowest = _JOB
     cfg = scenario.config
     w = scenario.workload
-    with gc_paused(), recording() as used:
+    with gc_paused(), recording() as used, _columns():
         try:
             builder = lookup("builder", cfg.builder)()
             rg = builder(cfg, w.tokens, w.topk, w.world, counts, rep, w.shared_expert_num)
@@ -237,6 +238,14 @@ def _rank_time(rep: int) -> _RankTime | _Failed:
                     return t._replace(analysed=exc, analysed_constants=frozenset(extra))
             t = t._replace(analysed=res, analysed_constants=frozenset(extra))
     return t
+
+
+def _columns() -> contextlib.AbstractContextManager[None]:
+    """While a rank is built and timed with the compiled loop loaded: its graphs compiled to
+    the arrays the loop and the array check read (:func:`moeopt.core.compiled.columns_from`;
+    the same graphs, at less cost; a rank analysed for ``ranks="slowest"`` makes the per-event
+    tuples its analyses read from them)."""
+    return columns_from(fastloop.MIN_EVENTS) if fastloop.loaded() else contextlib.nullcontext()
 
 
 class _Judged(NamedTuple):

@@ -10,17 +10,19 @@ otherwise): both are reached here."""
 from __future__ import annotations
 
 import dataclasses
+from collections import deque
 from collections.abc import Mapping, Sequence
 from types import MappingProxyType
 from typing import Any
 from unittest import mock
 
+import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import moeopt as m
 from moeopt.core import compiled
-from moeopt.core.compiled import CompiledGraph, _scan_fast, compile_graph
+from moeopt.core.compiled import CompiledGraph, _scan_columns, _scan_rows, compile_graph
 from moeopt.core.events import EventGraph
 from moeopt.errors import GraphError
 
@@ -105,19 +107,59 @@ def _sharing(tuples: Sequence[object]) -> list[int]:
 
 
 def _assert_same(g: EventGraph) -> None:
+    # the lean scan both ways: the edges as tuples first, and as arrays first
+    for columns_from in (float("inf"), 0):
+        with mock.patch.object(compiled, "COLUMNS_MIN_EVENTS", columns_from):
+            _assert_same_as_reference(g)
+
+
+def _assert_same_as_reference(g: EventGraph) -> None:
     new, ref = _outcome(compile_graph, g), _outcome(_reference_compile, g)
     if isinstance(ref, str):
         assert new == ref
         return
     assert isinstance(new, CompiledGraph)
-    for f in dataclasses.fields(CompiledGraph):
-        a, b = getattr(new, f.name), getattr(ref, f.name)
-        assert type(a) is type(b), f.name
-        assert a == b, f.name
+    same = [f.name for f in dataclasses.fields(CompiledGraph) if f.name not in ("rows", "columns")]
+    for name in [*same, "preds", "succs"]:
+        a, b = getattr(new, name), getattr(ref, name)
+        assert type(a) is type(b), name
+        assert a == b, name
         if isinstance(b, tuple):  # the items' types too (a list inside would compare unequal)
-            assert list(map(type, a)) == list(map(type, b)), f.name
+            assert list(map(type, a)) == list(map(type, b)), name
     assert _sharing(new.acq) == _sharing(ref.acq)
     assert _sharing(new.rel) == _sharing(ref.rel)
+    _assert_edges(g, new)
+
+
+def _assert_edges(g: EventGraph, cg: CompiledGraph) -> None:
+    """The compiled edges against the events themselves (written out here, independently of
+    both scans): each event's predecessors in its dependencies' order, each event's successors
+    in event order, the arrays' types, and the topological order Kahn's algorithm gives breadth
+    first from the sources in index order."""
+    index = {name: i for i, name in enumerate(g.events)}
+    evs = list(g.events.values())
+    want_preds = tuple(tuple((index[d], lam) for d, lam in ev.deps.items()) for ev in evs)
+    assert cg.preds == want_preds
+    want_succs = tuple(
+        tuple((i, lam) for i in range(len(evs)) for p, lam in want_preds[i] if p == q) for q in range(len(evs))
+    )
+    assert cg.succs == want_succs
+    e = cg.edges
+    assert (e.pred_ptr.dtype, e.succ_ptr.dtype) == (np.int64, np.int64)
+    assert (e.pred_idx.dtype, e.succ_idx.dtype) == (np.intp, np.intp)
+    assert (e.pred_lam.dtype, e.succ_lam.dtype) == (np.float64, np.float64)
+    assert not any(a.flags.writeable for a in (e.pred_ptr, e.pred_idx, e.pred_lam, e.succ_ptr, e.succ_idx, e.succ_lam))
+    indeg = [len(p) for p in want_preds]
+    queue = deque(i for i in range(len(evs)) if not indeg[i])
+    topo = []
+    while queue:
+        i = queue.popleft()
+        topo.append(i)
+        for j, _lam in want_succs[i]:
+            indeg[j] -= 1
+            if not indeg[j]:
+                queue.append(j)
+    assert cg.topo == tuple(topo)
 
 
 @settings(max_examples=120, deadline=None)
@@ -140,10 +182,11 @@ def test_each_scan_is_taken() -> None:
     g.add(m.Event("a", resources=["P:*"], acquires={"s": 1}, releases={"s": 1}))
     g.add(m.Event("b", resources=["c0.b"], deps={"a": 0.0}))
     args = (list(g.events.values()), {"a": 0, "b": 1}, {"s": 0})
-    assert _scan_fast(*args, dict(g.pools)) is not None
-    assert _scan_fast(*args, {}) is None  # no pool P
-    assert _scan_fast(args[0], {"b": 1}, args[2], dict(g.pools)) is None  # b's dependency missing
-    assert _scan_fast(args[0], args[1], {}, dict(g.pools)) is None  # no semaphore s
+    for scan in (_scan_rows, _scan_columns):
+        assert scan(*args, dict(g.pools)) is not None
+        assert scan(*args, {}) is None  # no pool P
+        assert scan(args[0], {"b": 1}, args[2], dict(g.pools)) is None  # b's dependency missing
+        assert scan(args[0], args[1], {}, dict(g.pools)) is None  # no semaphore s
 
 
 def test_graphs_without_events_match_the_reference() -> None:
