@@ -44,11 +44,6 @@ class Edges:
     succ_idx: np.ndarray
     succ_lam: np.ndarray
 
-    @property
-    def indeg(self) -> np.ndarray:
-        """Each event's number of predecessors."""
-        return np.diff(self.pred_ptr)
-
 
 def _rows(ptr: np.ndarray, idx: np.ndarray, lam: np.ndarray) -> tuple[tuple[tuple[int, float], ...], ...]:
     """The CSR rows ``ptr`` / ``idx`` / ``lam`` as a tuple of ``(index, λ)`` tuples per row
@@ -88,14 +83,19 @@ def _edges_from(
     )
 
 
-def _edges_of(preds: Sequence[Sequence[tuple[int, float]]]) -> Edges:
-    """:func:`_edges_from` of per-event ``(predecessor, λ)`` tuples."""
-    n = len(preds)
-    n_deps = np.fromiter(map(len, preds), np.int64, n)
-    flat = list(chain.from_iterable(preds))
-    idx = np.fromiter((p for p, _lam in flat), np.intp, len(flat))
-    lam = np.fromiter((lam for _p, lam in flat), np.float64, len(flat))
-    return _edges_from(n_deps, idx, lam, n)
+def _csr(rows: Sequence[Sequence[tuple[int, float]]]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(ptr, positions, λ)`` of per-event ``(position, λ)`` tuples (read-only arrays): the
+    pairs packed as (intp, float64) records by one C loop (:func:`struct.pack`, about two
+    thirds of the time of ``np.fromiter`` into records), then split into columns."""
+    ptr = np.zeros(len(rows) + 1, np.int64)
+    np.cumsum(_packed("q", map(len, rows), len(rows)), out=ptr[1:])
+    m = int(ptr[-1])
+    flat = np.frombuffer(struct.pack("nd" * m, *chain.from_iterable(chain.from_iterable(rows))), _EDGE)
+    return _frozen(ptr), _frozen(flat["j"].copy()), _frozen(flat["lam"].copy())
+
+
+# one edge as struct's native "nd" packs it: a position, then λ (8 + 8 bytes, no padding)
+_EDGE = np.dtype([("j", np.intp), ("lam", np.float64)])
 
 
 @dataclass(frozen=True, slots=True)
@@ -183,9 +183,34 @@ class CompiledGraph:
         """The edges as arrays (:class:`Edges`)."""
         if self.columns is not None:
             return self.columns
-        got: Edges | None = self._derived.get("edges")
+        return Edges(*self.pred_arrays(), *self.succ_arrays())
+
+    def pred_arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``(pred_ptr, pred_idx, pred_lam)`` of :class:`Edges` (for a graph compiled to
+        tuples, packed from them on the first call and kept, without the successors' side)."""
+        if self.columns is not None:
+            e = self.columns
+            return e.pred_ptr, e.pred_idx, e.pred_lam
+        got: tuple[np.ndarray, np.ndarray, np.ndarray] | None = self._derived.get("pred_arrays")
         if got is None:
-            got = self.keep("edges", _edges_of(self.preds))
+            got = self.keep("pred_arrays", _csr(self.preds))
+        return got
+
+    def succ_arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``(succ_ptr, succ_idx, succ_lam)`` of :class:`Edges` (as :meth:`pred_arrays`)."""
+        if self.columns is not None:
+            e = self.columns
+            return e.succ_ptr, e.succ_idx, e.succ_lam
+        got: tuple[np.ndarray, np.ndarray, np.ndarray] | None = self._derived.get("succ_arrays")
+        if got is None:
+            got = self.keep("succ_arrays", _csr(self.succs))
+        return got
+
+    def indeg(self) -> list[int]:
+        """Each event's number of predecessors."""
+        if self.rows is not None:
+            return list(map(len, self.rows[0]))
+        got: list[int] = np.diff(self.edges.pred_ptr).tolist()
         return got
 
     def derived(self, key: str) -> Any:

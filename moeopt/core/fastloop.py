@@ -271,7 +271,7 @@ def _find_form(cg: CompiledGraph) -> LoopForm | None:
         return None
     n = cg.n
     n_sem = len(cg.sem_cap)
-    e = cg.edges
+    succ_ptr, succ_idx, succ_lam = cg.succ_arrays()
     fix_ptr = _ptr(cg.fixed)
     sig = np.fromiter(tab.sig, np.int64, n)
     acq = _columns(tab.sig_acq, 3)
@@ -295,9 +295,9 @@ def _find_form(cg: CompiledGraph) -> LoopForm | None:
         dur=np.fromiter(cg.dur, np.float64, n),
         ready0=np.fromiter(tab.ready, np.float64, n),
         indeg=np.fromiter(tab.indeg, np.int64, n),
-        succ_ptr=e.succ_ptr.copy(),  # (copies: fresh, writable int64 / float64 arrays)
-        succ_idx=e.succ_idx.astype(np.int64),
-        succ_lam=e.succ_lam.copy(),
+        succ_ptr=succ_ptr.copy(),  # (copies: fresh, writable int64 / float64 arrays)
+        succ_idx=succ_idx.astype(np.int64),
+        succ_lam=succ_lam.copy(),
         fix_ptr=fix_ptr,
         fix_idx=np.fromiter(chain.from_iterable(cg.fixed), np.int64, int(fix_ptr[-1])),
         sig=sig,

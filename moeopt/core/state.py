@@ -164,7 +164,7 @@ def pair_numbers(
 
 def _find_tables(cg: CompiledGraph) -> GraphTables:
     n = cg.n
-    indeg = tuple(cg.edges.indeg.tolist())
+    indeg = tuple(cg.indeg())
     # -1 until a predecessor is committed (every end + λ is >= 0, so the first one always
     # sets it: commit needs no separate test for "no predecessor yet"); 0 without any
     ready = [-1.0] * n

@@ -457,8 +457,9 @@ def _passes(graph: EventGraph, schedule: Schedule, durations_exact: bool, by_pos
     # precedence with λ, one entry per edge
     cg = graph.compiled() if by_position else None
     if cg is not None:
-        n_deps = np.diff(cg.edges.pred_ptr)
-        need = en[cg.edges.pred_idx] + cg.edges.pred_lam
+        pred_ptr, pred_idx, pred_lam = cg.pred_arrays()
+        n_deps = np.diff(pred_ptr)
+        need = en[pred_idx] + pred_lam
     else:
         deps = [ev.deps for ev in evs]
         n_deps = _packed("n", map(len, deps), n)
