@@ -23,6 +23,7 @@ from typing import Any
 import networkx as nx
 import numpy as np
 
+from moeopt.core import smallints
 from moeopt.core.events import Event, EventGraph, placeholder_role, split_resource
 from moeopt.errors import GraphError
 
@@ -435,6 +436,8 @@ class _Scan:
     dur: list[float] | None = None
     # whether any event names a colocation partner (None: the scan did not look)
     linked: bool | None = None
+    # moeopt.core.state.pair_numbers of acq and rel, when the scan found them
+    pair_numbers: tuple[list[int], tuple[int, ...]] | None = None
 
 
 class _Resources:
@@ -767,8 +770,8 @@ def _scan_columns(
         # the pairs of each distinct acquire / release map, keyed by the map's identity (every
         # event with that map gets that very tuple: the scheduler's state numbers the distinct
         # tuples by identity); an empty map gets the empty tuple
-        acq, acq_of = _pairs_by_id(list(map(_acq_of, events)), sem_id)
-        rel, rel_of = _pairs_by_id(list(map(_rel_of, events)), sem_id)
+        acq, acq_of, acq_no = _pairs_by_id(list(map(_acq_of, events)), sem_id)
+        rel, rel_of, rel_no = _pairs_by_id(list(map(_rel_of, events)), sem_id)
         # the resources: the pools' members are numbered first, then each distinct resource
         # tuple's new names in the order the events first name them (as _scan_events does)
         res = _Resources()
@@ -806,6 +809,7 @@ def _scan_columns(
         no_placeholders=not any_ph,
         dur=list(map(_duration, events)),
         linked=colocs.count(None) < n,
+        pair_numbers=_pair_numbers(acq_no, rel_no),
     )
 
 
@@ -817,14 +821,34 @@ _values = methodcaller("values")
 
 def _pairs_by_id(
     maps: Sequence[Mapping[str, int]], sem_id: Mapping[str, int]
-) -> tuple[list[tuple[tuple[int, int], ...]], dict[int, tuple[tuple[int, int], ...]]]:
+) -> tuple[list[tuple[tuple[int, int], ...]], dict[int, tuple[tuple[int, int], ...]], np.ndarray]:
     """Each map's ``(semaphore index, units)`` pairs (``()`` for an empty map), one tuple per
-    distinct map by identity, and those tuples by the maps' ids, in order of first appearance;
-    a KeyError for an undeclared semaphore."""
+    distinct map by identity; those tuples by the maps' ids, in order of first appearance; and
+    each map's tuple's number among the distinct tuples by identity (every empty map has the
+    one empty tuple), in order of first appearance. A KeyError for an undeclared semaphore."""
     ids = list(map(id, maps))
     distinct = dict(zip(ids, maps))  # (each map alive in its event meanwhile)
     of = {k: tuple([(sem_id[sm], u) for sm, u in mp.items()]) if mp else () for k, mp in distinct.items()}
-    return (list(itemgetter(*ids)(of)) if len(ids) > 1 else list(map(of.__getitem__, ids))), of
+    by_tuple: dict[int, int] = {}
+    number = {k: by_tuple.setdefault(id(t), len(by_tuple)) for k, t in of.items()}
+    many = len(ids) > 1
+    per_event = list(itemgetter(*ids)(of)) if many else list(map(of.__getitem__, ids))
+    numbers = _packed("q", itemgetter(*ids)(number) if many else map(number.__getitem__, ids), len(ids))
+    return per_event, of, numbers
+
+
+def _pair_numbers(a_no: np.ndarray, r_no: np.ndarray) -> tuple[list[int], tuple[int, ...]]:
+    """:func:`moeopt.core.state.pair_numbers` from each event's acquire and release tuple
+    numbers (:func:`_pairs_by_id`): the distinct (acquire, release) pairs numbered in order of
+    their first event, each pair's first event, and each event's pair number; on arrays."""
+    if not a_no.size:
+        return [], ()
+    key = a_no * (int(r_no.max()) + 1) + r_no
+    _keys, first, inverse = smallints.unique(key, return_index=True, return_inverse=True)
+    by_first = np.argsort(first, kind="stable")  # the pairs in order of their first event
+    renumber = np.empty(len(first), np.int64)
+    renumber[by_first] = np.arange(len(first))
+    return first[by_first].tolist(), tuple(renumber[inverse].tolist())
 
 
 def _packed(code: str, values: Iterable[object], count: int) -> np.ndarray:
@@ -1074,7 +1098,13 @@ def compile_graph(g: EventGraph) -> CompiledGraph:
     rows: tuple[tuple[tuple[tuple[int, float], ...], ...], tuple[tuple[tuple[int, float], ...], ...]] | None
     if scan.edges is not None:
         rows = None
-        topo = _kahn(np.diff(scan.edges.pred_ptr).tolist(), _succ_lists(scan.edges), scan.sources)
+        e = scan.edges
+        from moeopt.core import fastloop  # (it imports this module)
+
+        if fastloop.loaded() and scan.sources is not None:  # (the same order, in machine code)
+            topo = fastloop.topo_order(np.diff(e.pred_ptr), e.succ_ptr, e.succ_idx, scan.sources)
+        else:
+            topo = _kahn(np.diff(e.pred_ptr).tolist(), _succ_lists(e), scan.sources)
     else:
         preds, succ_lists = scan.preds, scan.succ_lists
         assert preds is not None
@@ -1101,7 +1131,7 @@ def compile_graph(g: EventGraph) -> CompiledGraph:
     if problems:
         raise GraphError("invalid event graph:\n  " + "\n  ".join(problems))
 
-    return CompiledGraph(
+    cg = CompiledGraph(
         names=tuple(names),
         index=MappingProxyType(index),
         dur=tuple(map(_duration, events)) if scan.dur is None else tuple(scan.dur),
@@ -1131,3 +1161,6 @@ def compile_graph(g: EventGraph) -> CompiledGraph:
         rows=rows,
         columns=scan.edges,
     )
+    if scan.pair_numbers is not None:  # (the scheduler's tables number the events' pairs)
+        cg.keep("pair_numbers", scan.pair_numbers)
+    return cg

@@ -17,6 +17,31 @@ _jit = numba.njit(cache=True, nogil=True)
 
 
 @_jit
+def topo_order(indeg: Any, succ_ptr: Any, succ_idx: Any, sources: Any) -> Any:
+    """Kahn's algorithm as ``moeopt.core.compiled._kahn`` runs it (breadth first from
+    ``sources`` in their order, each event's successors in order): the same order, of every
+    event or of fewer when the edges form a cycle. ``indeg`` is consumed."""
+    n = indeg.shape[0]
+    topo = np.empty(n, np.int64)
+    count = 0
+    for s in sources:
+        topo[count] = s
+        count += 1
+    head = 0
+    while head < count:
+        i = topo[head]
+        head += 1
+        for k in range(succ_ptr[i], succ_ptr[i + 1]):
+            j = succ_idx[k]
+            left = indeg[j] - 1
+            indeg[j] = left
+            if left == 0:
+                topo[count] = j
+                count += 1
+    return topo[:count]
+
+
+@_jit
 def first_at_least(levels: Any, k: int, hi: int, need: int) -> int:
     """The first index from ``k`` (below ``hi``) whose level is at least ``need``; ``hi`` when
     there is none."""

@@ -429,6 +429,19 @@ _LOOP: Callable[..., Any] | None = None
 _AVAILABLE: bool | None = None
 
 
+def topo_order(
+    indeg: np.ndarray, succ_ptr: np.ndarray, succ_idx: np.ndarray, sources: Sequence[int]
+) -> list[int]:
+    """Kahn's breadth-first order by the compiled kernel (``moeopt.core.fastkernel.topo_order``,
+    the order ``moeopt.core.compiled._kahn`` gives), for a process where it is loaded."""
+    from moeopt.core import fastkernel
+
+    got: list[int] = fastkernel.topo_order(
+        indeg.astype(np.int64), succ_ptr, succ_idx.astype(np.int64), np.asarray(sources, np.int64)
+    ).tolist()
+    return got
+
+
 def loaded() -> bool:
     """Whether the compiled loop is loaded in this process (it then takes every pinned graph of
     :data:`MIN_EVENTS` or more under a keyed policy)."""

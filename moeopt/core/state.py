@@ -170,7 +170,9 @@ def _find_tables(cg: CompiledGraph) -> GraphTables:
     ready = [-1.0] * n
     for i in compress(range(n), map(not_, indeg)):
         ready[i] = 0.0
-    some, sig = pair_numbers(cg.acq, cg.rel)
+    # (found by the compilation when it worked on arrays, else here)
+    kept: tuple[list[int], tuple[int, ...]] | None = cg.derived("pair_numbers")
+    some, sig = kept if kept is not None else pair_numbers(cg.acq, cg.rel)
     seen: list[tuple[tuple[int, int, int], ...]] = []
     seen_gain: list[tuple[int, ...]] = []
     seen_ops = []

@@ -24,6 +24,7 @@ import moeopt as m
 from moeopt.core import compiled
 from moeopt.core.compiled import CompiledGraph, _scan_columns, _scan_rows, compile_graph
 from moeopt.core.events import EventGraph
+from moeopt.core.state import pair_numbers
 from moeopt.errors import GraphError
 
 _SEMS = ["s0", "s1", "s2"]  # s2 is declared or not, per graph
@@ -119,7 +120,7 @@ def _assert_same_as_reference(g: EventGraph) -> None:
         assert new == ref
         return
     assert isinstance(new, CompiledGraph)
-    same = [f.name for f in dataclasses.fields(CompiledGraph) if f.name not in ("rows", "columns")]
+    same = [f.name for f in dataclasses.fields(CompiledGraph) if f.name not in ("rows", "columns", "_derived")]
     for name in [*same, "preds", "succs"]:
         a, b = getattr(new, name), getattr(ref, name)
         assert type(a) is type(b), name
@@ -129,6 +130,10 @@ def _assert_same_as_reference(g: EventGraph) -> None:
     assert _sharing(new.acq) == _sharing(ref.acq)
     assert _sharing(new.rel) == _sharing(ref.rel)
     _assert_edges(g, new)
+    kept = new.derived("pair_numbers")  # (the arrays scan numbers the events' pairs on arrays)
+    assert kept is None or kept == pair_numbers(new.acq, new.rel)
+    if compiled.COLUMNS_MIN_EVENTS == 0:
+        assert kept is not None
 
 
 def _assert_edges(g: EventGraph, cg: CompiledGraph) -> None:

@@ -415,3 +415,27 @@ def test_a_known_job_loads_before_the_fork_once_it_pays(monkeypatch: pytest.Monk
     monkeypatch.setattr(fastloop, "_seen_events", 1)  # (with one event seen here: 2000 in all)
     fastloop.before_fork(1999, 2)
     assert fastloop._LOOP is not None
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(1, 40), st.lists(st.tuples(st.integers(0, 39), st.integers(0, 39)), max_size=120), st.booleans())
+def test_compiled_kahn_gives_the_python_order(n: int, pairs: list[tuple[int, int]], acyclic: bool) -> None:
+    """The machine-code Kahn (fastkernel.topo_order, used when the loop is loaded and a graph
+    is compiled to arrays) gives compiled._kahn's breadth-first order, on random edges with or
+    without cycles (cut short at the same event when there is one)."""
+    import numpy as np
+
+    from moeopt.core.compiled import _edges_from, _kahn, _succ_lists
+
+    edges = sorted({(a % n, b % n) for a, b in pairs if a % n != b % n and (not acyclic or a % n < b % n)})
+    preds: list[list[int]] = [[] for _ in range(n)]
+    for a, b in edges:  # (a before b)
+        preds[b].append(a)
+    n_deps = np.array([len(p) for p in preds], np.int64)
+    idx = np.array([a for p in preds for a in p], np.intp)
+    e = _edges_from(n_deps, idx, np.zeros(len(idx)), n)
+    sources = [i for i in range(n) if not preds[i]]
+    want = _kahn(n_deps.tolist(), _succ_lists(e), sources)
+    assert fastloop.topo_order(np.diff(e.pred_ptr), e.succ_ptr, e.succ_idx, sources) == want
+    if acyclic:
+        assert sorted(want) == list(range(n))
