@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import struct
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import chain, compress, islice, repeat
 from operator import attrgetter, is_not, itemgetter, lt, methodcaller, not_
@@ -162,22 +162,14 @@ class CompiledGraph:
         """Per event its predecessors ``(event, λ)`` in the order of its dependencies."""
         if self.rows is not None:
             return self.rows[0]
-        got: tuple[tuple[tuple[int, float], ...], ...] | None = self._derived.get("preds")
-        if got is None:
-            e = self.edges
-            got = self.keep("preds", _rows(e.pred_ptr, e.pred_idx, e.pred_lam))
-        return got
+        return self._made("preds", lambda: _rows(*self.pred_arrays()))
 
     @property
     def succs(self) -> tuple[tuple[tuple[int, float], ...], ...]:
         """Per event its successors ``(event, λ)`` in event order."""
         if self.rows is not None:
             return self.rows[1]
-        got: tuple[tuple[tuple[int, float], ...], ...] | None = self._derived.get("succs")
-        if got is None:
-            e = self.edges
-            got = self.keep("succs", _rows(e.succ_ptr, e.succ_idx, e.succ_lam))
-        return got
+        return self._made("succs", lambda: _rows(*self.succ_arrays()))
 
     @property
     def edges(self) -> Edges:
@@ -192,20 +184,19 @@ class CompiledGraph:
         if self.columns is not None:
             e = self.columns
             return e.pred_ptr, e.pred_idx, e.pred_lam
-        got: tuple[np.ndarray, np.ndarray, np.ndarray] | None = self._derived.get("pred_arrays")
-        if got is None:
-            got = self.keep("pred_arrays", _csr(self.preds))
-        return got
+        return self._made("pred_arrays", lambda: _csr(self.preds))
 
     def succ_arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """``(succ_ptr, succ_idx, succ_lam)`` of :class:`Edges` (as :meth:`pred_arrays`)."""
         if self.columns is not None:
             e = self.columns
             return e.succ_ptr, e.succ_idx, e.succ_lam
-        got: tuple[np.ndarray, np.ndarray, np.ndarray] | None = self._derived.get("succ_arrays")
-        if got is None:
-            got = self.keep("succ_arrays", _csr(self.succs))
-        return got
+        return self._made("succ_arrays", lambda: _csr(self.succs))
+
+    def _made(self, key: str, make: Callable[[], Any]) -> Any:
+        """What is kept under ``key``, made by ``make`` (and kept) on the first call."""
+        got = self._derived.get(key)
+        return self.keep(key, make()) if got is None else got
 
     def indeg(self) -> list[int]:
         """Each event's number of predecessors."""
@@ -542,11 +533,11 @@ set for a stretch of work by :func:`columns_from`. Both give the same graph; whi
 depends on who reads it. The compiled loop, the validator's array check and the scheduler's
 tables read arrays; the Python loop and the analyses read tuples, so by default (``simulate``,
 whose analyses read every graph) the tuples come first. measured (stop 43): on the
-DeepSeek-V3-like zipf rank 16 (58k events, 197k edges) the arrays path compiles in ~94 ms
-against ~112 ms, and ``kernel_time`` over the 32 ranks (compiled loop, array check, no
-analysis) is 1.17x faster with it; on pto M=2048 (6.2k events) compiling and reading both
-tuples costs ~15 ms through the arrays against ~11 ms through the tuples, and a warm ``simulate``
-there was 0.95x as fast."""
+DeepSeek-V3-like zipf rank 16 (58k events, 197k edges) the arrays path compiles in ~74 ms
+against ~112 ms (see :func:`_scan_columns`), and ``kernel_time`` over the 32 ranks (compiled
+loop, array check, no analysis) is 1.17x faster with it; on pto M=2048 (6.2k events)
+compiling and reading both tuples costs ~15 ms through the arrays against ~11 ms through the
+tuples, and a warm ``simulate`` there was 0.95x as fast."""
 
 
 @contextlib.contextmanager
@@ -742,17 +733,17 @@ def _scan_columns(
     sem_id: Mapping[str, int],
     pools: Mapping[str, Sequence[str]],
 ) -> _Scan | None:
-    """The per-event part of :func:`compile_graph` for a graph in which no event has a problem
-    of its own (a missing dependency, an undeclared semaphore or pool); ``None`` as soon as one
-    has (:func:`_scan_events` then finds and reports every one, in event order). It gives what
-    :func:`_scan_events` gives (tests/core/test_compiled_lean_scan.py holds the two to the same
-    compiled graph) by whole-column passes instead of a Python statement per event: each field
-    of every event read by one C-level ``map``; the dependencies' positions looked up and their
-    λ gathered edge after edge into arrays (:class:`Edges`); the semaphore pairs worked out once
-    per distinct acquire / release map (by identity: events with equal maps share one, see
-    :meth:`Event.trusted`) and the resources once per distinct resource tuple, then handed to
-    every event by a C-level lookup. measured (DeepSeek-V3-like zipf rank 16, 58k events, 197k
-    edges): the per-event loop it replaces took ~125-190 ms, these passes ~40 ms."""
+    """:func:`_scan_rows` with the edges as arrays (:class:`Edges`) instead of tuples: the same
+    contract (``None`` as soon as an event has a problem of its own), the same compiled graph
+    (tests/core/test_compiled_lean_scan.py holds both to :func:`_scan_events`), by whole-column
+    passes instead of a Python statement per event: each field of every event read by one
+    C-level ``map``; the dependencies' positions looked up and their λ gathered edge after edge
+    into arrays; the semaphore pairs worked out once per distinct acquire / release map (by
+    identity: events with equal maps share one, see :meth:`Event.trusted`), and numbered, and
+    the resources once per distinct resource tuple, then handed to every event by a C-level
+    lookup. measured (DeepSeek-V3-like zipf rank 16, 58k events, 197k edges, the collector
+    off, best of 5): ``compile_graph`` 112 ms through :func:`_scan_rows`, 94 ms this way; 74 ms
+    with the pair numbering kept and Kahn's order from the compiled kernel."""
     n = len(events)
     deps = list(map(_deps_of, events))
     n_deps = _packed("q", map(len, deps), n)

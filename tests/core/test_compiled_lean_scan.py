@@ -10,7 +10,6 @@ otherwise): both are reached here."""
 from __future__ import annotations
 
 import dataclasses
-from collections import deque
 from collections.abc import Mapping, Sequence
 from types import MappingProxyType
 from typing import Any
@@ -26,6 +25,7 @@ from moeopt.core.compiled import CompiledGraph, _scan_columns, _scan_rows, compi
 from moeopt.core.events import EventGraph
 from moeopt.core.state import pair_numbers
 from moeopt.errors import GraphError
+from tests.core.test_compiled_reference import _reference
 
 _SEMS = ["s0", "s1", "s2"]  # s2 is declared or not, per graph
 _RES = ["c0.a", "c1.a", "c0.b", "c1.b", "c2.a", "P:*", "Q:*", "Z:*"]  # no pool Z is ever declared
@@ -137,34 +137,18 @@ def _assert_same_as_reference(g: EventGraph) -> None:
 
 
 def _assert_edges(g: EventGraph, cg: CompiledGraph) -> None:
-    """The compiled edges against the events themselves (written out here, independently of
-    both scans): each event's predecessors in its dependencies' order, each event's successors
-    in event order, the arrays' types, and the topological order Kahn's algorithm gives breadth
-    first from the sources in index order."""
-    index = {name: i for i, name in enumerate(g.events)}
-    evs = list(g.events.values())
-    want_preds = tuple(tuple((index[d], lam) for d, lam in ev.deps.items()) for ev in evs)
-    assert cg.preds == want_preds
-    want_succs = tuple(
-        tuple((i, lam) for i in range(len(evs)) for p, lam in want_preds[i] if p == q) for q in range(len(evs))
-    )
-    assert cg.succs == want_succs
+    """The compiled edges against the events themselves (tests/core/test_compiled_reference.py's
+    hand-written predecessors, successors and Kahn's breadth-first order, independent of both
+    scans), and the arrays' types."""
+    want_preds, want_succs, topo = _reference(list(g.events.values()))
+    assert cg.preds == tuple(want_preds)
+    assert cg.succs == tuple(want_succs)
+    assert cg.topo == tuple(topo)
     e = cg.edges
     assert (e.pred_ptr.dtype, e.succ_ptr.dtype) == (np.int64, np.int64)
     assert (e.pred_idx.dtype, e.succ_idx.dtype) == (np.intp, np.intp)
     assert (e.pred_lam.dtype, e.succ_lam.dtype) == (np.float64, np.float64)
     assert not any(a.flags.writeable for a in (e.pred_ptr, e.pred_idx, e.pred_lam, e.succ_ptr, e.succ_idx, e.succ_lam))
-    indeg = [len(p) for p in want_preds]
-    queue = deque(i for i in range(len(evs)) if not indeg[i])
-    topo = []
-    while queue:
-        i = queue.popleft()
-        topo.append(i)
-        for j, _lam in want_succs[i]:
-            indeg[j] -= 1
-            if not indeg[j]:
-                queue.append(j)
-    assert cg.topo == tuple(topo)
 
 
 @settings(max_examples=120, deadline=None)
