@@ -429,6 +429,9 @@ class _Scan:
     linked: bool | None = None
     # moeopt.core.state.pair_numbers of acq and rel, when the scan found them
     pair_numbers: tuple[list[int], tuple[int, ...]] | None = None
+    # the distinct acq tuples and each event's number among them, then the same of rel, when
+    # the scan found them
+    tuple_numbers: tuple[tuple[list[Any], np.ndarray], tuple[list[Any], np.ndarray]] | None = None
 
 
 class _Resources:
@@ -801,6 +804,7 @@ def _scan_columns(
         dur=list(map(_duration, events)),
         linked=colocs.count(None) < n,
         pair_numbers=_pair_numbers(acq_no, rel_no),
+        tuple_numbers=((_distinct_tuples(acq_of), acq_no), (_distinct_tuples(rel_of), rel_no)),
     )
 
 
@@ -826,6 +830,12 @@ def _pairs_by_id(
     per_event = list(itemgetter(*ids)(of)) if many else list(map(of.__getitem__, ids))
     numbers = _packed("q", itemgetter(*ids)(number) if many else map(number.__getitem__, ids), len(ids))
     return per_event, of, numbers
+
+
+def _distinct_tuples(of: Mapping[int, tuple[tuple[int, int], ...]]) -> list[tuple[tuple[int, int], ...]]:
+    """The distinct tuples of :func:`_pairs_by_id`'s ``of`` by identity, in the order of their
+    numbers."""
+    return list({id(t): t for t in of.values()}.values())
 
 
 def _pair_numbers(a_no: np.ndarray, r_no: np.ndarray) -> tuple[list[int], tuple[int, ...]]:
@@ -1154,4 +1164,7 @@ def compile_graph(g: EventGraph) -> CompiledGraph:
     )
     if scan.pair_numbers is not None:  # (the scheduler's tables number the events' pairs)
         cg.keep("pair_numbers", scan.pair_numbers)
+    if scan.tuple_numbers is not None:  # (the validator's array check spreads each tuple's uses)
+        cg.keep("acq_numbers", scan.tuple_numbers[0])
+        cg.keep("rel_numbers", scan.tuple_numbers[1])
     return cg

@@ -58,7 +58,8 @@ scheduled make that worth it.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from itertools import chain
+from itertools import chain, compress, repeat
+from operator import is_not
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -238,8 +239,10 @@ def _pool_tables(
     row_of: dict[int, int] = {}
     own: list[tuple[int, ...]] = []
     sm_row = np.full(n, -1, np.int64)
-    for i, x in enumerate(site_members):
-        if x is not None:
+    # (the events with a list picked by a C-level pass: most events have none)
+    for i in compress(range(n), map(is_not, site_members, repeat(None))):
+        x = site_members[i]
+        if x is not None:  # (always: mypy)
             k = row_of.get(id(x))
             if k is None:
                 k = row_of[id(x)] = len(own)

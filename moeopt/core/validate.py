@@ -590,8 +590,8 @@ def _semaphores_pass(
     caps = graph.semaphores
     if by_position:
         cg = graph.compiled()
-        acq_sem, acq_units, acq_ev = _pair_uses(cg.acq)
-        rel_sem, rel_units, rel_ev = _pair_uses(cg.rel)
+        acq_sem, acq_units, acq_ev = _pair_uses(cg.acq, cg.derived("acq_numbers"))
+        rel_sem, rel_units, rel_ev = _pair_uses(cg.rel, cg.derived("rel_numbers"))
     else:
         sem_no = {sem: k for k, sem in enumerate(caps)}
         acq_sem, acq_units, acq_ev = _uses([ev.acquires for ev in evs], sem_no)
@@ -636,11 +636,19 @@ def _small(a: np.ndarray) -> np.ndarray:
 _BIG = 2**62  # a bound on 64-bit running sums (with room for one more addition)
 
 
-def _pair_uses(pairs: Sequence[Sequence[tuple[int, int]]]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _pair_uses(
+    pairs: Sequence[Sequence[tuple[int, int]]], numbers: tuple[list[Any], np.ndarray] | None = None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """:func:`_uses` of the compiled graph's per-event ``(semaphore, units)`` pairs (events share
     their pair tuples as they share their maps): each distinct tuple flattened once, its entries
-    copied to its events by :func:`_spread`."""
-    distinct, size, which = _distinct_by_id(pairs)  # (each tuple alive in the compiled graph)
+    copied to its events by :func:`_spread`. ``numbers``: the distinct tuples and each event's
+    number among them, when the compilation kept them (``compile_graph`` on arrays numbers
+    them as it makes them), else found here by identity."""
+    if numbers is not None:
+        distinct, which = numbers
+        size = _packed("n", map(len, distinct), len(distinct))
+    else:
+        distinct, size, which = _distinct_by_id(pairs)  # (each tuple alive in the compiled graph)
     k = int(size.sum())
     flat = list(chain.from_iterable(chain.from_iterable(distinct)))
     tab_sem = _packed("n", flat[0::2], k)

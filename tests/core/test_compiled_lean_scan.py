@@ -24,6 +24,7 @@ from moeopt.core import compiled
 from moeopt.core.compiled import CompiledGraph, _scan_columns, _scan_rows, compile_graph
 from moeopt.core.events import EventGraph
 from moeopt.core.state import pair_numbers
+from moeopt.core.validate import _pair_uses
 from moeopt.errors import GraphError
 from tests.core.test_compiled_reference import _reference
 
@@ -134,6 +135,13 @@ def _assert_same_as_reference(g: EventGraph) -> None:
     assert kept is None or kept == pair_numbers(new.acq, new.rel)
     if compiled.COLUMNS_MIN_EVENTS == 0:
         assert kept is not None
+        # the validator's array check spreads each semaphore use from the tuples' kept numbers
+        # as from the tuples themselves
+        for pairs, key in ((new.acq, "acq_numbers"), (new.rel, "rel_numbers")):
+            numbers = new.derived(key)
+            assert numbers is not None
+            for a, b in zip(_pair_uses(pairs, numbers), _pair_uses(pairs), strict=True):
+                assert a.tolist() == b.tolist()
 
 
 def _assert_edges(g: EventGraph, cg: CompiledGraph) -> None:
