@@ -197,8 +197,6 @@ def loop_form(cg: CompiledGraph) -> LoopForm | None:
     return got or None
 
 
-
-
 def _ptr(rows: Sequence[Sequence[Any]]) -> np.ndarray:
     """The CSR offsets of ``rows``: row ``i`` is ``ptr[i]:ptr[i + 1]`` of the flattened items."""
     ptr = np.zeros(len(rows) + 1, np.int64)
