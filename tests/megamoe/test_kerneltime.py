@@ -48,6 +48,26 @@ def test_same_times_as_simulate(name: str, workers: int) -> None:
     assert k["workers"] == min(workers, len(r["simulated_ranks"]))  # one thread here: forked
 
 
+@pytest.mark.parametrize("workers", [1, 2])
+def test_same_times_with_graphs_compiled_to_arrays(monkeypatch: pytest.MonkeyPatch, workers: int) -> None:
+    # kernel_time compiles its ranks to arrays first once the compiled loop is loaded (the
+    # loop, the array check and the tables then read Edges; the per-event tuples are made
+    # only if read): with every graph of the run compiled that way (in this process and in
+    # the forked workers), the same times as simulate's through the tuples
+    from moeopt.core import compiled, fastloop
+
+    sc = _golden("pto_m16.zipf")
+    r = simulate(sc)
+    monkeypatch.setattr(compiled, "COLUMNS_MIN_EVENTS", 0)
+    monkeypatch.setattr(fastloop, "MIN_EVENTS", 0)
+    fastloop.compiled()  # (loaded: kernel_time's ranks go to the compiled loop)
+    k = kernel_time(sc, workers=workers)
+    assert k["kernel_total_us"] == r["kernel_total_us"]
+    assert k["rank_kernel_total_us"] == {
+        rank: rr["kernel_total_us"] for rank, rr in sorted(r["rank_results"].items())
+    }
+
+
 def test_built_graphs_give_the_same_time() -> None:
     sc = _golden("bs72.zipf")
     assert kernel_time_built(sc, build_graphs(sc)) == {**kernel_time(sc), "workers": 1}
