@@ -143,7 +143,8 @@ class CompiledGraph:
     # events that could hold one resource twice (see :func:`_double_bound`), one line each
     double_bound: tuple[str, ...] = ()
     # the edges as compiled: per-event tuples ``(preds, succs)`` or arrays (one of the two;
-    # the other form is made from it when first read: ``preds``, ``succs``, ``edges``)
+    # the other form is made from it when first read: ``preds``, ``succs``, ``edges``); left
+    # out of equality, which the events and the index (compared) decide for them
     rows: tuple[
         tuple[tuple[tuple[int, float], ...], ...], tuple[tuple[tuple[int, float], ...], ...]
     ] | None = field(default=None, repr=False, compare=False)
