@@ -25,6 +25,7 @@ import numpy as np
 
 from moeopt.core import smallints
 from moeopt.core.events import Event, EventGraph, placeholder_role, split_resource
+from moeopt.core.smallints import packed as _packed
 from moeopt.errors import GraphError
 
 
@@ -482,51 +483,28 @@ class _Resources:
 _resources_of = attrgetter("resources")
 
 
-def _kahn(indeg: list[int], succ: Sequence[Sequence[Any]], sources: list[int] | None) -> list[int]:
+def _kahn(
+    indeg: list[int], succ: Sequence[Sequence[tuple[int, float]]], sources: list[int] | None
+) -> list[int]:
     """Kahn's algorithm, breadth first from the sources in index order (``sources``, when the
     scan gathered them): a topological order of every event, or of fewer when the edges form a
     cycle. ``indeg``: each event's number of predecessors (consumed); ``succ``: each event's
-    successors, as positions or as ``(position, λ)`` pairs. The order is its own queue (a list
-    iterated while it grows reaches every appended item, in order), which saves a deque's pop
-    and push per event."""
+    ``(successor, λ)`` pairs. The order is its own queue (a list iterated while it grows
+    reaches every appended item, in order), which saves a deque's pop and push per event."""
     n = len(indeg)
     topo = list(compress(range(n), map(not_, indeg))) if sources is None else list(sources)
-    # (pairs: each successor unpacked in the loop header, one loop per shape instead of a test
-    # per edge)
-    first = next(filter(None, succ), None)
-    if first is not None and isinstance(first[0], tuple):
-        for i in topo:
-            for j, _lam in succ[i]:
-                # the count is tested against 1 before it is lowered: the last predecessor's
-                # visit then costs one fused compare-and-jump and no subtraction (and j's
-                # count, never read again, is not stored); ``topo.append`` as a method call,
-                # which the interpreter specialises for lists
-                k = indeg[j]
-                if k == 1:
-                    topo.append(j)
-                else:
-                    indeg[j] = k - 1
-    else:
-        for i in topo:
-            for j in succ[i]:  # (as above)
-                k = indeg[j]
-                if k == 1:
-                    topo.append(j)
-                else:
-                    indeg[j] = k - 1
+    for i in topo:
+        for j, _lam in succ[i]:
+            # the count is tested against 1 before it is lowered: the last predecessor's visit
+            # then costs one fused compare-and-jump and no subtraction (and j's count, never
+            # read again, is not stored); ``topo.append`` as a method call, which the
+            # interpreter specialises for lists
+            k = indeg[j]
+            if k == 1:
+                topo.append(j)
+            else:
+                indeg[j] = k - 1
     return topo
-
-
-def _succ_lists(edges: Edges) -> list[list[int]]:
-    """Each event's successors' positions as a list, cut from the arrays by C-level maps."""
-    ptr = edges.succ_ptr.tolist()
-    flat = edges.succ_idx.tolist()
-    return list(map(flat.__getitem__, map(slice, ptr, islice(ptr, 1, None))))
-
-
-def _edges_rows(edges: Edges | None) -> tuple[tuple[tuple[int, float], ...], ...]:
-    assert edges is not None
-    return _rows(edges.pred_ptr, edges.pred_idx, edges.pred_lam)
 
 
 COLUMNS_MIN_EVENTS: float = float("inf")
@@ -845,22 +823,10 @@ def _pair_numbers(a_no: np.ndarray, r_no: np.ndarray) -> tuple[list[int], tuple[
     their first event, each pair's first event, and each event's pair number; on arrays."""
     if not a_no.size:
         return [], ()
-    key = a_no * (int(r_no.max()) + 1) + r_no
-    _keys, first, inverse = smallints.unique(key, return_index=True, return_inverse=True)
-    by_first = np.argsort(first, kind="stable")  # the pairs in order of their first event
-    renumber = np.empty(len(first), np.int64)
-    renumber[by_first] = np.arange(len(first))
-    return first[by_first].tolist(), tuple(renumber[inverse].tolist())
+    first, number = smallints.numbered(a_no * (int(r_no.max()) + 1) + r_no)
+    return first.tolist(), tuple(number.tolist())
 
 
-def _packed(code: str, values: Iterable[object], count: int) -> np.ndarray:
-    """The ``count`` ``values`` as a read-only array of the struct type ``code`` (``d``: float64,
-    ``n``: intp, ``q``: int64): :func:`struct.pack` converts a sequence in one C loop, about
-    half the instructions of ``np.fromiter`` (see ``moeopt.core.validate._packed``)."""
-    return np.frombuffer(struct.pack(f"{count}{code}", *values), _CODE_DTYPE[code])
-
-
-_CODE_DTYPE = {"d": np.dtype(np.float64), "n": np.dtype(np.intp), "q": np.dtype(np.int64)}
 
 
 def _scan_events(
@@ -1098,6 +1064,7 @@ def compile_graph(g: EventGraph) -> CompiledGraph:
 
     # --- a topological order (and the edges in the form the scan gave them)
     rows: tuple[tuple[tuple[tuple[int, float], ...], ...], tuple[tuple[tuple[int, float], ...], ...]] | None
+    succ_rows = None  # (the successor tuples, when made here from the arrays)
     if scan.edges is not None:
         rows = None
         e = scan.edges
@@ -1106,7 +1073,8 @@ def compile_graph(g: EventGraph) -> CompiledGraph:
         if fastloop.loaded() and scan.sources is not None:  # (the same order, in machine code)
             topo = fastloop.topo_order(np.diff(e.pred_ptr), e.succ_ptr, e.succ_idx, scan.sources)
         else:
-            topo = _kahn(np.diff(e.pred_ptr).tolist(), _succ_lists(e), scan.sources)
+            succ_rows = _rows(e.succ_ptr, e.succ_idx, e.succ_lam)
+            topo = _kahn(np.diff(e.pred_ptr).tolist(), succ_rows, scan.sources)
     else:
         preds, succ_lists = scan.preds, scan.succ_lists
         assert preds is not None
@@ -1119,7 +1087,11 @@ def compile_graph(g: EventGraph) -> CompiledGraph:
         # the dependency graph among the events left over (each has a predecessor among them),
         # nodes and edges in graph order
         left = [i for i in range(n) if i not in done]
-        pred_rows = rows[0] if rows is not None else _edges_rows(scan.edges)
+        if rows is not None:
+            pred_rows = rows[0]
+        else:
+            assert scan.edges is not None
+            pred_rows = _rows(scan.edges.pred_ptr, scan.edges.pred_idx, scan.edges.pred_lam)
         sub = nx.DiGraph()
         sub.add_nodes_from(rest)
         sub.add_edges_from((names[p], names[i]) for i in left for p, _lam in pred_rows[i] if p not in done)
@@ -1163,6 +1135,8 @@ def compile_graph(g: EventGraph) -> CompiledGraph:
         rows=rows,
         columns=scan.edges,
     )
+    if succ_rows is not None:  # (made for Kahn's order: kept for the readers of succs)
+        cg.keep("succs", succ_rows)
     if scan.pair_numbers is not None:  # (the scheduler's tables number the events' pairs)
         cg.keep("pair_numbers", scan.pair_numbers)
     if scan.tuple_numbers is not None:  # (the validator's array check spreads each tuple's uses)

@@ -425,7 +425,7 @@ def test_compiled_kahn_gives_the_python_order(n: int, pairs: list[tuple[int, int
     without cycles (cut short at the same event when there is one)."""
     import numpy as np
 
-    from moeopt.core.compiled import _edges_from, _kahn, _succ_lists
+    from moeopt.core.compiled import _edges_from, _kahn, _rows
 
     edges = sorted({(a % n, b % n) for a, b in pairs if a % n != b % n and (not acyclic or a % n < b % n)})
     preds: list[list[int]] = [[] for _ in range(n)]
@@ -435,7 +435,7 @@ def test_compiled_kahn_gives_the_python_order(n: int, pairs: list[tuple[int, int
     idx = np.array([a for p in preds for a in p], np.intp)
     e = _edges_from(n_deps, idx, np.zeros(len(idx)), n)
     sources = [i for i in range(n) if not preds[i]]
-    want = _kahn(n_deps.tolist(), _succ_lists(e), sources)
+    want = _kahn(n_deps.tolist(), _rows(e.succ_ptr, e.succ_idx, e.succ_lam), sources)
     assert fastloop.topo_order(np.diff(e.pred_ptr), e.succ_ptr, e.succ_idx, sources) == want
     if acyclic:
         assert sorted(want) == list(range(n))

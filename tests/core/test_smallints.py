@@ -70,3 +70,13 @@ def test_runs_path_is_numpys(runs: list[tuple[int, int]]) -> None:
             for rc in (False, True):
                 want = np.unique(a, return_index=ri, return_inverse=rv, return_counts=rc)
                 _same(want, smallints.unique(a, return_index=ri, return_inverse=rv, return_counts=rc))
+
+
+def test_numbered_in_order_of_first_appearance() -> None:
+    numbered = smallints.numbered
+    # 5 first at 0, 3 first at 1, 7 first at 3: numbers 0, 1, 2 in that order
+    first, number = numbered(np.array([5, 3, 5, 7, 3], np.int64))
+    assert first.tolist() == [0, 1, 3]
+    assert number.tolist() == [0, 1, 0, 2, 1]
+    first, number = numbered(np.zeros(0, np.int64))
+    assert (first.tolist(), number.tolist()) == ([], [])

@@ -817,16 +817,12 @@ def _cost_classes(
     memo = costs.memo
     stretch_no = costs.stretch_no
     if codes is not None and stretch_no is not None and len(stretch_no) == n:
-        pair = codes.no * (int(stretch_no.max()) + 1) + stretch_no
-        _pairs, first, pair_no = smallints.unique(pair, return_index=True, return_inverse=True)
-        by_first = np.argsort(first)
-        renumber = np.empty(len(first), np.int64)
-        renumber[by_first] = np.arange(len(first))
+        first, cls = smallints.numbered(codes.no * (int(stretch_no.max()) + 1) + stretch_no)
         stretch = costs.stretch
-        firsts = first[by_first].tolist()
+        firsts = first.tolist()
         pairs = zip(map(keys.__getitem__, firsts), map(stretch.__getitem__, firsts))
         tc = [memo.get(p) or costs.compute(*p) for p in pairs]
-        return renumber[pair_no], tc
+        return cls, tc
     run_pairs, run_lens = TileCosts._runs(zip(keys, costs.stretch if costs.stretch else repeat(1.0, n)))
     number = dict(zip(dict.fromkeys(run_pairs), range(n)))  # (key, stretch) -> its class
     tc = [memo.get(p) or costs.compute(*p) for p in number]  # each class's TileCost
