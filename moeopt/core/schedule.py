@@ -8,6 +8,11 @@ from dataclasses import dataclass, field, fields
 from itertools import repeat
 from typing import TYPE_CHECKING, Any, Literal, NamedTuple, Protocol
 
+import numpy as np
+
+if TYPE_CHECKING:
+    from moeopt.core.compiled import CompiledGraph
+
 WaitKind = Literal["none", "dependency", "resource", "semaphore"]
 
 
@@ -88,6 +93,35 @@ class Deferred(Protocol):
 
     def size(self) -> int:
         """The number of events (of keys of each map ``get`` makes)."""
+
+
+class TimeColumns(NamedTuple):
+    """A greedy schedule's own columns by event position in its compiled graph ``cg`` (see
+    :func:`deferred_columns`): ``start[i]`` / ``end[i]`` (float64 arrays, not to be written)
+    and ``bound[i]``, the indices into ``cg.res_names`` of the resources event ``i`` occupied."""
+
+    cg: CompiledGraph
+    start: np.ndarray
+    end: np.ndarray
+    bound: Sequence[tuple[int, ...]]
+
+
+_TIMES = ("start_us", "end_us", "resources")
+
+
+def deferred_columns(obj: Any) -> TimeColumns | None:
+    """The columns a schedule's ``start_us``, ``end_us`` and ``resources`` are still to be made
+    from (its producer left them deferred, see :func:`deferred`, and none has been read yet, so
+    they hold exactly these values); ``None`` otherwise. For a reader of every event's times
+    that works on arrays (``validate_schedule(..., by_position=True)``): it then never makes
+    the three maps only to turn them back into arrays."""
+    own = object.__getattribute__(obj, "__dict__")
+    maker = own.get(_DEFERRED)
+    columns = getattr(maker, "columns", None)
+    if columns is None or not own.keys().isdisjoint(_TIMES):
+        return None
+    got: TimeColumns = columns()
+    return got
 
 
 _DEFERRED = "_deferred_fields"

@@ -32,6 +32,8 @@ from itertools import compress, repeat
 from types import MappingProxyType
 from typing import Any, NamedTuple, TypeVar
 
+import numpy as np
+
 from moeopt.core import fastloop
 from moeopt.core.compiled import CompiledGraph
 from moeopt.core.events import EventGraph
@@ -40,7 +42,7 @@ from moeopt.core.gcpause import gc_paused
 from moeopt.core.normalize import drop_nonbinding_semaphores
 from moeopt.core.policies import Policy, make_policy
 from moeopt.core.restructure import Restructure, RestructureControl
-from moeopt.core.schedule import Schedule, SemaphoreLevels, Wait, deferred
+from moeopt.core.schedule import Schedule, SemaphoreLevels, TimeColumns, Wait, deferred
 from moeopt.core.semaphores import SemaphoreProfile
 from moeopt.core.state import NO_SEM_OPS, SchedulerState
 from moeopt.core.view import SchedulerView
@@ -109,10 +111,10 @@ class _ScheduleMaker:
     def __init__(
         self,
         cg: CompiledGraph,
-        start: list[float],
-        end: list[float],
+        start: Sequence[float],
+        end: Sequence[float],
         bound: list[tuple[int, ...]],
-        order: list[int],
+        order: Sequence[int],
     ) -> None:
         self._cg, self._start, self._end, self._bound, self._order = cg, start, end, bound, order
         self._made: dict[str, Any] = {}
@@ -143,6 +145,18 @@ class _ScheduleMaker:
     def size(self) -> int:
         return len(self._cg.names)
 
+    def columns(self) -> TimeColumns:
+        """The starts, ends and bound resources by position (see :class:`TimeColumns`)."""
+        return TimeColumns(self._cg, _float_array(self._start), _float_array(self._end), self._bound)
+
+
+def _float_array(values: Sequence[float]) -> np.ndarray:
+    """A compiled run's column as its array; the Python loop's list packed into one (its
+    entries are floats: the loop's sums of float durations)."""
+    if isinstance(values, fastloop.Column):
+        return values.array
+    return np.array(values, np.float64)
+
 
 def _by_name(cg: CompiledGraph, values: Iterable[_V]) -> dict[str, _V]:
     """``dict(zip(cg.names, values))``, made from a copy of the graph's name index.
@@ -168,7 +182,7 @@ def _by_name(cg: CompiledGraph, values: Iterable[_V]) -> dict[str, _V]:
     return out
 
 
-def _names_at(names: tuple[str, ...], at: list[int]) -> tuple[str, ...]:
+def _names_at(names: tuple[str, ...], at: Sequence[int]) -> tuple[str, ...]:
     """``tuple(names[i] for i in at)``: one C-level ``itemgetter`` call for two or more (it
     returns a bare item for one, and takes no empty list). About half the CPU time of
     ``tuple(map(list(names).__getitem__, at))``, which made a list of the names and called its

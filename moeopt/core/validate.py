@@ -32,7 +32,7 @@ import numpy as np
 
 from moeopt.core import smallints
 from moeopt.core.events import Event, EventGraph, placeholder_role, split_resource
-from moeopt.core.schedule import Schedule
+from moeopt.core.schedule import Schedule, TimeColumns, deferred_columns
 from moeopt.core.smallints import packed as _packed
 from moeopt.core.state import picked
 from moeopt.errors import ScheduleError
@@ -61,14 +61,20 @@ def validate_schedule(
     its semaphore uses from the graph's compiled form (``graph.compiled()``: the validated
     graph's index form, the one the schedulers read) instead of looking each predecessor up by
     name; the same values, so the same verdict, at a fraction of the cost on a large graph
-    (see :func:`_passes`). What it gives up is independence from
+    (see :func:`_passes`); a greedy schedule whose maps are still to be made is read from its
+    own columns instead (:func:`_passes_columns`). What it gives up is independence from
     :func:`~moeopt.core.compiled.compile_graph`: a graph mis-compiled there would be checked as
     compiled. For callers that time many large graphs (``moeopt.megamoe.kernel_time``); the
     event-by-event check, run when the array check cannot accept, reads the events as always.
     """
     graph.validate()
-    if len(graph) >= VECTOR_MIN_EVENTS and _passes(graph, schedule, durations_exact, by_position):
-        return
+    if len(graph) >= VECTOR_MIN_EVENTS:
+        cols = deferred_columns(schedule) if by_position else None
+        ok = _passes_columns(graph, schedule, cols, durations_exact) if cols is not None else None
+        if ok is None:
+            ok = _passes(graph, schedule, durations_exact, by_position)
+        if ok:
+            return
     _check_every_rule(graph, schedule, durations_exact)
 
 
@@ -427,26 +433,16 @@ def _passes(graph: EventGraph, schedule: Schedule, durations_exact: bool, by_pos
     en = _packed("d", end.values(), n)
     if np.isnan(st).any() or np.isnan(en).any():
         return False
-    A, R = ABS_TOL_US, REL_TOL
     # time origin and durations
-    if (st < -(A + R * np.abs(st))).any():
-        return False
     # (the event fields are read by comprehensions: the interpreter specialises a slot read, about
     # half the instructions of an attrgetter mapped over the events, callgrind)
     du = _packed("d", [ev.duration_us for ev in evs], n)
-    off = np.flatnonzero(en != st + du)
-    if off.size:
-        e, d = en[off], du[off]
-        length = e - st[off]
-        tol = A + R * np.maximum(np.abs(e), d)
-        if (np.abs(length - d) > tol).any() if durations_exact else (length < d - tol).any():
-            return False
+    if not _times_ok(st, en, du, durations_exact):
+        return False
     # precedence with λ, one entry per edge
-    cg = graph.compiled() if by_position else None
-    if cg is not None:
-        pred_ptr, pred_idx, pred_lam = cg.pred_arrays()
-        n_deps = np.diff(pred_ptr)
-        need = en[pred_idx] + pred_lam
+    if by_position:
+        if not _precedence_ok(st, en, *graph.compiled().pred_arrays()):
+            return False
     else:
         deps = [ev.deps for ev in evs]
         n_deps = _packed("n", map(len, deps), n)
@@ -455,8 +451,8 @@ def _passes(graph: EventGraph, schedule: Schedule, durations_exact: bool, by_pos
         preds = chain.from_iterable(deps)
         ends: Iterable[float] = itemgetter(*preds)(end) if m > 1 else map(end.__getitem__, preds)
         need = _packed("d", ends, m) + _flat_values(deps, "d", m)
-    if (np.repeat(st, n_deps) < need - (A + R * np.abs(need))).any():
-        return False
+        if (np.repeat(st, n_deps) < need - (ABS_TOL_US + REL_TOL * np.abs(need))).any():
+            return False
     # bindings (the events' positions, needed only for re-pins and colocation, built on demand)
     index: dict[str, int] | None = None
     v: list[str] = []
@@ -515,23 +511,7 @@ def _passes(graph: EventGraph, schedule: Schedule, durations_exact: bool, by_pos
         span_ev = np.concatenate([span_ev, np.array(extra_ev, np.intp)])
     # exclusive resources
     rid_all = _packed("n", span_rid, len(span_rid))
-    s1, e1 = st[span_ev], en[span_ev]
-    keep = e1 > s1  # a zero-length event occupies nothing
-    rid, s1, e1 = rid_all[keep], s1[keep], e1[keep]
-    # (a stable sort: numpy's timsort for floats, which finds the runs already in time order
-    # that graph order leaves; about 0.64x the instructions of the default quicksort on
-    # scenario_basic's spans and 0.69x on its semaphore changes, callgrind. Any order of equal
-    # starts would do: two spans starting together on one resource are refused below)
-    order = np.argsort(s1, kind="stable")
-    order = order[np.argsort(_small(rid[order]), kind="stable")]
-    rid, s1, e1 = rid[order], s1[order], e1[order]
-    same = rid[1:] == rid[:-1]
-    nxt, e0 = s1[1:], e1[:-1]
-    if (same & (nxt < e0 - (A + R * np.abs(e0)))).any():
-        return False
-    if (same & (nxt == s1[:-1])).any():
-        # two spans start together on one resource: the reference's verdict can depend on the
-        # order it keeps between them (its sort is stable), which this sort does not keep
+    if not _spans_ok(rid_all, st[span_ev], en[span_ev]):
         return False
     # colocation: per event -1 (no site recorded: outside colocation or occupying nothing), a
     # site number, or -2 (no site or several)
@@ -566,6 +546,92 @@ def _passes(graph: EventGraph, schedule: Schedule, durations_exact: bool, by_pos
     return _semaphores_pass(graph, evs, st, en, by_position)
 
 
+
+
+def _passes_columns(
+    graph: EventGraph, schedule: Schedule, cols: TimeColumns, durations_exact: bool
+) -> bool | None:
+    """:func:`_passes` with ``by_position``, for a greedy schedule whose ``start_us``,
+    ``end_us`` and ``resources`` maps are still to be made (:func:`deferred_columns`): the
+    times are its own float64 columns by event position and the bound resources its index
+    tuples, the values the maps would hold (they are made from them), read without making
+    the maps. ``None`` (then :func:`_passes` decides) unless the schedule is of this very
+    compiled graph, binds every event to exactly its fixed resources (one C-level comparison
+    of the index tuples: the rule "each fixed resource kept"), re-pins nothing, and no event
+    has a placeholder or a colocation partner (those rules read names: :func:`_passes` has
+    them).
+
+    The rules left are :func:`_passes`' on the same arrays: time origin and durations (the
+    compiled graph's, copies of the events'), precedence with λ (the compiled edges), no
+    overlap on a resource (the spans of every event's fixed resources, numbered by the
+    graph's resource index instead of on first sight: any numbering serves) and the
+    semaphores (the compiled uses).
+
+    Why: on the DeepSeek-V3-like zipf rank 16 (58k events) making the three maps cost ~12 ms
+    and reading them back into arrays ~8 ms, of a ~30 ms check."""
+    cg = graph.compiled()
+    n = cg.n
+    st, en, bound = cols.start, cols.end, cols.bound
+    if cols.cg is not cg or len(st) != n or len(en) != n or len(bound) != n:
+        return None
+    if schedule.repinned or any(cg.placeholders) or max(cg.group, default=-1) >= 0:
+        return None
+    fixed = cg.fixed
+    if (bound != list(fixed)) if isinstance(bound, list) else (tuple(bound) != fixed):
+        return None  # (_passes finds what differs and sends it to the event-by-event check)
+    if np.isnan(st).any() or np.isnan(en).any():
+        return False
+    du = _packed("d", cg.dur, n)
+    if not _times_ok(st, en, du, durations_exact) or not _precedence_ok(st, en, *cg.pred_arrays()):
+        return False
+    width = _packed("n", map(len, fixed), n)
+    span_ev = np.repeat(np.arange(n), width)
+    rid = _packed("n", chain.from_iterable(fixed), len(span_ev))
+    return _spans_ok(rid, st[span_ev], en[span_ev]) and _semaphores_pass(graph, [], st, en, True)
+
+
+def _times_ok(st: np.ndarray, en: np.ndarray, du: np.ndarray, durations_exact: bool) -> bool:
+    """Time origin and durations, elementwise (see :func:`_passes`)."""
+    A, R = ABS_TOL_US, REL_TOL
+    if (st < -(A + R * np.abs(st))).any():
+        return False
+    off = np.flatnonzero(en != st + du)
+    if off.size:
+        e, d = en[off], du[off]
+        length = e - st[off]
+        tol = A + R * np.maximum(np.abs(e), d)
+        if (np.abs(length - d) > tol).any() if durations_exact else (length < d - tol).any():
+            return False
+    return True
+
+
+def _precedence_ok(
+    st: np.ndarray, en: np.ndarray, pred_ptr: np.ndarray, pred_idx: np.ndarray, pred_lam: np.ndarray
+) -> bool:
+    """Precedence with λ, one entry per compiled edge (see :func:`_passes`)."""
+    need = en[pred_idx] + pred_lam
+    return not (np.repeat(st, np.diff(pred_ptr)) < need - (ABS_TOL_US + REL_TOL * np.abs(need))).any()
+
+
+def _spans_ok(rid: np.ndarray, s1: np.ndarray, e1: np.ndarray) -> bool:
+    """No two spans ``[s1, e1)`` overlap on one resource (numbered ``rid``), see :func:`_passes`."""
+    A, R = ABS_TOL_US, REL_TOL
+    keep = e1 > s1  # a zero-length event occupies nothing
+    rid, s1, e1 = rid[keep], s1[keep], e1[keep]
+    # (a stable sort: numpy's timsort for floats, which finds the runs already in time order
+    # that graph order leaves; about 0.64x the instructions of the default quicksort on
+    # scenario_basic's spans and 0.69x on its semaphore changes, callgrind. Any order of equal
+    # starts would do: two spans starting together on one resource are refused below)
+    order = np.argsort(s1, kind="stable")
+    order = order[np.argsort(_small(rid[order]), kind="stable")]
+    rid, s1, e1 = rid[order], s1[order], e1[order]
+    same = rid[1:] == rid[:-1]
+    nxt, e0 = s1[1:], e1[:-1]
+    if (same & (nxt < e0 - (A + R * np.abs(e0)))).any():
+        return False
+    # two spans start together on one resource: the reference's verdict can depend on the
+    # order it keeps between them (its sort is stable), which this sort does not keep
+    return not (same & (nxt == s1[:-1])).any()
 
 
 def _semaphores_pass(

@@ -344,11 +344,12 @@ def dag_end_us(res: RankResult, total: float, cfg: Config) -> float:
     return max(res["tail_end_us"], total + cfg.c("cross_rank_flag_us") + res["tail_us"])
 
 
-def _last_combine(rg: RankGraph, s: Schedule) -> str:
+def _last_combine(rg: RankGraph, s: Schedule, end: Mapping[str, float] | None = None) -> str:
     """The event whose end is the rank's time: its last combine (the last event but the tail
-    in a graph without combines), the greatest name on ties."""
+    in a graph without combines), the greatest name on ties. ``end``: the ends to read (at
+    least those events'), if not the schedule's ``end_us``."""
     comb = rg.combine_events or [n for n in rg.graph.events if n != rg.tail_event]
-    return last_of(comb, s.end_us)
+    return last_of(comb, s.end_us if end is None else end)
 
 
 def last_of(names: Sequence[str], end: Mapping[str, float]) -> str:

@@ -23,6 +23,7 @@ import numpy as np
 
 from moeopt.core import smallints
 from moeopt.core.events import Event
+from moeopt.core.schedule import deferred_columns
 from moeopt.core.scheduler import schedule as greedy_schedule
 from moeopt.megamoe.build.activation import build_activation
 from moeopt.megamoe.build.combine import COMBINE_PATHS, build_combine, combine_mode
@@ -312,6 +313,12 @@ def join_expert(rg: RankGraph, cfg: Config, check_from: int, epoch_us: float) ->
     hook = restructure_rule(cfg.restructure).hook(rg, cfg)
     s = greedy_schedule(rg.graph, policy=cfg.scheduling, normalize=False, restructure=hook)
     rg.keep_schedule((cfg.scheduling, cfg.restructure), s)
+    cols = deferred_columns(s)
+    if cols is not None and cols.cg is rg.graph.compiled():
+        # (the schedule's own columns, read by position: its maps stay unmade for the array
+        # check of kernel_time, which reads the same columns)
+        done = float(cols.end[cols.cg.index["gmm1_done"]])
+        return first_join(rg.graph.events, cols.start, done + epoch_us, check_from)
     return first_join(rg.graph.events, s.start_us, s.end_us["gmm1_done"] + epoch_us, check_from)
 
 
@@ -323,11 +330,12 @@ _expert_of = itemgetter("expert")
 
 
 def first_join(
-    events: Mapping[str, Event], start_us: Mapping[str, float], g1_done: float, check_from: int
+    events: Mapping[str, Event], start_us: Mapping[str, float] | np.ndarray, g1_done: float, check_from: int
 ) -> int:
     """:func:`join_expert`'s reading of a schedule: the first expert ``e >= check_from`` whose
     boundary (the earliest start of its GMM2 tiles, the events labelled ``stage = "gmm2"`` and
-    not ``shared``) is at or after ``g1_done``; :data:`NO_JOIN` when none is.
+    not ``shared``) is at or after ``g1_done``; :data:`NO_JOIN` when none is. ``start_us``: the
+    starts by name, or an array of them by event position.
 
     The labels are read by C-level maps over every event (a Python statement per event over the
     tens of thousands of a large rank cost more than the rest of the function), the GMM2 tiles'
@@ -361,22 +369,31 @@ def first_join(
 
 
 def _tile_starts(
-    events: Mapping[str, Event], start_us: Mapping[str, float], is_gmm2: list[bool], own: list[bool], k: int
+    events: Mapping[str, Event],
+    start_us: Mapping[str, float] | np.ndarray,
+    is_gmm2: list[bool],
+    own: list[bool],
+    k: int,
 ) -> np.ndarray:
     """The starts of the ``k`` events that are GMM2 tiles (``is_gmm2``, per event) of an own
     expert (``own``, per such tile), in graph order. A schedule lists its events in graph order
     (the greedy scheduler's does): its starts are then taken as one array and the tiles' picked
     out of it by position, instead of looking each name up in the map (tens of thousands of
-    scattered hash lookups); any other map is read name by name."""
+    scattered hash lookups); any other map is read name by name. ``start_us`` may also be the
+    starts as an array by event position."""
     names = list(events)
-    if len(start_us) == len(names) and list(start_us) == names:
+    by_position: np.ndarray | None = None
+    if isinstance(start_us, np.ndarray):
+        by_position = start_us
+    elif len(start_us) == len(names) and list(start_us) == names:
+        by_position = np.fromiter(start_us.values(), float, len(names))
+    if by_position is not None:
         try:  # (bytes of the flags: bool objects, or anything else that is an int in 0..255)
             tile_at = np.flatnonzero(np.frombuffer(bytes(is_gmm2), np.uint8))
         except (TypeError, ValueError):  # a stage label compared to "gmm2" as something else
-            pass
+            start_us = dict(zip(names, by_position.tolist()))
         else:
-            every = np.fromiter(start_us.values(), float, len(names))
-            picked: np.ndarray = every[tile_at[np.frombuffer(bytes(own), np.bool_)]]
+            picked: np.ndarray = by_position[tile_at[np.frombuffer(bytes(own), np.bool_)]]
             return picked
     return np.fromiter(map(start_us.__getitem__, compress(compress(names, is_gmm2), own)), float, k)
 
