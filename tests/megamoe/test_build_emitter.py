@@ -118,3 +118,32 @@ def test_a_channel_of_paths_admits_every_path_at_full_rate() -> None:
     # a channel that is one shared pipe keeps its rate rounded down (never more than it has)
     em.bandwidth("pipe", 24 * 51_900.0)
     assert em.capacity("pipe") == 1245
+
+
+def test_a_run_records_its_chain_edges_as_a_set_made_when_read() -> None:
+    em = Emitter(rank=0, contention=False, unit=1000.0)
+    a, b = ("c0.AIC",), ("c1.AIC",)
+    em.emit("x", "s", a, {}, duration_us=1.0, chain_on=a)
+    # a run on two cores: t0 follows x on c0 (a new edge); t1 is c1's first event (no edge);
+    # t2 follows t0 on c0 but already waits for it (no new edge); t3 follows t1 on c1
+    em.emit_run(
+        "g",
+        ["t0", "t1", "t2", "t3"],
+        [a, b, a, b],
+        [{}, {}, {"t0": 0.5}, {}],
+        [{}] * 4,
+        [{}] * 4,
+        [1.0] * 4,
+        [{}] * 4,
+        chain=True,
+    )
+    em.chain_edges.add(("p", "q"))  # (as Emitter.chain records one)
+    want = {("x", "t0"), ("t1", "t3"), ("p", "q")}
+    assert em.chain_edges == want
+    assert len(em.chain_edges) == 3
+    assert ("t0", "t2") not in em.chain_edges
+    assert ("x", "t0") in em.chain_edges
+    assert sorted(em.chain_edges) == sorted(want)  # (read again: the same pairs)
+    graph, _ = em.assemble()
+    assert dict(graph.events["t2"].deps) == {"t0": 0.5}  # λ of the data edge kept
+    assert dict(graph.events["t3"].deps) == {"t1": 0.0}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 
 from moeopt.core.events import EventGraph
@@ -27,7 +28,7 @@ class RankGraph:
     algo_remote_in_bytes: float
     algo_remote_out_bytes: float
     combine_events: list[str]
-    chain_edges: set[tuple[str, str]]
+    chain_edges: AbstractSet[tuple[str, str]]  # (an emitter's ChainEdges)
     tail_event: str
     head_event: str
     waves_gmm1: int
