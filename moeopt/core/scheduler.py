@@ -260,10 +260,15 @@ class _LazyByEvent(Mapping[str, _V]):
         return name in self._cg.index
 
 
+def _listed(values: Sequence[Any]) -> Sequence[Any]:
+    """A compiled run's column as its list (see ``fastloop.Column``), else ``values``."""
+    return values.values() if isinstance(values, fastloop.Column) else values
+
+
 class _LazyWaits(_LazyByEvent[Wait]):
     """``event -> Wait``."""
 
-    __slots__ = ("_pred", "_ready", "_res", "_sem", "_start", "_tb")
+    __slots__ = ("_listed", "_pred", "_ready", "_res", "_sem", "_start", "_tb")
 
     def __init__(
         self,
@@ -281,8 +286,16 @@ class _LazyWaits(_LazyByEvent[Wait]):
         super().__init__(cg)
         self._pred, self._res, self._tb, self._sem = pred, res, t_base, sem
         self._ready, self._start = ready, start
+        self._listed = False
 
     def _build(self, i: int) -> Wait:
+        if not self._listed:
+            # a compiled run's columns read as their lists from the first wait on (each wait
+            # reads six of them; a Column is read through a Python-level call per entry)
+            self._pred, self._res, self._tb, self._sem, self._ready, self._start = map(
+                _listed, (self._pred, self._res, self._tb, self._sem, self._ready, self._start)
+            )
+            self._listed = True
         cg = self._cg
         rp, rb, tb, sb = self._pred[i], self._res[i], self._tb[i], self._sem[i]
         ready = self._ready[i]
