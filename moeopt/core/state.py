@@ -162,14 +162,34 @@ def pair_numbers(
     return some, tuple(sig)
 
 
-def _find_tables(cg: CompiledGraph) -> GraphTables:
-    n = cg.n
-    indeg = tuple(cg.indeg())
-    # -1 until a predecessor is committed (every end + λ is >= 0, so the first one always
-    # sets it: commit needs no separate test for "no predecessor yet"); 0 without any
-    ready = [-1.0] * n
-    for i in compress(range(n), map(not_, indeg)):
-        ready[i] = 0.0
+_Ops = tuple[tuple[tuple[int, int, int], ...], tuple[tuple[int, int], ...], tuple[tuple[int, int], ...]]
+"""An event's semaphore changes as ``SchedulerState.commit`` applies them: (holds, takes, gives)."""
+
+
+class SemaphoreSignatures(NamedTuple):
+    """The events' semaphore uses told apart by their (acquire, release) pair (see
+    :func:`pair_numbers`), per distinct pair in the order of its first event: ``acq``: each
+    acquire as ``(semaphore, units, units given back at the end)``; ``gains``: the semaphores
+    it gives back more of than it took; ``ops``: ``(holds, takes, gives)`` as
+    ``SchedulerState.commit`` applies them. ``sig[i]``: event i's pair number."""
+
+    sig: tuple[int, ...]
+    acq: tuple[tuple[tuple[int, int, int], ...], ...]
+    gains: tuple[tuple[int, ...], ...]
+    ops: tuple[_Ops, ...]
+
+
+def semaphore_signatures(cg: CompiledGraph) -> SemaphoreSignatures:
+    """:class:`SemaphoreSignatures` of ``cg`` (the part of :class:`GraphTables` the compiled
+    loop reads too), found on the first call and kept on the graph (the analyses group events
+    by ``sig``: ``moeopt.megamoe.analysis.table.pair_numbers``)."""
+    got: SemaphoreSignatures | None = cg.derived("semaphore_signatures")
+    if got is None:
+        got = cg.keep("semaphore_signatures", _find_signatures(cg))
+    return got
+
+
+def _find_signatures(cg: CompiledGraph) -> SemaphoreSignatures:
     # (found by the compilation when it worked on arrays, else here)
     kept: tuple[list[int], tuple[int, ...]] | None = cg.derived("pair_numbers")
     some, sig = kept if kept is not None else pair_numbers(cg.acq, cg.rel)
@@ -190,6 +210,18 @@ def _find_tables(cg: CompiledGraph) -> GraphTables:
                 tuple([(s, r) for s, r in rel if s not in held]),
             )
         )
+    return SemaphoreSignatures(sig, tuple(seen), tuple(seen_gain), tuple(seen_ops))
+
+
+def _find_tables(cg: CompiledGraph) -> GraphTables:
+    n = cg.n
+    indeg = tuple(cg.indeg())
+    # -1 until a predecessor is committed (every end + λ is >= 0, so the first one always
+    # sets it: commit needs no separate test for "no predecessor yet"); 0 without any
+    ready = [-1.0] * n
+    for i in compress(range(n), map(not_, indeg)):
+        ready[i] = 0.0
+    sig, seen, seen_gain, seen_ops = semaphore_signatures(cg)
     # gainful[s]: some event gives back units of semaphore s beyond what it took itself
     # (its ``gains`` holds s): only such releases can bring a waiting start forward
     gainful = [False] * len(cg.sem_cap)
@@ -207,14 +239,22 @@ def _find_tables(cg: CompiledGraph) -> GraphTables:
         acq3=picked(seen, sig),
         gains=picked(seen_gain, sig),
         gainful=tuple(gainful),
-        group_site=tuple(
-            [sites[0] if sites is not None and len(sites) == 1 else -1 for sites in cg.group_sites]
-        ),
+        group_site=group_sites(cg),
         members_at=MappingProxyType(members_at),
         single=tuple([(r,) for r in range(len(cg.res_names))]),
         ph_lists=ph_lists,
         site_members=site_members,
     )
+
+
+def group_sites(cg: CompiledGraph) -> tuple[int, ...]:
+    """Per colocation group: its site when it may use one site only, else -1 (no site yet)."""
+    return tuple([sites[0] if sites is not None and len(sites) == 1 else -1 for sites in cg.group_sites])
+
+
+def site_members(cg: CompiledGraph) -> tuple[tuple[int, ...] | None, ...]:
+    """:attr:`GraphTables.site_members` of ``cg``."""
+    return _placeholder_tables(cg)[1]
 
 
 def _placeholder_tables(

@@ -11,6 +11,7 @@ from __future__ import annotations
 import importlib
 from pathlib import Path
 
+import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -21,6 +22,7 @@ from moeopt.core.events import Event, EventGraph
 from moeopt.core.policies import BUILTIN_POLICIES, make_policy
 from moeopt.core.schedule import Schedule
 from moeopt.core.scheduler import schedule
+from moeopt.core.state import graph_tables
 from moeopt.errors import SchedulingError
 from moeopt.testing.strategies import event_graphs
 from tests.core.test_hand_cases import SITE_CHANGE_STARTS, several_placeholders_graph, site_change_graph
@@ -439,3 +441,30 @@ def test_compiled_kahn_gives_the_python_order(n: int, pairs: list[tuple[int, int
     assert fastloop.topo_order(np.diff(e.pred_ptr), e.succ_ptr, e.succ_idx, sources) == want
     if acyclic:
         assert sorted(want) == list(range(n))
+
+
+def _form_arrays(f: fastloop.LoopForm) -> list[object]:
+    """Every field of a loop form, arrays as (dtype, list) pairs."""
+    out: list[object] = []
+    for v in f:
+        for a in v if isinstance(v, tuple) else (v,):
+            out.append((a.dtype.str, a.tolist()) if isinstance(a, np.ndarray) else a)
+    return out
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(g=st.one_of(pinned_graphs(), event_graphs(max_events=12)))
+@pytest.mark.usefixtures("compiled_loop")
+def test_the_loop_form_needs_no_python_loop_tables(g: EventGraph) -> None:
+    """The loop's arrays found from the semaphore signatures and site lists alone (a graph the
+    compiled loop schedules first) are those found from the Python loop's tables."""
+    lean = g.copy_with().compiled()
+    assert lean.derived("scheduler_tables") is None
+    got = fastloop._find_form(lean)
+    assert lean.derived("scheduler_tables") is None  # (not made for the loop)
+    full = g.copy_with().compiled()
+    graph_tables(full)
+    want = fastloop._find_form(full)
+    assert (got is None) == (want is None)
+    if got is not None and want is not None:
+        assert _form_arrays(got) == _form_arrays(want)

@@ -13,7 +13,7 @@ from moeopt.megamoe.analysis.bounds import _needed_work, _tails, data_paths
 from moeopt.megamoe.analysis.busy import busy_times
 from moeopt.megamoe.analysis.critical import _by_pair, _Ended, _Ends
 from moeopt.megamoe.analysis.idle import _data_ready, _merge, _merged_all, _stage_events
-from moeopt.megamoe.analysis.table import Columns, Table, _events_on_loop, events_on, packed
+from moeopt.megamoe.analysis.table import Columns, Table, _events_on_loop, events_on, packed, pair_numbers
 from moeopt.megamoe.simulate import build_graphs, scheduled_rank
 
 
@@ -304,7 +304,7 @@ def test_releasers_by_pair_numbers_are_by_map(bs72):
     rg, sch, _last = scheduled_rank(rg, bs72.config, False)
     t = Table.of(rg, sch)
     cg = rg.graph.compiled()
-    assert cg.derived("scheduler_tables") is not None
+    assert pair_numbers(cg) is not None
     by_pair, by_map = _Ends(t, cg=cg), _Ends(t)
     sems = list(rg.graph.semaphores)
     assert sems

@@ -253,7 +253,7 @@ def _spans_both_ways(s: mm.Scenario) -> tuple[int, int]:
     import numpy as np
 
     from moeopt.core.scheduler import schedule
-    from moeopt.megamoe.analysis import idle
+    from moeopt.megamoe.analysis import idle, table
     from moeopt.megamoe.analysis.table import Table
     from moeopt.megamoe.simulate import build_graphs
 
@@ -282,7 +282,7 @@ def _spans_both_ways(s: mm.Scenario) -> tuple[int, int]:
         # as rows of an array are read without their lists)
         # (grouped by the scheduler's pair numbers, where the first cache grouped by identity)
         fresh = idle._SpanCache(tab, levels, ready, cg=rg.graph.compiled())
-        assert rg.graph.compiled().derived("scheduler_tables") is not None
+        assert table.pair_numbers(rg.graph.compiled()) is not None
         fresh.prime([i for i in range(len(tab.names)) if tab.start[i] > ready[i] + idle.EPS])
         for idx in (everyone, waited, np.concatenate((waited[::-1], waited[:3]))):
             flat = [ab for i in idx.tolist() for ab in refs[i]]

@@ -161,17 +161,18 @@ _DTYPE = {"d": np.dtype(np.float64), "n": np.dtype(np.intp)}
 def pair_numbers(cg: CompiledGraph | None) -> np.ndarray | None:
     """Per event of the compiled graph ``cg`` (graph order), the number of its (acquire,
     release) pair among the distinct ones, as the greedy scheduler numbered them and kept them
-    on the graph (``GraphTables.sig``: pairs of compiled tuples, which are shared by the events
+    on the graph (``SemaphoreSignatures.sig``: pairs of compiled tuples, which are shared by the events
     whose maps are one object, numbered 0, 1, ... in order of first event). ``None`` when the
     graph carries none (not scheduled by the greedy scheduler since it was compiled: a graph
     compiled again, e.g. with re-pinned tiles). The analyses group events by them instead of by
     the ``id`` of each event's maps: an ``id`` per event is a new integer object, and packing
     them cost 2.8M instructions per map of a scenario_basic rank (callgrind), where these small
     integers pack in a tenth of it."""
-    tables = cg.derived("scheduler_tables") if cg is not None else None
-    if tables is None:
+    # (kept by either greedy loop: moeopt.core.state.semaphore_signatures)
+    signatures = cg.derived("semaphore_signatures") if cg is not None else None
+    if signatures is None:
         return None
-    sig = tables.sig
+    sig = signatures.sig
     return packed("n", sig, len(sig))
 
 
