@@ -269,7 +269,7 @@ def _find_form(cg: CompiledGraph) -> LoopForm | None:
     """The loop's arrays of ``cg``: from the Python loop's tables when a schedule of this graph
     made them, else from the part of them the loop reads (the semaphore signatures, the
     colocated events' site lists), without the per-event tables only the Python loop reads.
-    measured (DeepSeek-V3-like zipf rank 16, 58k events): 22 -> ~14 ms."""
+    measured (DeepSeek-V3-like zipf rank 16, 58k events): 22 -> ~16 ms."""
     tab = cg.derived("scheduler_tables")
     n = cg.n
     # (each event's predecessors: off the arrays when the graph was compiled to them)
