@@ -14,7 +14,10 @@ applied together, within the time tolerance).
 
 Large graphs are first checked on arrays (:func:`_passes`: the same rules in bulk, numpy, built
 from the same events and mappings); only a schedule that check cannot accept goes through the
-event-by-event check, which lists the violations.
+event-by-event check, which lists the violations. ``by_position=True`` (``kernel_time``) trades
+part of that independence for speed: the edges and semaphore uses come from the compiled graph,
+and a greedy schedule whose maps are unmade is read from the columns its maps would be made
+from (the same numbers; the rules are still this module's own).
 """
 
 from __future__ import annotations
