@@ -36,10 +36,8 @@ import math
 import multiprocessing
 import os
 import threading
-from collections import deque
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from functools import partial
-from itertools import chain
 from typing import Any, NamedTuple, TypedDict, TypeGuard, cast
 
 import numpy as np
@@ -568,10 +566,8 @@ def kernel_time_below(
     For a search that only needs to know whether a point can beat the best time found so far:
     the likely slowest ranks are scheduled first (:func:`_slowest_first`), each one's time
     read as soon as it is done, so on a skewed routing a point that cannot win usually stops
-    after its first rank (in worker processes the other workers take the smallest ranks
-    meanwhile, see :func:`_first_and_fillers`: a rank found first may be one of those). A
-    rank's build or guardrail error is raised as by :func:`kernel_time` only when no rank
-    reaches the threshold."""
+    after its first rank. A rank's build or guardrail error is raised as by
+    :func:`kernel_time` only when no rank reaches the threshold."""
     got = _timed(scenario, workers, True, True, threshold_us)
     return got if isinstance(got, Reached) else got[0]
 
@@ -632,71 +628,25 @@ def _timed(
         # (with stop_at, how many ranks are scheduled is not known beforehand: the workers'
         # own counts decide)
         expected = _expected_events(cfg, counts, reps, e) if stop_at is None else 0
-
-        def received(rep: int, res: _RankTime | _Carried) -> Reached | None:
-            if isinstance(res, _RankTime):
-                fastloop.scheduled_elsewhere(res.n_events)
-            return took(rep, _received(res))
-
         with _pool(job, n, expected) as pool:  # (leaving it stops the workers)
-            rest, flight = reps, list[Any]()
-            if stop_at is not None:
-                # the likely slowest rank first, the other workers meanwhile on the smallest
-                # ranks (see _first_and_fillers); then the rest
-                stop, rest, flight = _first_and_fillers(pool, reps, n, received)
-                if stop is not None:
-                    return stop
-            # each rank as soon as it is done (the fillers still running first: handed out
-            # before the rest): a rank that reaches stop_at stops the run even while a rank
-            # handed out before it is still being scheduled
-            results = pool.imap_unordered(_rank_time_remote, rest, chunksize=1)
-            for rep, res in chain((f.get() for f in flight), results):
-                stop = received(rep, res)
-                if stop is not None:
-                    return stop
+            # with stop_at, the likely slowest rank alone first: a point that cannot win then
+            # stops with the other workers idle, none of them having scheduled a rank only to
+            # be stopped; a point that wins waits for that one rank before the others are
+            # shared out. Then each rank as soon as it is done: a rank that reaches stop_at
+            # stops the run even while a rank handed out before it is still being scheduled
+            batches = [reps[:1], reps[1:]] if stop_at is not None else [reps]
+            for batch in batches:
+                for rep, res in pool.imap_unordered(_rank_time_remote, batch, chunksize=1):
+                    if isinstance(res, _RankTime):
+                        fastloop.scheduled_elsewhere(res.n_events)
+                    stop = took(rep, _received(res))
+                    if stop is not None:
+                        return stop
     by_rep = dict(zip(done, got, strict=True))
     firsts = [g[0] for g in groups]
     kt = _combine(scenario, firsts, groups, by_rep, n, check_bounds, conservation, policy.name)
     # (_combine raised if any rank failed)
     return kt, {rep: res for rep, res in by_rep.items() if isinstance(res, _RankTime)}, counts, groups
-
-
-FILL_POLL_S = 0.002
-"""assumed: how often (seconds) the parent looks whether the likely slowest rank or a filler rank
-is done while :func:`_first_and_fillers` waits (a few wake-ups per rank, no measurable CPU)."""
-
-
-def _first_and_fillers(
-    pool: Any, reps: list[int], workers: int, received: Callable[[int, Any], Reached | None]
-) -> tuple[Reached | None, list[int], list[Any]]:
-    """For :func:`kernel_time_below`: the likely slowest rank ``reps[0]`` on one worker and,
-    until it is done, the other workers on the smallest ranks, one each at a time (``reps`` is
-    in likely-slowest-first order, so from its end). Each result goes to ``received`` as it
-    comes; returns the stop it gave, if any, and the ranks not handed out yet (in ``reps``'
-    order).
-
-    Why: a point that cannot win usually stops at the likely slowest rank; the other workers
-    would otherwise idle meanwhile (a point that wins then waited for that rank before the
-    others were shared out: DeepSeek-V3-like zipf, warm, ~0.3 s of ~2.0 s), or, handed the next
-    large ranks, spend a core on work a losing point throws away. A small rank costs little
-    when the point loses (at most one per other worker is in flight when the first rank is
-    done, and the stop leaves it unread) and is done work when it wins; the rest keep the
-    largest-first order. Also returns the fillers still running (their results to be read)."""
-    first = pool.apply_async(_rank_time_remote, (reps[0],))
-    small = reps[:0:-1]  # the others, smallest first
-    flight: deque[Any] = deque()
-    while True:
-        while small and len(flight) < workers - 1 and not first.ready():
-            flight.append(pool.apply_async(_rank_time_remote, (small.pop(0),)))
-        while flight and flight[0].ready():
-            stop = received(*flight.popleft().get())
-            if stop is not None:
-                return stop, [], []
-        if first.ready():
-            break
-        first.wait(FILL_POLL_S)
-    left = set(small)
-    return received(*first.get()), [r for r in reps[1:] if r in left], list(flight)
 
 
 def _drop_slower(got: list[_RankTime | _Failed]) -> None:
