@@ -18,7 +18,10 @@ with the scenario's own kernel time as the best found; not in the default set),
 ``losing_point_serial`` (the same in this process alone, ``workers=1``: what each worker of a
 search with several workers pays, as it schedules its points' ranks itself), ``winning_point``
 (``kernel_time_below`` with a best found 1% above the scenario's kernel time: the point wins,
-every rank is timed and the kernel time returned). CPU seconds
+every rank is timed and the kernel time returned); ``kernel_time_warm``, ``losing_point_warm``,
+``winning_point_warm``: the same calls as a search trial makes them, in a process that has made
+one before (the routing drawn, the compiled loop loaded by its rule), the median of the
+``WARM_CALLS`` calls after that first one (not in the default set). CPU seconds
 count the worker processes too. Every run is a fresh process, so that its peak memory is its
 own: the figure is the peak resident size of that process plus the largest of its worker
 processes (an upper bound of what the run held at once when it ran one worker at a time per
@@ -43,7 +46,20 @@ import sys
 from child import run_child
 
 # every mode the bench runs (see the docstring); each case has a target for each
-_MODES = ("simulate", "simulate_slowest", "kernel_time", "losing_point", "losing_point_serial", "winning_point")
+_MODES = (
+    "simulate",
+    "simulate_slowest",
+    "kernel_time",
+    "losing_point",
+    "losing_point_serial",
+    "winning_point",
+    "kernel_time_warm",
+    "losing_point_warm",
+    "winning_point_warm",
+)
+WARM_CALLS = 3
+"""The calls timed after the first in a ``*_warm`` mode (their median is the figure)."""
+_POINTS = {"losing_point", "losing_point_serial", "winning_point", "losing_point_warm", "winning_point_warm"}
 
 CASES = {
     "dsv3_zipf": (
@@ -56,6 +72,9 @@ CASES = {
             "losing_point": 1.5,
             "losing_point_serial": 1.5,
             "winning_point": 1.5,
+            "kernel_time_warm": 1.5,
+            "losing_point_warm": 1.5,
+            "winning_point_warm": 1.5,
         },
     ),
     "pto_m8192": (
@@ -73,7 +92,9 @@ CASES = {
 CHILD = r"""
 import json, resource, sys, time
 import moeopt.megamoe as mm
-case, mode = json.loads(sys.argv[1]), sys.argv[2]
+case, mode, warm_calls = json.loads(sys.argv[1]), sys.argv[2], int(sys.argv[3])
+warm = mode.endswith("_warm")
+mode = mode.removesuffix("_warm")
 s = mm.Scenario(workload=mm.Workload(**case["workload"]), h=7168, hidden_dim=4096, profile=case["profile"])
 import importlib.util, inspect
 kt = None
@@ -89,28 +110,40 @@ if (
 def cpu_s():  # this process and its joined worker processes
     ch = resource.getrusage(resource.RUSAGE_CHILDREN)
     return time.process_time() + ch.ru_utime + ch.ru_stime
-w0, c0 = time.perf_counter(), cpu_s()
-if mode == "simulate":
-    r = mm.simulate(s)
-    total, ranks = r["kernel_total_us"], len(r["simulated_ranks"])
-    events = max(r["rank_results"][k]["n_events"] for k in r["simulated_ranks"])
-elif mode == "simulate_slowest":
-    r = mm.simulate(s, ranks="slowest")
-    total, ranks = r["kernel_total_us"], len(r["rank_kernel_total_us"])
-    events = max(r["rank_results"][k]["n_events"] for k in r["simulated_ranks"])
-elif mode == "winning_point":
-    r = kt.kernel_time_below(s, case["best_us"] * 1.01)
-    total, ranks, events = r["kernel_total_us"], len(r["simulated_ranks"]), -1
-elif mode.startswith("losing_point"):
-    r = kt.kernel_time_below(s, case["best_us"], **({"workers": 1} if mode.endswith("serial") else {}))
-    if isinstance(r, dict):  # no rank reached the best before the last (one distinct rank)
-        total, ranks, events = r["kernel_total_us"], len(r["simulated_ranks"]), -1
-    else:  # a Reached: stopped at a rank that reaches the best
-        total, ranks, events = r.total_us, -1, -1
-else:
+def call():
+    if mode == "simulate":
+        r = mm.simulate(s)
+        events = max(r["rank_results"][k]["n_events"] for k in r["simulated_ranks"])
+        return r["kernel_total_us"], len(r["simulated_ranks"]), events
+    if mode == "simulate_slowest":
+        r = mm.simulate(s, ranks="slowest")
+        events = max(r["rank_results"][k]["n_events"] for k in r["simulated_ranks"])
+        return r["kernel_total_us"], len(r["rank_kernel_total_us"]), events
+    if mode == "winning_point":
+        r = kt.kernel_time_below(s, case["best_us"] * 1.01)
+        return r["kernel_total_us"], len(r["simulated_ranks"]), -1
+    if mode.startswith("losing_point"):
+        r = kt.kernel_time_below(s, case["best_us"], **({"workers": 1} if mode.endswith("serial") else {}))
+        if isinstance(r, dict):  # no rank reached the best before the last (one distinct rank)
+            return r["kernel_total_us"], len(r["simulated_ranks"]), -1
+        return r.total_us, -1, -1  # a Reached: stopped at a rank that reaches the best
     r = mm.kernel_time(s)
-    total, ranks, events = r["kernel_total_us"], len(r["simulated_ranks"]), -1
-wall, cpu = time.perf_counter() - w0, cpu_s() - c0
+    return r["kernel_total_us"], len(r["simulated_ranks"]), -1
+if warm:
+    # what a search trial pays: a process that has made such calls before (the routing drawn,
+    # the compiled loop loaded where its rule says), timed over the calls after the first
+    call()
+    walls, cpus = [], []
+    for _ in range(warm_calls):
+        w0, c0 = time.perf_counter(), cpu_s()
+        total, ranks, events = call()
+        walls.append(time.perf_counter() - w0)
+        cpus.append(cpu_s() - c0)
+    wall, cpu = sorted(walls)[len(walls) // 2], sorted(cpus)[len(cpus) // 2]
+else:
+    w0, c0 = time.perf_counter(), cpu_s()
+    total, ranks, events = call()
+    wall, cpu = time.perf_counter() - w0, cpu_s() - c0
 mb = lambda who: resource.getrusage(who).ru_maxrss / 1024
 print(json.dumps({"moeopt": mm.__file__, "wall": wall, "cpu": cpu, "rss_self": mb(resource.RUSAGE_SELF),
                   "rss_child": mb(resource.RUSAGE_CHILDREN), "total": total, "ranks": ranks,
@@ -121,7 +154,7 @@ print(json.dumps({"moeopt": mm.__file__, "wall": wall, "cpu": cpu, "rss_self": m
 def run_one(python: str, name: str, mode: str, best_us: float = 0.0) -> dict[str, float] | None:
     workload, profile, _targets = CASES[name]
     arg = json.dumps({"workload": workload, "profile": profile, "best_us": best_us})
-    got = run_child(python, CHILD, [arg, mode], f"{name} {mode}")
+    got = run_child(python, CHILD, [arg, mode, str(WARM_CALLS)], f"{name} {mode}")
     return None if got.get("missing") else got
 
 
@@ -141,7 +174,7 @@ def main() -> None:
     for name in args.only or list(CASES):
         _w, _p, targets = CASES[name]
         best_us = 0.0
-        if set(args.mode) & {"losing_point", "losing_point_serial", "winning_point"}:
+        if set(args.mode) & _POINTS:
             # the search's losing point: the scenario itself against a best found equal to its
             # own kernel time (a point that cannot beat the best; kernel_time_below stops at the
             # first rank that reaches it); its winning point: against a best 1% above it
