@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+import numpy as np
 import pytest
 
 import moeopt.megamoe as mm
@@ -85,6 +86,9 @@ def test_first_join_reads_the_schedule_as_the_event_loop_did(profile: str) -> No
         rows, own = counts[:, rank * n_local : (rank + 1) * n_local], counts[rank]
         rg = compose(impl, cfg, w.tokens, w.topk, w.world, rows, rank, w.shared_expert_num, own, NO_JOIN)
         start = schedule(rg.graph, normalize=False).start_us
+        # (the starts by event position too: what join_expert reads off a greedy schedule's
+        # own columns while its maps are unmade)
+        by_position = np.array([start[n] for n in rg.graph.events], float)
         tiles = [n for n, ev in rg.graph.events.items() if ev.labels.get("stage") == "gmm2"]
         assert tiles
         assert any(rg.graph[n].labels.get("shared") for n in tiles)
@@ -93,6 +97,7 @@ def test_first_join_reads_the_schedule_as_the_event_loop_did(profile: str) -> No
             for check_from in (0, 1, 5, 16):
                 want = _first_join_by_event(rg, start, g1_done, check_from)
                 assert impl_mod.first_join(rg.graph.events, start, g1_done, check_from) == want
+                assert impl_mod.first_join(rg.graph.events, by_position, g1_done, check_from) == want
 
 
 
