@@ -275,11 +275,8 @@ def _find_form(cg: CompiledGraph) -> LoopForm | None:
     # (each event's predecessors: off the arrays when the graph was compiled to them)
     indeg = np.diff(cg.columns.pred_ptr) if cg.columns is not None else np.array(cg.indeg(), np.int64)
     sigs = semaphore_signatures(cg)  # (kept on the graph: the Python loop's tables hold them too)
-    if tab is not None:
-        members, group_site = tab.site_members, tab.group_site
-    else:
-        members, group_site = site_members(cg), group_sites(cg)
-    pools = _pool_tables(cg, members)
+    group_site = group_sites(cg)
+    pools = _pool_tables(cg, tab.site_members if tab is not None else site_members(cg))
     if pools is None:
         return None
     n_sem = len(cg.sem_cap)

@@ -146,8 +146,14 @@ class _ScheduleMaker:
         return len(self._cg.names)
 
     def columns(self) -> TimeColumns:
-        """The starts, ends and bound resources by position (see :class:`TimeColumns`)."""
-        return TimeColumns(self._cg, _float_array(self._start), _float_array(self._end), self._bound)
+        """The starts, ends and bound resources by position (see :class:`TimeColumns`; made
+        once: a rank's V1 join reading, its check and its time each read them)."""
+        got: TimeColumns | None = self._made.get("_columns")
+        if got is None:
+            got = self._made["_columns"] = TimeColumns(
+                self._cg, _float_array(self._start), _float_array(self._end), self._bound
+            )
+        return got
 
 
 def _float_array(values: Sequence[float]) -> np.ndarray:

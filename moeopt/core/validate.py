@@ -35,7 +35,7 @@ import numpy as np
 
 from moeopt.core import smallints
 from moeopt.core.events import Event, EventGraph, placeholder_role, split_resource
-from moeopt.core.schedule import Schedule, TimeColumns, deferred_columns
+from moeopt.core.schedule import Schedule, deferred_columns
 from moeopt.core.smallints import packed as _packed
 from moeopt.core.state import picked
 from moeopt.errors import ScheduleError
@@ -72,8 +72,7 @@ def validate_schedule(
     """
     graph.validate()
     if len(graph) >= VECTOR_MIN_EVENTS:
-        cols = deferred_columns(schedule) if by_position else None
-        ok = _passes_columns(graph, schedule, cols, durations_exact) if cols is not None else None
+        ok = _passes_columns(graph, schedule, durations_exact) if by_position else None
         if ok is None:
             ok = _passes(graph, schedule, durations_exact, by_position)
         if ok:
@@ -453,8 +452,7 @@ def _passes(graph: EventGraph, schedule: Schedule, durations_exact: bool, by_pos
         # the predecessors' ends, looked up in one C loop (an itemgetter of every edge's predecessor)
         preds = chain.from_iterable(deps)
         ends: Iterable[float] = itemgetter(*preds)(end) if m > 1 else map(end.__getitem__, preds)
-        need = _packed("d", ends, m) + _flat_values(deps, "d", m)
-        if (np.repeat(st, n_deps) < need - (ABS_TOL_US + REL_TOL * np.abs(need))).any():
+        if not _starts_after(st, n_deps, _packed("d", ends, m) + _flat_values(deps, "d", m)):
             return False
     # bindings (the events' positions, needed only for re-pins and colocation, built on demand)
     index: dict[str, int] | None = None
@@ -549,11 +547,7 @@ def _passes(graph: EventGraph, schedule: Schedule, durations_exact: bool, by_pos
     return _semaphores_pass(graph, evs, st, en, by_position)
 
 
-
-
-def _passes_columns(
-    graph: EventGraph, schedule: Schedule, cols: TimeColumns, durations_exact: bool
-) -> bool | None:
+def _passes_columns(graph: EventGraph, schedule: Schedule, durations_exact: bool) -> bool | None:
     """:func:`_passes` with ``by_position``, for a greedy schedule whose ``start_us``,
     ``end_us`` and ``resources`` maps are still to be made (:func:`deferred_columns`): the
     times are its own float64 columns by event position and the bound resources its index
@@ -573,11 +567,15 @@ def _passes_columns(
     Why: on the DeepSeek-V3-like zipf rank 16 (58k events) making the three maps cost ~12 ms
     and reading them back into arrays ~8 ms, of a ~30 ms check."""
     cg = graph.compiled()
+    # (the graph's own conditions first: the columns are read only where they can serve)
+    if schedule.repinned or any(cg.placeholders) or max(cg.group, default=-1) >= 0:
+        return None
+    cols = deferred_columns(schedule)
+    if cols is None or cols.cg is not cg:
+        return None
     n = cg.n
     st, en, bound = cols.start, cols.end, cols.bound
-    if cols.cg is not cg or len(st) != n or len(en) != n or len(bound) != n:
-        return None
-    if schedule.repinned or any(cg.placeholders) or max(cg.group, default=-1) >= 0:
+    if len(st) != n or len(en) != n or len(bound) != n:
         return None
     fixed = cg.fixed
     if (bound != list(fixed)) if isinstance(bound, list) else (tuple(bound) != fixed):
@@ -612,8 +610,13 @@ def _precedence_ok(
     st: np.ndarray, en: np.ndarray, pred_ptr: np.ndarray, pred_idx: np.ndarray, pred_lam: np.ndarray
 ) -> bool:
     """Precedence with λ, one entry per compiled edge (see :func:`_passes`)."""
-    need = en[pred_idx] + pred_lam
-    return not (np.repeat(st, np.diff(pred_ptr)) < need - (ABS_TOL_US + REL_TOL * np.abs(need))).any()
+    return _starts_after(st, np.diff(pred_ptr), en[pred_idx] + pred_lam)
+
+
+def _starts_after(st: np.ndarray, n_deps: np.ndarray, need: np.ndarray) -> bool:
+    """Whether each event starts no earlier (within the tolerance) than each of its edges'
+    ``need`` (its predecessor's end plus λ; the edges event after event, ``n_deps`` each)."""
+    return not (np.repeat(st, n_deps) < need - (ABS_TOL_US + REL_TOL * np.abs(need))).any()
 
 
 def _spans_ok(rid: np.ndarray, s1: np.ndarray, e1: np.ndarray) -> bool:

@@ -95,7 +95,7 @@ def test_columns_reading_gives_the_verdict_of_the_maps(g0: EventGraph, data: st.
     cols = deferred_columns(s)
     assert cols is not None
     assert cols.cg is g.compiled()
-    assert _passes_columns(g, s, cols, True) is True
+    assert _passes_columns(g, s, True) is True
     assert not set(_MAPS) & s.__dict__.keys()  # (read without making the maps)
     # one defect in the columns: an event moved in time (with or without its end), given a
     # tolerance-sized nudge, or bound to another resource (or none)
@@ -116,7 +116,7 @@ def test_columns_reading_gives_the_verdict_of_the_maps(g0: EventGraph, data: st.
         bound[i] = (data.draw(st.integers(0, k - 1)),) if k and data.draw(st.booleans()) else ()
     for exact in (True, False):
         bad = _with_columns(s, start, end, bound)
-        got = _passes_columns(g, bad, deferred_columns(bad), exact)  # type: ignore[arg-type]
+        got = _passes_columns(g, bad, exact)
         made = _made(bad)
         if got is None:
             # declined only where the binding differs from the fixed resources: the names decide
@@ -154,7 +154,7 @@ def test_a_refused_column_gets_the_reference_messages(loop: str, monkeypatch: py
     late_end[-1] += 3.0
     for s2, e2 in ((early_start, early_end), (start, late_end)):
         bad = _with_columns(s, s2, e2, list(cols.bound))
-        assert _passes_columns(g, bad, deferred_columns(bad), True) is False  # type: ignore[arg-type]
+        assert _passes_columns(g, bad, True) is False
         with pytest.raises(m.ScheduleError) as got:
             m.validate_schedule(g, bad, by_position=True)
         with pytest.raises(m.ScheduleError) as ref:
@@ -163,7 +163,7 @@ def test_a_refused_column_gets_the_reference_messages(loop: str, monkeypatch: py
     unbound = list(cols.bound)
     unbound[0] = ()
     bad = _with_columns(s, start, end, unbound)
-    assert _passes_columns(g, bad, deferred_columns(bad), True) is None  # type: ignore[arg-type]
+    assert _passes_columns(g, bad, True) is None
     with pytest.raises(m.ScheduleError) as got:
         m.validate_schedule(g, bad, by_position=True)
     assert any("resource" in v for v in got.value.violations)
@@ -179,6 +179,17 @@ def test_a_read_schedule_or_another_graph_is_checked_by_name() -> None:
     assert deferred_columns(s) is None
     # a schedule whose maps are made (by hand) has no columns
     assert deferred_columns(Schedule(start_us={}, end_us={}, resources={})) is None
+    # a schedule of the normalised graph (the never-binding semaphore dropped: another compiled
+    # graph) is read by name, and accepted
+    h = EventGraph(semaphores={"wide": 5})
+    for k in range(3):
+        h.add(Event(f"e{k}", resources=[f"c{k}.a"], acquires={"wide": 1}, releases={"wide": 1}, duration_us=1.0))
+    norm = m.schedule(h)
+    cols = deferred_columns(norm)
+    assert cols is not None
+    assert cols.cg is not h.compiled()
+    assert _passes_columns(h, norm, True) is None
+    m.validate_schedule(h, norm, by_position=True)
 
 
 def test_a_column_reads_as_the_list_it_stands_for() -> None:
