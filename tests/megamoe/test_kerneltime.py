@@ -6,7 +6,10 @@ every rank's graph, schedule and analyses in this process)."""
 
 from __future__ import annotations
 
+import json
+import subprocess
 import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -70,6 +73,30 @@ def test_same_times_with_graphs_compiled_to_arrays(monkeypatch: pytest.MonkeyPat
     assert k["rank_kernel_total_us"] == {
         rank: rr["kernel_total_us"] for rank, rr in sorted(r["rank_results"].items())
     }
+
+
+def test_loading_the_loop_loads_the_machine_code_workers_run() -> None:
+    # numba loads a function's machine code on its first call in a process, for that call's
+    # argument types: once fastloop.compiled() has run (before_fork runs it before forking the
+    # workers), a rank scheduled and compiled to arrays loads nothing more, so that forked
+    # workers do not each load it again on every fork. In a fresh interpreter: this one may
+    # have loaded the code already
+    script = """
+import json
+from moeopt.core import compiled, fastkernel, fastloop
+from moeopt.megamoe import kernel_time
+from tests.megamoe.test_kerneltime import _golden
+compiled.COLUMNS_MIN_EVENTS = 0
+fastloop.MIN_EVENTS = 0
+kernels = (fastkernel.loop, fastkernel.topo_order) if fastloop.compiled() else ()
+loaded = [len(k.signatures) for k in kernels]
+kernel_time(_golden("pto_m16.zipf"), workers=1)
+print(json.dumps([loaded, [len(k.signatures) for k in kernels]]))
+"""
+    root = Path(__file__).resolve().parents[2]
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True, cwd=root)
+    # (one loaded each, by compiled(); none more by the run)
+    assert json.loads(out.stdout) == [[1, 1], [1, 1]]
 
 
 def test_built_graphs_give_the_same_time() -> None:
