@@ -629,19 +629,15 @@ def _timed(
         # own counts decide)
         expected = _expected_events(cfg, counts, reps, e) if stop_at is None else 0
         with _pool(job, n, expected) as pool:  # (leaving it stops the workers)
-            # with stop_at, the likely slowest rank alone first: a point that cannot win then
-            # stops with the other workers idle, none of them having scheduled a rank only to
-            # be stopped; a point that wins waits for that one rank before the others are
-            # shared out. Then each rank as soon as it is done: a rank that reaches stop_at
-            # stops the run even while a rank handed out before it is still being scheduled
-            batches = [reps[:1], reps[1:]] if stop_at is not None else [reps]
-            for batch in batches:
-                for rep, res in pool.imap_unordered(_rank_time_remote, batch, chunksize=1):
-                    if isinstance(res, _RankTime):
-                        fastloop.scheduled_elsewhere(res.n_events)
-                    stop = took(rep, _received(res))
-                    if stop is not None:
-                        return stop
+            # each rank as soon as it is done, the likely slowest handed out first: with
+            # stop_at, a rank that reaches it stops the run even while ranks handed out before
+            # it are still being scheduled (their workers are stopped)
+            for rep, res in pool.imap_unordered(_rank_time_remote, reps, chunksize=1):
+                if isinstance(res, _RankTime):
+                    fastloop.scheduled_elsewhere(res.n_events)
+                stop = took(rep, _received(res))
+                if stop is not None:
+                    return stop
     by_rep = dict(zip(done, got, strict=True))
     firsts = [g[0] for g in groups]
     kt = _combine(scenario, firsts, groups, by_rep, n, check_bounds, conservation, policy.name)
