@@ -20,7 +20,6 @@ from operator import attrgetter, is_not, itemgetter, lt, methodcaller, not_
 from types import MappingProxyType
 from typing import Any
 
-import networkx as nx
 import numpy as np
 
 from moeopt.core import smallints
@@ -1092,6 +1091,8 @@ def compile_graph(g: EventGraph) -> CompiledGraph:
         else:
             assert scan.edges is not None
             pred_rows = _rows(scan.edges.pred_ptr, scan.edges.pred_idx, scan.edges.pred_lam)
+        import networkx as nx  # (only to name a cycle: see EventGraph._raw_nx)
+
         sub = nx.DiGraph()
         sub.add_nodes_from(rest)
         sub.add_edges_from((names[p], names[i]) for i in left for p, _lam in pred_rows[i] if p not in done)

@@ -24,12 +24,11 @@ from operator import attrgetter
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
-import networkx as nx
-from networkx import DiGraph as _DiGraph  # the class below has a property named ``nx``
-
 from moeopt.errors import GraphError
 
 if TYPE_CHECKING:
+    from networkx import DiGraph as _DiGraph  # (the class below has a property named ``nx``)
+
     from moeopt.core.compiled import CompiledGraph
 
 _SITE_ROLE = re.compile(r"^(?P<site>[A-Za-z0-9_\-.\[\]/]+)\.(?P<role>[A-Za-z0-9_\-]+)$")
@@ -627,7 +626,11 @@ class EventGraph:
         A dependency on a missing event appears as a node without an ``"event"`` attribute.
         """
         if self._g is None:
-            g = nx.DiGraph()
+            # (imported here, not with moeopt: networkx's import is about half of moeopt's, and
+            # building, scheduling and analysing a graph never read this form)
+            import networkx
+
+            g = networkx.DiGraph()
             g.add_nodes_from((name, {"event": ev}) for name, ev in self._events.items())
             g.add_edges_from(
                 (pred, name, {"lam": lam})
