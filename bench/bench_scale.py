@@ -20,8 +20,10 @@ search with several workers pays, as it schedules its points' ranks itself), ``w
 (``kernel_time_below`` with a best found 1% above the scenario's kernel time: the point wins,
 every rank is timed and the kernel time returned); ``kernel_time_warm``, ``losing_point_warm``,
 ``winning_point_warm``: the same calls as a search trial makes them, in a process that has made
-one before (the routing drawn, the compiled loop loaded by its rule), the median of the
-``WARM_CALLS`` calls after that first one (not in the default set). CPU seconds
+what a search's process has made before them: its first trial, a whole ``kernel_time`` (no best
+time yet, so no threshold), then one call of the mode's own (the routing drawn, the compiled
+loop loaded by its rule); the median of the ``WARM_CALLS`` calls after those (not in the
+default set). CPU seconds
 count the worker processes too. Every run is a fresh process, so that its peak memory is its
 own: the figure is the peak resident size of that process plus the largest of its worker
 processes (an upper bound of what the run held at once when it ran one worker at a time per
@@ -130,8 +132,12 @@ def call():
     r = mm.kernel_time(s)
     return r["kernel_total_us"], len(r["simulated_ranks"]), -1
 if warm:
-    # what a search trial pays: a process that has made such calls before (the routing drawn,
-    # the compiled loop loaded where its rule says), timed over the calls after the first
+    # what a search trial pays: a process that has made a search's first trial (a whole
+    # kernel_time: a search has no best time to stop at before its first trial) and one call of
+    # this kind (the routing drawn, the compiled loop loaded where its rule says), timed over
+    # the calls after those
+    if mode != "kernel_time":
+        mm.kernel_time(s)
     call()
     walls, cpus = [], []
     for _ in range(warm_calls):
