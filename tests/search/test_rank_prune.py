@@ -56,13 +56,15 @@ def test_kernel_time_below_stops_at_the_first_rank_that_reaches(ranks_scheduled:
 
 
 def test_kernel_time_below_in_worker_processes(monkeypatch: pytest.MonkeyPatch) -> None:
-    # the likely slowest rank is timed alone first: a point that cannot win stops there, no
-    # other rank scheduled; one that wins has the other ranks timed after it
+    # every rank is handed out at once, the likely slowest first: a point that cannot win stops
+    # at the first rank done that reaches the best (the other worker's rank is stopped with it),
+    # with that rank's own time; one that wins has every rank timed once
     import multiprocessing
 
     sc = _study().shapes[0].scenario({})
     full = kernel_time(sc, workers=2)
     assert full["workers"] == 2
+    times = full["rank_kernel_total_us"]
     counts, groups = rank_groups(sc)
     first = groups[kt._slowest_first(counts, groups, sc.workload.local_experts)[0]][0]
     seen = multiprocessing.get_context("fork").SimpleQueue()  # (written to by the workers)
@@ -79,12 +81,17 @@ def test_kernel_time_below_in_worker_processes(monkeypatch: pytest.MonkeyPatch) 
         return out
 
     monkeypatch.setattr(kt, "_rank_time", counting)
-    got = kernel_time_below(sc, min(full["rank_kernel_total_us"].values()), workers=2)
-    assert got == Reached(first, full["rank_kernel_total_us"][first])
-    assert scheduled() == [first]
+    # below every rank's time: whichever rank is done first reaches it (which one depends on
+    # the two workers' pace); the likely slowest, handed out first, is always one of those begun
+    got = kernel_time_below(sc, min(times.values()), workers=2)
+    assert isinstance(got, Reached)
+    assert got.total_us == times[got.rank]
+    begun = scheduled()
+    assert first in begun
+    assert got.rank in begun
+    assert len(begun) == len(set(begun))
     assert kernel_time_below(sc, full["kernel_total_us"] + 1e-6, workers=2) == full
     ranks = scheduled()
-    assert ranks[0] == first
     assert sorted(ranks) == sorted(full["simulated_ranks"])
 
 
