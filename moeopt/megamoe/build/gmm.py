@@ -37,6 +37,7 @@ from moeopt.megamoe.build.handoff import ActivationOut, DispatchOut, Gmm1Out, Gm
 from moeopt.megamoe.build.plan import ExpertPlan, GmmPlan, Item, RankPlan
 from moeopt.megamoe.build.sync import wire_lookahead
 from moeopt.megamoe.config.implementation import CUBE_M_ALIGN  # spec: the cube's 16-row fractal
+from moeopt.megamoe.errors import ScenarioError
 from moeopt.megamoe.planning import Tile
 from moeopt.registry import lookup
 
@@ -164,8 +165,38 @@ def full_expert_waits(ctx: BuildContext, order: Sequence[Item]) -> dict[int, dic
     if not ctx.layout.gmm1_full_experts:
         return {}
     lam = ctx.sync.syncall_us
-    experts = dict.fromkeys(map(_expert_of, order))  # in order of first appearance
-    return {nxt: {f"g1sync.e{e}": lam} for e, nxt in _full_expert_order(ctx, experts) if nxt is not None}
+    seq = list(map(_expert_of, order))
+    experts = dict.fromkeys(seq)  # in order of first appearance
+    pairs = [(e, nxt) for e, nxt in _full_expert_order(ctx, experts) if nxt is not None]
+    _check_syncall_order(ctx, seq, pairs)
+    return {nxt: {f"g1sync.e{e}": lam} for e, nxt in pairs}
+
+
+def _check_syncall_order(ctx: BuildContext, seq: Sequence[int], pairs: Sequence[tuple[int, int]]) -> None:
+    """A :class:`ScenarioError` unless every tile of each expert ``e`` comes before every tile of
+    the expert ``nxt`` that waits for its SYNCALL, in GMM1's program order (``seq``: each tile's
+    expert, in that order): otherwise a tile of ``nxt`` precedes one of ``e`` on a core, or in an
+    earlier wave, and waits for a flag set after it (a cycle). The V1 kernel runs its full-core
+    experts first, whole and in order (gmm1.h@HEAD L158-181); a wave packer that puts another
+    expert's m-groups before or among theirs (on a skewed routing: ``longest_expert_first``, or
+    ``balanced_waves`` with several m-groups per wave) asks for an order it cannot run."""
+    if not pairs:
+        return
+    at = np.fromiter(seq, np.int64, len(seq))
+    for e, nxt in pairs:
+        last_e = int(np.flatnonzero(at == e)[-1])
+        first_nxt = int(np.flatnonzero(at == nxt)[0])
+        if first_nxt < last_e:
+            cfg = ctx.cfg
+            full = ctx.layout.gmm1_full_experts
+            raise ScenarioError(
+                f"policy.wave_packing = {cfg.wave_packing!r} with options.gmm1_full_experts = {full} "
+                f"(p1_override = {cfg.p1_override}): GMM1's waves run expert {nxt}'s tiles before the "
+                f"last of expert {e}'s, yet expert {nxt} waits for the SYNCALL after expert {e} (a "
+                f"cycle: the full-core experts run first, whole and in order); allowed: a wave packing "
+                f"that keeps local experts 0..{full - 1} first and whole on this routing "
+                f"('sequential_greedy' always does), or options.gmm1_full_experts = 0"
+            )
 
 
 def wire_full_experts(ctx: BuildContext, em: Emitter, tiles: GmmTiles) -> str | None:
