@@ -100,7 +100,9 @@ STUDY_SECONDARY: dict[str, str] = {
     "direction": "`minimize` (default) or `maximize`",
 }
 STUDY_PRUNE: dict[str, str] = {
-    "lower_bound": "`auto` (default: check the first points, keep checking while it prunes), "
+    "lower_bound": "`auto` (default: check the first points, keep checking while it prunes; a point of a "
+    "kernel-time objective whose scenarios each have several distinct ranks is left to its ranks' times "
+    "instead), "
     "`always`, `never` (true / false are always / never)",
     "duplicates": "reuse the stored outcome of a point already evaluated; default true",
 }

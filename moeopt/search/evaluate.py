@@ -14,7 +14,10 @@ The order is the cheapest-first order a kernel engineer expects of an auto-tuner
    already no better than the best value found, the point cannot win and is pruned without
    scheduling (valid because every aggregate used is monotone in each shape's time; the adapter
    guarantees time >= the physical bounds, raising ``BoundViolation`` otherwise, and no schedule
-   of a graph undercuts its floors);
+   of a graph undercuts its floors). In ``auto`` mode a point whose ranks decide it sooner is
+   not checked (:meth:`Evaluator._ranks_decide`: a kernel-time objective on scenarios of several
+   distinct ranks each, where building every rank's graph for the check costs more than timing
+   the likely slowest ones);
 4. :func:`moeopt.simulate` for every shape (and routing seed); a guardrail or any other error
    fails this trial only, with the reason stored. A study whose metrics are kernel times only
    (``kernel_total_us``, ``kernel_dag_end_us``) asks :func:`moeopt.megamoe.kerneltime.kernel_time`
@@ -52,7 +55,7 @@ from moeopt.megamoe.kerneltime import (
     kernel_time_built_below,
 )
 from moeopt.megamoe.scenario import Scenario
-from moeopt.megamoe.simulate import BuiltGraphs, build_graphs, simulate, simulate_built
+from moeopt.megamoe.simulate import BuiltGraphs, build_graphs, rank_groups, simulate, simulate_built
 from moeopt.search.config import ShapeSpec, StudyConfig
 from moeopt.search.metrics import TIME_METRICS, Result, metric_value
 from moeopt.search.space import point_key, to_overrides, violated_constraint
@@ -240,10 +243,14 @@ class Evaluator:
             )
         return out
 
-    def _want_lb(self) -> bool:
+    def _want_lb(self, scenarios: Mapping[str, Sequence[Scenario]], best: float) -> bool:
         if not self.lb_applies:
             return False
-        if self.cfg.lower_bound == "always" or self.lb_checked < AUTO_PROBE:
+        if self.cfg.lower_bound == "always":
+            return True
+        if self._ranks_decide(scenarios, best):
+            return False
+        if self.lb_checked < AUTO_PROBE:
             return True
         if self.lb_pruned >= AUTO_MIN_RATE * self.lb_checked:
             return True
@@ -252,6 +259,23 @@ class Evaluator:
             self._since_check = 0
             return True
         return False
+
+    def _ranks_decide(self, scenarios: Mapping[str, Sequence[Scenario]], best: float) -> bool:
+        """Whether, in ``auto`` mode, the bound check is left out because the point's own ranks
+        decide it sooner: its scenarios are timed with thresholds (:meth:`_stops_early`) and each
+        has several distinct ranks. The check builds every distinct rank's graph in this
+        process, one after another (on the V1 profile, whose GMM2 join reads a greedy schedule,
+        that schedules each rank too), while the timing schedules the likely slowest ranks first
+        (in worker processes when it may) and stops at the first one whose time reaches the
+        threshold; a rank's time is at least its graph's floors. measured (stop 45, the
+        DeepSeek-V3-like zipf study, ``studies/dsv3_zipf.yaml``, 32 distinct ranks): the check
+        took 36 s on a point with tile_m 64 and tile_n 128 that the timing then pruned at its
+        first rank in 2 s; on the base point, building every rank costs about what timing them
+        all does. With one distinct rank (uniform routing) the check's graph is the one timed,
+        and ``always`` checks every point whatever the ranks."""
+        if not self._stops_early(best):
+            return False
+        return all(len(rank_groups(s)[1]) > 1 for scs in scenarios.values() for s in scs)
 
     def _stops_early(self, best: float | None) -> bool:
         """Whether the point's scenarios are timed with thresholds (see the module docstring):
@@ -371,7 +395,7 @@ class Evaluator:
         known = {name: [0.0] * len(scs) for name, scs in scenarios.items()}
         try:
             graphs: dict[int, Graphs] = {}  # built for the bound, reused by the simulation
-            if best is not None and self._want_lb():
+            if best is not None and self._want_lb(scenarios, best):
                 for scs in scenarios.values():
                     for s in scs:
                         graphs[id(s)] = built(s)

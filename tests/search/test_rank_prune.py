@@ -95,6 +95,38 @@ def test_kernel_time_below_in_worker_processes(monkeypatch: pytest.MonkeyPatch) 
     assert sorted(ranks) == sorted(full["simulated_ranks"])
 
 
+def test_auto_leaves_a_point_of_several_distinct_ranks_to_its_ranks(monkeypatch: pytest.MonkeyPatch) -> None:
+    # auto mode, a point with a best to beat and eight distinct ranks (zipf): no graph is built
+    # for the bound check (it would build all eight here, one after another); the point's ranks
+    # are timed likely slowest first and the first one reaching the best prunes it. On a
+    # uniform routing (one distinct rank) the first points are still checked
+    import moeopt.search.evaluate as evaluate
+
+    calls: list[int] = []
+    real = evaluate.built
+
+    def counting(sc: Any) -> Any:
+        calls.append(1)
+        return real(sc)
+
+    monkeypatch.setattr(evaluate, "built", counting)
+    cfg = _study(prune={"lower_bound": "auto"})
+    point = {"kernel.tile_n": 256, "kernel.tile_m": 128, "p1_override": 0, "policy.dispatch_lookahead": 0}
+    value = kernel_time(cfg.shapes[0].scenario(point_overrides(cfg, point)), workers=1)["kernel_total_us"]
+    ev = Evaluator(cfg)
+    out = ev.evaluate(point, best=value)
+    assert calls == []
+    assert (ev.lb_checked, ev.lb_skipped) == (0, 1)
+    assert (out.state, out.kind) == ("pruned", "lower_bound")
+    assert "the other ranks were not scheduled" in (out.reason or "")
+    uniform = copy.deepcopy(TINY)
+    uniform["prune"] = {"lower_bound": "auto"}
+    ev = Evaluator(load_study(uniform))
+    ev.evaluate(point, best=value)
+    assert calls == [1]
+    assert ev.lb_checked == 1
+
+
 def test_evaluator_prunes_on_a_rank_and_completes_otherwise(ranks_scheduled: list[int]) -> None:
     cfg = _study(prune={"lower_bound": "auto"})
     assert cfg.metrics == ["kernel_total_us"]
@@ -168,9 +200,10 @@ def test_built_graphs_stop_at_the_first_rank_that_reaches(ranks_judged: list[int
 
 
 def test_evaluator_stops_early_after_a_lower_bound_check(ranks_judged: list[int]) -> None:
-    # while the bound check probes (its first checks), the graphs it built are scheduled
+    # with the bound check on every point (``always``: in ``auto`` mode a point of several
+    # distinct ranks is left to them, see the next test), the graphs it built are scheduled
     # likely slowest first and a point that cannot win stops at its first rank too
-    cfg = _study(prune={"lower_bound": "auto"})
+    cfg = _study(prune={"lower_bound": "always"})
     point = {"kernel.tile_n": 256, "kernel.tile_m": 128, "p1_override": 0, "policy.dispatch_lookahead": 0}
     value = kernel_time(cfg.shapes[0].scenario(point_overrides(cfg, point)), workers=1)["kernel_total_us"]
     ev = Evaluator(cfg)
