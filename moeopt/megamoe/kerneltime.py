@@ -35,6 +35,7 @@ import dataclasses
 import math
 import multiprocessing
 import os
+import signal
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from functools import partial
@@ -162,7 +163,20 @@ _JOB: _Job | None = None
 
 def _init(job: _Job) -> None:
     global _JOB
+    _worker_signals()
     _JOB = job
+
+
+def _worker_signals() -> None:
+    """A worker process stops at once when its pool is terminated (SIGTERM: the system's default
+    action, not a handler this process inherited from its parent) and leaves Ctrl-C (SIGINT) to
+    the parent, which terminates the pool. A Python handler inherited through the fork (such as
+    the search's, which raises to interrupt a trial) runs only between bytecodes, and its
+    exception is lost where that point is inside a ``__del__`` or a collector callback: the worker
+    then went on, waiting for a task, and the parent's terminate waited for it for ever (seen: a
+    search on studies/dsv3_zipf.yaml hung at a point that stopped at its first rank)."""
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 _Failed = tuple[str, BaseException]
@@ -401,6 +415,7 @@ _FULL: _FullJob | None = None
 
 def _init_full(job: _FullJob) -> None:
     global _FULL
+    _worker_signals()
     _FULL = job
 
 

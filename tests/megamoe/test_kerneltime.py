@@ -99,6 +99,30 @@ print(json.dumps([loaded, [len(k.signatures) for k in kernels]]))
     assert json.loads(out.stdout) == [[1, 1], [1, 1]]
 
 
+def test_a_stopped_point_stops_its_workers_whatever_the_parents_signal_handler() -> None:
+    # a point that stops at a rank terminates its pool while the other worker is busy; a worker
+    # inherits the parent's Python signal handlers through the fork, and a handler that does not
+    # end the process (here one that does nothing: what a lost exception in a search's handler
+    # comes to) left it running, then waiting for a task, and the terminate waited for ever. In a
+    # fresh interpreter with a time limit, so that a hang fails the test instead of the suite
+    script = """
+import signal
+from moeopt.megamoe.kerneltime import Reached, kernel_time, kernel_time_below
+from tests.megamoe.test_kerneltime import _golden
+sc = _golden("pto_m16.zipf")
+times = kernel_time(sc, workers=2)["rank_kernel_total_us"]
+signal.signal(signal.SIGTERM, lambda signum, frame: None)
+for _ in range(6):
+    assert isinstance(kernel_time_below(sc, min(times.values()), workers=2), Reached)
+print("stopped")
+"""
+    root = Path(__file__).resolve().parents[2]
+    out = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, check=True, cwd=root, timeout=120
+    )
+    assert out.stdout.split() == ["stopped"]
+
+
 def test_built_graphs_give_the_same_time() -> None:
     sc = _golden("bs72.zipf")
     assert kernel_time_built(sc, build_graphs(sc)) == {**kernel_time(sc), "workers": 1}
