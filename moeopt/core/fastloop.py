@@ -544,5 +544,5 @@ def _load_machine_code() -> None:
     g.add(Event("a", resources=["c0.a"], acquires={"s": 1}, duration_us=1.0))
     g.add(Event("b", resources=["c0.a"], deps={"a": 0.0}, releases={"s": 1}, duration_us=1.0))
     run_compiled(g.compiled(), [0.0, 0.0], [0.0, 0.0])
-    one = np.zeros(1, np.int64)
-    topo_order(one, np.zeros(2, np.int64), np.zeros(0, np.int64), [0])
+    # (one event, no edge: in-degrees, successor offsets, successors, sources)
+    topo_order(np.zeros(1, np.int64), np.zeros(2, np.int64), np.zeros(0, np.int64), [0])

@@ -270,8 +270,9 @@ class Evaluator:
         threshold; a rank's time is at least its graph's floors. measured (stop 45, the
         DeepSeek-V3-like zipf study, ``studies/dsv3_zipf.yaml``, 32 distinct ranks): the check
         took 36 s on a point with tile_m 64 and tile_n 128 that the timing then pruned at its
-        first rank in 2 s; on the base point, building every rank costs about what timing them
-        all does. With one distinct rank (uniform routing) the check's graph is the one timed,
+        first rank in 2 s; on the base point building every rank took 3.0-3.6 s, as long as
+        timing every rank in this process (3.0-3.6 s) and longer than in two workers (1.8-2.0
+        s). With one distinct rank (uniform routing) the check's graph is the one timed,
         and ``always`` checks every point whatever the ranks."""
         if not self._stops_early(best):
             return False
