@@ -39,7 +39,7 @@ from moeopt.cli.common import (
 )
 from moeopt.core.events import EventGraph
 from moeopt.core.policies import BUILTIN_POLICIES, make_policy
-from moeopt.core.psplib import load_psplib, load_psplib_optima
+from moeopt.core.psplib import KnownMakespan, load_psplib, load_psplib_known
 from moeopt.errors import InputError, MoeoptError
 from moeopt.megamoe.scenario import load_scenario
 from moeopt.trust.gap import DEFAULT_TIME_LIMIT_S, RankGap, ScenarioGap, gap_html, optimality_gap
@@ -131,10 +131,28 @@ class GapRow:
     input: str
     name: str
     report: Any  # GapReport (imported lazily: OR-Tools loads only when the command runs)
-    known_optimum_us: float | None
+    known: KnownMakespan | None
+    """what ``--optima`` says of this instance's optimal makespan (``None``: not listed)"""
+
+    @property
+    def known_optimum_us(self) -> float | None:
+        """The proven optimum from ``--optima``, or ``None`` (not listed, or still open)."""
+        opt = None if self.known is None else self.known.optimum
+        return None if opt is None else float(opt)
+
+    def known_text(self) -> str:
+        """The known optimum, or its range ``L..U`` for an open instance, or ``-``."""
+        return "-" if self.known is None else str(self.known)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"input": self.input, "known_optimum_us": self.known_optimum_us, **self.report.to_dict()}
+        k = self.known
+        return {
+            "input": self.input,
+            "known_optimum_us": self.known_optimum_us,
+            "known_lower_us": None if k is None or k.lower is None else float(k.lower),
+            "known_upper_us": None if k is None or k.upper is None else float(k.upper),
+            **self.report.to_dict(),
+        }
 
 
 TABLE_COLUMNS = (
@@ -149,7 +167,7 @@ TABLE_COLUMNS = (
     ("status", 9, "<"),
     ("greedy/bound-1", 14, ">"),
     ("greedy/best-1", 13, ">"),
-    ("known opt", 9, ">"),
+    ("known", 9, ">"),
     ("seconds", 7, ">"),
 )
 
@@ -175,7 +193,7 @@ def _table_row(k: int, total: int, row: GapRow) -> str:
             x.status.value,
             _pct(None if best is None else best.gap_to_bound),
             _pct(None if best is None else best.gap_to_best),
-            _num(row.known_optimum_us),
+            row.known_text(),
             f"{x.total_s:.2f}",
         ]
     )
@@ -184,7 +202,7 @@ def _table_row(k: int, total: int, row: GapRow) -> str:
 def markdown(rows: Sequence[GapRow], policies: Sequence[str]) -> str:
     """A Markdown table: one row per input, one column per policy (makespan and gap to bound)."""
     head = ["input", "events", *policies, "CP-SAT best", "lower bound", "bound from", "status"]
-    if any(r.known_optimum_us is not None for r in rows):
+    if any(r.known is not None for r in rows):
         head.append("known optimum")
     lines = ["| " + " | ".join(head) + " |", "|" + "|".join("---" for _ in head) + "|"]
     for r in rows:
@@ -198,13 +216,31 @@ def markdown(rows: Sequence[GapRow], policies: Sequence[str]) -> str:
         cells += [_num(rep.exact.best_us), _num(rep.exact.lower_bound_us), rep.exact.bound_source]
         cells.append(rep.exact.status.value)
         if len(head) > len(cells):
-            cells.append(_num(r.known_optimum_us))
+            cells.append(r.known_text())
         lines.append("| " + " | ".join(cells) + " |")
     lines.append("")
     lines.append(
         "Greedy cells: makespan (greedy / lower bound − 1). Times in µs (PSPLIB: periods)."
     )
     return "\n".join(lines) + "\n"
+
+
+def _against_known(rep: Any, known: KnownMakespan | None) -> list[str]:
+    """What contradicts the known makespans: a lower bound above the known optimum or best
+    known upper bound (the bound is unsound), or a schedule below the known optimum or best
+    known lower bound (the schedule breaks a rule the validator missed, or the known lower
+    bound is wrong)."""
+    if known is None:
+        return []
+    out = []
+    bound, best = rep.lower_bound_us, rep.exact.best_us
+    if known.upper is not None and bound > known.upper + 1e-9:
+        what = "known optimum" if known.optimum is not None else "best known upper bound"
+        out.append(f"lower bound {bound:g} exceeds the {what} {known.upper} (a bug)")
+    if known.lower is not None and best is not None and best < known.lower - 1e-9:
+        what = "known optimum" if known.optimum is not None else "best known lower bound"
+        out.append(f"best schedule {best:g} is below the {what} {known.lower} (a bug, or a wrong bound)")
+    return out
 
 
 # ---------------------------------------------------------------------- gap command
@@ -230,7 +266,12 @@ def _gap_arguments(p: argparse.ArgumentParser) -> None:
         default=",".join(BUILTIN_POLICIES),
         help="comma-separated greedy policies (default: every built-in one)",
     )
-    p.add_argument("--optima", metavar="CSV", help="known optima (instance,optimal_makespan) to compare")
+    p.add_argument(
+        "--optima",
+        metavar="CSV",
+        help="known optima to compare: instance,optimal_makespan (a whole number, or L..U, ..U, L.. for "
+        "open instances) or instance,lower_bound,upper_bound",
+    )
     add_json_argument(p, "the full results")
     p.add_argument(
         "--markdown",
@@ -264,9 +305,9 @@ def _gap_run(args: argparse.Namespace) -> int:
         raise InputError("--policies: give at least one policy name")
     for p in policies:
         make_policy(p)  # an unknown name fails here, once, with the known names
-    optima: dict[str, int] = {}
+    optima: dict[str, KnownMakespan] = {}
     if args.optima:
-        optima = load_psplib_optima(args.optima)
+        optima = load_psplib_known(args.optima)
     parse_sets(args.set)  # a malformed --set fails here, before any work
     report_inputs = [f for f in args.files if Path(f).suffix.lower() in _GAP_REPORTS]
     if args.set and not report_inputs:
@@ -323,8 +364,8 @@ def _gap_run(args: argparse.Namespace) -> int:
                     policies=policies,
                     name=name,
                 )
-                opt = optima.get(name)
-                row = GapRow(f, name, rep, None if opt is None else float(opt))
+                known = optima.get(name)
+                row = GapRow(f, name, rep, known)
                 rows.append(row)
                 if not header_done:
                     say(_table_line([h for h, _w, _a in TABLE_COLUMNS]))
@@ -333,8 +374,8 @@ def _gap_run(args: argparse.Namespace) -> int:
                 why = rep.exact.bound_explanation()
                 if why:
                     say(f"        {why}")
-                if opt is not None and rep.lower_bound_us > opt + 1e-9:
-                    fail(f, f"lower bound {rep.lower_bound_us:g} exceeds the known optimum {opt} (a bug)")
+                for problem in _against_known(rep, known):
+                    fail(f, problem)
         except MoeoptError as exc:
             fail(f, str(exc).strip().replace("\n", " "))
         except Exception as exc:

@@ -10,7 +10,7 @@ from moeopt.core.policies import (
     PriorityByStage,
     WorkConservingCriticalPath,
 )
-from moeopt.core.psplib import load_psplib, load_psplib_optima
+from moeopt.core.psplib import KnownMakespan, load_psplib, load_psplib_known, load_psplib_optima
 from moeopt.core.restructure import Restructure, RestructureControl, repinned_graph
 from moeopt.core.schedule import Schedule, Wait
 from moeopt.core.scheduler import schedule
@@ -22,6 +22,7 @@ __all__ = [
     "EarliestStart",
     "Event",
     "EventGraph",
+    "KnownMakespan",
     "LookaheadOneStep",
     "Policy",
     "PriorityByStage",
@@ -32,6 +33,7 @@ __all__ = [
     "Wait",
     "WorkConservingCriticalPath",
     "load_psplib",
+    "load_psplib_known",
     "load_psplib_optima",
     "nonbinding_semaphores",
     "placeholder_role",

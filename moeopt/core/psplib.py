@@ -17,6 +17,7 @@ import csv
 import os
 from collections.abc import Iterator
 from pathlib import Path
+from typing import NamedTuple
 
 from moeopt.core.events import Event, EventGraph
 from moeopt.errors import InputError
@@ -98,16 +99,130 @@ def _quiet_stderr() -> Iterator[None]:
 
 
 def load_psplib_optima(csv_path: str | os.PathLike[str]) -> dict[str, int]:
-    """``instance -> optimal makespan`` from a CSV with columns ``instance,optimal_makespan``."""
+    """``instance -> optimal makespan`` from a CSV with columns ``instance,optimal_makespan``
+    whose every makespan is proven (a whole number). For sets with open instances (PSPLIB j60,
+    j90, j120) see :func:`load_psplib_known`."""
+    p = Path(csv_path)
+    if "optimal_makespan" not in _columns(p):
+        raise InputError(f"{p}: expected columns 'instance,optimal_makespan' with integer makespans")
+    out: dict[str, int] = {}
+    for name, k in load_psplib_known(p).items():
+        if k.optimum is None:
+            raise InputError(
+                f"{p}: instance {name!r} has the range {k}, not a proven optimum "
+                "(load_psplib_known reads ranges)"
+            )
+        out[name] = k.optimum
+    return out
+
+
+class KnownMakespan(NamedTuple):
+    """What is known of an instance's optimal makespan: it lies in ``[lower, upper]``; ``None``
+    where nothing is known on that side. ``lower == upper`` is a proven optimum."""
+
+    lower: int | None
+    upper: int | None
+
+    @property
+    def optimum(self) -> int | None:
+        """The proven optimum, or ``None`` while the instance is open."""
+        return self.lower if self.lower is not None and self.lower == self.upper else None
+
+    def __str__(self) -> str:
+        if self.optimum is not None:
+            return str(self.optimum)
+        return f"{'' if self.lower is None else self.lower}..{'' if self.upper is None else self.upper}"
+
+
+_KNOWN_FORMS = (
+    "a whole number (a proven optimum), 'L..U' (a lower and an upper bound), '..U' or 'L..' (one side)"
+)
+
+
+def load_psplib_known(csv_path: str | os.PathLike[str]) -> dict[str, KnownMakespan]:
+    """``instance -> what is known of its optimal makespan`` from a CSV, for sets where some
+    instances are still open (PSPLIB j60, j90, j120) as well as for proven ones (j30).
+
+    Two layouts:
+
+    * ``instance,optimal_makespan``: each value a whole number (proven), or a range ``L..U``
+      (best known lower and upper bound), ``..U`` or ``L..`` (one side known);
+    * ``instance,lower_bound,upper_bound``: whole numbers, either left empty when unknown
+      (equal bounds: proven).
+
+    An instance is named by its file's stem (``j601_1``); a trailing ``.sm`` is dropped, so
+    tables that name files (``j601_1.sm``) read as well. A bad row raises one
+    :class:`~moeopt.errors.InputError` naming its line, field and value."""
     p = Path(csv_path)
     try:
         with p.open(newline="") as fh:
             rows = list(csv.DictReader(fh))
-    except OSError as exc:
-        raise InputError(f"{p}: cannot read optima: {exc}") from None
-    try:
-        return {row["instance"]: int(row["optimal_makespan"]) for row in rows}
-    except (KeyError, ValueError) as exc:
+    except (OSError, UnicodeDecodeError, csv.Error) as exc:
+        raise InputError(f"{p}: cannot read known makespans: {exc}") from None
+    cols = _columns(p)
+    if "instance" not in cols or not ("optimal_makespan" in cols or {"lower_bound", "upper_bound"} <= cols):
         raise InputError(
-            f"{p}: expected columns 'instance,optimal_makespan' with integer makespans ({exc})"
-        ) from None
+            f"{p}: expected columns 'instance,optimal_makespan' or 'instance,lower_bound,upper_bound', "
+            f"got {', '.join(sorted(c for c in cols if c)) or 'none'}"
+        )
+    out: dict[str, KnownMakespan] = {}
+    for line, row in enumerate(rows, 2):
+        name = (row.get("instance") or "").strip().removesuffix(".sm")
+        if not name:
+            raise InputError(f"{p}: line {line}: field 'instance' is empty")
+        if "optimal_makespan" in cols:
+            k = _known_value(p, line, "optimal_makespan", row.get("optimal_makespan"))
+        else:
+            lo = _bound(p, line, "lower_bound", row.get("lower_bound"))
+            hi = _bound(p, line, "upper_bound", row.get("upper_bound"))
+            k = KnownMakespan(lo, hi)
+        if k.lower is not None and k.upper is not None and k.lower > k.upper:
+            raise InputError(
+                f"{p}: line {line}: instance {name!r}: lower bound {k.lower} above upper bound {k.upper}"
+            )
+        if name in out:
+            raise InputError(f"{p}: line {line}: instance {name!r} is listed twice")
+        out[name] = k
+    return out
+
+
+def _columns(p: Path) -> set[str]:
+    try:
+        with p.open(newline="") as fh:
+            head = next(csv.reader(fh), [])
+    except (OSError, UnicodeDecodeError, csv.Error) as exc:
+        raise InputError(f"{p}: cannot read known makespans: {exc}") from None
+    return {c.strip() for c in head}
+
+
+def _bound(p: Path, line: int, field: str, raw: str | None) -> int | None:
+    text = (raw or "").strip()
+    if not text:
+        return None
+    try:
+        v = int(text)
+    except ValueError:
+        v = -1
+    if v < 0:
+        raise InputError(
+            f"{p}: line {line}: field {field!r} is {text!r}; allowed: a whole number >= 0 or empty"
+        )
+    return v
+
+
+def _known_value(p: Path, line: int, field: str, raw: str | None) -> KnownMakespan:
+    text = (raw or "").strip()
+    lo_s, dots, hi_s = text.partition("..")
+    try:
+        if not dots:
+            v = int(text)
+            if v >= 0:
+                return KnownMakespan(v, v)
+        else:
+            lo = int(lo_s) if lo_s.strip() else None
+            hi = int(hi_s) if hi_s.strip() else None
+            if (lo is not None or hi is not None) and (lo or 0) >= 0 and (hi or 0) >= 0:
+                return KnownMakespan(lo, hi)
+    except ValueError:
+        pass
+    raise InputError(f"{p}: line {line}: field {field!r} is {text!r}; allowed: {_KNOWN_FORMS}")

@@ -84,3 +84,50 @@ def test_optima_csv_errors(tmp_path: Path) -> None:
     bad.write_text("name,value\nj301_1,43\n")
     with pytest.raises(m.InputError, match="expected columns 'instance,optimal_makespan'"):
         m.load_psplib_optima(bad)
+
+
+def test_known_makespans_both_layouts_and_ranges(tmp_path: Path) -> None:
+    """PSPLIB j60/j120 list open instances as best-known ranges; both CSV layouts read, names
+    with or without the .sm suffix."""
+    a = tmp_path / "a.csv"
+    a.write_text("instance,optimal_makespan\nj601_1.sm,77\nj609_1,82..87\nj6042_1,..83\nx,5..\n")
+    k = m.load_psplib_known(a)
+    assert k == {
+        "j601_1": (77, 77),
+        "j609_1": (82, 87),
+        "j6042_1": (None, 83),
+        "x": (5, None),
+    }
+    assert [v.optimum for v in k.values()] == [77, None, None, None]
+    assert [str(v) for v in k.values()] == ["77", "82..87", "..83", "5.."]
+    b = tmp_path / "b.csv"
+    b.write_text("instance,lower_bound,upper_bound\np,3,\nq,,5\nr,4,4\n")
+    assert m.load_psplib_known(b) == {"p": (3, None), "q": (None, 5), "r": (4, 4)}
+    # the optima reader takes proven optima only, and says where a range is
+    assert m.load_psplib_optima(_write(tmp_path, "instance,optimal_makespan\nz,9\n")) == {"z": 9}
+    with pytest.raises(m.InputError, match=r"instance 'j609_1' has the range 82\.\.87, not a proven optimum"):
+        m.load_psplib_optima(a)
+
+
+def _write(tmp_path: Path, text: str) -> Path:
+    p = tmp_path / "w.csv"
+    p.write_text(text)
+    return p
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("instance,optimal_makespan\nx,abc\n", r"line 2: field 'optimal_makespan' is 'abc'; allowed: a whole number"),
+        ("instance,optimal_makespan\nx,..\n", r"line 2: field 'optimal_makespan' is '\.\.'; allowed"),
+        ("instance,optimal_makespan\nx,-3\n", r"line 2: field 'optimal_makespan' is '-3'; allowed"),
+        ("instance,optimal_makespan\nx,5..3\n", r"line 2: instance 'x': lower bound 5 above upper bound 3"),
+        ("instance,lower_bound,upper_bound\nx,1.5,\n", r"field 'lower_bound' is '1\.5'; allowed: a whole number >= 0 or empty"),
+        ("instance,optimal_makespan\nx,3\nx.sm,4\n", r"line 3: instance 'x' is listed twice"),
+        ("instance,optimal_makespan\n,3\n", r"line 2: field 'instance' is empty"),
+        ("name,value\nx,1\n", r"expected columns 'instance,optimal_makespan' or 'instance,lower_bound,upper_bound', got name, value"),
+    ],
+)
+def test_known_makespans_bad_rows(tmp_path: Path, text: str, message: str) -> None:
+    with pytest.raises(m.InputError, match=message):
+        m.load_psplib_known(_write(tmp_path, text))

@@ -175,3 +175,30 @@ def test_new_input_types_plug_in(tmp_path: Path, capsys: pytest.CaptureFixture[s
     assert "ok:rank0" in out
     assert "ok:rank1" in out
     assert "2 graph(s) from 2 input(s): 2 proven optimal, 1 failed" in out
+
+
+def test_gap_against_open_instance_ranges(files: dict[str, Path], tmp_path: Path) -> None:
+    """``--optima`` with best-known ranges (the form of PSPLIB j60/j120, where some instances are
+    open): a range the result fits is shown and kept in the JSON; a range the result contradicts
+    is one error line each. tiny's optimum is 5 (the comment of TINY_SM), and CP-SAT proves it."""
+    fits = tmp_path / "fits.csv"
+    fits.write_text("instance,optimal_makespan\ntiny.sm,4..6\n")  # 4 <= 5 <= 6; a file name reads too
+    r = _run("gap", str(files["good"]), "--time-limit", "5", "--optima", str(fits), "--json", "-", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    row = next(ln for ln in r.stderr.splitlines() if "tiny" in ln)
+    assert "4..6" in row.split()
+    (res,) = json.loads(r.stdout)["results"]
+    assert (res["known_lower_us"], res["known_upper_us"], res["known_optimum_us"]) == (4.0, 6.0, None)
+    # an upper bound of 4 is below the optimum 5 (so below the proven bound 5), and a lower bound
+    # of 6 above it (so above the best schedule 5): either would mean a bug in moeopt if the file
+    # were right
+    wrong = tmp_path / "wrong.csv"
+    for known, message in (
+        ("..4", "lower bound 5 exceeds the best known upper bound 4 (a bug)"),
+        ("6..", "best schedule 5 is below the best known lower bound 6"),
+    ):
+        wrong.write_text(f"instance,lower_bound,upper_bound\ntiny,{known.replace('..', ',')}\n")
+        r = _run("gap", str(files["good"]), "--time-limit", "5", "--optima", str(wrong), cwd=tmp_path)
+        assert r.returncode == 1, r.stderr
+        (err,) = [ln for ln in r.stderr.splitlines() if ln.startswith("error:")]
+        assert err.startswith(f"error: {files['good']}: {message}"), err
