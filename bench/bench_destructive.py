@@ -46,7 +46,7 @@ def main() -> int:
         return 2
     opt, paths = chosen
     print(
-        f"destructive bound on {len(paths)} PSPLIB j30 instances: LP {'off' if args.no_lp else 'on'}, "
+        f"destructive bound on {len(paths)} PSPLIB {args.psplib_set} instances: LP {'off' if args.no_lp else 'on'}, "
         f"shaving {'on' if args.shave else 'off'}, deadline {args.deadline or 'none'}"
     )
     above: list[str] = []

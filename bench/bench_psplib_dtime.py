@@ -86,7 +86,7 @@ def main() -> int:
         variants.append((v, json.loads(v)) if v.startswith("{") else (v, VARIANTS[v]))
     cp_model.CpSolver.solve = _counting_solve  # type: ignore[method-assign]
     graphs = [(p.stem, m.load_psplib(p)) for p in paths]
-    print(f"PSPLIB j30: {len(graphs)} instances, 1 worker, {args.dtime:g} deterministic units each", flush=True)
+    print(f"PSPLIB {args.psplib_set}: {len(graphs)} instances, 1 worker, {args.dtime:g} deterministic units each", flush=True)
     bad = 0
     out: dict[str, list[dict[str, Any]]] = {}
     for label, extra in variants:

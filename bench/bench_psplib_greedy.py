@@ -27,13 +27,13 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     add_data_argument(ap)
     args = ap.parse_args()
-    got = open_set(args.data)
+    got = open_set(args.data, args.psplib_set)
     if got is None:
         return 2
     data, opt = got
-    paths = sorted((data / "j30").glob("*.sm"))
+    paths = sorted(data.glob("*.sm"))
     graphs = [(p.stem, m.load_psplib(p)) for p in paths]
-    print(f"PSPLIB j30: {len(graphs)} instances")
+    print(f"PSPLIB {args.psplib_set}: {len(graphs)} instances")
     print(f"{'policy':<30} {'mean % above opt':>17} {'max %':>7} {'optimal':>8} {'below opt':>10} {'s total':>8}")
     for policy in BUILTIN_POLICIES:
         gaps = []

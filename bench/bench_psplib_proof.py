@@ -101,7 +101,7 @@ def main() -> int:
     )
     ap.add_argument("--question", default="both", choices=("both", "proof", "primal"))
     args = ap.parse_args()
-    got = open_set(args.data)
+    got = open_set(args.data, args.psplib_set)
     if got is None:
         return 2
     data, opt = got
@@ -117,7 +117,7 @@ def main() -> int:
     totals = [[0, 0.0, 0.0], [0, 0.0, 0.0]]  # per question: answered, CPU s, deterministic time
     wrong = []
     for name in names:
-        graph = m.load_psplib(data / "j30" / f"{name}.sm")
+        graph = m.load_psplib(data / f"{name}.sm")
         best = opt[name]
         cells = []
         questions = ((best - 1, ("INFEASIBLE",)), (best, ("FEASIBLE", "OPTIMAL")))

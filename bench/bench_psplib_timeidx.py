@@ -387,7 +387,7 @@ def main() -> int:
     ap.add_argument("--lin", type=int, default=2, help="linearization_level for ti/chan")
     ap.add_argument("--question", default="proof", choices=("both", "proof", "primal", "opt"))
     args = ap.parse_args()
-    got = open_set(args.data)
+    got = open_set(args.data, args.psplib_set)
     if got is None:
         return 2
     data, opt = got
@@ -400,7 +400,7 @@ def main() -> int:
     if args.question == "opt":
         print(f"optimisation, 1 worker, dtime {args.dtime:g}, params {params}")
         for name in names:
-            graph = m.load_psplib(data / "j30" / f"{name}.sm")
+            graph = m.load_psplib(data / f"{name}.sm")
             status, best, bound, cpu, dt = optimise(graph, params, args.time_limit, args.dtime)
             bad = "  BOUND > OPT!" if bound > opt[name] else ""
             print(
@@ -412,7 +412,7 @@ def main() -> int:
     print(f"1 worker, dtime {args.dtime:g}, params {params}, lin(ti/chan) {args.lin}")
     wrong = []
     for name in names:
-        graph = m.load_psplib(data / "j30" / f"{name}.sm")
+        graph = m.load_psplib(data / f"{name}.sm")
         best = opt[name]
         for v in variants:
             pv = dict(params)
