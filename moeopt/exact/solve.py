@@ -94,8 +94,15 @@ SMALL_MODEL_PARAMS: Mapping[str, Any] = {
 }
 """Added to :data:`DEFAULT_PARAMS` for the main search of graphs of at most
 ``SMALL_MODEL_EVENTS`` events. assumed: 300, the size up to which PSPLIB-like graphs were
-measured (j30 has 32 events) and the bound phase runs; the kernel graphs of thousands of events
-(bench_gap.py) were not measured with it and keep CP-SAT's default."""
+measured and the bound phase runs; the kernel graphs of thousands of events (bench_gap.py) were
+not measured with it and keep CP-SAT's default. Measured at the sizes of PSPLIB j60 and j120
+(62 and 122 events), whose instances are not at hand, on 24 instances each of
+``bench/gen_rcpsp.py --jobs 60`` / ``--jobs 120`` (``bench_psplib_dtime.py --variants
+default,inproc --dtime 0.7``, OR-Tools 9.15, stop 46): the same instances proven (22/24,
+10/24) and the same bounds (sums 1677, 2403) either way; the best makespans sum to 1711 / 2561
+without inprocessing against 1714 / 2568 with it, which used 14% fewer CPU seconds per
+deterministic unit on the 122-event graphs (69.7 against 81.2 s for 10.2-10.4 units) and the
+same on the 62-event ones: no case for another setting at these sizes."""
 
 RESERVOIR_EXPAND_LIMIT = 100
 LARGE_RESERVOIR_PARAMS: Mapping[str, Any] = {

@@ -68,3 +68,26 @@ def test_benches_that_need_optima_refuse_an_open_set(tmp_path: Path) -> None:
     assert r.returncode == 2
     assert "instance 'j601_1' has the range 4..6, not a proven optimum" in r.stderr
     assert "this bench needs proven optima" in r.stderr
+
+
+def test_generated_set_of_sixty_jobs_runs_with_nothing_known(tmp_path: Path) -> None:
+    """bench/gen_rcpsp.py writes a set the benches read (.sm files OR-Tools' parser accepts, and
+    a known-makespans file with nothing known): the size of PSPLIB j60, whose instances are not
+    shipped."""
+    gen = BENCH.with_name("gen_rcpsp.py")
+    made = subprocess.run(
+        [sys.executable, str(gen), "--jobs", "60", "--count", "2", "--out", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert made.returncode == 0, made.stderr
+    import moeopt as m
+
+    g = m.load_psplib(tmp_path / "g60" / "g60_1.sm")
+    assert len(g) == 62  # 60 real jobs, the dummy source and sink
+    r = _bench(tmp_path, "--set", "g60", "--time-limit", "1")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "PSPLIB g60: 2 instances (0 with a proven optimum, 2 open)" in r.stdout
+    assert "returned schedules valid:      2/2" in r.stdout
