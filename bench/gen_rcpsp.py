@@ -11,9 +11,10 @@ jobs; each other job gets one random earlier job as predecessor, then random arc
 successors per job) until the arcs per job reach the network complexity ``NC``; durations 1-10;
 each job uses ``round(RF x 4)`` of the 4 resources (resource factor ``RF``) with demands 1-10;
 capacity ``k_min + RS x (k_max - k_min)`` (resource strength ``RS``; ``k_min`` the largest
-demand, ``k_max`` the peak use of the earliest-start schedule). Per instance ``NC``, ``RF`` and
-``RS`` are drawn from ProGen's grid for the size (j30-j90: RS 0.2/0.5/0.7; j120: 0.1-0.5), seeded
-by the instance number, so a set is the same on every machine.
+demand, ``k_max`` the peak use of the earliest-start schedule). Per instance ``NC`` (1.5, 1.8,
+2.1), ``RF`` (0.25-1) and ``RS`` are drawn from PSPLIB's grid for the size (j120: RS 0.1-0.5;
+j30-j90: 0.2, 0.5, 0.7, leaving out its 1.0, whose instances the earliest-start schedule already
+solves), seeded by the instance number, so a set is the same on every machine.
 
     python bench/gen_rcpsp.py --jobs 120 --count 24 --out /tmp/rcpsp [--set g120]
     python bench/bench_psplib_dtime.py --data /tmp/rcpsp --set g120 --variants default,inproc
