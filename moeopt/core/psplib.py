@@ -155,7 +155,7 @@ def load_psplib_known(csv_path: str | os.PathLike[str]) -> dict[str, KnownMakesp
     :class:`~moeopt.errors.InputError` naming its line, field and value."""
     p = Path(csv_path)
     try:
-        with p.open(newline="") as fh:
+        with p.open(newline="", encoding="utf-8-sig") as fh:
             rows = list(csv.DictReader(fh))
     except (OSError, UnicodeDecodeError, csv.Error) as exc:
         raise InputError(f"{p}: cannot read known makespans: {exc}") from None
@@ -188,7 +188,7 @@ def load_psplib_known(csv_path: str | os.PathLike[str]) -> dict[str, KnownMakesp
 
 def _columns(p: Path) -> set[str]:
     try:
-        with p.open(newline="") as fh:
+        with p.open(newline="", encoding="utf-8-sig") as fh:
             head = next(csv.reader(fh), [])
     except (OSError, UnicodeDecodeError, csv.Error) as exc:
         raise InputError(f"{p}: cannot read known makespans: {exc}") from None

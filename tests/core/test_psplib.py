@@ -105,6 +105,10 @@ def test_known_makespans_both_layouts_and_ranges(tmp_path: Path) -> None:
     assert m.load_psplib_known(b) == {"p": (3, None), "q": (None, 5), "r": (4, 4)}
     # the optima reader takes proven optima only, and says where a range is
     assert m.load_psplib_optima(_write(tmp_path, "instance,optimal_makespan\nz,9\n")) == {"z": 9}
+    # a spreadsheet's CSV starts with a byte-order mark: the header still reads
+    bom = tmp_path / "bom.csv"
+    bom.write_text("instance,optimal_makespan\nz,9\n", encoding="utf-8-sig")
+    assert m.load_psplib_known(bom) == {"z": (9, 9)}
     with pytest.raises(m.InputError, match=r"instance 'j609_1' has the range 82\.\.87, not a proven optimum"):
         m.load_psplib_optima(a)
 
