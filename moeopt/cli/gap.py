@@ -3,7 +3,8 @@
 Commands (a registry, :data:`COMMANDS`; each has ``add_arguments(parser)`` and ``run(args)``):
 
 ``gap FILE... [--set dotted.path=value ...] [--json [PATH]] [--markdown [PATH]] [--html FILE]``
-    For every input: the greedy with every policy, then CP-SAT hinted with the best greedy
+    For every input (a directory stands for the input files in it, by name): the greedy with
+    every policy, then CP-SAT hinted with the best greedy
     schedule; a table with one row per input as it finishes (the progress), and optionally
     ``--json`` / ``--markdown`` (to PATH, or to standard output without one or with ``-``; the
     table then goes to standard error). Graph inputs are read by the loader registered for their
@@ -225,6 +226,25 @@ def markdown(rows: Sequence[GapRow], policies: Sequence[str]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _expanded(files: Sequence[str]) -> list[str]:
+    """``files`` with each directory replaced by the files in it (not below it) of a supported
+    input type, by name (a PSPLIB set's folder: ``moeopt gap j60/ --optima j60_opt.csv``); a
+    directory holding none is an error before any work."""
+    out: list[str] = []
+    for f in files:
+        path = Path(f)
+        if not path.is_dir():
+            out.append(f)
+            continue
+        inside = sorted(
+            str(q) for q in path.iterdir() if q.is_file() and q.suffix.lower() in set(gap_suffixes())
+        )
+        if not inside:
+            raise InputError(f"{f}: a directory with no input files (supported: {', '.join(gap_suffixes())})")
+        out.extend(inside)
+    return out
+
+
 def _against_known(rep: Any, known: KnownMakespan | None) -> list[str]:
     """What contradicts the known makespans: a lower bound above the known optimum or best
     known upper bound (the bound is unsound), or a schedule below the known optimum or best
@@ -245,7 +265,12 @@ def _against_known(rep: Any, known: KnownMakespan | None) -> list[str]:
 
 # ---------------------------------------------------------------------- gap command
 def _gap_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("files", nargs="+", metavar="FILE", help=f"inputs ({', '.join(gap_suffixes())})")
+    p.add_argument(
+        "files",
+        nargs="+",
+        metavar="FILE",
+        help=f"inputs ({', '.join(gap_suffixes())}), or directories of them",
+    )
     p.add_argument(
         "--time-limit",
         type=positive_float,
@@ -309,6 +334,7 @@ def _gap_run(args: argparse.Namespace) -> int:
     if args.optima:
         optima = load_psplib_known(args.optima)
     parse_sets(args.set)  # a malformed --set fails here, before any work
+    args.files = _expanded(args.files)
     report_inputs = [f for f in args.files if Path(f).suffix.lower() in _GAP_REPORTS]
     if args.set and not report_inputs:
         raise InputError(f"--set applies to scenario inputs ({', '.join(sorted(_GAP_REPORTS))}) only")

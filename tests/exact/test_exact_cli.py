@@ -202,3 +202,24 @@ def test_gap_against_open_instance_ranges(files: dict[str, Path], tmp_path: Path
         assert r.returncode == 1, r.stderr
         (err,) = [ln for ln in r.stderr.splitlines() if ln.startswith("error:")]
         assert err.startswith(f"error: {files['good']}: {message}"), err
+
+
+def test_gap_on_a_directory_of_instances(tmp_path: Path) -> None:
+    """A PSPLIB set's folder stands for its instance files, by name (other files ignored); a
+    folder with none is one usage error."""
+    folder = tmp_path / "j60"
+    folder.mkdir()
+    (folder / "b.sm").write_text(TINY_SM)
+    (folder / "a.sm").write_text(TINY_SM)
+    (folder / "notes.txt").write_text("not an input\n")
+    r = _run("gap", str(folder), "--time-limit", "5", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    rows = [ln.split()[:2] for ln in r.stdout.splitlines() if ln.lstrip().startswith("[")]
+    assert rows == [["[1/2]", "a"], ["[2/2]", "b"]]
+    assert "2 graph(s) from 2 input(s): 2 proven optimal, 0 failed" in r.stdout
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    r = _run("gap", str(empty), cwd=tmp_path)
+    assert r.returncode == 2
+    assert f"{empty}: a directory with no input files (supported: .sm, .toml)" in r.stderr
+    assert "Traceback" not in r.stderr
