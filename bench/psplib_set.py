@@ -83,11 +83,18 @@ def chosen_set(
 ) -> tuple[dict[str, int], list[Path]] | tuple[dict[str, m.KnownMakespan], list[Path]] | None:
     """:func:`open_set` on ``args.data`` and ``args.psplib_set``, then :func:`instance_paths` by
     ``args.only`` and ``args.limit`` (0 when the bench has no ``--limit``): what is known of the
-    optima and the chosen ``.sm`` files; ``None`` (after saying why) without data or with an
-    unknown name."""
+    optima and the chosen ``.sm`` files; ``None`` (after saying why) without data, with an
+    unknown name, or when the set's CSV leaves out a chosen instance."""
     got = open_set(args.data, args.psplib_set, ranges)
     if got is None:
         return None
     folder, known = got
     paths = instance_paths(folder, args.only, getattr(args, "limit", 0))
-    return None if paths is None else (known, paths)  # type: ignore[return-value]
+    if paths is None:
+        return None
+    missing = [p.stem for p in paths if p.stem not in known]
+    if missing:
+        more = f" and {len(missing) - 5} more" if len(missing) > 5 else ""
+        print(f"{args.psplib_set}_opt.csv lists no makespan for {', '.join(missing[:5])}{more}", file=sys.stderr)
+        return None
+    return known, paths  # type: ignore[return-value]

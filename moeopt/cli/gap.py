@@ -231,14 +231,13 @@ def _expanded(files: Sequence[str]) -> list[str]:
     input type, by name (a PSPLIB set's folder: ``moeopt gap j60/ --optima j60_opt.csv``); a
     directory holding none is an error before any work."""
     out: list[str] = []
+    supported = set(gap_suffixes())
     for f in files:
         path = Path(f)
         if not path.is_dir():
             out.append(f)
             continue
-        inside = sorted(
-            str(q) for q in path.iterdir() if q.is_file() and q.suffix.lower() in set(gap_suffixes())
-        )
+        inside = sorted(str(q) for q in path.iterdir() if q.is_file() and q.suffix.lower() in supported)
         if not inside:
             raise InputError(f"{f}: a directory with no input files (supported: {', '.join(gap_suffixes())})")
         out.extend(inside)
@@ -254,10 +253,10 @@ def _against_known(rep: Any, known: KnownMakespan | None) -> list[str]:
         return []
     out = []
     bound, best = rep.lower_bound_us, rep.exact.best_us
-    if known.upper is not None and bound > known.upper + 1e-9:
+    if known.bound_too_high(bound):
         what = "known optimum" if known.optimum is not None else "best known upper bound"
         out.append(f"lower bound {bound:g} exceeds the {what} {known.upper} (a bug)")
-    if known.lower is not None and best is not None and best < known.lower - 1e-9:
+    if best is not None and known.makespan_too_low(best):
         what = "known optimum" if known.optimum is not None else "best known lower bound"
         out.append(f"best schedule {best:g} is below the {what} {known.lower} (a bug, or a wrong bound)")
     return out

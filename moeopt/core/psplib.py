@@ -103,10 +103,11 @@ def load_psplib_optima(csv_path: str | os.PathLike[str]) -> dict[str, int]:
     whose every makespan is proven (a whole number). For sets with open instances (PSPLIB j60,
     j90, j120) see :func:`load_psplib_known`."""
     p = Path(csv_path)
-    if "optimal_makespan" not in _columns(p):
+    layout, known = _read_known(p)
+    if layout != "optimal_makespan":
         raise InputError(f"{p}: expected columns 'instance,optimal_makespan' with integer makespans")
     out: dict[str, int] = {}
-    for name, k in load_psplib_known(p).items():
+    for name, k in known.items():
         if k.optimum is None:
             raise InputError(
                 f"{p}: instance {name!r} has the range {k}, not a proven optimum "
@@ -127,6 +128,16 @@ class KnownMakespan(NamedTuple):
     def optimum(self) -> int | None:
         """The proven optimum, or ``None`` while the instance is open."""
         return self.lower if self.lower is not None and self.lower == self.upper else None
+
+    def bound_too_high(self, bound: float) -> bool:
+        """Whether a lower bound exceeds what is known (the optimum, or the best known upper
+        bound: a schedule of that makespan exists), so cannot be sound."""
+        return self.upper is not None and bound > self.upper + 1e-9
+
+    def makespan_too_low(self, makespan: float) -> bool:
+        """Whether a schedule's makespan is below what is known (the optimum, or the best known
+        lower bound): the schedule breaks a rule, or the known lower bound is wrong."""
+        return self.lower is not None and makespan < self.lower - 1e-9
 
     def __str__(self) -> str:
         if self.optimum is not None:
@@ -153,14 +164,25 @@ def load_psplib_known(csv_path: str | os.PathLike[str]) -> dict[str, KnownMakesp
     An instance is named by its file's stem (``j601_1``); a trailing ``.sm`` is dropped, so
     tables that name files (``j601_1.sm``) read as well. A bad row raises one
     :class:`~moeopt.errors.InputError` naming its line, field and value."""
-    p = Path(csv_path)
+    return _read_known(Path(csv_path))[1]
+
+
+def _read_known(p: Path) -> tuple[str, dict[str, KnownMakespan]]:
+    """The layout (``"optimal_makespan"`` or ``"bounds"``) and the rows of
+    :func:`load_psplib_known`, from one read of the file."""
     try:
         with p.open(newline="", encoding="utf-8-sig") as fh:
-            rows = list(csv.DictReader(fh))
+            reader = csv.DictReader(fh)
+            reader.fieldnames = [c.strip() for c in reader.fieldnames or ()]
+            rows = list(reader)
     except (OSError, UnicodeDecodeError, csv.Error) as exc:
         raise InputError(f"{p}: cannot read known makespans: {exc}") from None
-    cols = _columns(p)
-    if "instance" not in cols or not ("optimal_makespan" in cols or {"lower_bound", "upper_bound"} <= cols):
+    cols = set(reader.fieldnames)
+    if "instance" in cols and "optimal_makespan" in cols:
+        layout = "optimal_makespan"
+    elif {"instance", "lower_bound", "upper_bound"} <= cols:
+        layout = "bounds"
+    else:
         raise InputError(
             f"{p}: expected columns 'instance,optimal_makespan' or 'instance,lower_bound,upper_bound', "
             f"got {', '.join(sorted(c for c in cols if c)) or 'none'}"
@@ -170,12 +192,13 @@ def load_psplib_known(csv_path: str | os.PathLike[str]) -> dict[str, KnownMakesp
         name = (row.get("instance") or "").strip().removesuffix(".sm")
         if not name:
             raise InputError(f"{p}: line {line}: field 'instance' is empty")
-        if "optimal_makespan" in cols:
+        if layout == "optimal_makespan":
             k = _known_value(p, line, "optimal_makespan", row.get("optimal_makespan"))
         else:
-            lo = _bound(p, line, "lower_bound", row.get("lower_bound"))
-            hi = _bound(p, line, "upper_bound", row.get("upper_bound"))
-            k = KnownMakespan(lo, hi)
+            k = KnownMakespan(
+                _bound(p, line, "lower_bound", row.get("lower_bound")),
+                _bound(p, line, "upper_bound", row.get("upper_bound")),
+            )
         if k.lower is not None and k.upper is not None and k.lower > k.upper:
             raise InputError(
                 f"{p}: line {line}: instance {name!r}: lower bound {k.lower} above upper bound {k.upper}"
@@ -183,31 +206,25 @@ def load_psplib_known(csv_path: str | os.PathLike[str]) -> dict[str, KnownMakesp
         if name in out:
             raise InputError(f"{p}: line {line}: instance {name!r} is listed twice")
         out[name] = k
-    return out
+    return layout, out
 
 
-def _columns(p: Path) -> set[str]:
-    try:
-        with p.open(newline="", encoding="utf-8-sig") as fh:
-            head = next(csv.reader(fh), [])
-    except (OSError, UnicodeDecodeError, csv.Error) as exc:
-        raise InputError(f"{p}: cannot read known makespans: {exc}") from None
-    return {c.strip() for c in head}
+def _whole(text: str) -> int:
+    """A whole number >= 0 (``ValueError`` otherwise)."""
+    v = int(text)
+    if v < 0:
+        raise ValueError(text)
+    return v
 
 
 def _bound(p: Path, line: int, field: str, raw: str | None) -> int | None:
     text = (raw or "").strip()
-    if not text:
-        return None
     try:
-        v = int(text)
+        return _whole(text) if text else None
     except ValueError:
-        v = -1
-    if v < 0:
         raise InputError(
             f"{p}: line {line}: field {field!r} is {text!r}; allowed: a whole number >= 0 or empty"
-        )
-    return v
+        ) from None
 
 
 def _known_value(p: Path, line: int, field: str, raw: str | None) -> KnownMakespan:
@@ -215,14 +232,12 @@ def _known_value(p: Path, line: int, field: str, raw: str | None) -> KnownMakesp
     lo_s, dots, hi_s = text.partition("..")
     try:
         if not dots:
-            v = int(text)
-            if v >= 0:
-                return KnownMakespan(v, v)
-        else:
-            lo = int(lo_s) if lo_s.strip() else None
-            hi = int(hi_s) if hi_s.strip() else None
-            if (lo is not None or hi is not None) and (lo or 0) >= 0 and (hi or 0) >= 0:
-                return KnownMakespan(lo, hi)
+            v = _whole(text)
+            return KnownMakespan(v, v)
+        lo = _whole(lo_s) if lo_s.strip() else None
+        hi = _whole(hi_s) if hi_s.strip() else None
+        if lo is not None or hi is not None:
+            return KnownMakespan(lo, hi)
     except ValueError:
         pass
     raise InputError(f"{p}: line {line}: field {field!r} is {text!r}; allowed: {_KNOWN_FORMS}")

@@ -103,14 +103,24 @@ def test_known_makespans_both_layouts_and_ranges(tmp_path: Path) -> None:
     b = tmp_path / "b.csv"
     b.write_text("instance,lower_bound,upper_bound\np,3,\nq,,5\nr,4,4\n")
     assert m.load_psplib_known(b) == {"p": (3, None), "q": (None, 5), "r": (4, 4)}
-    # the optima reader takes proven optima only, and says where a range is
     assert m.load_psplib_optima(_write(tmp_path, "instance,optimal_makespan\nz,9\n")) == {"z": 9}
     # a spreadsheet's CSV starts with a byte-order mark: the header still reads
     bom = tmp_path / "bom.csv"
     bom.write_text("instance,optimal_makespan\nz,9\n", encoding="utf-8-sig")
     assert m.load_psplib_known(bom) == {"z": (9, 9)}
+    # the optima reader takes proven optima only, and says where a range is
     with pytest.raises(m.InputError, match=r"instance 'j609_1' has the range 82\.\.87, not a proven optimum"):
         m.load_psplib_optima(a)
+
+
+def test_known_makespans_judge_bounds_and_schedules() -> None:
+    """A bound above the known upper side cannot be sound; a schedule below the known lower side
+    breaks a rule (or the lower side is wrong); an unknown side judges nothing."""
+    k = m.KnownMakespan(82, 87)
+    assert [k.bound_too_high(b) for b in (82.0, 87.0, 87.5)] == [False, False, True]
+    assert [k.makespan_too_low(t) for t in (81.5, 82.0, 90.0)] == [True, False, False]
+    assert not m.KnownMakespan(None, None).bound_too_high(1e9)
+    assert not m.KnownMakespan(None, None).makespan_too_low(0.0)
 
 
 def _write(tmp_path: Path, text: str) -> Path:

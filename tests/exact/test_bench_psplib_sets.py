@@ -70,6 +70,15 @@ def test_benches_that_need_optima_refuse_an_open_set(tmp_path: Path) -> None:
     assert "this bench needs proven optima" in r.stderr
 
 
+def test_an_instance_the_csv_leaves_out_is_one_message(tmp_path: Path) -> None:
+    data = _set(tmp_path, "5")
+    (data / "j60" / "j601_2.sm").write_text(TINY_SM)  # in the folder, not in j60_opt.csv
+    r = _bench(data, "--set", "j60")
+    assert r.returncode == 2
+    assert "j60_opt.csv lists no makespan for j601_2" in r.stderr
+    assert "Traceback" not in r.stderr
+
+
 def test_generated_set_of_sixty_jobs_runs_with_nothing_known(tmp_path: Path) -> None:
     """bench/gen_rcpsp.py writes a set the benches read (.sm files OR-Tools' parser accepts, and
     a known-makespans file with nothing known): the size of PSPLIB j60, whose instances are not
