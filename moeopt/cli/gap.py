@@ -321,6 +321,7 @@ def _gap_arguments(p: argparse.ArgumentParser) -> None:
 
 def _gap_run(args: argparse.Namespace) -> int:
     from moeopt.exact.gap import graph_optimality_gap
+    from moeopt.exact.usage import capacity_use
 
     to_stdout = args.json == "-" or args.markdown == "-"
     term: TextIO = sys.stderr if to_stdout else sys.stdout
@@ -399,6 +400,10 @@ def _gap_run(args: argparse.Namespace) -> int:
                 why = rep.exact.bound_explanation()
                 if why:
                     say(f"        {why}")
+                    best = rep.exact.schedule
+                    use = None if best is None else capacity_use(graph, best, rep.exact.bound_source)
+                    if use is not None:
+                        say(f"        {use.text()}")
                 for problem in _against_known(rep, known):
                     fail(f, problem)
         except MoeoptError as exc:

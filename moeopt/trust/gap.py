@@ -65,7 +65,7 @@ import math
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from moeopt.core.compiled import longest_paths
 from moeopt.core.events import EventGraph
@@ -78,6 +78,9 @@ from moeopt.megamoe.errors import BoundViolation
 from moeopt.megamoe.results import PhysicalBounds
 from moeopt.megamoe.scenario import Scenario
 from moeopt.megamoe.simulate import build_graphs, guard_schedule
+
+if TYPE_CHECKING:
+    from moeopt.exact.usage import CapacityUse
 
 MODES = ("auto", "exact", "relaxed")
 AUTO_EXACT_MAX_EVENTS = 3000
@@ -221,6 +224,16 @@ class RankGap:
     def physical_limits(self) -> dict[str, float]:
         return _physical_limits(self.physical, self.tail_offset_us)
 
+    def binding_use(self) -> CapacityUse | None:
+        """Where the best schedule leaves the winning bound's capacity unused
+        (:func:`moeopt.exact.usage.capacity_use`); ``None`` when proven optimal or when the bound
+        names no capacity (the longest path, CP-SAT's own bound)."""
+        if self.proven_optimal:
+            return None
+        from moeopt.exact.usage import capacity_use  # (moeopt.exact imports OR-Tools)
+
+        return capacity_use(self.graph, self.best_schedule, self.exact.bound_source)
+
     def to_dict(self) -> dict[str, Any]:
         x = self.exact
         return {
@@ -250,6 +263,7 @@ class RankGap:
             "tail_offset_us": self.tail_offset_us,
             "physical_limits_us": self.physical_limits(),
             "divergences": self.divergences.to_dict(),
+            "binding_use": None if (use := self.binding_use()) is None else use.to_dict(),
             "exact": x.to_dict(),
         }
 
@@ -789,8 +803,17 @@ def format_gap(sg: ScenarioGap) -> str:
 
 def bound_lines(sg: ScenarioGap) -> list[str]:
     """Per rank not proven optimal: the winning bound, its argument and how far each constraint
-    class reaches alone (:meth:`moeopt.exact.ExactResult.bound_explanation`)."""
-    return [f"rank {r.rank}: {r.exact.bound_explanation()}" for r in sg.ranks if not r.proven_optimal]
+    class reaches alone (:meth:`moeopt.exact.ExactResult.bound_explanation`), then where the best
+    schedule leaves that bound's capacity unused (:meth:`RankGap.binding_use`)."""
+    out = []
+    for r in sg.ranks:
+        if r.proven_optimal:
+            continue
+        out.append(f"rank {r.rank}: {r.exact.bound_explanation()}")
+        use = r.binding_use()
+        if use is not None:
+            out.append(f"rank {r.rank}: {use.text()}")
+    return out
 
 
 def _md_table(head: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
