@@ -55,7 +55,8 @@ class CapacityUse:
     def text(self) -> str:
         """One line: the span, the work and the unused time, and the parts holding most of it."""
         top = sorted(self.parts, key=lambda p: (-p[2], p[0]))[:SHOWN]
-        where = ", ".join(f"{a:.1f}-{b:.1f}: {u:.1f}" for a, b, u in sorted(top) if u > 0)
+        # (a part whose unused time rounds to 0.0 at the line's precision is not named)
+        where = ", ".join(f"{a:.1f}-{b:.1f}: {u:.1f}" for a, b, u in sorted(top) if round(u, 1) > 0)
         return (
             f"in the best schedule {self.source} (capacity {self.capacity}) is in use from "
             f"{self.first_us:.1f} to {self.last_us:.1f} µs: {self.work_us:.1f} µs of work at full "

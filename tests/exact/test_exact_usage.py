@@ -7,7 +7,7 @@ import pytest
 
 import moeopt as m
 from moeopt.exact import graph_optimality_gap
-from moeopt.exact.usage import PARTS, capacity_use
+from moeopt.exact.usage import PARTS, CapacityUse, capacity_use
 
 
 def _semaphore_graph() -> m.EventGraph:
@@ -104,3 +104,12 @@ def test_report_lines_of_a_bound_that_is_not_proven() -> None:
     # proven: no lines at all
     proven = replace(r, report=rep)
     assert bound_lines(replace(sg, ranks=(proven,))) == []
+
+
+def test_parts_that_round_to_nothing_are_not_named() -> None:
+    # round-off leaves 1e-9 µs in one part: the line names only the part with real unused time
+    use = CapacityUse("pool:AIC", 2, 0.0, 2.0, 1.5, 0.5, ((0.0, 1.0, 1e-9), (1.0, 2.0, 0.5)))
+    assert use.text().endswith("0.5 µs of its capacity unused in between (most in 1.0-2.0: 0.5 µs)")
+    # nothing unused at all: no parts named
+    none = CapacityUse("pool:AIC", 2, 0.0, 2.0, 2.0, 0.0, ((0.0, 1.0, 0.0), (1.0, 2.0, 0.0)))
+    assert none.text().endswith("0.0 µs of its capacity unused in between")
