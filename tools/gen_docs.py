@@ -154,9 +154,10 @@ GAP_RANK: dict[str, str] = {
     "physical_limits_us": "the physical bounds plus the tail offset: makespan limits given to the solver",
     "divergences": "where the best schedule departs from the greedy: compared_with, identical, "
     "resources_reordered, events_rebound, events_moved_by_stage, first",
-    "binding_use": "where the best schedule leaves the winning bound's capacity unused (null when proven "
-    "or when the bound names no capacity): source, capacity, first_us, last_us, work_us, unused_us, "
-    "parts ([from, to, unused µs] for ten equal parts of the span)",
+    "binding_use": "where the best schedule leaves the winning bound's capacity unused (the strongest "
+    "capacity's when CP-SAT's own bound wins; null when proven or when no bound names a capacity): source, "
+    "capacity, first_us, last_us, work_us, unused_us, parts ([from, to, unused µs] for ten equal parts "
+    "of the span)",
     "exact": "the full `moeopt.ExactResult` of the solve (status, bounds_us, params_used, ...)",
 }
 

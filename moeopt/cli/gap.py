@@ -321,7 +321,7 @@ def _gap_arguments(p: argparse.ArgumentParser) -> None:
 
 def _gap_run(args: argparse.Namespace) -> int:
     from moeopt.exact.gap import graph_optimality_gap
-    from moeopt.exact.usage import capacity_use
+    from moeopt.exact.usage import capacity_source, capacity_use
 
     to_stdout = args.json == "-" or args.markdown == "-"
     term: TextIO = sys.stderr if to_stdout else sys.stdout
@@ -401,7 +401,8 @@ def _gap_run(args: argparse.Namespace) -> int:
                 if why:
                     say(f"        {why}")
                     best = rep.exact.schedule
-                    use = None if best is None else capacity_use(graph, best, rep.exact.bound_source)
+                    source = capacity_source(rep.exact.bound_source, rep.exact.bounds_us)
+                    use = None if best is None or source is None else capacity_use(graph, best, source)
                     if use is not None:
                         say(f"        {use.text()}")
                 for problem in _against_known(rep, known):

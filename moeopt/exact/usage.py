@@ -25,7 +25,7 @@ the schedule only, and knows no stage names.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from moeopt.core.events import EventGraph
@@ -76,6 +76,25 @@ class CapacityUse:
         }
 
 
+CAPACITY_KINDS = ("semaphore", "resource", "pool", "pools")
+"""Bound source prefixes that name one capacity set (also behind ``joint:``)."""
+
+
+def capacity_source(bound_source: str, bounds_us: Mapping[str, float]) -> str | None:
+    """The capacity set whose use explains a certificate: the winning bound's own when it names
+    one; else (CP-SAT's bound, the longest path, a caller's limit) the capacity set with the
+    highest bound of its own among ``bounds_us`` (ties: the first in name order); ``None`` when
+    no bound names a capacity set."""
+
+    def names_capacity(source: str) -> bool:
+        return source.removeprefix("joint:").partition(":")[0] in CAPACITY_KINDS
+
+    if names_capacity(bound_source):
+        return bound_source
+    own = sorted((-v, src) for src, v in bounds_us.items() if names_capacity(src))
+    return own[0][1] if own else None
+
+
 def capacity_use(graph: EventGraph, schedule: Schedule, source: str) -> CapacityUse | None:
     """The use of the capacity set named by the bound source ``source`` in ``schedule`` (a
     schedule of ``graph``); ``None`` for a source that names no capacity set of the graph
@@ -94,7 +113,7 @@ def capacity_use(graph: EventGraph, schedule: Schedule, source: str) -> Capacity
                 changes.append((start[e], take))
             if back:
                 changes.append((end[e], -back))
-    elif kind in ("resource", "pool", "pools"):
+    elif kind in CAPACITY_KINDS:
         if kind == "resource":
             members = {name}
         else:

@@ -225,14 +225,16 @@ class RankGap:
         return _physical_limits(self.physical, self.tail_offset_us)
 
     def binding_use(self) -> CapacityUse | None:
-        """Where the best schedule leaves the winning bound's capacity unused
-        (:func:`moeopt.exact.usage.capacity_use`); ``None`` when proven optimal or when the bound
-        names no capacity (the longest path, CP-SAT's own bound)."""
+        """Where the best schedule leaves the winning bound's capacity unused, or the strongest
+        capacity's when CP-SAT's own bound wins (:func:`moeopt.exact.usage.capacity_source`,
+        :func:`~moeopt.exact.usage.capacity_use`); ``None`` when proven optimal or when no bound
+        names a capacity."""
         if self.proven_optimal:
             return None
-        from moeopt.exact.usage import capacity_use  # (moeopt.exact imports OR-Tools)
+        from moeopt.exact.usage import capacity_source, capacity_use  # (moeopt.exact imports OR-Tools)
 
-        return capacity_use(self.graph, self.best_schedule, self.exact.bound_source)
+        source = capacity_source(self.exact.bound_source, self.exact.bounds_us)
+        return None if source is None else capacity_use(self.graph, self.best_schedule, source)
 
     def to_dict(self) -> dict[str, Any]:
         x = self.exact
@@ -804,7 +806,8 @@ def format_gap(sg: ScenarioGap) -> str:
 def bound_lines(sg: ScenarioGap) -> list[str]:
     """Per rank not proven optimal: the winning bound, its argument and how far each constraint
     class reaches alone (:meth:`moeopt.exact.ExactResult.bound_explanation`), then where the best
-    schedule leaves that bound's capacity unused (:meth:`RankGap.binding_use`)."""
+    schedule leaves that bound's capacity (or the strongest capacity's) unused
+    (:meth:`RankGap.binding_use`)."""
     out = []
     for r in sg.ranks:
         if r.proven_optimal:

@@ -7,7 +7,7 @@ import pytest
 
 import moeopt as m
 from moeopt.exact import graph_optimality_gap
-from moeopt.exact.usage import PARTS, CapacityUse, capacity_use
+from moeopt.exact.usage import PARTS, CapacityUse, capacity_source, capacity_use
 
 
 def _semaphore_graph() -> m.EventGraph:
@@ -113,3 +113,17 @@ def test_parts_that_round_to_nothing_are_not_named() -> None:
     # nothing unused at all: no parts named
     none = CapacityUse("pool:AIC", 2, 0.0, 2.0, 2.0, 0.0, ((0.0, 1.0, 0.0), (1.0, 2.0, 0.0)))
     assert none.text().endswith("0.0 µs of its capacity unused in between")
+
+
+def test_which_capacity_explains_a_certificate() -> None:
+    # the winning bound's own capacity set, behind joint: too
+    assert capacity_source("semaphore:bw", {}) == "semaphore:bw"
+    assert capacity_source("joint:pool:AIC", {}) == "joint:pool:AIC"
+    # CP-SAT's bound (or the longest path) wins: the capacity set with the highest bound of its
+    # own; the longest path and a caller's physical limit name no capacity set
+    bounds = {"cpsat": 10.0, "semaphore:a": 8.0, "resource:x": 9.0, "longest_path": 9.5, "physical:bandwidth(hbm)": 9.9}
+    assert capacity_source("cpsat", bounds) == "resource:x"
+    assert capacity_source("longest_path", bounds) == "resource:x"
+    # ties go to the first name in order; nothing to name: None
+    assert capacity_source("cpsat", {"semaphore:b": 8.0, "pool:a": 8.0}) == "pool:a"
+    assert capacity_source("cpsat", {"cpsat": 3.0, "longest_path": 2.0}) is None
