@@ -26,8 +26,8 @@ the best schedule came from and how long CP-SAT actually searched, which under C
 far less than the limit: the static analysis and the forward-backward passes take their shares
 of the wall-clock budget first) and, per constraint class, the largest bound that class reaches
 alone (``ExactResult.class_bounds_us``), then where the best schedule leaves the winning bound's
-capacity unused between its first and last use (``RankGap.binding_use``), the time a better
-order or a stronger bound must close.
+capacity (the strongest capacity's when CP-SAT's own bound wins) unused between its first and
+last use (``RankGap.binding_use``), the time a better order or a stronger bound must close.
 The certified gap can only reach 1% when the greedy itself is within 1% of the optimum; the
 certificate's gap says how far the bound is from a schedule that exists. A verdict
 ``UNSOUND(rank r)`` flags a bound above a schedule of that rank (its best or any policy's greedy).
@@ -153,8 +153,8 @@ def main() -> None:
                 + ", ".join(f"{k} {v:.2f}" for k, v in sorted(classes.items(), key=lambda kv: -kv[1])),
                 flush=True,
             )
-        # where the best schedule leaves the winning bound's capacity unused: a better order or a
-        # stronger bound has to close exactly that time
+        # where the best schedule leaves the bound's capacity unused: a better order or a stronger
+        # bound has to close exactly that time
         use = r.binding_use()
         if use is not None:
             print(f"    {use.text()}", flush=True)
