@@ -889,8 +889,13 @@ def gap_html(reports: ScenarioGap | Sequence[ScenarioGap]) -> str:
             _html_table(*policy_rows(sg)),
             "<h3>Physical bounds of the kernel, µs</h3>\n",
             _html_table(*physical_rows(sg)),
-            f"<p class='note'>{html.escape(NOTES)}</p>\n",
         ]
+        loose = bound_lines(sg)
+        if loose:
+            parts.append("<h3>Where the lower bound comes from (ranks not proven optimal)</h3>\n<ul>\n")
+            parts += [f"<li>{html.escape(line)}</li>\n" for line in loose]
+            parts.append("</ul>\n")
+        parts.append(f"<p class='note'>{html.escape(NOTES)}</p>\n")
         for r in sg.ranks:
             parts.append(f"<h2>Rank {r.rank} (ranks {html.escape(ranks_text(r.ranks))})</h2>\n")
             parts.append(f"<p class='note'>{html.escape(divergence_headline(r))}</p>\n")

@@ -271,6 +271,15 @@ def test_cli_report_json_markdown_html(tmp_path, capsys):
     assert text.count('class="mg-gantt"') == len(rep["ranks"])
     assert "greedy (earliest_start)" in text
     assert "best schedule" in text
+    # the page says where the bound comes from as the text and Markdown do, for every rank not
+    # proven optimal, with the capacity-use line when the JSON has one
+    loose = [r for r in rep["ranks"] if not r["proven_optimal"]]
+    assert ("Where the lower bound comes from" in text) == bool(loose)
+    for r in loose:
+        assert f"rank {r['rank']}: bound from" in text
+        assert f"rank {r['rank']}: bound from" in md.read_text()
+        if r["binding_use"] is not None:
+            assert f"in the best schedule {r['binding_use']['source']}" in text
 
 
 def test_cli_bad_inputs_one_line_each(tmp_path, capsys):
