@@ -134,6 +134,9 @@ class GapRow:
     report: Any  # GapReport (imported lazily: OR-Tools loads only when the command runs)
     known: KnownMakespan | None
     """what ``--optima`` says of this instance's optimal makespan (``None``: not listed)"""
+    use: Any = None
+    """where the best schedule leaves the bound's capacity unused, when not proven
+    (``moeopt.exact.usage.CapacityUse``; ``None``: proven, or no bound names a capacity)"""
 
     @property
     def known_optimum_us(self) -> float | None:
@@ -153,6 +156,7 @@ class GapRow:
             "known_lower_us": None if k is None or k.lower is None else float(k.lower),
             "known_upper_us": None if k is None or k.upper is None else float(k.upper),
             **self.report.to_dict(),
+            "binding_use": None if self.use is None else self.use.to_dict(),
         }
 
 
@@ -391,20 +395,20 @@ def _gap_run(args: argparse.Namespace) -> int:
                     name=name,
                 )
                 known = optima.get(name)
-                row = GapRow(f, name, rep, known)
+                why = rep.exact.bound_explanation()  # ("" when proven)
+                best = rep.exact.schedule
+                source = capacity_source(rep.exact.bound_source, rep.exact.bounds_us)
+                use = None if not why or best is None or source is None else capacity_use(graph, best, source)
+                row = GapRow(f, name, rep, known, use)
                 rows.append(row)
                 if not header_done:
                     say(_table_line([h for h, _w, _a in TABLE_COLUMNS]))
                     header_done = True
                 say(_table_row(k, total, row))
-                why = rep.exact.bound_explanation()
                 if why:
                     say(f"        {why}")
-                    best = rep.exact.schedule
-                    source = capacity_source(rep.exact.bound_source, rep.exact.bounds_us)
-                    use = None if best is None or source is None else capacity_use(graph, best, source)
-                    if use is not None:
-                        say(f"        {use.text()}")
+                if use is not None:
+                    say(f"        {use.text()}")
                 for problem in _against_known(rep, known):
                     fail(f, problem)
         except MoeoptError as exc:

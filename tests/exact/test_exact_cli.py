@@ -120,6 +120,7 @@ def test_gap_json_and_markdown(files: dict[str, Path], tmp_path: Path) -> None:
     assert res["best_us"] == 5
     assert res["lower_bound_us"] == 5
     assert res["proven_optimal"] is True
+    assert res["binding_use"] is None  # (proven: no capacity left to account for)
     assert set(res["greedy"]) == {
         "earliest_start",
         "critical_path_first",

@@ -10,7 +10,10 @@ bound never exceeds the optimum, every schedule validates and is never below the
 
 from __future__ import annotations
 
+import json
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -80,6 +83,47 @@ def test_hard_instance_bound_stays_below_optimum_and_gap_report() -> None:
     bp = rep.best_policy
     assert bp is not None
     assert best <= bp.makespan_us
+
+
+@needs_data
+def test_capacity_use_of_an_unproven_instance(tmp_path: Path) -> None:
+    """j3029_3 is never proven within 2 s (bench_psplib): the gap report then says where the best
+    schedule leaves the strongest resource unused. On a PSPLIB graph every use of a resource is
+    one job holding its demand for its duration, so the line's figures follow from the schedule
+    by hand: the span runs from the first user's start to the last user's end, the work is
+    (Σ demand × duration) / capacity, and the unused time is the span minus the work."""
+    from moeopt.exact.usage import capacity_source, capacity_use
+
+    name = "j3029_3"
+    g = _graph(name)
+    rep = graph_optimality_gap(g, time_limit_s=1.0, name=name)
+    assert not rep.proven_optimal
+    source = capacity_source(rep.exact.bound_source, rep.exact.bounds_us)
+    assert source is not None
+    assert source.startswith("semaphore:R")
+    sem = source.removeprefix("joint:").split(":", 1)[1]
+    s = rep.exact.schedule
+    assert s is not None
+    users = [(n, ev) for n, ev in g.events.items() if ev.acquires.get(sem, 0) and ev.duration_us > 0]
+    cap = g.semaphores[sem]
+    use = capacity_use(g, s, source)
+    assert use is not None
+    assert use.first_us == min(s.start_us[n] for n, _ev in users)
+    assert use.last_us == max(s.end_us[n] for n, _ev in users)
+    energy = sum(ev.acquires[sem] * ev.duration_us for _n, ev in users)
+    assert use.work_us == pytest.approx(energy / cap)
+    assert use.unused_us == pytest.approx(use.last_us - use.first_us - energy / cap)
+    assert sum(p[2] for p in use.parts) == pytest.approx(use.unused_us)
+    # and moeopt gap prints it and puts it in the JSON of the graph's row
+    out = subprocess.run(
+        [sys.executable, "-m", "moeopt", "gap", str(Path(DATA or "") / "j30" / f"{name}.sm"),
+         "--time-limit", "1", "--json", "-"],
+        capture_output=True, text=True, timeout=120, check=False,
+    )
+    assert out.returncode == 0, out.stderr
+    (row,) = json.loads(out.stdout)["results"]
+    assert row["binding_use"]["source"].startswith("semaphore:R")
+    assert "of its capacity unused in between" in out.stderr
 
 
 @needs_data
