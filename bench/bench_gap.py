@@ -155,9 +155,8 @@ def main() -> None:
             )
         # where the best schedule leaves the bound's capacity unused: a better order or a stronger
         # bound has to close exactly that time
-        use = r.binding_use()
-        if use is not None:
-            print(f"    {use.text()}", flush=True)
+        if r.binding_use is not None:
+            print(f"    {r.binding_use.text()}", flush=True)
 
 
 if __name__ == "__main__":

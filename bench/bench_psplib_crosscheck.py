@@ -27,6 +27,7 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -56,9 +57,9 @@ def contradictions(ours: Side, other: Side, tol: float = 1e-9) -> list[str]:
         out.append(f"moeopt's bound {ours.bound:g} is above the other model's schedule {other.best:g}")
     if ours.best is not None and ours.best < other.bound - tol:
         out.append(f"moeopt's schedule {ours.best:g} is below the other model's bound {other.bound:g}")
-    both = ours.proven and other.proven and ours.best is not None and other.best is not None
-    if both and abs(ours.best - other.best) > tol:  # type: ignore[operator]
-        out.append(f"both proven optimal, at {ours.best:g} and {other.best:g}")
+    a, b = ours.best, other.best
+    if ours.proven and other.proven and a is not None and b is not None and abs(a - b) > tol:
+        out.append(f"both proven optimal, at {a:g} and {b:g}")
     return out
 
 
@@ -133,8 +134,11 @@ def main() -> int:
         x = rep.exact
         best = None
         if x.schedule is not None:
-            m.validate_schedule(g, x.schedule)  # (a ScheduleError here is a failure of its own)
-            best = float(x.schedule.makespan_us)
+            try:
+                m.validate_schedule(g, x.schedule)
+                best = float(x.schedule.makespan_us)
+            except m.ScheduleError as exc:  # (a failure of its own; its makespan proves nothing)
+                bad.append(f"{path.stem}: moeopt's schedule is invalid: {str(exc).splitlines()[0]}")
         ours = Side(float(x.lower_bound_us), best, rep.proven_optimal)
         other = independent(path, args.other_time_limit, args.workers)
         pairs.append((path.stem, ours, other))
@@ -143,22 +147,21 @@ def main() -> int:
         if k % 20 == 0 or k == n:
             print(f"  [{k}/{n}] {time.perf_counter() - t0:.0f} s", file=sys.stderr, flush=True)
 
-    def count(test: object) -> int:
-        return sum(1 for p in pairs if test(*p))  # type: ignore[operator]
+    def count(test: Callable[[Side, Side], bool]) -> int:
+        """The instances where ``test(moeopt's side, the other side)`` holds."""
+        return sum(1 for _name, o, x in pairs if test(o, x))
 
     print(f"contradictions:                {len(bad)}")
     for line in bad:
         print(f"  {line}")
-    print(
-        f"proven optimal, moeopt / other: {count(lambda _n, o, _x: o.proven)} / {count(lambda _n, _o, x: x.proven)} of {n}"
-    )
+    print(f"proven optimal, moeopt / other: {count(lambda o, x: o.proven)} / {count(lambda o, x: x.proven)} of {n}")
     print(
         "bound higher / equal / lower:  "
-        f"{count(lambda _n, o, x: o.bound > x.bound)} / {count(lambda _n, o, x: o.bound == x.bound)} / "
-        f"{count(lambda _n, o, x: o.bound < x.bound)} (moeopt against the other)"
+        f"{count(lambda o, x: o.bound > x.bound)} / {count(lambda o, x: o.bound == x.bound)} / "
+        f"{count(lambda o, x: o.bound < x.bound)} (moeopt against the other)"
     )
-    shorter = count(lambda _n, o, x: o.best is not None and (x.best is None or o.best < x.best))
-    longer = count(lambda _n, o, x: x.best is not None and (o.best is None or o.best > x.best))
+    shorter = count(lambda o, x: o.best is not None and (x.best is None or o.best < x.best))
+    longer = count(lambda o, x: x.best is not None and (o.best is None or o.best > x.best))
     print(f"best schedule shorter / longer: {shorter} / {longer} (moeopt against the other)")
 
     def text(side: Side) -> str:

@@ -325,7 +325,7 @@ def _gap_arguments(p: argparse.ArgumentParser) -> None:
 
 def _gap_run(args: argparse.Namespace) -> int:
     from moeopt.exact.gap import graph_optimality_gap
-    from moeopt.exact.usage import capacity_source, capacity_use
+    from moeopt.exact.usage import certificate_use
 
     to_stdout = args.json == "-" or args.markdown == "-"
     term: TextIO = sys.stderr if to_stdout else sys.stdout
@@ -395,16 +395,14 @@ def _gap_run(args: argparse.Namespace) -> int:
                     name=name,
                 )
                 known = optima.get(name)
-                why = rep.exact.bound_explanation()  # ("" when proven)
-                best = rep.exact.schedule
-                source = capacity_source(rep.exact.bound_source, rep.exact.bounds_us)
-                use = None if not why or best is None or source is None else capacity_use(graph, best, source)
+                use = certificate_use(graph, rep.exact, rep.exact.schedule)
                 row = GapRow(f, name, rep, known, use)
                 rows.append(row)
                 if not header_done:
                     say(_table_line([h for h, _w, _a in TABLE_COLUMNS]))
                     header_done = True
                 say(_table_row(k, total, row))
+                why = rep.exact.bound_explanation()  # ("" when proven)
                 if why:
                     say(f"        {why}")
                 if use is not None:

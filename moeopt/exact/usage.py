@@ -30,6 +30,7 @@ from dataclasses import dataclass
 
 from moeopt.core.events import EventGraph
 from moeopt.core.schedule import Schedule
+from moeopt.exact.result import ExactResult
 
 PARTS = 10
 """The span of use is cut into this many equal parts to say where the unused capacity lies."""
@@ -80,27 +81,40 @@ CAPACITY_KINDS = ("semaphore", "resource", "pool", "pools")
 """Bound source prefixes that name one capacity set (also behind ``joint:``)."""
 
 
+def _kind_and_name(source: str) -> tuple[str, str]:
+    """``("semaphore", "hbm")`` for ``semaphore:hbm`` or ``joint:semaphore:hbm`` (a joint bound
+    names the set it raised); the kind is not one of :data:`CAPACITY_KINDS` for other sources."""
+    kind, _, name = source.removeprefix("joint:").partition(":")
+    return kind, name
+
+
 def capacity_source(bound_source: str, bounds_us: Mapping[str, float]) -> str | None:
     """The capacity set whose use explains a certificate: the winning bound's own when it names
     one; else (CP-SAT's bound, the longest path, a caller's limit) the capacity set with the
     highest bound of its own among ``bounds_us`` (ties: the first in name order); ``None`` when
     no bound names a capacity set."""
-
-    def names_capacity(source: str) -> bool:
-        return source.removeprefix("joint:").partition(":")[0] in CAPACITY_KINDS
-
-    if names_capacity(bound_source):
+    if _kind_and_name(bound_source)[0] in CAPACITY_KINDS:
         return bound_source
-    own = sorted((-v, src) for src, v in bounds_us.items() if names_capacity(src))
+    own = sorted((-v, src) for src, v in bounds_us.items() if _kind_and_name(src)[0] in CAPACITY_KINDS)
     return own[0][1] if own else None
+
+
+def certificate_use(graph: EventGraph, exact: ExactResult, schedule: Schedule | None) -> CapacityUse | None:
+    """What the gap reports print under a certificate that is not tight: the use in ``schedule``
+    (the best one) of :func:`capacity_source`'s capacity set; ``None`` when ``exact`` is proven
+    optimal, without a schedule, or when no bound names a capacity set."""
+    if exact.proven_optimal or schedule is None:
+        return None
+    source = capacity_source(exact.bound_source, exact.bounds_us)
+    return None if source is None else capacity_use(graph, schedule, source)
 
 
 def capacity_use(graph: EventGraph, schedule: Schedule, source: str) -> CapacityUse | None:
     """The use of the capacity set named by the bound source ``source`` in ``schedule`` (a
     schedule of ``graph``); ``None`` for a source that names no capacity set of the graph
     (the longest path, CP-SAT's own bound, a caller's limit) or when nothing uses it."""
-    source = source.removeprefix("joint:")  # (a joint bound names the set it raised)
-    kind, _, name = source.partition(":")
+    kind, name = _kind_and_name(source)
+    source = f"{kind}:{name}"  # (a joint bound's set, by its own name)
     changes: list[tuple[float, int]] = []  # (time, change of the units in use)
     start, end = schedule.start_us, schedule.end_us
     if kind == "semaphore":

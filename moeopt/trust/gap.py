@@ -65,6 +65,7 @@ import math
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 from moeopt.core.compiled import longest_paths
@@ -224,17 +225,15 @@ class RankGap:
     def physical_limits(self) -> dict[str, float]:
         return _physical_limits(self.physical, self.tail_offset_us)
 
+    @cached_property
     def binding_use(self) -> CapacityUse | None:
         """Where the best schedule leaves the winning bound's capacity unused, or the strongest
-        capacity's when CP-SAT's own bound wins (:func:`moeopt.exact.usage.capacity_source`,
-        :func:`~moeopt.exact.usage.capacity_use`); ``None`` when proven optimal or when no bound
-        names a capacity."""
-        if self.proven_optimal:
-            return None
-        from moeopt.exact.usage import capacity_source, capacity_use  # (moeopt.exact imports OR-Tools)
+        capacity's when CP-SAT's own bound wins (:func:`moeopt.exact.usage.certificate_use`);
+        ``None`` when proven optimal or when no bound names a capacity. Made once: the text,
+        Markdown, HTML and JSON of one report all read it."""
+        from moeopt.exact.usage import certificate_use  # (moeopt.exact imports OR-Tools)
 
-        source = capacity_source(self.exact.bound_source, self.exact.bounds_us)
-        return None if source is None else capacity_use(self.graph, self.best_schedule, source)
+        return certificate_use(self.graph, self.exact, self.best_schedule)
 
     def to_dict(self) -> dict[str, Any]:
         x = self.exact
@@ -265,7 +264,7 @@ class RankGap:
             "tail_offset_us": self.tail_offset_us,
             "physical_limits_us": self.physical_limits(),
             "divergences": self.divergences.to_dict(),
-            "binding_use": None if (use := self.binding_use()) is None else use.to_dict(),
+            "binding_use": None if self.binding_use is None else self.binding_use.to_dict(),
             "exact": x.to_dict(),
         }
 
@@ -813,9 +812,8 @@ def bound_lines(sg: ScenarioGap) -> list[str]:
         if r.proven_optimal:
             continue
         out.append(f"rank {r.rank}: {r.exact.bound_explanation()}")
-        use = r.binding_use()
-        if use is not None:
-            out.append(f"rank {r.rank}: {use.text()}")
+        if r.binding_use is not None:
+            out.append(f"rank {r.rank}: {r.binding_use.text()}")
     return out
 
 

@@ -98,7 +98,7 @@ def test_report_lines_of_a_bound_that_is_not_proven() -> None:
     assert first.startswith("rank 0: bound from semaphore:bw")
     assert second == f"rank 0: {capacity_use(g, x.schedule, 'semaphore:bw').text()}"
     assert "1.5 µs of its capacity unused in between" in second
-    use = r.binding_use()
+    use = r.binding_use
     assert use is not None
     assert use.to_dict()["unused_us"] == pytest.approx(1.5)
     # proven: no lines at all
