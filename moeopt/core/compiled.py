@@ -516,7 +516,9 @@ tables read arrays; the Python loop and the analyses read tuples, so by default 
 whose analyses read every graph) the tuples come first. measured (stop 43): on the
 DeepSeek-V3-like zipf rank 16 (58k events, 197k edges) the arrays path compiles in ~74 ms
 against ~112 ms (see :func:`_scan_columns`), and ``kernel_time`` over the 32 ranks (compiled
-loop, array check, no analysis) is 1.17x faster with it; on pto M=2048 (6.2k events)
+loop, array check, no analysis) is 1.17x faster with it (so are ``simulate``'s forked workers
+with the loop loaded: their analyses' longest-path walks read the arrays too, see
+``moeopt.megamoe.analysis.bounds.data_paths``); on pto M=2048 (6.2k events)
 compiling and reading both tuples costs ~15 ms through the arrays against ~11 ms through the
 tuples, and a warm ``simulate`` there was 0.95x as fast."""
 

@@ -42,6 +42,68 @@ def topo_order(indeg: Any, succ_ptr: Any, succ_idx: Any, sources: Any) -> Any:
 
 
 @_jit
+def skipped_edges(succ_ptr: Any, succ_idx: Any, a: Any, b: Any) -> Any:
+    """Per successor entry (the flat index of ``succ_idx``), whether it is one of the edges
+    ``a[k] -> b[k]``: an entry of row ``a[k]`` whose successor is ``b[k]`` (an event is a
+    successor of another once; a pair that is no edge marks nothing)."""
+    skip = np.zeros(succ_idx.shape[0], np.bool_)
+    for k in range(a.shape[0]):
+        i = a[k]
+        j = b[k]
+        for e in range(succ_ptr[i], succ_ptr[i + 1]):
+            if succ_idx[e] == j:
+                skip[e] = True
+                break
+    return skip
+
+
+@_jit
+def paths_without(
+    topo: Any, dur: Any, succ_ptr: Any, succ_idx: Any, succ_lam: Any, skip: Any, end: Any
+) -> Any:
+    """``(tails, ready)`` per event over the edges not marked in ``skip``: the longest path from
+    a source to the event's end (``max(0, tails[p] + λ) + dur``), and the latest ``end[p] + λ``
+    of its predecessors (0 for none), each pushed along the successor entries in topological
+    order (an event's value is final when it is reached: all its predecessors come before it).
+    A maximum of the same float sums in any order, so the values of a walk over each event's
+    predecessors, which ``moeopt.megamoe.analysis.bounds.data_paths`` makes."""
+    n = topo.shape[0]
+    best = np.zeros(n, np.float64)  # max(0, tails[p] + λ) over the predecessors so far
+    tails = np.zeros(n, np.float64)
+    ready = np.zeros(n, np.float64)
+    for i in topo:
+        t = best[i] + dur[i]
+        tails[i] = t
+        e_i = end[i]
+        for e in range(succ_ptr[i], succ_ptr[i + 1]):
+            if skip[e]:
+                continue
+            j = succ_idx[e]
+            lam = succ_lam[e]
+            v = t + lam
+            if v > best[j]:
+                best[j] = v
+            v = e_i + lam
+            if v > ready[j]:
+                ready[j] = v
+    return tails, ready
+
+
+@_jit
+def ancestors_or_self(topo: Any, succ_ptr: Any, succ_idx: Any, needed: Any) -> None:
+    """Mark in ``needed`` (marked already: the ends) every event with a marked successor,
+    in reverse topological order (every successor decided before its event)."""
+    for k in range(topo.shape[0] - 1, -1, -1):
+        i = topo[k]
+        if needed[i]:
+            continue
+        for e in range(succ_ptr[i], succ_ptr[i + 1]):
+            if needed[succ_idx[e]]:
+                needed[i] = True
+                break
+
+
+@_jit
 def first_at_least(levels: Any, k: int, hi: int, need: int) -> int:
     """The first index from ``k`` (below ``hi``) whose level is at least ``need``; ``hi`` when
     there is none."""

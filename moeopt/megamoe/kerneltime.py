@@ -255,10 +255,11 @@ def _rank_time(rep: int) -> _RankTime | _Failed:
 
 
 def _columns() -> contextlib.AbstractContextManager[None]:
-    """While a rank is built and timed with the compiled loop loaded: its graphs compiled to
-    the arrays the loop and the array check read (:func:`moeopt.core.compiled.columns_from`;
-    the same graphs, at less cost; a rank analysed for ``ranks="slowest"`` makes the per-event
-    tuples its analyses read from them)."""
+    """While a rank is built and timed (or analysed, in a worker of
+    :func:`parallel_rank_results`) with the compiled loop loaded: its graphs compiled to the
+    arrays the loop, the array check and the analyses' compiled walks read
+    (:func:`moeopt.core.compiled.columns_from`; the same graphs, at less cost; the per-event
+    tuples are made from them only where something reads them)."""
     return columns_from(fastloop.MIN_EVENTS) if fastloop.loaded() else contextlib.nullcontext()
 
 
@@ -388,7 +389,9 @@ def _pool(job: _Job | _FullJob, workers: int, expected: int = 0) -> Iterator[Any
     # about to schedule enough (``expected`` events, when the whole job is known), loads the
     # compiled loop once, here, so that every worker forked now and later shares it instead of
     # loading it again (moeopt.core.fastloop)
-    fastloop.before_fork(expected, workers)
+    # (the analyses' walks too when the workers analyse: simulate's, and the slowest rank's)
+    analyses = not isinstance(job, _Job) or job.slowest is not None
+    fastloop.before_fork(expected, workers, walks=analyses)
     ctx = multiprocessing.get_context("fork")
     pool = ctx.Pool(workers, initializer=_init if isinstance(job, _Job) else _init_full, initargs=(job,))
     try:
@@ -441,7 +444,7 @@ def _rank_analysed(rep: int) -> _Analysed:
     cfg = scenario.config
     w = scenario.workload
     phase = "build"
-    with gc_paused(), recording() as used:
+    with gc_paused(), recording() as used, _columns():
         try:
             builder = lookup("builder", cfg.builder)()
             rg = builder(cfg, w.tokens, w.topk, w.world, counts, rep, w.shared_expert_num)

@@ -139,7 +139,13 @@ def test_a_run_records_its_chain_edges_as_a_set_made_when_read() -> None:
     )
     em.chain_edges.add(("p", "q"))  # (as Emitter.chain records one)
     want = {("x", "t0"), ("t1", "t3"), ("p", "q")}
+    # the edges' two ends as columns, read before the set is made (the runs' columns) ...
+    first, second = em.chain_edges.endpoints()
+    assert sorted(zip(first, second)) == sorted(want)
     assert em.chain_edges == want
+    # ... and after (the set)
+    first, second = em.chain_edges.endpoints()
+    assert sorted(zip(first, second)) == sorted(want)
     assert len(em.chain_edges) == 3
     assert ("t0", "t2") not in em.chain_edges
     assert ("x", "t0") in em.chain_edges

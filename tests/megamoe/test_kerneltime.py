@@ -356,6 +356,42 @@ def test_all_ranks_in_workers_is_the_same_result(monkeypatch: pytest.MonkeyPatch
     assert {t for _d, t, _w in calls} == {3 * n}
 
 
+@pytest.mark.parametrize("name", ["basic_zipf", "bs72.zipf", "pto_m16.zipf.stealing"])
+def test_all_ranks_in_workers_with_the_compiled_loop_is_the_same_result(
+    monkeypatch: pytest.MonkeyPatch, name: str
+) -> None:
+    # with the compiled loop loaded, a worker compiles its rank's graph to arrays and the
+    # analyses' walks (each event's longest data path and data-ready time, the floors'
+    # ancestors of the last combines) run on those arrays in machine code: the same result,
+    # value for value, as this process makes with the Python loop and the Python walks
+    import moeopt.megamoe as mm
+    from moeopt.core import fastloop
+    from moeopt.megamoe.analysis import bounds
+    from moeopt.megamoe.build import RankGraph
+
+    if name == "basic_zipf":
+        sc = mm.load_scenario("examples/scenario_basic.toml").with_overrides({"workload.routing": "zipf"})
+    else:
+        sc = _golden(name)
+    monkeypatch.setattr(fastloop, "_LOOP", None)
+    monkeypatch.setattr(fastloop, "LOAD_EVENTS", 1 << 60)  # (never loaded for the reference)
+    _in_workers(monkeypatch, False)
+    ref = simulate(sc)
+    fastloop.compiled()
+    monkeypatch.setattr(fastloop, "MIN_EVENTS", 0)
+
+    def python_walk(*_args: object) -> None:
+        raise AssertionError("a Python walk ran with the compiled loop loaded")
+
+    # (set before the workers fork: a worker that walked in Python fails its rank)
+    monkeypatch.setattr(RankGraph, "data_preds", python_walk)
+    monkeypatch.setattr(bounds, "_ancestors_or_self", python_walk)
+    _in_workers(monkeypatch, True)
+    got = simulate(sc)
+    assert len(got["simulated_ranks"]) > 1
+    assert _plain(got) == _plain(ref)
+
+
 def test_all_ranks_in_workers_raise_simulates_error(monkeypatch: pytest.MonkeyPatch) -> None:
     # the validator refuses the schedules of some ranks and the builder fails on others: simulate
     # builds every rank before it schedules one, so the lowest rank's build error is raised,

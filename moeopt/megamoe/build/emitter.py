@@ -55,6 +55,11 @@ _first_of = itemgetter(0)
 TRAFFIC_CHANNELS = ("gm_to_l1", "hbm", "remote_in", "remote_out", "gm_to_ub", "ub_to_gm")
 
 
+def _is_chained(prev: str | None, had: bool) -> bool:
+    """Whether a run's event has a chain edge from ``prev`` (see :meth:`ChainEdges.add_run`)."""
+    return prev is not None and not had
+
+
 class ChainEdges(AbstractSet[tuple[str, str]]):
     """The chain edges ``(prev, event)`` an emitter recorded: a set, made on first read.
 
@@ -86,6 +91,18 @@ class ChainEdges(AbstractSet[tuple[str, str]]):
             got.update((p, n) for p, n, h in zip(prevs, names, had) if p is not None and not h)
         self._runs.clear()
         return got
+
+    def endpoints(self) -> tuple[list[str], list[str]]:
+        """The edges' first events and their second events, edge ``k`` being ``(first[k],
+        second[k])``: every edge of the set once, in no particular order, without making the
+        pairs of the runs (what the analyses' compiled walks read)."""
+        first = [p for p, _q in self._set]
+        second = [q for _p, q in self._set]
+        for prevs, names, had in self._runs:
+            keep = list(map(_is_chained, prevs, had))
+            first.extend(compress(prevs, keep))
+            second.extend(compress(names, keep))
+        return first, second
 
     def __contains__(self, edge: object) -> bool:
         return edge in self._all()

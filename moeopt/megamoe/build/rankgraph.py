@@ -5,8 +5,12 @@ from __future__ import annotations
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from moeopt.core.events import EventGraph
 from moeopt.core.schedule import Schedule
+from moeopt.core.state import picked
+from moeopt.megamoe.build.emitter import ChainEdges
 from moeopt.megamoe.build.plan import ExpertPlan
 from moeopt.megamoe.contract import GroupedGemmContract
 
@@ -50,6 +54,22 @@ class RankGraph:
         the graph is not scheduled twice when nothing changed it since the build."""
         kept, self._greedy = self._greedy, None
         return kept[1] if kept is not None and kept[0] == policy else None
+
+    def chain_positions(self) -> tuple[np.ndarray, np.ndarray]:
+        """The chain edges as positions (graph order) of their first and their second events,
+        edge ``k`` being ``(first[k], second[k])`` (int64 arrays; each edge once, in no
+        particular order)."""
+        edges = self.chain_edges
+        if isinstance(edges, ChainEdges):  # (without the pairs of its runs)
+            first, second = edges.endpoints()
+        else:
+            first = [p for p, _q in edges]
+            second = [q for _p, q in edges]
+        index = self.graph.compiled().index
+        return (
+            np.fromiter(picked(index, first), np.int64, len(first)),
+            np.fromiter(picked(index, second), np.int64, len(second)),
+        )
 
     def data_preds(self) -> list[tuple[tuple[int, float], ...]]:
         """Per event index (graph order), its predecessors ``(index, λ)`` without the edges that
