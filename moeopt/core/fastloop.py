@@ -49,6 +49,12 @@ event can ever start or a release lifts a semaphore above its capacity, and also
 up on a graph whose waiters, admissions or moved keys cost too much (:data:`WAKES_PER_EVENT`,
 :data:`WALK_PER_EVENT`, :data:`PUSHES_PER_EVENT`).
 
+Walks: a process that has loaded the loop also walks the graphs it takes by size in machine
+code where an analysis walks every edge (:func:`paths_without`, :func:`ancestors_or_self`),
+and, within :func:`arrays_first`, compiles them to arrays first; those walks give the values
+of the Python walks they replace (tests/megamoe/test_kerneltime.py holds ``simulate`` equal
+both ways).
+
 When: numba is imported on the first use, not with moeopt. Its import and the load of the
 compiled loop (cached on disk after the first compilation) cost ~0.8 s once per process (see
 :data:`LOAD_EVENTS`), so a process starts using the compiled loop only once the graphs it has
@@ -57,6 +63,7 @@ scheduled make that worth it.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable, Iterator, Sequence
 from itertools import chain, compress, repeat
 from operator import is_not
@@ -64,7 +71,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from moeopt.core.compiled import CompiledGraph
+from moeopt.core.compiled import CompiledGraph, columns_from
 from moeopt.core.state import group_sites, semaphore_signatures, site_members
 
 LOAD_EVENTS = 160_000
@@ -480,6 +487,15 @@ def run_compiled(cg: CompiledGraph, before: Sequence[float], after: Sequence[flo
         cg, Column(start), Column(end), Column(ready), Column(rpred), Column(wres), Column(tbase),
         Column(wsem), Column(order), curves, bound,
     )  # fmt: skip
+
+
+def arrays_first() -> contextlib.AbstractContextManager[None]:
+    """While the block runs, in a process that has loaded the compiled loop: graphs it would
+    take by size compiled to arrays first (:func:`moeopt.core.compiled.columns_from`), for
+    work whose readers are the array ones (the loop, the validator's array check, the
+    analyses' compiled walks); the same graphs, at less cost, the per-event tuples made from
+    the arrays only where something reads them. Otherwise nothing changes."""
+    return columns_from(MIN_EVENTS) if loaded() else contextlib.nullcontext()
 
 
 def _topo_array(cg: CompiledGraph) -> np.ndarray:

@@ -44,7 +44,6 @@ from typing import Any, NamedTuple, TypedDict, TypeGuard, cast
 import numpy as np
 
 from moeopt.core import fastloop
-from moeopt.core.compiled import columns_from
 from moeopt.core.events import EventGraph
 from moeopt.core.gcpause import gc_paused
 from moeopt.core.policies import make_policy
@@ -229,7 +228,7 @@ def _rank_time(rep: int) -> _RankTime | _Failed:
     scenario, counts, conservation, slowest = _JOB
     cfg = scenario.config
     w = scenario.workload
-    with gc_paused(), recording() as used, _columns():
+    with gc_paused(), recording() as used, fastloop.arrays_first():
         try:
             builder = lookup("builder", cfg.builder)()
             rg = builder(cfg, w.tokens, w.topk, w.world, counts, rep, w.shared_expert_num)
@@ -252,15 +251,6 @@ def _rank_time(rep: int) -> _RankTime | _Failed:
                     return t._replace(analysed=exc, analysed_constants=frozenset(extra))
             t = t._replace(analysed=res, analysed_constants=frozenset(extra))
     return t
-
-
-def _columns() -> contextlib.AbstractContextManager[None]:
-    """While a rank is built and timed (or analysed, in a worker of
-    :func:`parallel_rank_results`) with the compiled loop loaded: its graphs compiled to the
-    arrays the loop, the array check and the analyses' compiled walks read
-    (:func:`moeopt.core.compiled.columns_from`; the same graphs, at less cost; the per-event
-    tuples are made from them only where something reads them)."""
-    return columns_from(fastloop.MIN_EVENTS) if fastloop.loaded() else contextlib.nullcontext()
 
 
 class _Judged(NamedTuple):
@@ -444,7 +434,7 @@ def _rank_analysed(rep: int) -> _Analysed:
     cfg = scenario.config
     w = scenario.workload
     phase = "build"
-    with gc_paused(), recording() as used, _columns():
+    with gc_paused(), recording() as used, fastloop.arrays_first():
         try:
             builder = lookup("builder", cfg.builder)()
             rg = builder(cfg, w.tokens, w.topk, w.world, counts, rep, w.shared_expert_num)

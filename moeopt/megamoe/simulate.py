@@ -38,6 +38,7 @@ from typing import cast
 
 import numpy as np
 
+from moeopt.core import fastloop
 from moeopt.core.gcpause import gc_paused
 from moeopt.core.policies import make_policy
 from moeopt.core.restructure import repinned_graph
@@ -242,8 +243,11 @@ def _simulate(
             # process (None: they are not, and are here)
             per_rank = parallel_rank_results(scenario, validate, steps, used)
         if per_rank is None:
-            built = build_graphs(scenario, progress=steps) if graphs is None else graphs
-            per_rank = rank_results(built, cfg, validate, steps)
+            # (with the compiled loop loaded, large graphs compiled to the arrays it, the
+            # array check and the analyses' compiled walks read)
+            with fastloop.arrays_first():
+                built = build_graphs(scenario, progress=steps) if graphs is None else graphs
+                per_rank = rank_results(built, cfg, validate, steps)
             if isinstance(built, BuiltGraphs):
                 used |= built.constants_used
     total = max(r["kernel_total_us"] for r in per_rank.values())

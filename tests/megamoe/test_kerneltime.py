@@ -356,16 +356,18 @@ def test_all_ranks_in_workers_is_the_same_result(monkeypatch: pytest.MonkeyPatch
     assert {t for _d, t, _w in calls} == {3 * n}
 
 
+@pytest.mark.parametrize("in_workers", [True, False])
 @pytest.mark.parametrize("name", ["basic_zipf", "bs72.zipf", "pto_m16.zipf.stealing"])
-def test_all_ranks_in_workers_with_the_compiled_loop_is_the_same_result(
-    monkeypatch: pytest.MonkeyPatch, name: str
+def test_simulate_with_the_compiled_loop_is_the_same_result(
+    monkeypatch: pytest.MonkeyPatch, name: str, in_workers: bool
 ) -> None:
-    # with the compiled loop loaded, a worker compiles its rank's graph to arrays and the
-    # analyses' walks (each event's longest data path and data-ready time, the floors'
-    # ancestors of the last combines) run on those arrays in machine code: the same result,
-    # value for value, as this process makes with the Python loop and the Python walks
+    # with the compiled loop loaded, simulate (in its workers, or in this process) compiles
+    # each rank's graph to arrays and the analyses' walks (each event's longest data path and
+    # data-ready time, the floors' ancestors of the last combines) run on those arrays in
+    # machine code: the same result, value for value, as this process makes with the Python
+    # loop and the Python walks
     import moeopt.megamoe as mm
-    from moeopt.core import fastloop
+    from moeopt.core import compiled, fastloop
     from moeopt.megamoe.analysis import bounds
     from moeopt.megamoe.build import RankGraph
 
@@ -374,19 +376,23 @@ def test_all_ranks_in_workers_with_the_compiled_loop_is_the_same_result(
     else:
         sc = _golden(name)
     monkeypatch.setattr(fastloop, "_LOOP", None)
+    monkeypatch.setattr(fastloop, "_WALKS", False)
     monkeypatch.setattr(fastloop, "LOAD_EVENTS", 1 << 60)  # (never loaded for the reference)
     _in_workers(monkeypatch, False)
     ref = simulate(sc)
     fastloop.compiled()
+    fastloop.load_walks()  # (its two-event graph compiled here, before compiling is watched)
     monkeypatch.setattr(fastloop, "MIN_EVENTS", 0)
 
-    def python_walk(*_args: object) -> None:
-        raise AssertionError("a Python walk ran with the compiled loop loaded")
+    def refuse(*_args: object) -> None:
+        raise AssertionError("a graph compiled to tuples, or a Python walk, with the compiled loop loaded")
 
-    # (set before the workers fork: a worker that walked in Python fails its rank)
-    monkeypatch.setattr(RankGraph, "data_preds", python_walk)
-    monkeypatch.setattr(bounds, "_ancestors_or_self", python_walk)
-    _in_workers(monkeypatch, True)
+    # (set before the workers fork: a worker that compiled to tuples or walked in Python
+    # fails its rank)
+    monkeypatch.setattr(compiled, "_scan_rows", refuse)
+    monkeypatch.setattr(RankGraph, "data_preds", refuse)
+    monkeypatch.setattr(bounds, "_ancestors_or_self", refuse)
+    _in_workers(monkeypatch, in_workers)
     got = simulate(sc)
     assert len(got["simulated_ranks"]) > 1
     assert _plain(got) == _plain(ref)
