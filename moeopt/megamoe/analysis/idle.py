@@ -409,8 +409,7 @@ class _SpanCache:
         one shape, each of about 25 events). A value read where no span was found stands in
         for a span (0.0): every test using it is masked by whether one was found, as the
         group-by-group code only read spans where one was."""
-        got, tab, ready = self._got, self._tab, self._ready
-        events, start = tab.events, tab.start
+        events = self._tab.events
         sizes = [len(same) for same in batch]
         same_ids = packed("n", chain.from_iterable(batch), sum(sizes))
         lo, hi = self.ready[same_ids], self.start[same_ids]
@@ -465,16 +464,15 @@ class _SpanCache:
         self.state[same_ids[blocked]] = _NONE
         if one is not None:
             # one query, one span (clipped to [r, st) as below() clips it): _ready_spans's
-            # only cut is (span start - d, span end), and _uncut gives the rest of the wait
+            # only cut is (span start - d, span end), and _uncut gives the rest of the wait,
+            # here for every such event at once (_uncut_flat: the same comparisons, column by
+            # column), kept as rows
             one = one[~blocked[one]]
             if len(one):
                 lo1, hi1, a1, b1 = lo[one], hi[one], one_from[one], one_to[one]
-                cut_from = (np.where(a1 < lo1, lo1, a1) - d[one]).tolist()
-                cut_to = np.where(b1 > hi1, hi1, b1).tolist()
-                ids = same_ids[one]
-                for i, a, b in zip(ids.tolist(), cut_from, cut_to):
-                    got[i] = _uncut(ready[i], start[i], [(a, b)])
-                self.state[ids] = _LISTED
+                cut_from = np.where(a1 < lo1, lo1, a1) - d[one]
+                cut_to = np.where(b1 > hi1, hi1, b1)
+                self._keep_rows(same_ids[one], *_uncut_flat(lo1, hi1, [cut_from], [cut_to]))
         at = 0
         for same, size in zip(batch, sizes):
             g_ids = same_ids[at : at + size]
@@ -531,14 +529,17 @@ class _SpanCache:
         cut_to: list[np.ndarray] = []
         for last, k, k2, sp_from, sp_to in found:
             _cuts(cut_from, cut_to, last, k[cut], k2[cut], sp_from, sp_to, lo, hi, d)
-        flat, counts = _uncut_flat(lo, hi, cut_from, cut_to)
-        cut_ids = group[cut]
-        self._row_at[cut_ids] = self._stored + np.cumsum(counts) - counts
-        self._row_n[cut_ids] = counts
+        self._keep_rows(group[cut], *_uncut_flat(lo, hi, cut_from, cut_to))
+
+    def _keep_rows(self, ids: np.ndarray, flat: np.ndarray, counts: np.ndarray) -> None:
+        """Keep the spans of the events ``ids`` (:func:`_uncut_flat`'s rows ``flat``, ``counts``
+        per event, in the order of ``ids``) as rows of the store (state ``_ROWS``)."""
+        self._row_at[ids] = self._stored + np.cumsum(counts) - counts
+        self._row_n[ids] = counts
         self._parts.append(flat)
         self._stored += len(flat)
         self._store = None
-        self.state[cut_ids] = _ROWS
+        self.state[ids] = _ROWS
 
 
 def _cuts(
