@@ -14,10 +14,11 @@ applied together, within the time tolerance).
 
 Large graphs are first checked on arrays (:func:`_passes`: the same rules in bulk, numpy, built
 from the same events and mappings); only a schedule that check cannot accept goes through the
-event-by-event check, which lists the violations. ``by_position=True`` (``kernel_time``) trades
-part of that independence for speed: the edges and semaphore uses come from the compiled graph,
-and a greedy schedule whose maps are unmade is read from the columns its maps would be made
-from (the same numbers; the rules are still this module's own).
+event-by-event check, which lists the violations. ``by_position=True`` (``kernel_time``, and
+``simulate`` once numba is loaded) trades part of that independence for speed: the edges and
+semaphore uses come from the compiled graph, and a greedy schedule whose maps are unmade is
+read from the columns its maps would be made from (the same numbers; the rules are still this
+module's own).
 """
 
 from __future__ import annotations
@@ -67,8 +68,10 @@ def validate_schedule(
     (see :func:`_passes`); a greedy schedule whose maps are still to be made is read from its
     own columns instead (:func:`_passes_columns`). What it gives up is independence from
     :func:`~moeopt.core.compiled.compile_graph`: a graph mis-compiled there would be checked as
-    compiled. For callers that time many large graphs (``moeopt.megamoe.kernel_time``); the
-    event-by-event check, run when the array check cannot accept, reads the events as always.
+    compiled. For callers that schedule many large graphs (``moeopt.megamoe.kernel_time``, and
+    ``simulate`` in a process that has loaded the compiled loop, whose graphs are compiled to
+    arrays first); the event-by-event check, run when the array check cannot accept, reads the
+    events as always.
     """
     graph.validate()
     if len(graph) >= VECTOR_MIN_EVENTS:

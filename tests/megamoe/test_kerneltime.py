@@ -398,6 +398,52 @@ def test_simulate_with_the_compiled_loop_is_the_same_result(
     assert _plain(got) == _plain(ref)
 
 
+@pytest.mark.parametrize("in_workers", [True, False])
+def test_simulate_with_the_compiled_loop_refuses_a_broken_schedule(
+    monkeypatch: pytest.MonkeyPatch, in_workers: bool
+) -> None:
+    # with the compiled loop loaded, simulate's validator reads the graph by position (the
+    # compiled edges, the schedule's own columns): a schedule that breaks a dependency is still
+    # refused, and the message is the event-by-event check's, naming the edge. The schedule
+    # here is the greedy one of the graph with one event's dependencies left out.
+    import dataclasses
+
+    from moeopt.core import fastloop, validate
+    from moeopt.core.scheduler import schedule as real_schedule
+
+    sim = sys.modules["moeopt.megamoe.simulate"]
+    fastloop.compiled()
+    monkeypatch.setattr(fastloop, "MIN_EVENTS", 0)
+    _in_workers(monkeypatch, in_workers)
+    cut: list[str] = []
+
+    def broken(g: Any, **options: Any) -> object:
+        ref = real_schedule(g, **options)
+        # the last event that waited for a dependency (it starts later than 0)
+        name = max((ev.name for ev in g if ev.deps and ref.start_us[ev.name] > 0.0), key=ref.start_us.get)
+        cut.append(name)
+        events = [dataclasses.replace(ev, deps={}) if ev.name == name else ev for ev in g]
+        return real_schedule(g.copy_with(events=events), **options)
+
+    monkeypatch.setattr(sim, "schedule", broken)
+    # (the array check, which reads by position, runs on graphs of VECTOR_MIN_EVENTS or more:
+    # pto_m16's ranks have ~1.9k events; it is watched here, in this process)
+    checks: list[bool] = []
+    real_passes = validate._passes
+
+    def passes(graph: Any, s: Any, exact: bool, by_position: bool = False) -> bool:
+        checks.append(by_position)
+        return real_passes(graph, s, exact, by_position)
+
+    monkeypatch.setattr(validate, "_passes", passes)
+    with pytest.raises(ScheduleError, match="before its predecessor") as err:
+        simulate(_golden("pto_m16.zipf"))
+    if not in_workers:  # (in workers the names and checks were noted in the worker processes)
+        assert any(f"event {name!r} starts at" in str(err.value) for name in cut)
+        assert checks
+        assert all(checks)
+
+
 def test_all_ranks_in_workers_raise_simulates_error(monkeypatch: pytest.MonkeyPatch) -> None:
     # the validator refuses the schedules of some ranks and the builder fails on others: simulate
     # builds every rank before it schedules one, so the lowest rank's build error is raised,
@@ -413,11 +459,11 @@ def test_all_ranks_in_workers_raise_simulates_error(monkeypatch: pytest.MonkeyPa
     build_pkg = sys.modules["moeopt.megamoe.build"]  # (the registered builder reads it there)
     real_validate, real_build = sim.validate_schedule, build_pkg.build_rank
 
-    def validate(graph: Any, s: object) -> None:
+    def validate(graph: Any, s: object, **options: Any) -> None:
         rank = graph["head"].labels["rank"]
         if rank in refused:
             raise ScheduleError([f"made up for rank {rank}"])
-        real_validate(graph, s)
+        real_validate(graph, s, **options)
 
     def build(*args: Any, **kw: Any) -> object:
         if args[5] in broken:  # (cfg, tokens, topk, world, counts, rank, ...)
