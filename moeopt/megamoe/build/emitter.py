@@ -88,7 +88,7 @@ class ChainEdges(AbstractSet[tuple[str, str]]):
     def _all(self) -> set[tuple[str, str]]:
         got = self._set
         for prevs, names, had in self._runs:
-            got.update((p, n) for p, n, h in zip(prevs, names, had) if p is not None and not h)
+            got.update(compress(zip(prevs, names), map(_is_chained, prevs, had)))
         self._runs.clear()
         return got
 
