@@ -498,6 +498,14 @@ def arrays_first() -> contextlib.AbstractContextManager[None]:
     return columns_from(MIN_EVENTS) if loaded() else contextlib.nullcontext()
 
 
+def walks_compiled(n: int) -> bool:
+    """Whether a graph of ``n`` events is walked by the compiled kernels here
+    (:func:`paths_without`, :func:`ancestors_or_self`): in a process that has loaded the
+    compiled loop, a graph it would take by size (:data:`MIN_EVENTS`), the graphs
+    :func:`arrays_first` compiles to arrays."""
+    return n >= MIN_EVENTS and loaded()
+
+
 def _topo_array(cg: CompiledGraph) -> np.ndarray:
     """``cg.topo`` as an int64 array (kept on the graph)."""
     got = cg.derived("topo_array")

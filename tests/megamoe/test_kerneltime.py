@@ -412,6 +412,8 @@ def test_simulate_with_the_compiled_loop_refuses_a_broken_schedule(
     from moeopt.core.scheduler import schedule as real_schedule
 
     sim = sys.modules["moeopt.megamoe.simulate"]
+    # (loaded for this test alone: the process's state is restored after it)
+    monkeypatch.setattr(fastloop, "_LOOP", None)
     fastloop.compiled()
     monkeypatch.setattr(fastloop, "MIN_EVENTS", 0)
     _in_workers(monkeypatch, in_workers)

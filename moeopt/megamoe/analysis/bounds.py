@@ -142,7 +142,7 @@ def graph_floors(rg: RankGraph, tails: Sequence[float] | None = None) -> GraphFl
     data path with its duration, if already worked out, see :func:`data_paths`)."""
     cg = rg.graph.compiled()
     ends = _end_positions(rg)
-    if _compiled_walks(cg.n):
+    if fastloop.walks_compiled(cg.n):
         needed = fastloop.ancestors_or_self(cg, ends)
     else:
         needed = _ancestors_or_self(cg.succs, ends, cg.n, cg.topo)
@@ -310,7 +310,7 @@ def data_paths(rg: RankGraph, end: Sequence[float]) -> tuple[list[float], list[f
     rank 16, 58k events): ~240 ms -> ~45 ms, most of it looking the chain edges' names up."""
     cg = rg.graph.compiled()
     n = cg.n
-    if _compiled_walks(n):
+    if fastloop.walks_compiled(n):
         # the same walk by the compiled kernel, along the successors of every edge but the
         # chain edges (the graph's arrays, without the per-event tuples of data_preds)
         return fastloop.paths_without(cg, *rg.chain_positions(), end)
@@ -340,13 +340,6 @@ def data_paths(rg: RankGraph, end: Sequence[float]) -> tuple[list[float], list[f
         tails[i] = best + dur[i]
         ready[i] = met
     return tails, ready
-
-
-def _compiled_walks(n: int) -> bool:
-    """Whether the walks over a graph of ``n`` events are made by the compiled kernels: in a
-    process that has loaded them (:func:`moeopt.core.fastloop.loaded`), for a graph the
-    compiled loop would take by its size (:data:`moeopt.core.fastloop.MIN_EVENTS`)."""
-    return n >= fastloop.MIN_EVENTS and fastloop.loaded()
 
 
 def judge_floors(f: GraphFloors, time_us: float) -> Floors:
