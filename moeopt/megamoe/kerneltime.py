@@ -35,7 +35,6 @@ import dataclasses
 import math
 import multiprocessing
 import os
-import signal
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from functools import partial
@@ -43,7 +42,7 @@ from typing import Any, NamedTuple, TypedDict, TypeGuard, cast
 
 import numpy as np
 
-from moeopt.core import fastloop
+from moeopt.core import fastloop, forked
 from moeopt.core.events import EventGraph
 from moeopt.core.gcpause import gc_paused
 from moeopt.core.policies import make_policy
@@ -173,9 +172,10 @@ def _worker_signals() -> None:
     the search's, which raises to interrupt a trial) runs only between bytecodes, and its
     exception is lost where that point is inside a ``__del__`` or a collector callback: the worker
     then went on, waiting for a task, and the parent's terminate waited for it for ever (seen: a
-    search on studies/dsv3_zipf.yaml hung at a point that stopped at its first rank)."""
-    signal.signal(signal.SIGTERM, signal.SIG_DFL)
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    search on studies/dsv3_zipf.yaml hung at a point that stopped at its first rank). The two
+    signals are held back from the fork until here (see :mod:`moeopt.core.forked`): a terminate
+    that reaches a worker before it has set them ends it here."""
+    forked.child_stop_signals()
 
 
 _Failed = tuple[str, BaseException]
@@ -383,12 +383,17 @@ def _pool(job: _Job | _FullJob, workers: int, expected: int = 0) -> Iterator[Any
     analyses = not isinstance(job, _Job) or job.slowest is not None
     fastloop.before_fork(expected, workers, walks=analyses)
     ctx = multiprocessing.get_context("fork")
-    pool = ctx.Pool(workers, initializer=_init if isinstance(job, _Job) else _init_full, initargs=(job,))
+    pool = None
     try:
+        # (the workers start with the stop signals held back until they have set their own)
+        init = _init if isinstance(job, _Job) else _init_full
+        with forked.stop_signals_held():
+            pool = ctx.Pool(workers, initializer=init, initargs=(job,))
         yield pool
     finally:
-        pool.terminate()
-        pool.join()
+        if pool is not None:
+            pool.terminate()
+            pool.join()
 
 
 # --------------------------------------------------------------------------- simulate(..., ranks="all")

@@ -14,7 +14,6 @@ import json
 import math
 import multiprocessing
 import os
-import signal
 import tempfile
 import threading
 import warnings
@@ -25,6 +24,7 @@ from typing import Any
 import optuna
 from optuna.trial import FrozenTrial, TrialState
 
+from moeopt.core import forked
 from moeopt.errors import MoeoptError
 from moeopt.megamoe.scenario import load_scenario
 from moeopt.megamoe.simulate import simulate
@@ -419,7 +419,8 @@ class BaseNoise:
         ctx = multiprocessing.get_context("fork")
         recv, send = ctx.Pipe(duplex=False)
         proc = ctx.Process(target=_base_noise_child, args=(cfg, send), daemon=True)
-        proc.start()
+        with forked.stop_signals_held():  # (until the child has set its own: see there)
+            proc.start()
         send.close()
         self._proc, self._conn = proc, recv
 
@@ -450,8 +451,7 @@ class BaseNoise:
 
 def _base_noise_child(cfg: StudyConfig, send: Any) -> None:
     # the parent handles Ctrl-C and stops this child itself (no traceback from here)
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    forked.child_stop_signals()
     try:
         got: Any = base_anomaly(cfg)
     except BaseException:  # the parent computes it again and raises the error there

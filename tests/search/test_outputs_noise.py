@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import copy
 import os
+import signal
 import threading
 import time
 from typing import Any
@@ -89,3 +90,37 @@ def test_close_stops_a_running_child(cfg: Any, monkeypatch: pytest.MonkeyPatch) 
     noise.close()
     assert not proc.is_alive()
     assert time.perf_counter() - t0 < 10
+
+
+@pytest.mark.skipif(not hasattr(signal, "pthread_sigmask"), reason="needs signal masks")
+def test_the_child_starts_with_the_stop_signals_held(
+    cfg: Any, here: list[int], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # close() terminates a child that may not have set its own handlers yet: until it has, it
+    # holds SIGTERM and SIGINT back (a terminate is then acted on as its own setting says, see
+    # tests/core/test_forked.py), and lets them through once it has
+    real = outputs._base_noise_child
+    stop = {int(signal.SIGTERM), int(signal.SIGINT)}
+
+    def held() -> list[int]:
+        return sorted(stop & set(map(int, signal.pthread_sigmask(signal.SIG_BLOCK, []))))
+
+    class Told:
+        """The child's pipe, which adds the child's signal state to what it sends."""
+
+        def __init__(self, send: Any, at_start: list[int]) -> None:
+            self.pipe, self.at_start = send, at_start
+
+        def send(self, got: dict[str, Any]) -> None:
+            default = signal.getsignal(signal.SIGTERM) == signal.SIG_DFL
+            self.pipe.send({**got, "held at start": self.at_start, "held after": held(), "default": default})
+
+        def close(self) -> None:
+            self.pipe.close()
+
+    monkeypatch.setattr(outputs, "_base_noise_child", lambda cfg, send: real(cfg, Told(send, held())))
+    noise = BaseNoise(cfg)
+    assert noise._proc is not None
+    got = noise.result()
+    assert got == {"tiny": 0.5, "held at start": sorted(stop), "held after": [], "default": True}
+    assert here == []  # (computed in the child alone)

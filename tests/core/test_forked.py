@@ -1,0 +1,80 @@
+"""A forked worker cannot miss a stop signal sent before it has set its own handlers
+(moeopt.core.forked): the parent holds SIGTERM and SIGINT back while it forks, the child lets
+them through once its own dispositions are set."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+
+import pytest
+
+from moeopt.core import forked
+
+pytestmark = pytest.mark.skipif(
+    not hasattr(os, "fork") or not hasattr(signal, "pthread_sigmask"), reason="needs fork and signal masks"
+)
+
+
+def _ignoring_handler(signum: int, frame: object) -> None:
+    """The parent's SIGTERM handler: one that does not end the process, what a handler whose
+    exception is lost (inside a ``__del__``, a collector callback) comes to."""
+
+
+def _exit_3_handler(signum: int, frame: object) -> None:
+    """The parent's SIGINT handler: in a child, it would end the child with status 3."""
+    os._exit(3)
+
+
+def _child_status(send_early: signal.Signals, held: bool) -> int:
+    """Fork a child that is sent ``send_early`` before it sets its own handlers (it has the
+    parent's, inherited: ``_ignoring_handler`` for SIGTERM, ``_exit_3_handler`` for SIGINT),
+    then sets them (``child_stop_signals``) and exits with status 0 if it is still alive; with
+    the stop signals held through the fork when ``held``. The child's wait status."""
+    old_term = signal.signal(signal.SIGTERM, _ignoring_handler)
+    old_int = signal.signal(signal.SIGINT, _exit_3_handler)
+    try:
+        with forked.stop_signals_held() if held else contextlib.nullcontext():
+            pid = os.fork()
+            if pid == 0:  # the child: never returns into the test
+                try:
+                    os.kill(os.getpid(), send_early)
+                    forked.child_stop_signals()
+                finally:
+                    os._exit(0)
+        _pid, status = os.waitpid(pid, 0)
+    finally:
+        signal.signal(signal.SIGTERM, old_term)
+        signal.signal(signal.SIGINT, old_int)
+    return status
+
+
+def test_a_terminate_before_the_childs_setup_ends_it() -> None:
+    status = _child_status(signal.SIGTERM, held=True)
+    assert os.WIFSIGNALED(status)
+    assert os.WTERMSIG(status) == signal.SIGTERM
+
+
+def test_without_holding_the_signals_the_child_would_have_missed_it() -> None:
+    # the failure the holding prevents: the inherited handler swallows the terminate and the
+    # child lives on (its parent then waited for it for ever)
+    status = _child_status(signal.SIGTERM, held=False)
+    assert os.WIFEXITED(status)
+    assert os.WEXITSTATUS(status) == 0
+
+
+def test_a_ctrl_c_before_the_childs_setup_is_left_to_the_parent() -> None:
+    # SIGINT held back, then discarded when the child ignores it (its parent's handler, which
+    # would exit with 3, never runs there): the child lives on to exit by itself
+    status = _child_status(signal.SIGINT, held=True)
+    assert os.WIFEXITED(status)
+    assert os.WEXITSTATUS(status) == 0
+
+
+def test_the_parents_mask_is_restored() -> None:
+    before = signal.pthread_sigmask(signal.SIG_BLOCK, [])
+    with forked.stop_signals_held():
+        inside = signal.pthread_sigmask(signal.SIG_BLOCK, [])
+        assert {signal.SIGTERM, signal.SIGINT} <= inside
+    assert signal.pthread_sigmask(signal.SIG_BLOCK, []) == before
