@@ -28,3 +28,35 @@ def run_child(python: str, code: str, args: list[str], what: str) -> dict[str, A
         raise SystemExit(f"{python} {what} failed:\n{out.stderr}")
     got: dict[str, Any] = json.loads(out.stdout.strip().splitlines()[-1])
     return got
+
+
+def machine_reference_ms(rounds: int = 5) -> float:
+    """CPU milliseconds (median of ``rounds``) of a fixed pure-Python workload of the kinds the
+    scheduler and the builders do (a heap of tuples, dict stores and lookups, small-object
+    allocation): printed beside a bench's figures so that absolute seconds from two sessions can
+    be compared. The machines these benches run on differed by ~1.7x between sessions (the same
+    commit's DeepSeek-V3-like ``simulate`` took 3.13 s on one day and 1.85 s on another), far
+    more than load explains; a ratio of two references says how far."""
+    import heapq
+    import statistics
+    import time
+
+    def work() -> int:
+        heap: list[tuple[float, int]] = []
+        seen: dict[str, int] = {}
+        total = 0
+        for i in range(60_000):
+            heapq.heappush(heap, ((i * 7919) % 1000 / 7.0, i))
+            seen[f"e{i}"] = i
+            if i % 3 == 0:
+                total += heapq.heappop(heap)[1]
+        for i in range(0, 60_000, 2):
+            total += seen[f"e{i}"]
+        return total
+
+    times = []
+    for _ in range(rounds):
+        t0 = time.process_time()
+        work()
+        times.append(time.process_time() - t0)
+    return statistics.median(times) * 1e3
