@@ -56,7 +56,7 @@ of the Python walks they replace (tests/megamoe/test_kerneltime.py holds ``simul
 both ways).
 
 When: numba is imported on the first use, not with moeopt. Its import and the load of the
-compiled loop (cached on disk after the first compilation) cost ~0.8 s once per process (see
+compiled loop (cached on disk after the first compilation) cost 0.25-0.8 s once per process (see
 :data:`LOAD_EVENTS`), so a process starts using the compiled loop only once the graphs it has
 scheduled make that worth it.
 """
@@ -85,7 +85,16 @@ rent-or-buy rule: load once the Python loop has cost what loading costs (0.8 s /
 160k events), which never pays more than twice the better of the two choices made in
 hindsight. So a single ``simulate``, the README's 24-trial quick start (134k events) and other
 short runs never load numba, and a search or sweep of more loads it once. assumed: the 5 µs per
-event, an average over the graphs measured."""
+event, an average over the graphs measured.
+
+Measured again (stop 49, a faster machine day: bench machine reference ~39 ms; CPU seconds):
+loading 0.24-0.27 s (numba's import 0.11 s, its first call 0.12 s, ~5 ms more on the first
+real call), a whole ``simulate`` 3.2-3.6 µs per event slower with the Python loop on
+scenario_basic and pto M = 2048, 10 µs on pto M = 512: the rule would give ~75k. Tried and
+not kept: at 75k the quick start loads numba at its ~14th trial and ran 0.91x as fast (1421-1427
+against 1560-1603 trials/min, four alternating runs), an 80-trial study 1.07x as fast
+(1725-1812 against 1581-1652, three runs); in a thousand-trial study the two differ by under
+1% (worked out, not measured: ~15 trials x ~18 ms against ~35 s), so the shorter runs decide."""
 
 MIN_EVENTS = 500
 """assumed: below this many events the arrays the compiled loop reads cost about what it saves."""
