@@ -160,22 +160,9 @@ _JOB: _Job | None = None
 
 
 def _init(job: _Job) -> None:
+    """A worker's setup (its stop signals are its pool's: see :class:`moeopt.core.forked.ForkPool`)."""
     global _JOB
-    _worker_signals()
     _JOB = job
-
-
-def _worker_signals() -> None:
-    """A worker process stops at once when its pool is terminated (SIGTERM: the system's default
-    action, not a handler this process inherited from its parent) and leaves Ctrl-C (SIGINT) to
-    the parent, which terminates the pool. A Python handler inherited through the fork (such as
-    the search's, which raises to interrupt a trial) runs only between bytecodes, and its
-    exception is lost where that point is inside a ``__del__`` or a collector callback: the worker
-    then went on, waiting for a task, and the parent's terminate waited for it for ever (seen: a
-    search on studies/dsv3_zipf.yaml hung at a point that stopped at its first rank). The two
-    signals are held back from the fork until here (see :mod:`moeopt.core.forked`): a terminate
-    that reaches a worker before it has set them ends it here."""
-    forked.child_stop_signals()
 
 
 _Failed = tuple[str, BaseException]
@@ -374,7 +361,7 @@ def _expected_events(cfg: Config, counts: np.ndarray, reps: Sequence[int], local
 
 
 @contextlib.contextmanager
-def _pool(job: _Job | _FullJob, workers: int, expected: int = 0) -> Iterator[Any]:
+def _pool(job: _Job | _FullJob, workers: int, expected: int = 0) -> Iterator[forked.ForkPool]:
     # a process that has scheduled enough (its workers' ranks counted), or whose workers are
     # about to schedule enough (``expected`` events, when the whole job is known), loads the
     # compiled loop once, here, so that every worker forked now and later shares it instead of
@@ -382,18 +369,9 @@ def _pool(job: _Job | _FullJob, workers: int, expected: int = 0) -> Iterator[Any
     # (the analyses' walks too when the workers analyse: simulate's, and the slowest rank's)
     analyses = not isinstance(job, _Job) or job.slowest is not None
     fastloop.before_fork(expected, workers, walks=analyses)
-    ctx = multiprocessing.get_context("fork")
-    pool = None
-    try:
-        # (the workers start with the stop signals held back until they have set their own)
-        init = _init if isinstance(job, _Job) else _init_full
-        with forked.stop_signals_held():
-            pool = ctx.Pool(workers, initializer=init, initargs=(job,))
+    # (workers with a pipe each, which can be stopped at any instant: see moeopt.core.forked)
+    with forked.ForkPool(workers, _init if isinstance(job, _Job) else _init_full, (job,)) as pool:
         yield pool
-    finally:
-        if pool is not None:
-            pool.terminate()
-            pool.join()
 
 
 # --------------------------------------------------------------------------- simulate(..., ranks="all")
@@ -413,7 +391,6 @@ _FULL: _FullJob | None = None
 
 def _init_full(job: _FullJob) -> None:
     global _FULL
-    _worker_signals()
     _FULL = job
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
+import time
 
 import pytest
 
@@ -78,3 +79,68 @@ def test_the_parents_mask_is_restored() -> None:
         inside = signal.pthread_sigmask(signal.SIG_BLOCK, [])
         assert {signal.SIGTERM, signal.SIGINT} <= inside
     assert signal.pthread_sigmask(signal.SIG_BLOCK, []) == before
+
+
+# --------------------------------------------------------------------------- ForkPool
+
+_SETUP: list[int] = []
+
+
+def _setup(value: int) -> None:
+    _SETUP.append(value)
+
+
+def _with_setup(item: int) -> tuple[int, int, list[int]]:
+    return item, os.getpid(), list(_SETUP)
+
+
+def _fails(item: int) -> int:
+    raise ValueError(f"item {item} is bad")
+
+
+def _dies(item: int) -> int:
+    os._exit(7)
+
+
+def _slow_big(item: int) -> bytes:
+    # item 0 at once; item 1 after a moment, so large that sending it blocks until read
+    if item == 0:
+        return b"small"
+    time.sleep(0.2)
+    return b"x" * (64 << 20)
+
+
+def test_pool_gives_every_result_computed_in_its_workers_after_their_setup() -> None:
+    with forked.ForkPool(2, _setup, (41,)) as pool:
+        got = list(pool.imap_unordered(_with_setup, range(7)))
+    assert sorted(item for item, _pid, _setup_seen in got) == list(range(7))
+    pids = {pid for _item, pid, _setup_seen in got}
+    assert len(pids) == 2  # (the first two items go one to each worker)
+    assert os.getpid() not in pids
+    assert all(seen == [41] for _item, _pid, seen in got)  # (each worker's setup ran once, first)
+    assert _SETUP == []  # (not in this process)
+
+
+def test_pool_raises_a_workers_error_here() -> None:
+    with forked.ForkPool(2, _setup, (0,)) as pool, pytest.raises(ValueError, match="item 0 is bad"):
+        list(pool.imap_unordered(_fails, [0]))
+
+
+def test_pool_names_a_worker_that_ends_without_a_result() -> None:
+    with forked.ForkPool(1, _setup, (0,)) as pool, pytest.raises(forked.WorkerLost, match="exit code 7"):
+        list(pool.imap_unordered(_dies, [0]))
+
+
+def test_leaving_the_pool_stops_a_worker_in_the_middle_of_sending() -> None:
+    # the caller stops at the first result (a search point that stops at a rank) while the other
+    # worker is about to hand back, or is handing back, a result no one will read: nothing may
+    # wait for that worker (multiprocessing.Pool's terminate could wait for ever for a lock a
+    # worker stopped while handing back its result still held)
+    t0 = time.monotonic()
+    with forked.ForkPool(2, _setup, (0,)) as pool:
+        procs = list(pool._procs)
+        first = next(pool.imap_unordered(_slow_big, [0, 1]))
+        time.sleep(0.5)  # (the other worker is blocked sending 64 MB by now)
+    assert first == b"small"
+    assert all(p.exitcode is not None for p in procs)
+    assert time.monotonic() - t0 < forked.STOP_WAIT_S  # (SIGTERM ended it: no SIGKILL needed)

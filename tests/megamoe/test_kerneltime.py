@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 
+from moeopt.core import forked
 from moeopt.errors import ScheduleError
 from moeopt.megamoe import BoundViolation, Scenario, kerneltime, simulate
 from moeopt.megamoe.build.context import BuildContext
@@ -103,11 +104,14 @@ print(json.dumps([loaded, [len(k.signatures) for k in kernels]]))
 
 
 def test_a_stopped_point_stops_its_workers_whatever_the_parents_signal_handler() -> None:
-    # a point that stops at a rank terminates its pool while the other worker is busy; a worker
-    # inherits the parent's Python signal handlers through the fork, and a handler that does not
-    # end the process (here one that does nothing: what a lost exception in a search's handler
-    # comes to) left it running, then waiting for a task, and the terminate waited for ever. In a
-    # fresh interpreter with a time limit, so that a hang fails the test instead of the suite
+    # a point that stops at a rank stops its pool while the other worker is busy. Two hangs were
+    # seen here: a worker inherits the parent's Python signal handlers through the fork, and a
+    # handler that does not end the process (here one that does nothing: what a lost exception
+    # in a search's handler comes to) left it running, then waiting for a task; and with
+    # multiprocessing.Pool, a worker stopped while handing back its result held the lock of the
+    # pool's one result queue, for which Pool.terminate then waited for ever (about one run in
+    # ten beside two busy loops; moeopt.core.forked.ForkPool shares no lock). In a fresh
+    # interpreter with a time limit, so that a hang fails the test instead of the suite
     script = """
 import signal
 from moeopt.megamoe.kerneltime import Reached, kernel_time, kernel_time_below
@@ -128,12 +132,12 @@ print("stopped")
 
 @pytest.mark.skipif(not hasattr(signal, "pthread_sigmask"), reason="needs signal masks")
 def test_rank_workers_start_with_the_stop_signals_held(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    # a terminate that reached a worker between its fork and its own handlers ran the parent's
-    # handler there (the hang above, when that handler does not end the process: see
-    # tests/core/test_forked.py). Each worker of a rank pool must start with SIGTERM and SIGINT
-    # held back, and let them through once it has set its own handlers (SIGTERM: the default)
+    # a terminate that reached a worker between its fork and its own handlers would run the
+    # parent's handler there (see tests/core/test_forked.py). Each worker of a rank pool must
+    # start with SIGTERM and SIGINT held back, and let them through once it has set its own
+    # handlers (SIGTERM: the default)
     stop = {int(signal.SIGTERM), int(signal.SIGINT)}
-    real = kerneltime._worker_signals
+    real = forked.child_stop_signals
 
     def spy() -> None:
         at_start = signal.pthread_sigmask(signal.SIG_BLOCK, [])
@@ -145,7 +149,7 @@ def test_rank_workers_start_with_the_stop_signals_held(monkeypatch: pytest.Monke
         part.write_text(json.dumps(seen))
         part.rename(tmp_path / f"{os.getpid()}.json")
 
-    monkeypatch.setattr(kerneltime, "_worker_signals", spy)
+    monkeypatch.setattr(forked, "child_stop_signals", spy)
     sc = _golden("bs72.zipf")
     counts, _groups = rank_groups(sc)
     parent_mask = signal.pthread_sigmask(signal.SIG_BLOCK, [])
