@@ -29,6 +29,7 @@ from __future__ import annotations
 import contextlib
 import multiprocessing
 import signal
+import traceback
 from collections.abc import Callable, Iterable, Iterator
 from multiprocessing.connection import Connection, wait
 from typing import Any, cast
@@ -78,6 +79,14 @@ class WorkerLost(RuntimeError):
     """A worker process of a :class:`ForkPool` ended without handing back its task's result."""
 
 
+class RemoteTraceback(Exception):
+    """The traceback, in the worker, of an exception a :class:`ForkPool` task raised there (the
+    cause of that exception when it is raised here)."""
+
+    def __str__(self) -> str:
+        return f"\n\n(in the worker process)\n{self.args[0]}"
+
+
 class ForkPool:
     """``workers`` processes forked from this one, each setting its stop signals
     (:func:`child_stop_signals`: SIGTERM ends it, Ctrl-C is left to this process), running
@@ -97,9 +106,10 @@ class ForkPool:
             with stop_signals_held():  # (until each worker has set its own: child_stop_signals)
                 for _ in range(workers):
                     mine, theirs = ctx.Pipe(duplex=True)
-                    proc = ctx.Process(
-                        target=_serve, args=(theirs, list(self._conns), initializer, initargs), daemon=True
-                    )
+                    # (the worker closes its copies of this process's ends: ``others``)
+                    others = [*self._conns, mine]
+                    args = (theirs, others, initializer, initargs)
+                    proc = ctx.Process(target=_serve, args=args, daemon=True)
                     proc.start()
                     theirs.close()  # (the worker holds the only other end: its death shows as EOF)
                     self._procs.append(proc)
@@ -129,7 +139,10 @@ class ForkPool:
 
         def hand_out(k: int) -> None:
             for item in todo:
-                self._conns[k].send((fn, item))
+                try:
+                    self._conns[k].send((fn, item))
+                except OSError:  # (it ended before: its setup failed, or it was killed)
+                    raise self._lost(k) from None
                 busy[self._conns[k]] = k
                 return
 
@@ -141,15 +154,17 @@ class ForkPool:
                 try:
                     ok, out = cast("tuple[bool, Any]", conn.recv())
                 except (EOFError, OSError):
-                    proc = self._procs[k]
-                    proc.join(STOP_WAIT_S)
-                    raise WorkerLost(
-                        f"worker process {proc.pid} ended without a result (exit code {proc.exitcode})"
-                    ) from None
+                    raise self._lost(k) from None
                 if not ok:
-                    raise out
+                    exc, where = out
+                    raise exc from RemoteTraceback(where)
                 hand_out(k)
                 yield out
+
+    def _lost(self, k: int) -> WorkerLost:
+        proc = self._procs[k]
+        proc.join(STOP_WAIT_S)
+        return WorkerLost(f"worker process {proc.pid} ended without a result (exit code {proc.exitcode})")
 
     def close(self) -> None:
         """Stop every worker now (SIGTERM; SIGKILL for one still running after
@@ -175,7 +190,7 @@ def _serve(
     A task's exception goes back to be raised by the caller; a result or exception that cannot
     be pickled goes back as a RuntimeError saying so."""
     child_stop_signals()  # (first: the stop signals are held back until here)
-    for other in others:  # (the pool's ends of the pipes of the workers forked before this one)
+    for other in others:  # (the pool's ends of its pipes, this worker's own included)
         other.close()
     initializer(*initargs)
     while True:
@@ -185,10 +200,10 @@ def _serve(
             return
         try:
             out: tuple[bool, Any] = (True, fn(item))
-        except BaseException as exc:  # handed back, raised by the caller
-            out = (False, exc)
+        except BaseException as exc:  # handed back with its traceback, raised by the caller
+            out = (False, (exc, traceback.format_exc()))
         try:
             conn.send(out)
         except Exception as exc:  # (pickling failed before anything was written)
             why = f"a worker's result of {fn.__name__}({item!r}) cannot be sent: {exc!r}"
-            conn.send((False, RuntimeError(why)))
+            conn.send((False, (RuntimeError(why), traceback.format_exc())))

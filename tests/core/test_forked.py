@@ -144,3 +144,19 @@ def test_leaving_the_pool_stops_a_worker_in_the_middle_of_sending() -> None:
     assert first == b"small"
     assert all(p.exitcode is not None for p in procs)
     assert time.monotonic() - t0 < forked.STOP_WAIT_S  # (SIGTERM ended it: no SIGKILL needed)
+
+
+def _broken_setup() -> None:
+    raise RuntimeError("no setup")
+
+
+def test_pool_names_a_worker_whose_setup_failed() -> None:
+    with forked.ForkPool(1, _broken_setup) as pool, pytest.raises(forked.WorkerLost, match="exit code 1"):
+        list(pool.imap_unordered(_with_setup, range(3)))
+
+
+def test_a_workers_error_carries_its_traceback_there() -> None:
+    with forked.ForkPool(1, _setup, (0,)) as pool, pytest.raises(ValueError) as got:
+        list(pool.imap_unordered(_fails, [3]))
+    assert isinstance(got.value.__cause__, forked.RemoteTraceback)
+    assert "in _fails" in str(got.value.__cause__)
