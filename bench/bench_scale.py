@@ -45,7 +45,7 @@ import os
 import statistics
 import sys
 
-from child import machine_reference_ms, run_child
+from child import machine_reference_line, run_child
 
 # every mode the bench runs (see the docstring); each case has a target for each
 _MODES = (
@@ -177,7 +177,7 @@ def main() -> None:
     ap.add_argument("--python", nargs="+", default=[sys.executable], help="interpreters to compare (A/B)")
     args = ap.parse_args()
     print(f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f} at start")
-    print(f"machine reference {machine_reference_ms():.1f} ms CPU (bench/child.py; compare across sessions, lower is faster)")
+    print(machine_reference_line())
     for name in args.only or list(CASES):
         _w, _p, targets = CASES[name]
         best_us = 0.0

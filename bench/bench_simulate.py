@@ -46,7 +46,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from child import machine_reference_ms, run_child
+from child import machine_reference_line, run_child
 
 import moeopt.megamoe as mm
 from moeopt.core.events import Event, EventGraph
@@ -205,7 +205,7 @@ def main() -> None:
     args = ap.parse_args()
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     print(f"{os.cpu_count()} CPUs, load average {load:.2f} (wall seconds include waiting for a core)")
-    print(f"machine reference {machine_reference_ms():.1f} ms CPU (bench/child.py; compare across sessions, lower is faster)")
+    print(machine_reference_line())
     if args.python:
         names = [name for name, _make, _t in cases() if not args.only or name in args.only]
         compare(list(args.python), names, args.rounds, args.repeat, args.warmup)

@@ -60,3 +60,8 @@ def machine_reference_ms(rounds: int = 5) -> float:
         work()
         times.append(time.process_time() - t0)
     return statistics.median(times) * 1e3
+
+
+def machine_reference_line() -> str:
+    """The line a bench prints with :func:`machine_reference_ms`."""
+    return f"machine reference {machine_reference_ms():.1f} ms CPU (bench/child.py; compare across sessions, lower is faster)"

@@ -7,9 +7,9 @@ A worker stopped while it was writing a result dies holding the lock, and the ta
 then ``terminate`` with it, waits for the lock for ever (seen: a point that stops at a rank
 while another worker is handing its result back; 7 of 73 runs of the test that stops points
 so, beside two busy loops, against none of 800 with this pool; ``py-spy`` showed the task
-thread in ``SimpleQueue.put`` and both workers dead). Here
-every worker has a pipe of its own to this process and no lock is shared, so stopping a worker
-at any instant leaves nothing for another process to wait for.
+thread in ``SimpleQueue.put`` and both workers dead). Here every worker has a pipe of its own
+to this process and no lock is shared, so stopping a worker at any instant leaves nothing for
+another process to wait for.
 
 **Stop signals.** A forked child starts with its parent's Python signal handlers. The workers
 moeopt forks (the ranks of ``kernel_time`` and ``simulate``, a search's baseline noise) set
@@ -124,16 +124,11 @@ class ForkPool:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def imap_unordered(
-        self, fn: Callable[[Any], Any], items: Iterable[Any], chunksize: int = 1
-    ) -> Iterator[Any]:
+    def imap_unordered(self, fn: Callable[[Any], Any], items: Iterable[Any]) -> Iterator[Any]:
         """``fn(item)`` of every item, computed by the workers, yielded as each is done: the
-        items are handed out in order, one to each idle worker (``chunksize`` 1, the only size).
-        ``fn`` must be a module-level function (it is sent by name). An exception ``fn`` raises
-        in a worker is raised here; a worker that ends without a result raises
-        :class:`WorkerLost`."""
-        if chunksize != 1:
-            raise ValueError(f"chunksize = {chunksize!r}; allowed: 1")
+        items are handed out in order, one at a time to each idle worker. ``fn`` must be a
+        module-level function (it is sent by name). An exception ``fn`` raises in a worker is
+        raised here; a worker that ends without a result raises :class:`WorkerLost`."""
         todo = iter(items)
         busy: dict[Connection, int] = {}  # the pipe of each busy worker -> its worker's number
 

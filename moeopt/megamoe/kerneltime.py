@@ -486,7 +486,7 @@ def parallel_rank_results(
     got: dict[int, RankResult] = {}
     failed: dict[int, _Failed] = {}
     with _pool(job, n, _expected_events(cfg, counts, reps, e)) as pool:  # (leaving it stops the workers)
-        for one in pool.imap_unordered(_rank_analysed, reps, chunksize=1):
+        for one in pool.imap_unordered(_rank_analysed, reps):
             used |= one.constants
             if one.failed is not None:
                 phase, cls, args, attrs = one.failed
@@ -622,7 +622,7 @@ def _timed(
             # each rank as soon as it is done, the likely slowest handed out first: with
             # stop_at, a rank that reaches it stops the run even while ranks handed out before
             # it are still being scheduled (their workers are stopped)
-            for rep, res in pool.imap_unordered(_rank_time_remote, reps, chunksize=1):
+            for rep, res in pool.imap_unordered(_rank_time_remote, reps):
                 if isinstance(res, _RankTime):
                     fastloop.scheduled_elsewhere(res.n_events)
                 stop = took(rep, _received(res))
