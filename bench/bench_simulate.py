@@ -32,7 +32,8 @@ A process that has already scheduled ``moeopt.core.fastloop.LOAD_EVENTS`` events
 graphs (a search, a sweep: every process of ``moeopt search``) schedules them with the compiled
 loop; a fresh process with a few calls does not. ``--warmup 30`` measures that warm state on
 scenario_basic (30 x 5,570 events) and the PTO cases from M = 512 on; the default measures a
-fresh process.
+fresh process. ``--warmup 0 --repeat 1`` times the first call of a fresh process (what a single
+``moeopt simulate`` pays after its imports): one call per process, so take more ``--rounds``.
 """
 
 from __future__ import annotations
